@@ -1,0 +1,6 @@
+//! kjit's GCN/CDNA backend: the gfx9 instruction layer (one opcode table for encoder, decoder and printer)
+//! and AMDGPU code objects (writer and reader); later, instruction selection, register allocation,
+//! waitcnt insertion and emission.
+#![deny(missing_docs)]
+
+pub mod llvm_oracle;
