@@ -2,7 +2,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "kjit", version, about = "kjit: Rust GPU kernels to AMD GCN/CDNA machine code")]
+#[command(
+    name = "kjit",
+    version,
+    about = "kjit: Rust GPU kernels to AMD GCN/CDNA machine code"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -4,3 +4,6 @@
 #![deny(missing_docs)]
 
 pub mod llvm_oracle;
+pub mod target;
+
+pub use target::Target;

@@ -37,7 +37,9 @@ impl Tool {
 
 /// Whether the environment demands the oracle (`KJIT_REQUIRE_LLVM=1`).
 pub fn llvm_required() -> bool {
-    std::env::var("KJIT_REQUIRE_LLVM").map(|v| v == "1").unwrap_or(false)
+    std::env::var("KJIT_REQUIRE_LLVM")
+        .map(|v| v == "1")
+        .unwrap_or(false)
 }
 
 /// Locates `tool` on `PATH` (or in `/usr/lib/llvm-19/bin`).
