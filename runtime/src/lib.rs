@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod device;
+pub mod emu;
 
 pub use device::{
     ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims, LaunchStats, ModuleId,

@@ -1,0 +1,35 @@
+//! kjit's software GCN device: loads real gfx9 code objects and executes their machine code on
+//! the CPU, wave by wave, with the asynchronous memory counters made visible.
+//!
+//! The pipeline of one launch:
+//!
+//! ```text
+//!  code object ──codeobj::CodeObject::parse──► kernel (code, descriptor, arg metadata)
+//!        │                                        │
+//!        └─ isa::decode (once per kernel) ──► Program: pc → decoded instruction
+//!                                                 │
+//!  dispatch.rs: kernarg segment, AQL packet, scratch, initial SGPRs/VGPRs per wave
+//!                                                 │
+//!  scheduler.rs: workgroups in parallel (rayon); inside one, waves interleaved
+//!                (round-robin or seeded random), exact s_barrier
+//!                                                 │
+//!  per instruction: scoreboard.rs (hazards, counters) → scalar.rs | valu/ | smem.rs |
+//!                   vmem.rs | lds.rs → stats.rs
+//! ```
+//!
+//! Module map: [`wave`] (architectural state and operand access), [`error`] (located errors),
+//! [`memory`] (device allocations), [`valu`] (vector ALU semantics, owned by the "valu" helper).
+
+pub mod error;
+pub mod memory;
+pub mod valu;
+pub mod wave;
+
+pub use error::{At, EmuError, WaveId};
+pub use wave::Wave;
+
+/// A decoded instruction, as the instruction layer (`kjit_backend_gcn::isa`) gives it.
+///
+/// Placeholder until the instruction layer lands; replaced by a re-export of `isa::Inst`.
+#[derive(Clone, Debug)]
+pub struct Inst;
