@@ -22,6 +22,7 @@
 
 pub mod error;
 pub mod memory;
+pub mod scoreboard;
 pub mod valu;
 pub mod wave;
 
