@@ -21,8 +21,10 @@
 //! [`memory`] (device allocations), [`valu`] (vector ALU semantics, owned by the "valu" helper).
 
 pub mod error;
+pub mod lds;
 pub mod memory;
 pub mod scoreboard;
+pub mod stats;
 pub mod valu;
 pub mod wave;
 

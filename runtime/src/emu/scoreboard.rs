@@ -124,7 +124,7 @@ impl RegSet {
     /// The registers as assembler text, ranges collapsed (`v[4:7]`, `s2`, `vcc_lo`).
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        let mut runs =
+        let runs =
             |bits: &dyn Fn(u32) -> bool, limit: u32, prefix: &str, parts: &mut Vec<String>| {
                 let mut r = 0;
                 while r < limit {
