@@ -11,6 +11,8 @@
 //! Owned by the "valu" helper; the device core calls [`execute_valu`] for every instruction whose
 //! format is a vector-ALU format.
 
+pub mod float;
+
 use kjit_backend_gcn::Target;
 
 use super::wave::{EmuError, Wave};
