@@ -20,6 +20,7 @@
 //! Module map: [`wave`] (architectural state and operand access), [`error`] (located errors),
 //! [`memory`] (device allocations), [`valu`] (vector ALU semantics, owned by the "valu" helper).
 
+pub mod dispatch;
 pub mod error;
 pub mod lds;
 pub mod memory;
