@@ -11,7 +11,10 @@
 //! Owned by the "valu" helper; the device core calls [`execute_valu`] for every instruction whose
 //! format is a vector-ALU format.
 
+pub mod convert;
 pub mod float;
+pub mod half;
+pub mod transcendental;
 
 use kjit_backend_gcn::Target;
 
