@@ -24,6 +24,7 @@ pub mod dispatch;
 pub mod error;
 pub mod lds;
 pub mod memory;
+pub mod scalar;
 pub mod scoreboard;
 pub mod stats;
 pub mod valu;
