@@ -11,9 +11,13 @@
 //! Owned by the "valu" helper; the device core calls [`execute_valu`] for every instruction whose
 //! format is a vector-ALU format.
 
+pub mod compare;
 pub mod convert;
 pub mod float;
 pub mod half;
+pub mod int;
+pub mod lanes;
+pub mod mfma;
 pub mod transcendental;
 
 use kjit_backend_gcn::Target;
