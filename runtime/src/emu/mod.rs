@@ -20,6 +20,7 @@
 //! Module map: [`wave`] (architectural state and operand access), [`error`] (located errors),
 //! [`memory`] (device allocations), [`valu`] (vector ALU semantics, owned by the "valu" helper).
 
+pub mod ctx;
 pub mod dispatch;
 pub mod error;
 pub mod lds;
@@ -28,6 +29,7 @@ pub mod scalar;
 pub mod scoreboard;
 pub mod stats;
 pub mod valu;
+pub mod vmem;
 pub mod wave;
 
 pub use error::{At, EmuError, WaveId};

@@ -209,6 +209,17 @@ impl OpKind {
     }
 }
 
+/// Which bits of a 32-bit register a load writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Part {
+    /// All 32 bits.
+    Full,
+    /// Bits 15:0 (d16 loads), the high half is kept.
+    Lo16,
+    /// Bits 31:16 (d16_hi loads), the low half is kept.
+    Hi16,
+}
+
 /// Data that lands in registers when an operation completes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Landing {
@@ -226,6 +237,8 @@ pub enum Landing {
         mask: u64,
         /// Register-major lane data.
         data: Vec<u32>,
+        /// Which bits of each register receive data (d16 loads write one half).
+        part: Part,
     },
     /// Consecutive SGPRs (scalar codes) from `first`.
     Scalar {
@@ -253,6 +266,8 @@ pub struct InFlight {
     pub lds_reads: Vec<u32>,
     /// LDS dwords it writes.
     pub lds_writes: Vec<u32>,
+    /// Issue sequence number (set by [`Scoreboard::issue`]).
+    pub seq: u64,
 }
 
 /// Largest value each counter can hold on gfx9.
@@ -274,6 +289,8 @@ pub struct Scoreboard {
     pub strict_store_sources: bool,
     /// Register accesses checked against in-flight operations (for statistics).
     pub checks: u64,
+    /// Operations issued so far (sequence numbers).
+    issued: u64,
 }
 
 /// Something an `s_waitcnt` retired that the caller must act on (LDS bookkeeping).
@@ -376,7 +393,7 @@ impl Scoreboard {
         let op = self
             .in_flight()
             .filter(|op| op.dests.intersects(regs))
-            .max_by_key(|op| op.pc)
+            .max_by_key(|op| op.seq)
             .cloned();
         match op {
             Some(op) => EmuError::Hazard {
@@ -443,6 +460,8 @@ impl Scoreboard {
         }
         let strict = self.strict_store_sources;
         let mut op = op;
+        self.issued += 1;
+        op.seq = self.issued;
         if !strict {
             op.sources = RegSet::EMPTY;
         }
@@ -491,7 +510,7 @@ impl Scoreboard {
                 }
             }
             // Retire in issue order so that overlapping landings resolve as the program says.
-            retired.sort_by_key(|op| op.pc);
+            retired.sort_by_key(|op| op.seq);
             for op in &retired {
                 if op.kind.counter() == Counter::Lgkm {
                     land(op, wave);
@@ -519,6 +538,7 @@ fn land(op: &InFlight, wave: &mut Wave) {
             agpr,
             mask,
             data,
+            part,
         } => {
             let file = if *agpr {
                 &mut wave.agpr
@@ -532,9 +552,27 @@ fn land(op: &InFlight, wave: &mut Wave) {
                 }
                 let src = &data[i * LANES..(i + 1) * LANES];
                 let dst = &mut file[r];
-                for l in 0..LANES {
-                    if mask >> l & 1 != 0 {
-                        dst[l] = src[l];
+                match part {
+                    Part::Full => {
+                        for l in 0..LANES {
+                            if mask >> l & 1 != 0 {
+                                dst[l] = src[l];
+                            }
+                        }
+                    }
+                    Part::Lo16 => {
+                        for l in 0..LANES {
+                            if mask >> l & 1 != 0 {
+                                dst[l] = (dst[l] & 0xffff_0000) | (src[l] & 0xffff);
+                            }
+                        }
+                    }
+                    Part::Hi16 => {
+                        for l in 0..LANES {
+                            if mask >> l & 1 != 0 {
+                                dst[l] = (dst[l] & 0xffff) | (src[l] << 16);
+                            }
+                        }
                     }
                 }
             }
@@ -572,9 +610,11 @@ mod tests {
                 agpr: false,
                 mask: u64::MAX,
                 data: vec![value; LANES],
+                part: Part::Full,
             },
             lds_reads: vec![],
             lds_writes: vec![],
+            seq: 0,
         }
     }
 
@@ -592,6 +632,7 @@ mod tests {
             },
             lds_reads: vec![],
             lds_writes: vec![],
+            seq: 0,
         }
     }
 
@@ -701,6 +742,7 @@ mod tests {
                 landing: Landing::None,
                 lds_reads: vec![],
                 lds_writes: vec![],
+                seq: 0,
             };
             sb.issue(store, &mut w);
             assert_eq!(sb.check(&RegSet::EMPTY, &reads_v(9), None).is_err(), strict);
