@@ -76,6 +76,11 @@ impl Lds {
         self.epoch = 1;
     }
 
+    /// Whether cross-wave race detection is on.
+    pub fn detecting(&self) -> bool {
+        self.detect
+    }
+
     /// Bytes of LDS.
     pub fn size(&self) -> u32 {
         self.data.len() as u32

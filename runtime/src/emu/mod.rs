@@ -22,11 +22,13 @@
 
 pub mod ctx;
 pub mod dispatch;
+pub mod ds;
 pub mod error;
 pub mod lds;
 pub mod memory;
 pub mod scalar;
 pub mod scoreboard;
+pub mod smem;
 pub mod stats;
 pub mod valu;
 pub mod vmem;

@@ -291,6 +291,8 @@ pub struct Scoreboard {
     pub checks: u64,
     /// Operations issued so far (sequence numbers).
     issued: u64,
+    /// Some in-flight VMEM operation writes LDS (`lds` bit).
+    vm_writes_lds: bool,
 }
 
 /// Something an `s_waitcnt` retired that the caller must act on (LDS bookkeeping).
@@ -332,6 +334,7 @@ impl Scoreboard {
         }
         self.pending_dests = d;
         self.pending_sources = s;
+        self.vm_writes_lds = self.vm.iter().any(|op| !op.lds_writes.is_empty());
     }
 
     /// Checks an instruction that reads `reads` and writes `writes` before it executes.
@@ -520,6 +523,19 @@ impl Scoreboard {
         }
         self.recompute();
         retired
+    }
+
+    /// If a VMEM load-to-LDS (`lds` bit) of this wave that writes LDS dwords `lo..=hi` is still
+    /// in flight: its pc and the wait that would complete it.
+    pub fn pending_lds_write(&self, lo: u32, hi: u32) -> Option<(u64, String)> {
+        if !self.vm_writes_lds {
+            return None;
+        }
+        self.vm
+            .iter()
+            .rev()
+            .find(|op| op.lds_writes.iter().any(|&d| d >= lo && d <= hi))
+            .map(|op| (op.pc, self.wait_for(op)))
     }
 
     /// Everything still in flight completes (end of program); the data lands.
