@@ -1,0 +1,382 @@
+//! Runs the waves of one workgroup, interleaved, with exact `s_barrier` semantics.
+//!
+//! Takes the decoded program, the launch's dispatch state and a workgroup id; gives the
+//! workgroup's statistics, or the first error a wave hit (located: wave, pc, instruction).
+//!
+//! Waves of a workgroup share one host thread and one LDS and take turns:
+//! - round-robin: every runnable wave executes one instruction in turn (the finest interleaving);
+//! - random (seeded): a runnable wave chosen at random runs a random quantum of 1-8
+//!   instructions. The generator is seeded from the seed and the workgroup id, so a launch is
+//!   reproducible whatever the number of host threads.
+//!
+//! A wave that executes `s_barrier` waits until every wave of the workgroup that has not ended
+//! has arrived; then all continue and the LDS race detector starts a new epoch. LDS operations
+//! still in flight at that moment may complete after the barrier, so they are moved into the new
+//! epoch. Workgroups themselves run in parallel (see `GcnEmulator`), which is why a workgroup
+//! never depends on another's progress here.
+
+use std::str::FromStr;
+
+use kjit_backend_gcn::Target;
+
+use super::ctx::Ctx;
+use super::dispatch::{initial_wave, DispatchAddrs, KernelSetup};
+use super::lds::Lds;
+use super::memory::{AddrCache, MemoryView};
+use super::program::{Decoded, Op, Program};
+use super::scalar::{self, Flow};
+use super::scoreboard::Scoreboard;
+use super::stats::Counters;
+use super::wave::{At, EmuError, Wave, LANES};
+use super::{ds, smem, valu, vmem};
+use crate::device::LaunchDims;
+
+/// How the waves of a workgroup take turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// One instruction per wave in turn.
+    RoundRobin,
+    /// Random wave, random quantum, from this seed.
+    Random(u64),
+}
+
+impl FromStr for Schedule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "round-robin" {
+            return Ok(Schedule::RoundRobin);
+        }
+        if let Some(seed) = s.strip_prefix("random:") {
+            return seed
+                .parse::<u64>()
+                .map(Schedule::Random)
+                .map_err(|_| format!("bad seed in schedule '{s}' (expected random:<u64>)"));
+        }
+        Err(format!(
+            "unknown schedule '{s}' (expected round-robin or random:SEED)"
+        ))
+    }
+}
+
+/// Knobs of a launch on the software device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunConfig {
+    /// Wave interleaving policy.
+    pub schedule: Schedule,
+    /// Instructions one wave may execute before the launch fails (catches infinite loops).
+    pub max_instructions_per_wave: u64,
+    /// Lock store data registers until their counter retires them (see `scoreboard`).
+    pub strict_store_sources: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            schedule: Schedule::RoundRobin,
+            max_instructions_per_wave: 100_000_000,
+            strict_store_sources: false,
+        }
+    }
+}
+
+/// Everything shared by all workgroups of a launch.
+pub struct LaunchState<'a> {
+    /// The target whose rules apply.
+    pub target: Target,
+    /// The decoded kernel.
+    pub program: &'a Program,
+    /// Descriptor fields.
+    pub setup: &'a KernelSetup,
+    /// Launch shape.
+    pub dims: LaunchDims,
+    /// Per-launch addresses.
+    pub addrs: DispatchAddrs,
+    /// Device memory.
+    pub mem: &'a MemoryView,
+    /// Knobs.
+    pub config: RunConfig,
+    /// Address of the first instruction.
+    pub entry: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Running,
+    AtBarrier,
+    Done,
+}
+
+struct Slot {
+    wave: Wave,
+    sb: Scoreboard,
+    counters: Counters,
+    cache: AddrCache,
+    state: State,
+    executed: u64,
+}
+
+/// A small, fast, seedable generator (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+fn locate(e: EmuError, w: &Wave, d: Option<&Decoded>) -> EmuError {
+    e.locate(|| At {
+        wave: w.id,
+        pc: w.pc,
+        inst: d
+            .map(|d| d.text.clone())
+            .unwrap_or_else(|| "<no instruction>".to_string()),
+    })
+}
+
+/// Executes one instruction of `slot`'s wave.
+#[inline]
+fn step(l: &LaunchState, slot: &mut Slot, lds: &mut Lds, wave_index: u8) -> Result<Flow, EmuError> {
+    let w = &mut slot.wave;
+    let d = match l.program.at(w.pc) {
+        Ok(d) => d,
+        Err(e) => return Err(locate(e, w, None)),
+    };
+    let r = execute(
+        l,
+        d,
+        w,
+        &mut slot.sb,
+        &mut slot.counters,
+        &mut slot.cache,
+        lds,
+        wave_index,
+        &mut slot.executed,
+    );
+    r.map_err(|e| locate(e, w, Some(d)))
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn execute(
+    l: &LaunchState,
+    d: &Decoded,
+    w: &mut Wave,
+    sb: &mut Scoreboard,
+    counters: &mut Counters,
+    cache: &mut AddrCache,
+    lds: &mut Lds,
+    wave_index: u8,
+    executed: &mut u64,
+) -> Result<Flow, EmuError> {
+    if *executed >= l.config.max_instructions_per_wave {
+        return Err(EmuError::Budget {
+            at: At::default(),
+            limit: l.config.max_instructions_per_wave,
+        });
+    }
+    *executed += 1;
+    if let Some(msg) = &d.illegal {
+        return Err(EmuError::illegal(msg.clone()));
+    }
+    sb.check(&d.reads, &d.writes, d.issuing)?;
+    let lanes = if d.vector { w.exec.count_ones() } else { 1 };
+    let flow = match &d.op {
+        Op::Scalar(s) => scalar::execute(w, s)?,
+        Op::Valu(inst) => {
+            valu::execute_valu(w, inst, l.target)?;
+            Flow::Next
+        }
+        Op::Smem(s) => {
+            let mut ctx = Ctx {
+                mem: l.mem,
+                cache,
+                lds,
+                sb,
+                counters,
+                wave_index,
+                scratch_per_lane: l.addrs.scratch_per_lane,
+            };
+            smem::execute(w, &mut ctx, s)?;
+            Flow::Next
+        }
+        Op::Vmem(v) => {
+            let mut ctx = Ctx {
+                mem: l.mem,
+                cache,
+                lds,
+                sb,
+                counters,
+                wave_index,
+                scratch_per_lane: l.addrs.scratch_per_lane,
+            };
+            vmem::execute(w, &mut ctx, v)?;
+            Flow::Next
+        }
+        Op::Ds(v) => {
+            let mut ctx = Ctx {
+                mem: l.mem,
+                cache,
+                lds,
+                sb,
+                counters,
+                wave_index,
+                scratch_per_lane: l.addrs.scratch_per_lane,
+            };
+            ds::execute(w, &mut ctx, v)?;
+            Flow::Next
+        }
+        Op::Unsupported(why) => return Err(EmuError::unsupported(why.clone())),
+        Op::Invalid(why) => return Err(EmuError::illegal(why.clone())),
+    };
+    counters.count(d.class, lanes);
+    match flow {
+        Flow::Next | Flow::Barrier => w.pc += d.size as u64,
+        Flow::Jump(t) => w.pc = t,
+        Flow::Wait { vm, exp, lgkm } => {
+            sb.wait(vm, exp, lgkm, w);
+            w.pc += d.size as u64;
+        }
+        Flow::End => {}
+    }
+    Ok(flow)
+}
+
+/// Runs workgroup `wg` to completion. `scratch_offset` is the byte offset of this workgroup's
+/// first wave in the launch's scratch; `lds` is reused host memory.
+pub fn run_workgroup(
+    l: &LaunchState,
+    wg: [u32; 3],
+    scratch_offset: u64,
+    lds: &mut Lds,
+) -> Result<Counters, EmuError> {
+    let nwaves = super::dispatch::waves_per_group(&l.dims) as usize;
+    let lds_bytes = l.setup.group_segment_fixed_size + l.dims.dynamic_lds;
+    lds.reset(lds_bytes, nwaves > 1);
+    let per_wave = l.addrs.scratch_per_wave();
+    let mut slots: Vec<Slot> = (0..nwaves)
+        .map(|i| Slot {
+            wave: initial_wave(
+                l.target,
+                l.setup,
+                &l.dims,
+                &l.addrs,
+                wg,
+                i as u32,
+                scratch_offset + i as u64 * per_wave,
+                l.entry,
+            ),
+            sb: Scoreboard::new(l.config.strict_store_sources),
+            counters: Counters {
+                waves: 1,
+                ..Default::default()
+            },
+            cache: AddrCache::default(),
+            state: State::Running,
+            executed: 0,
+        })
+        .collect();
+    let mut running = nwaves;
+    let mut rng = match l.config.schedule {
+        Schedule::Random(seed) => {
+            let id = (wg[0] as u64) | (wg[1] as u64) << 21 | (wg[2] as u64) << 42;
+            let mut r = Rng(seed ^ id.wrapping_mul(0x2545_f491_4f6c_dd1d));
+            r.next();
+            Some(r)
+        }
+        Schedule::RoundRobin => None,
+    };
+    let mut cursor = 0usize;
+    let mut live = nwaves;
+    while live > 0 {
+        if running == 0 {
+            // Every live wave waits at the barrier: release them together.
+            lds.barrier();
+            for (i, s) in slots.iter_mut().enumerate() {
+                if s.state == State::AtBarrier {
+                    s.state = State::Running;
+                    running += 1;
+                }
+                for op in s.sb.in_flight() {
+                    if !op.lds_reads.is_empty() {
+                        lds.restamp(i as u8, op.pc, &op.lds_reads, false);
+                    }
+                    if !op.lds_writes.is_empty() {
+                        lds.restamp(i as u8, op.pc, &op.lds_writes, true);
+                    }
+                }
+            }
+            continue;
+        }
+        // Pick a runnable wave and how many instructions it runs.
+        let (i, quantum) = match &mut rng {
+            None => {
+                while slots[cursor].state != State::Running {
+                    cursor = (cursor + 1) % nwaves;
+                }
+                let i = cursor;
+                cursor = (cursor + 1) % nwaves;
+                (i, 1)
+            }
+            Some(r) => {
+                let i = loop {
+                    let c = (r.next() % nwaves as u64) as usize;
+                    if slots[c].state == State::Running {
+                        break c;
+                    }
+                };
+                (i, 1 + (r.next() % 8) as u32)
+            }
+        };
+        let slot = &mut slots[i];
+        for _ in 0..quantum {
+            match step(l, slot, lds, i as u8)? {
+                Flow::Barrier => {
+                    slot.state = State::AtBarrier;
+                    running -= 1;
+                    break;
+                }
+                Flow::End => {
+                    slot.sb.drain(&mut slot.wave);
+                    slot.state = State::Done;
+                    running -= 1;
+                    live -= 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut total = Counters::default();
+    for s in &slots {
+        let mut c = s.counters.clone();
+        c.hazard_checks += s.sb.checks;
+        total.merge(&c);
+    }
+    let _ = LANES;
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedules_parse() {
+        assert_eq!("round-robin".parse::<Schedule>(), Ok(Schedule::RoundRobin));
+        assert_eq!("random:42".parse::<Schedule>(), Ok(Schedule::Random(42)));
+        assert!("random:x".parse::<Schedule>().is_err());
+        assert!("fifo".parse::<Schedule>().is_err());
+    }
+
+    #[test]
+    fn rng_is_deterministic() {
+        let mut a = Rng(7);
+        let mut b = Rng(7);
+        assert_eq!((a.next(), a.next()), (b.next(), b.next()));
+    }
+}
