@@ -4,7 +4,7 @@
 //! `v_cmpx` also writes the result to EXEC; the dispatcher does that.
 
 /// Float compare predicate, in opcode order (the low 4 bits of the gfx9 VOPC opcode).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FloatPred {
     /// Always false.
     F,
@@ -77,7 +77,7 @@ impl FloatPred {
 }
 
 /// Integer compare predicate, in opcode order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum IntPred {
     /// Always false.
     F,

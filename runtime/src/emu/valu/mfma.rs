@@ -18,7 +18,7 @@
 use super::half;
 
 /// The element type of the A/B inputs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MfmaInput {
     /// f32 (one per register).
     F32,
@@ -59,7 +59,7 @@ impl MfmaInput {
 }
 
 /// Shape of one MFMA opcode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MfmaShape {
     /// Rows of A and D per block.
     pub m: u32,
