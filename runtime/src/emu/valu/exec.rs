@@ -42,7 +42,7 @@ struct X<'a> {
 
 /// Executes one vector-ALU instruction on `wave`. Errors (an unsupported modifier or operand) are
 /// returned unlocated; the scheduler adds wave, pc and instruction text.
-pub fn execute_valu(wave: &mut Wave, inst: &ValuInst) -> Result<(), EmuError> {
+pub fn execute(wave: &mut Wave, inst: &ValuInst) -> Result<(), EmuError> {
     let mode = FloatMode::from_mode_register(wave.mode);
     let mut write = wave.exec;
     let mut dpp = None;

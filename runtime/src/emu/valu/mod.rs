@@ -8,8 +8,8 @@
 //! register hazards against outstanding memory operations and counts the instruction in the
 //! launch statistics; this module only computes.
 //!
-//! Owned by the "valu" helper; the device core calls [`execute_valu`] for every instruction whose
-//! format is a vector-ALU format.
+//! Owned by the "valu" helper; the device core maps each decoded vector-ALU instruction once to a
+//! [`ValuInst`] and calls [`execute`] for it.
 
 pub mod compare;
 pub mod convert;
@@ -23,7 +23,21 @@ pub mod transcendental;
 
 mod exec;
 
-pub use exec::execute_valu;
+pub use exec::execute;
+
+/// Entry point for the scheduler while its decoded form is still the placeholder `Inst`: such an
+/// instruction carries no operands, so it is reported as unsupported. Decoders build a
+/// [`ValuInst`] (see [`ValuOp::from_name`]) and call [`execute`] instead.
+pub fn execute_valu(
+    wave: &mut super::wave::Wave,
+    inst: &super::Inst,
+    target: kjit_backend_gcn::Target,
+) -> Result<(), super::wave::EmuError> {
+    let _ = (wave, target);
+    Err(super::wave::EmuError::unsupported(format!(
+        "vector ALU instruction without a decoded ValuInst ({inst:?})"
+    )))
+}
 pub use ops::{CmpKind, CmpOp, CmpType, Op, ValuOp};
 
 use lanes::{SdwaSel, SdwaUnused};

@@ -3,7 +3,7 @@
 
 use super::super::lanes::{SdwaSel, SdwaUnused};
 use super::super::{Dpp, Form, Sdwa, ValuInst, ValuOp};
-use super::execute_valu;
+use super::execute as execute_valu;
 use crate::emu::wave::{code, Lanes, Wave, WaveId, LANES};
 use kjit_backend_gcn::Target;
 
