@@ -8,9 +8,9 @@ use super::scalar::ScalarInst;
 use super::scoreboard::{OpKind, RegSet};
 use super::smem::SmemInst;
 use super::stats::InstClass;
+use super::valu::ValuInst;
 use super::vmem::VmemInst;
 use super::wave::EmuError;
-use super::Inst;
 
 /// What executes an instruction, with its operands resolved.
 #[derive(Clone, Debug)]
@@ -23,8 +23,8 @@ pub enum Op {
     Vmem(VmemInst),
     /// LDS.
     Ds(DsInst),
-    /// Vector ALU (executed by `valu::execute_valu` on the decoded instruction).
-    Valu(Box<Inst>),
+    /// Vector ALU (executed by `valu::execute`).
+    Valu(Box<ValuInst>),
     /// Decodes, but the device cannot run it; executing it is an error with this reason.
     Unsupported(String),
     /// Does not decode; executing it is an error with this reason.
