@@ -189,12 +189,13 @@ pub struct Wave {
     pub sgpr: [u32; NUM_SGPRS],
     /// SGPRs the kernel allocated (from the descriptor); higher ones are an error to touch.
     pub sgpr_limit: u32,
-    /// Vector registers v0..v255 (always 256 so that indexing cannot fail); only
-    /// `vgpr_limit` of them are allocated to the kernel.
+    /// Vector registers: the `vgpr_limit` the kernel descriptor allocates (v0..v255 at most).
+    /// Instructions naming registers beyond them are rejected before they execute.
     pub vgpr: Vec<Lanes>,
     /// VGPRs the kernel allocated (descriptor; on gfx90a/gfx942 the `accum_offset` part).
     pub vgpr_limit: u32,
-    /// Accumulation registers a0..a255 (gfx90a/gfx942; empty on gfx900).
+    /// Accumulation registers: the `agpr_limit` the descriptor allocates (gfx90a/gfx942; none on
+    /// gfx900).
     pub agpr: Vec<Lanes>,
     /// AGPRs the kernel allocated.
     pub agpr_limit: u32,
@@ -225,16 +226,21 @@ pub struct Wave {
 impl Wave {
     /// A wave with all registers zero, for `target`, with the given register allocation.
     pub fn new(id: WaveId, target: Target, sgprs: u32, vgprs: u32, agprs: u32) -> Wave {
-        let nagpr = if target.has_agprs() { 256 } else { 0 };
+        let nagpr = if target.has_agprs() {
+            agprs.min(256)
+        } else {
+            0
+        };
+        let nvgpr = vgprs.min(256);
         Wave {
             id,
             target,
             sgpr: [0; NUM_SGPRS],
             sgpr_limit: sgprs.min(NUM_SGPRS as u32),
-            vgpr: vec![[0; LANES]; 256],
-            vgpr_limit: vgprs.min(256),
-            agpr: vec![[0; LANES]; nagpr],
-            agpr_limit: agprs.min(nagpr as u32),
+            vgpr: vec![[0; LANES]; nvgpr as usize],
+            vgpr_limit: nvgpr,
+            agpr: vec![[0; LANES]; nagpr as usize],
+            agpr_limit: nagpr,
             exec: 0,
             vcc: 0,
             scc: false,
@@ -390,7 +396,11 @@ impl Wave {
         out: &mut Lanes,
     ) -> Result<(), EmuError> {
         if code >= code::VGPR0 {
-            *out = self.vgpr[(code - code::VGPR0) as usize];
+            let r = (code - code::VGPR0) as usize;
+            match self.vgpr.get(r) {
+                Some(v) => *out = *v,
+                None => return Err(self.beyond(r, 1)),
+            }
         } else {
             let v = self.read_scalar(code, literal, ty)?;
             *out = [v; LANES];
@@ -409,11 +419,8 @@ impl Wave {
     ) -> Result<(), EmuError> {
         if code >= code::VGPR0 {
             let r = (code - code::VGPR0) as usize;
-            if r + 1 >= 256 {
-                return Err(EmuError::illegal(format!(
-                    "v[{r}:{}] is beyond v255",
-                    r + 1
-                )));
+            if r + 1 >= self.vgpr.len() {
+                return Err(self.beyond(r, 2));
             }
             let (lo, hi) = (&self.vgpr[r], &self.vgpr[r + 1]);
             for l in 0..LANES {
@@ -449,11 +456,8 @@ impl Wave {
         vals: &[u64; LANES],
         mask: u64,
     ) -> Result<(), EmuError> {
-        if r + 1 >= 256 {
-            return Err(EmuError::illegal(format!(
-                "v[{r}:{}] is beyond v255",
-                r + 1
-            )));
+        if r + 1 >= self.vgpr.len() {
+            return Err(self.beyond(r, 2));
         }
         for l in 0..LANES {
             if mask >> l & 1 != 0 {
@@ -462,6 +466,15 @@ impl Wave {
             }
         }
         Ok(())
+    }
+
+    /// The error for VGPRs `r..r+n` beyond the kernel's allocation.
+    pub fn beyond(&self, r: usize, n: usize) -> EmuError {
+        EmuError::illegal(format!(
+            "v[{r}:{}] is beyond the {} VGPRs the kernel descriptor allocates",
+            r + n - 1,
+            self.vgpr.len()
+        ))
     }
 
     /// Lane `l` of VGPR `r`.
