@@ -25,6 +25,7 @@ pub mod dispatch;
 pub mod ds;
 pub mod error;
 pub mod lds;
+pub mod loader;
 pub mod memory;
 pub mod program;
 pub mod scalar;
