@@ -24,6 +24,7 @@ pub mod ctx;
 pub mod dispatch;
 pub mod ds;
 pub mod error;
+pub mod launch;
 pub mod lds;
 pub mod loader;
 pub mod memory;

@@ -1,0 +1,267 @@
+//! One kernel launch on the software device: validates the launch shape, places the per-launch
+//! objects in device memory (kernarg segment, AQL packet, queue, scratch), runs every workgroup
+//! (in parallel on the host's cores), and merges statistics.
+//!
+//! Takes a loaded kernel (decoded program, descriptor fields, entry address), the launch dims and
+//! the packed kernarg bytes; gives the launch's statistics or the error of the lowest-numbered
+//! failing workgroup (so that the reported error does not depend on the number of host threads).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use kjit_backend_gcn::Target;
+use rayon::prelude::*;
+
+use super::dispatch::{aql_packet, waves_per_group, DispatchAddrs, KernelSetup};
+use super::lds::Lds;
+use super::memory::Memory;
+use super::program::Program;
+use super::scheduler::{run_workgroup, LaunchState, RunConfig};
+use super::stats::Counters;
+use super::wave::{At, EmuError};
+use crate::device::LaunchDims;
+
+/// A kernel ready to launch.
+pub struct KernelImage {
+    /// Kernel name.
+    pub name: String,
+    /// Target of its code object.
+    pub target: Target,
+    /// Descriptor fields.
+    pub setup: KernelSetup,
+    /// Decoded code.
+    pub program: Program,
+    /// Device address of the first instruction.
+    pub entry: u64,
+    /// Device address of the kernel descriptor (the AQL packet's kernel object).
+    pub descriptor: u64,
+}
+
+/// Why a launch did not run to completion.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The launch shape or setup is invalid; nothing ran.
+    #[error("{0}")]
+    Invalid(String),
+    /// A wave faulted.
+    #[error("{0}")]
+    Fault(#[from] EmuError),
+}
+
+/// Bytes of scratch each work-item gets when the kernel uses a dynamic stack (calls through
+/// pointers, recursion): HIP's default per-thread stack is 1 KiB.
+const DYNAMIC_STACK_BYTES: u32 = 1024;
+
+/// Checks the launch shape against the hardware's limits.
+pub fn validate_dims(dims: &LaunchDims, setup: &KernelSetup, target: Target) -> Result<(), String> {
+    if dims.grid.contains(&0) || dims.block.contains(&0) {
+        return Err(format!(
+            "grid {:?} and block {:?} must be at least 1 in every dimension",
+            dims.grid, dims.block
+        ));
+    }
+    let items: u64 = dims.block.iter().map(|&b| b as u64).product();
+    if items > 1024 {
+        return Err(format!(
+            "a workgroup of {items} work-items is larger than the 1024 gfx9 allows"
+        ));
+    }
+    if dims.block.iter().any(|&b| b > 1024) {
+        return Err(format!(
+            "block {:?}: each dimension is at most 1024",
+            dims.block
+        ));
+    }
+    for d in 0..3 {
+        if dims.grid[d] as u64 * dims.block[d] as u64 > u32::MAX as u64 {
+            return Err(format!(
+                "grid dimension {d}: {} work-items exceed 2^32",
+                dims.grid[d] as u64 * dims.block[d] as u64
+            ));
+        }
+    }
+    let lds = setup.group_segment_fixed_size as u64 + dims.dynamic_lds as u64;
+    if lds > target.lds_bytes() as u64 {
+        return Err(format!(
+            "the kernel needs {lds} bytes of LDS ({} static + {} dynamic), more than the {} of {target}",
+            setup.group_segment_fixed_size,
+            dims.dynamic_lds,
+            target.lds_bytes()
+        ));
+    }
+    setup.validate(target)
+}
+
+/// Runs one launch of `k`. `kernarg` are the kernarg segment bytes (explicit and hidden
+/// arguments).
+pub fn run_launch(
+    mem: &Memory,
+    k: &KernelImage,
+    dims: LaunchDims,
+    kernarg: &[u8],
+    config: RunConfig,
+    dispatch_id: u64,
+) -> Result<Counters, LaunchError> {
+    validate_dims(&dims, &k.setup, k.target).map_err(LaunchError::Invalid)?;
+    let mut allocations = Vec::new();
+    let result = (|| {
+        let mut alloc = |bytes: u64| -> Result<u64, LaunchError> {
+            let a = mem.alloc(bytes).map_err(LaunchError::Invalid)?;
+            allocations.push(a);
+            Ok(a)
+        };
+        // Kernarg segment: at least the descriptor's size; the CP reads it as it is.
+        let ka_len = (kernarg.len() as u64)
+            .max(k.setup.kernarg_size as u64)
+            .max(16);
+        let kernarg_addr = alloc(ka_len)?;
+        mem.write(kernarg_addr, kernarg)
+            .map_err(|f| LaunchError::Invalid(f.to_string()))?;
+        let packet_addr = alloc(64)?;
+        mem.write(
+            packet_addr,
+            &aql_packet(&dims, &k.setup, k.descriptor, kernarg_addr),
+        )
+        .map_err(|f| LaunchError::Invalid(f.to_string()))?;
+        let queue_addr = alloc(256)?;
+
+        // Scratch: one slot of a workgroup's waves per host thread (a thread runs one workgroup
+        // at a time).
+        let uses_dynamic_stack = k.setup.code_properties & (1 << 11) != 0;
+        let mut per_lane = k.setup.private_segment_fixed_size.div_ceil(4) * 4;
+        if uses_dynamic_stack {
+            per_lane = per_lane.max(DYNAMIC_STACK_BYTES);
+        }
+        let nwaves = waves_per_group(&dims) as u64;
+        let mut addrs = DispatchAddrs {
+            packet: packet_addr,
+            queue: queue_addr,
+            kernarg: kernarg_addr,
+            dispatch_id,
+            scratch_base: 0,
+            scratch_per_lane: per_lane,
+        };
+        let slots = rayon::current_num_threads().max(1) as u64;
+        let slot_bytes = nwaves * addrs.scratch_per_wave();
+        if per_lane > 0 {
+            let base = alloc(slots * slot_bytes)?;
+            addrs.scratch_base = base;
+        }
+
+        let view = mem.view();
+        let state = LaunchState {
+            target: k.target,
+            program: &k.program,
+            setup: &k.setup,
+            dims,
+            addrs,
+            mem: &view,
+            config,
+            entry: k.entry,
+        };
+        let [gx, gy, gz] = dims.grid.map(|g| g as u64);
+        let total = gx * gy * gz;
+        let first_bad = AtomicU64::new(u64::MAX);
+        let failure: Mutex<Option<(u64, EmuError)>> = Mutex::new(None);
+        let record = |id: u64, e: EmuError| {
+            let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
+            if f.as_ref().is_none_or(|(j, _)| id < *j) {
+                *f = Some((id, e));
+            }
+            first_bad.fetch_min(id, Ordering::Relaxed);
+        };
+        let counters = (0..total)
+            .into_par_iter()
+            .map_init(
+                || Lds::new(0, false),
+                |lds, id| {
+                    if id > first_bad.load(Ordering::Relaxed) {
+                        return Counters::default();
+                    }
+                    let wg = [(id % gx) as u32, ((id / gx) % gy) as u32, (id / (gx * gy)) as u32];
+                    let slot = rayon::current_thread_index().unwrap_or(0) as u64 % slots;
+                    let run = catch_unwind(AssertUnwindSafe(|| run_workgroup(&state, wg, slot * slot_bytes, lds)));
+                    match run {
+                        Ok(Ok(c)) => c,
+                        Ok(Err(e)) => {
+                            record(id, e);
+                            Counters::default()
+                        }
+                        Err(p) => {
+                            let msg = p
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_default();
+                            record(
+                                id,
+                                EmuError::Stuck {
+                                    at: At {
+                                        wave: super::wave::WaveId { workgroup: wg, wave: 0 },
+                                        pc: 0,
+                                        inst: "<unknown>".into(),
+                                    },
+                                    detail: format!("internal error of the software device (please report): {msg}"),
+                                },
+                            );
+                            // A panic may leave the reused LDS half-reset: start a fresh one.
+                            *lds = Lds::new(0, false);
+                            Counters::default()
+                        }
+                    }
+                },
+            )
+            .reduce(Counters::default, |mut a, b| {
+                a.merge(&b);
+                a
+            });
+        let _ = gz;
+        match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some((_, e)) => Err(LaunchError::Fault(e)),
+            None => Ok(counters),
+        }
+    })();
+    for a in allocations {
+        let _ = mem.free(a);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_shapes_are_validated() {
+        let s = KernelSetup {
+            group_segment_fixed_size: 60000,
+            ..Default::default()
+        };
+        let ok = LaunchDims {
+            grid: [1, 1, 1],
+            block: [256, 4, 1],
+            dynamic_lds: 0,
+        };
+        assert!(validate_dims(&ok, &s, Target::Gfx942).is_ok());
+        let too_big = LaunchDims {
+            block: [256, 8, 1],
+            ..ok
+        };
+        assert!(validate_dims(&too_big, &s, Target::Gfx942)
+            .unwrap_err()
+            .contains("1024"));
+        let zero = LaunchDims {
+            grid: [0, 1, 1],
+            ..ok
+        };
+        assert!(validate_dims(&zero, &s, Target::Gfx942).is_err());
+        let lds = LaunchDims {
+            dynamic_lds: 8192,
+            ..ok
+        };
+        assert!(validate_dims(&lds, &s, Target::Gfx942)
+            .unwrap_err()
+            .contains("LDS"));
+    }
+}
