@@ -228,16 +228,15 @@ impl X<'_> {
 
     // ---------------------------------------------------------------- result writing
 
-    fn dst_old(&self) -> Lanes {
-        if self.i.acc & 1 != 0 {
-            self.w
-                .agpr
-                .get(self.i.vdst as usize)
-                .copied()
-                .unwrap_or([0; LANES])
+    /// The destination register's current value (for preserved bits and accumulating forms).
+    fn dst_old(&self) -> Result<Lanes, EmuError> {
+        self.check_dst(1)?;
+        let r = self.i.vdst as usize;
+        Ok(if self.i.acc & 1 != 0 {
+            self.w.agpr[r]
         } else {
-            self.w.vgpr[self.i.vdst as usize]
-        }
+            self.w.vgpr[r]
+        })
     }
 
     fn check_dst(&self, regs: usize) -> Result<(), EmuError> {
@@ -247,6 +246,12 @@ impl X<'_> {
         } else {
             (self.w.vgpr_limit as usize, "v")
         };
+        let file = if self.i.acc & 1 != 0 {
+            self.w.agpr.len()
+        } else {
+            self.w.vgpr.len()
+        };
+        let limit = limit.min(file);
         if r + regs > limit {
             return Err(EmuError::illegal(format!(
                 "writes {kind}{}, beyond the {limit} registers the kernel descriptor allocates",
@@ -261,7 +266,7 @@ impl X<'_> {
         self.check_dst(1)?;
         let mut v = *vals;
         if let Form::Sdwa(sd) = self.i.form {
-            let old = self.dst_old();
+            let old = self.dst_old()?;
             for l in 0..LANES {
                 v[l] = lanes::sdwa_insert(v[l], old[l], sd.dst_sel, sd.dst_unused);
             }
@@ -286,7 +291,7 @@ impl X<'_> {
         if matches!(self.i.form, Form::Sdwa(_)) {
             return self.wr(&map1(vals, |x| x & 0xffff));
         }
-        let old = self.dst_old();
+        let old = self.dst_old()?;
         let hi = self.i.form == Form::Vop3 && self.i.op_sel & 8 != 0;
         let mut v = [0u32; LANES];
         for l in 0..LANES {
@@ -760,6 +765,9 @@ impl X<'_> {
                 }
                 let (a, b) = ((s - code::VGPR0) as usize, self.i.vdst as usize);
                 self.check_dst(1)?;
+                if a >= self.w.vgpr.len() {
+                    return Err(self.w.beyond(a, 1));
+                }
                 let (va, vb) = (self.w.vgpr[a], self.w.vgpr[b]);
                 self.w.write_vgpr(b, &va, self.write);
                 self.w.write_vgpr(a, &vb, self.write);
@@ -853,7 +861,7 @@ impl X<'_> {
             XorB32 => self.u32_2(|a, b| a ^ b),
             XnorB32 => self.u32_2(|a, b| !(a ^ b)),
             MacF32 => {
-                let c = self.dst_old();
+                let c = self.dst_old()?;
                 self.f32_3(Some(c), fl::mad_f32)
             }
             MadF32 | MadLegacyF32 => self.f32_3(None, fl::mad_f32),
@@ -871,7 +879,7 @@ impl X<'_> {
                 self.f32_3(Some(k), fl::mad_f32)
             }
             FmacF32 => {
-                let c = self.dst_old();
+                let c = self.dst_old()?;
                 self.f32_3(Some(c), fl::fma_f32)
             }
             FmamkF32 => {
@@ -923,7 +931,7 @@ impl X<'_> {
                 self.fin16(r, true)
             }
             MacF16 => {
-                let c = map1(&self.dst_old(), |x| x & 0xffff);
+                let c = map1(&self.dst_old()?, |x| x & 0xffff);
                 self.f16_3(Some(c), false, h::mad)
             }
             MadmkF16 => {
@@ -985,13 +993,13 @@ impl X<'_> {
             AddI32 => self.u32_2(|a, b| int::add_i32_clamp(a, b, clamp)),
             SubI32 => self.u32_2(|a, b| int::sub_i32_clamp(a, b, clamp)),
             Dot2cF32F16 | Dot2cI32I16 | Dot4cI32I8 | Dot8cI32I4 => {
-                let c = self.dst_old();
+                let c = self.dst_old()?;
                 self.dot(op, Some(c))
             }
             PkFmacF16 => {
                 let a = self.rd(0, T::B)?;
                 let b = self.rd(1, T::B)?;
-                let c = self.dst_old();
+                let c = self.dst_old()?;
                 let r = map3(&a, &b, &c, |x, y, z| {
                     let lo = h::fma(x as u16, y as u16, z as u16) as u32;
                     let hi = h::fma((x >> 16) as u16, (y >> 16) as u16, (z >> 16) as u16) as u32;
@@ -1048,7 +1056,7 @@ impl X<'_> {
             CvtPkaccumU8F32 => {
                 let a = self.rd(0, T::F)?;
                 let b = self.rd(1, T::B)?;
-                let old = self.dst_old();
+                let old = self.dst_old()?;
                 self.wr(&map3(&a, &b, &old, |x, y, z| {
                     convert::pk_u8_f32(f(x), y, z)
                 }))
@@ -1322,7 +1330,7 @@ impl X<'_> {
                 };
                 let a = self.rd(0, T::F)?;
                 let b = self.rd(1, T::F)?;
-                let old = self.dst_old();
+                let old = self.dst_old()?;
                 let hi = self.i.op_sel & 8 != 0;
                 let r = map3(&a, &b, &old, |x, y, o| {
                     let p =
@@ -1597,7 +1605,7 @@ impl X<'_> {
         }
         let fused = matches!(op, Op::FmaMixF32 | Op::FmaMixloF16 | Op::FmaMixhiF16);
         let (clamp, dx) = (self.i.clamp, self.mode.dx10_clamp);
-        let old = self.dst_old();
+        let old = self.dst_old()?;
         let mut r = [0u32; LANES];
         for l in 0..LANES {
             let (a, b, c) = (s[0][l], s[1][l], s[2][l]);

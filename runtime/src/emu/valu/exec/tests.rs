@@ -470,3 +470,22 @@ fn throughput_of_common_ops() {
         );
     }
 }
+
+#[test]
+fn registers_beyond_the_allocation_are_errors_not_panics() {
+    let mut w = Wave::new(WaveId::default(), Target::Gfx942, 16, 8, 4);
+    w.exec = u64::MAX;
+    let cases = [
+        inst("v_add_f32_e32", Form::E32, 8, [v(0), v(1), 0]),
+        inst("v_add_f32_e32", Form::E32, 0, [v(9), v(1), 0]),
+        inst("v_fma_f16", Form::Vop3, 9, [v(0), v(1), v(2)]),
+        inst("v_add_f64", Form::Vop3, 7, [v(0), v(2), 0]),
+        inst("v_mac_f32_e32", Form::E32, 200, [v(0), v(1), 0]),
+        inst("v_swap_b32_e32", Form::E32, 0, [v(100), 0, 0]),
+        inst("v_mfma_f32_32x32x8f16", Form::Vop3p, 0, [v(0), v(2), v(0)]),
+        inst("v_writelane_b32", Form::Vop3, 12, [0, 0, 0]),
+    ];
+    for i in cases {
+        assert!(execute_valu(&mut w, &i).is_err(), "{:?}", i.op);
+    }
+}
