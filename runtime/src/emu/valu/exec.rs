@@ -880,7 +880,9 @@ impl X<'_> {
             }
             FmacF32 => {
                 let c = self.dst_old()?;
-                self.f32_3(Some(c), fl::fma_f32)
+                let a = self.rd(0, T::F)?;
+                let b = self.rd(1, T::F)?;
+                self.f32_fma(a, b, c)
             }
             FmamkF32 => {
                 let k = [self.i.literal; LANES];
@@ -896,7 +898,12 @@ impl X<'_> {
                 let k = [self.i.literal; LANES];
                 self.f32_3(Some(k), fl::fma_f32)
             }
-            FmaF32 => self.f32_3(None, fl::fma_f32),
+            FmaF32 => {
+                let a = self.rd(0, T::F)?;
+                let b = self.rd(1, T::F)?;
+                let c = self.rd(2, T::F)?;
+                self.f32_fma(a, b, c)
+            }
             FmacF64 => {
                 self.check_dst(2)?;
                 let r = self.i.vdst as usize;
@@ -1422,6 +1429,16 @@ impl X<'_> {
                 self.wr64(&r)
             }
         }
+    }
+
+    /// `a * b + c` fused over f32 lanes (`v_fma_f32` family), on the host FMA when present.
+    fn f32_fma(&mut self, a: Lanes, b: Lanes, c: Lanes) -> Result<(), EmuError> {
+        let (mut a, mut b, mut c) = (a, b, c);
+        self.flush_in32(&mut a);
+        self.flush_in32(&mut b);
+        self.flush_in32(&mut c);
+        let r = fl::fma_f32_lanes(&a, &b, &c);
+        self.fin32(r)
     }
 
     /// f32 result from bits (integer to float conversions: rounding only, no input flush).

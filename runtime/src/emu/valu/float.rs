@@ -126,6 +126,42 @@ pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
     f64::from_bits(bits) as f32
 }
 
+/// [`fma_f32`] over 64 lanes of bit patterns. Uses the host's FMA instruction when the CPU has
+/// one (detected once; x86-64 baseline builds cannot assume it), else the portable version.
+pub fn fma_f32_lanes(a: &[u32; 64], b: &[u32; 64], c: &[u32; 64]) -> [u32; 64] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static HAS_FMA: OnceLock<bool> = OnceLock::new();
+        if *HAS_FMA.get_or_init(|| std::is_x86_feature_detected!("fma")) {
+            // SAFETY: the CPU supports FMA (checked above).
+            return unsafe { fma_f32_lanes_hw(a, b, c) };
+        }
+    }
+    let mut o = [0u32; 64];
+    for l in 0..64 {
+        o[l] = fma_f32(
+            f32::from_bits(a[l]),
+            f32::from_bits(b[l]),
+            f32::from_bits(c[l]),
+        )
+        .to_bits();
+    }
+    o
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn fma_f32_lanes_hw(a: &[u32; 64], b: &[u32; 64], c: &[u32; 64]) -> [u32; 64] {
+    let mut o = [0u32; 64];
+    for l in 0..64 {
+        o[l] = f32::from_bits(a[l])
+            .mul_add(f32::from_bits(b[l]), f32::from_bits(c[l]))
+            .to_bits();
+    }
+    o
+}
+
 /// Fused multiply-add of f64 values (std's `mul_add` is the correctly rounded libm `fma`).
 #[inline(always)]
 pub fn fma_f64(a: f64, b: f64, c: f64) -> f64 {
@@ -768,6 +804,26 @@ mod tests {
         // A double-rounding trap: a*b + c lands just beside an f32 midpoint.
         let (a, b, c) = (1.0 + f32::EPSILON, 1.0 + f32::EPSILON, -1.0);
         assert_eq!(fma_f32(a, b, c).to_bits(), a.mul_add(b, c).to_bits());
+    }
+
+    #[test]
+    fn lane_fma_agrees_with_the_portable_one() {
+        let mut rng = Rng::new(11);
+        for _ in 0..2000 {
+            let a: [u32; 64] = std::array::from_fn(|_| rng.f32().to_bits());
+            let b: [u32; 64] = std::array::from_fn(|_| rng.f32().to_bits());
+            let c: [u32; 64] = std::array::from_fn(|_| rng.f32().to_bits());
+            let got = fma_f32_lanes(&a, &b, &c);
+            for l in 0..64 {
+                let want = fma_f32(
+                    f32::from_bits(a[l]),
+                    f32::from_bits(b[l]),
+                    f32::from_bits(c[l]),
+                );
+                let g = f32::from_bits(got[l]);
+                assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()));
+            }
+        }
     }
 
     #[test]
