@@ -16,7 +16,7 @@ kernel void transcendental(global float* o, global const float* a) {
   o[12*i+5] = __builtin_amdgcn_cosf(x);
   o[12*i+6] = __builtin_amdgcn_fractf(x);
   o[12*i+7] = __builtin_amdgcn_frexp_mantf(x) + __builtin_amdgcn_frexp_expf(x);
-  o[12*i+8] = __builtin_amdgcn_class(x, 0x3) ? 1.0f : __builtin_amdgcn_ldexpf(x, i);
+  o[12*i+8] = __builtin_amdgcn_classf(x, 0x3) ? 1.0f : __builtin_amdgcn_ldexpf(x, i);
   o[12*i+9] = __builtin_amdgcn_fmed3f(x, 0.0f, 1.0f);
   o[12*i+10] = __builtin_sqrtf(x) + __builtin_amdgcn_sqrtf(x);
   o[12*i+11] = __builtin_amdgcn_div_fixupf(x, a[i+1], a[i+2]);

@@ -56,14 +56,16 @@ pub fn bfe_u32(a: u32, off: u32, width: u32) -> u32 {
     }
 }
 
-/// `v_bfe_i32`: the field sign-extended.
+/// `v_bfe_i32`: the field sign-extended. The shift is arithmetic (ISA pseudo-code:
+/// `(S0.i32 >> off) & mask`, then sign extension from bit `width - 1`), so a field reaching past
+/// bit 31 is filled with copies of the sign bit.
 #[inline(always)]
 pub fn bfe_i32(a: u32, off: u32, width: u32) -> u32 {
     let (o, w) = (off & 31, width & 31);
     if w == 0 {
         return 0;
     }
-    let f = (a >> o) & (u32::MAX >> (32 - w));
+    let f = ((a as i32) >> o) as u32 & (u32::MAX >> (32 - w));
     (((f << (32 - w)) as i32) >> (32 - w)) as u32
 }
 
@@ -309,6 +311,7 @@ mod tests {
     fn bit_fields_and_funnel_shifts() {
         assert_eq!(bfe_u32(0xabcd_1234, 8, 8), 0x12);
         assert_eq!(bfe_i32(0x0000_8000, 12, 4), 0xffff_fff8);
+        assert_eq!(bfe_i32(0xd33a_8169, 31, 7), u32::MAX); // field past bit 31: sign copies
         assert_eq!(bfe_u32(0xffff_ffff, 0, 0), 0);
         assert_eq!(bfe_u32(0xffff_ffff, 4, 31), 0x0fff_ffff);
         assert_eq!(bfi(0xff00, 0x1234, 0xabcd), 0x12cd);
