@@ -1034,21 +1034,21 @@ impl X<'_> {
             Min3U32 => self.u32_3(|a, b, c| a.min(b).min(c)),
             Max3U32 => self.u32_3(|a, b, c| a.max(b).max(c)),
             Med3U32 => self.u32_3(int::med3),
-            Min3F16 => self.f16_3(None, true, |a, b, c| h::min(h::min(a, b, ieee), c, ieee)),
-            Max3F16 => self.f16_3(None, true, |a, b, c| h::max(h::max(a, b, ieee), c, ieee)),
-            Med3F16 => self.f16_3(None, true, |a, b, c| h::med3(a, b, c, ieee)),
-            Min3I16 => self.u16_3(true, |a, b, c| {
+            Min3F16 => self.f16_3(None, false, |a, b, c| h::min(h::min(a, b, ieee), c, ieee)),
+            Max3F16 => self.f16_3(None, false, |a, b, c| h::max(h::max(a, b, ieee), c, ieee)),
+            Med3F16 => self.f16_3(None, false, |a, b, c| h::med3(a, b, c, ieee)),
+            Min3I16 => self.u16_3(false, |a, b, c| {
                 (a as i16).min(b as i16).min(c as i16) as u16
             }),
-            Max3I16 => self.u16_3(true, |a, b, c| {
+            Max3I16 => self.u16_3(false, |a, b, c| {
                 (a as i16).max(b as i16).max(c as i16) as u16
             }),
-            Med3I16 => self.u16_3(true, |a, b, c| {
+            Med3I16 => self.u16_3(false, |a, b, c| {
                 int::med3(a as i16, b as i16, c as i16) as u16
             }),
-            Min3U16 => self.u16_3(true, |a, b, c| a.min(b).min(c)),
-            Max3U16 => self.u16_3(true, |a, b, c| a.max(b).max(c)),
-            Med3U16 => self.u16_3(true, int::med3),
+            Min3U16 => self.u16_3(false, |a, b, c| a.min(b).min(c)),
+            Max3U16 => self.u16_3(false, |a, b, c| a.max(b).max(c)),
+            Med3U16 => self.u16_3(false, int::med3),
             SadU8 => self.u32_3(int::sad_u8),
             SadHiU8 => self.u32_3(int::sad_hi_u8),
             SadU16 => self.u32_3(int::sad_u16),
