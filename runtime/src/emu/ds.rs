@@ -514,7 +514,7 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &DsInst) -> Result<(), EmuError> 
         }
         Ok(())
     };
-    let mut data = Vec::new();
+    let mut data = ctx.sb.buffer(0);
     let (nd_total, part) = match i.op {
         DsOp::Nop => (0, Part::Full),
         DsOp::Read {

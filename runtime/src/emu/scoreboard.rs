@@ -293,10 +293,9 @@ pub struct Scoreboard {
     issued: u64,
     /// Some in-flight VMEM operation writes LDS (`lds` bit).
     vm_writes_lds: bool,
+    /// Landing buffers of retired operations, reused by [`Scoreboard::buffer`].
+    pool: Vec<Vec<u32>>,
 }
-
-/// Something an `s_waitcnt` retired that the caller must act on (LDS bookkeeping).
-pub type Retired = InFlight;
 
 impl Scoreboard {
     /// An empty scoreboard.
@@ -445,84 +444,113 @@ impl Scoreboard {
         }
     }
 
-    /// Records an issued operation. If its counter is saturated, the oldest operation on that
-    /// counter completes first (the hardware stalls issue until it does); it is returned so that
-    /// its data can land.
-    pub fn issue(&mut self, op: InFlight, wave: &mut Wave) -> Vec<Retired> {
-        let mut retired = Vec::new();
-        let (q, max) = match op.kind.counter() {
-            Counter::Vm => (&mut self.vm, VM_MAX),
-            Counter::Lgkm => (&mut self.lgkm, LGKM_MAX),
-            Counter::Exp => (&mut self.exp, EXP_MAX),
-        };
-        while q.len() >= max {
-            if let Some(old) = q.pop_front() {
-                land(&old, wave);
-                retired.push(old);
+    /// A zeroed buffer of `len` dwords for an operation's landing data (recycled from retired
+    /// operations, so that loads do not allocate).
+    pub fn buffer(&mut self, len: usize) -> Vec<u32> {
+        match self.pool.pop() {
+            Some(mut b) => {
+                b.clear();
+                b.resize(len, 0);
+                b
+            }
+            None => vec![0; len],
+        }
+    }
+
+    /// Lands `op` and keeps its buffer for reuse.
+    fn retire(&mut self, op: InFlight, wave: &mut Wave) {
+        land(&op, wave);
+        if let Landing::Vector { data, .. } = op.landing {
+            if self.pool.len() < 8 {
+                self.pool.push(data);
             }
         }
-        let strict = self.strict_store_sources;
+    }
+
+    /// Records an issued operation. If its counter is saturated, the oldest operation on that
+    /// counter completes first (the hardware stalls issue until it does) and its data lands.
+    pub fn issue(&mut self, op: InFlight, wave: &mut Wave) {
+        let (len, max) = match op.kind.counter() {
+            Counter::Vm => (self.vm.len(), VM_MAX),
+            Counter::Lgkm => (self.lgkm.len(), LGKM_MAX),
+            Counter::Exp => (self.exp.len(), EXP_MAX),
+        };
+        for _ in max..=len {
+            let old = match op.kind.counter() {
+                Counter::Vm => self.vm.pop_front(),
+                Counter::Lgkm => self.lgkm.pop_front(),
+                Counter::Exp => self.exp.pop_front(),
+            };
+            if let Some(old) = old {
+                self.retire(old, wave);
+            }
+        }
         let mut op = op;
         self.issued += 1;
         op.seq = self.issued;
-        if !strict {
+        if !self.strict_store_sources {
             op.sources = RegSet::EMPTY;
         }
-        q.push_back(op);
-        self.recompute();
-        retired
+        // Fast path of the union: adding only grows it.
+        self.pending_dests = self.pending_dests.or(&op.dests);
+        self.pending_sources = self.pending_sources.or(&op.sources);
+        if !op.lds_writes.is_empty() && op.kind == OpKind::Vmem {
+            self.vm_writes_lds = true;
+        }
+        match op.kind.counter() {
+            Counter::Vm => self.vm.push_back(op),
+            Counter::Lgkm => self.lgkm.push_back(op),
+            Counter::Exp => self.exp.push_back(op),
+        }
     }
 
     /// Executes `s_waitcnt vmcnt(vm) expcnt(exp) lgkmcnt(lgkm)`: every operation the wait
-    /// guarantees complete lands in its registers and is returned.
-    pub fn wait(&mut self, vm: u32, exp: u32, lgkm: u32, wave: &mut Wave) -> Vec<Retired> {
-        let mut retired = Vec::new();
-        let vm = vm as usize;
-        while self.vm.len() > vm {
+    /// guarantees complete lands in its registers.
+    pub fn wait(&mut self, vm: u32, exp: u32, lgkm: u32, wave: &mut Wave) {
+        let before = self.vm.len() + self.exp.len() + self.lgkm.len();
+        while self.vm.len() > vm as usize {
             if let Some(op) = self.vm.pop_front() {
-                land(&op, wave);
-                retired.push(op);
+                self.retire(op, wave);
             }
         }
-        let exp = exp as usize;
-        while self.exp.len() > exp {
+        while self.exp.len() > exp as usize {
             if let Some(op) = self.exp.pop_front() {
-                land(&op, wave);
-                retired.push(op);
+                self.retire(op, wave);
             }
         }
         let lgkm = lgkm as usize;
         if self.lgkm.len() > lgkm {
-            // An LDS op is complete when at least `lgkm` younger LDS ops follow it; an SMEM op
-            // only when lgkm is 0. Walk from the youngest, counting younger LDS ops.
-            let mut keep = VecDeque::new();
-            let mut younger_lds = 0usize;
-            while let Some(op) = self.lgkm.pop_back() {
-                let complete = match op.kind {
-                    OpKind::Lds => younger_lds >= lgkm,
-                    _ => lgkm == 0,
-                };
-                let is_lds = op.kind == OpKind::Lds;
-                if complete {
-                    retired.push(op);
-                } else {
-                    keep.push_front(op);
+            let in_order = self.lgkm.iter().all(|op| op.kind == OpKind::Lds);
+            if lgkm == 0 || in_order {
+                while self.lgkm.len() > lgkm {
+                    if let Some(op) = self.lgkm.pop_front() {
+                        self.retire(op, wave);
+                    }
                 }
-                if is_lds {
-                    younger_lds += 1;
+            } else {
+                // Mixed LDS and SMEM with a non-zero count: an LDS op is complete when at least
+                // `lgkm` younger LDS ops follow it; an SMEM op is not guaranteed complete.
+                let mut younger_lds = 0usize;
+                let mut complete = vec![false; self.lgkm.len()];
+                for (k, op) in self.lgkm.iter().enumerate().rev() {
+                    if op.kind == OpKind::Lds {
+                        complete[k] = younger_lds >= lgkm;
+                        younger_lds += 1;
+                    }
+                }
+                let ops: Vec<InFlight> = self.lgkm.drain(..).collect();
+                for (op, done) in ops.into_iter().zip(complete) {
+                    if done {
+                        self.retire(op, wave);
+                    } else {
+                        self.lgkm.push_back(op);
+                    }
                 }
             }
-            // Retire in issue order so that overlapping landings resolve as the program says.
-            retired.sort_by_key(|op| op.seq);
-            for op in &retired {
-                if op.kind.counter() == Counter::Lgkm {
-                    land(op, wave);
-                }
-            }
-            self.lgkm = keep;
         }
-        self.recompute();
-        retired
+        if self.vm.len() + self.exp.len() + self.lgkm.len() != before {
+            self.recompute();
+        }
     }
 
     /// If a VMEM load-to-LDS (`lds` bit) of this wave that writes LDS dwords `lo..=hi` is still
@@ -539,7 +567,7 @@ impl Scoreboard {
     }
 
     /// Everything still in flight completes (end of program); the data lands.
-    pub fn drain(&mut self, wave: &mut Wave) -> Vec<Retired> {
+    pub fn drain(&mut self, wave: &mut Wave) {
         self.wait(0, 0, 0, wave)
     }
 }

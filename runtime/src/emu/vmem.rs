@@ -747,7 +747,7 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
         VmemOp::Load(shape) => {
             let n = shape.dwords as usize;
             let bytes = shape.bytes as u32;
-            let mut data = vec![0u32; n * LANES];
+            let mut data = ctx.sb.buffer(n * LANES);
             let mut active = 0u64;
             for l in 0..LANES {
                 if exec >> l & 1 == 0 {
@@ -808,7 +808,7 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
         VmemOp::Atomic { op, wide } => {
             let size = if wide { 8 } else { 4 };
             let file = if i.acc { &w.agpr } else { &w.vgpr };
-            let mut data = vec![0u32; if wide { 2 } else { 1 } * LANES];
+            let mut data = ctx.sb.buffer(if wide { 2 } else { 1 } * LANES);
             let mut active = 0u64;
             for l in 0..LANES {
                 if exec >> l & 1 == 0 {
