@@ -1843,16 +1843,38 @@ impl X<'_> {
         if !self.w.target.has_agprs() {
             return Err(unsupported("MFMA needs gfx90a or gfx942".into()));
         }
-        if self.i.cbsz != 0 || self.i.abid != 0 || self.i.blgp != 0 {
-            return Err(unsupported(
-                "MFMA with cbsz/abid/blgp broadcast controls".into(),
-            ));
+        let (cbsz, abid) = (self.i.cbsz as u32, self.i.abid as u32);
+        if cbsz != 0 && (1u32 << cbsz > s.blocks || abid >= 1 << cbsz) || cbsz == 0 && abid != 0 {
+            return Err(EmuError::illegal(format!(
+                "MFMA cbsz:{cbsz} abid:{abid} does not fit {} blocks",
+                s.blocks
+            )));
+        }
+        let blgp = self.i.blgp;
+        if blgp == 3 {
+            return Err(unsupported("MFMA blgp:3 (B lane rotation)".into()));
         }
         let a = self.regs(0, s.a_regs())?;
-        let b = self.regs(1, s.a_regs())?;
+        let mut b = self.regs(1, s.a_regs())?;
+        if blgp != 0 {
+            // B lane-group patterns: broadcast one half (1, 2) or one quarter (4-7) of the lanes.
+            let src = |l: usize| -> usize {
+                match blgp {
+                    1 => l % 32,
+                    2 => 32 + l % 32,
+                    q => 16 * (q as usize - 4) + l % 16,
+                }
+            };
+            for r in b.iter_mut() {
+                let old = *r;
+                for l in 0..LANES {
+                    r[l] = old[src(l)];
+                }
+            }
+        }
         let c = self.regs(2, s.d_regs())?;
         let mut dd = c.clone();
-        mfma::execute(s, &a, &b, &c, &mut dd);
+        mfma::execute_bcast(s, cbsz, abid, &a, &b, &c, &mut dd);
         let nd = s.d_regs() as usize;
         let r = self.i.vdst as usize;
         self.check_dst(nd)?;

@@ -195,13 +195,29 @@ pub fn execute(
     c: &[[u32; 64]],
     d: &mut [[u32; 64]],
 ) {
+    execute_bcast(shape, 0, 0, a, b, c, d)
+}
+
+/// [`execute`] with the A-matrix broadcast controls: block `b` reads its A from block
+/// `(b >> cbsz << cbsz) | abid`, i.e. within each group of `2^cbsz` blocks the A of block `abid`
+/// is shared. (`cbsz = abid = 0` is the plain instruction.)
+pub fn execute_bcast(
+    shape: &MfmaShape,
+    cbsz: u32,
+    abid: u32,
+    a: &[[u32; 64]],
+    b: &[[u32; 64]],
+    c: &[[u32; 64]],
+    d: &mut [[u32; 64]],
+) {
     let (m, n, k) = (shape.m, shape.n, shape.k);
     for blk in 0..shape.blocks {
+        let ablk = ((blk >> cbsz) << cbsz) | abid;
         for i in 0..m {
             // Row i of A for this block, decoded once.
             let arow: Vec<f64> = (0..k)
                 .map(|kk| {
-                    let (lane, it) = shape.input_pos(blk, i, kk);
+                    let (lane, it) = shape.input_pos(ablk, i, kk);
                     shape.a.value(item(a, lane, it, shape.a.bits()))
                 })
                 .collect();
@@ -268,6 +284,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn cbsz_abid_share_one_blocks_a_matrix() {
+        // 4x4x1 f32, 16 blocks: lane 4b+i of A holds A[b][i][0]. With cbsz=4, abid=3 every block
+        // uses block 3's A.
+        let s = MfmaShape::from_name("f32_4x4x1f32").unwrap();
+        let a = vec![std::array::from_fn::<u32, 64, _>(|l| (l as f32).to_bits())];
+        let b = vec![[1.0f32.to_bits(); 64]];
+        let c = vec![[0u32; 64]; 4];
+        let mut d = c.clone();
+        execute_bcast(&s, 4, 3, &a, &b, &c, &mut d);
+        for blk in 0..16 {
+            for i in 0..4 {
+                let (r, l) = s.output_pos(blk, i, 0);
+                assert_eq!(f32::from_bits(d[r as usize][l as usize]), (12 + i) as f32);
+            }
+        }
+        execute_bcast(&s, 1, 1, &a, &b, &c, &mut d);
+        let (r, l) = s.output_pos(4, 2, 1); // block 4 takes block 5's A
+        assert_eq!(f32::from_bits(d[r as usize][l as usize]), (20 + 2) as f32);
     }
 
     #[test]
