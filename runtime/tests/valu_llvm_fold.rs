@@ -6,6 +6,7 @@
 //! alignbit), so this checks the emulator against an independent implementation.
 
 use kjit_backend_gcn::llvm_oracle::{require, run, Tool};
+use kjit_runtime::emu::valu::transcendental::TransOp;
 use kjit_runtime::emu::valu::{compare, float, half, int, transcendental};
 
 struct Rng(u64);
@@ -173,6 +174,80 @@ fn cases() -> Vec<Case> {
             ),
             transcendental::cos_f32(rev).to_bits(),
         ));
+        // f16 forms.
+        let hx = (r.u32() & 0xffff) as u16;
+        let hv = |b: u16| format!("__builtin_astype((ushort){b:#x}, half)");
+        let fh = half::to_f32(hx);
+        if fh.is_finite() {
+            v.push(c32(
+                format!(
+                    "(uint)__builtin_astype(__builtin_amdgcn_frexp_manth({}), ushort)",
+                    hv(hx)
+                ),
+                half::frexp_mant(hx) as u32,
+            ));
+            v.push(c32(
+                format!("(uint)(int)__builtin_amdgcn_frexp_exph({})", hv(hx)),
+                half::frexp_exp(hx) as i16 as i32 as u32,
+            ));
+            v.push(c32(
+                format!(
+                    "(uint)__builtin_astype(__builtin_amdgcn_fracth({}), ushort)",
+                    hv(hx)
+                ),
+                half::fract(hx) as u32,
+            ));
+            let e = (r.u32() % 60) as i32 - 30;
+            v.push(c32(
+                format!(
+                    "(uint)__builtin_astype(__builtin_amdgcn_ldexph({}, {e}), ushort)",
+                    hv(hx)
+                ),
+                half::ldexp(hx, e) as u32,
+            ));
+        }
+        v.push(c32(
+            format!("(uint)__builtin_amdgcn_classh({}, {mask})", hv(hx)),
+            compare::class_f16(hx, mask) as u32,
+        ));
+        if fh.is_normal() {
+            for (name, op) in [("rcph", TransOp::Rcp), ("sqrth", TransOp::Sqrt)] {
+                if name == "sqrth" && fh < 0.0 {
+                    continue;
+                }
+                v.push(c32(
+                    format!(
+                        "(uint)__builtin_astype(__builtin_amdgcn_{name}({}), ushort)",
+                        hv(hx)
+                    ),
+                    transcendental::f16_unary(op, hx) as u32,
+                ));
+            }
+        }
+        let hr = half::from_f32(rev);
+        for (name, op) in [("sinh", TransOp::Sin), ("cosh", TransOp::Cos)] {
+            v.push(c32(
+                format!(
+                    "(uint)__builtin_astype(__builtin_amdgcn_{name}({}), ushort)",
+                    hv(hr)
+                ),
+                transcendental::f16_unary(op, hr) as u32,
+            ));
+        }
+        let (h1, h2, h3) = (
+            (r.u32() & 0x7bff) as u16,
+            (r.u32() & 0xfbff) as u16,
+            (r.u32() & 0xfbff) as u16,
+        );
+        v.push(c32(
+            format!(
+                "(uint)__builtin_astype(__builtin_amdgcn_fmed3h({}, {}, {}), ushort)",
+                hv(h1),
+                hv(h2),
+                hv(h3)
+            ),
+            half::med3(h1, h2, h3, true) as u32,
+        ));
         let y = r.f64();
         let fy = f64::from_bits(y);
         if fy.is_finite() {
@@ -214,7 +289,9 @@ fn lane_math_matches_llvm_constant_folding() {
         return;
     };
     let cases = cases();
-    let mut src = String::from("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    let mut src = String::from(
+        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n",
+    );
     for (n, c) in cases.iter().enumerate() {
         let ty = if c.wide { "ulong" } else { "uint" };
         src.push_str(&format!(
