@@ -723,3 +723,133 @@ mod program_tests {
         assert!(matches!(e, EmuError::Stuck { .. }), "{e}");
     }
 }
+
+#[cfg(test)]
+mod perf_probe {
+    use super::*;
+    use crate::emu::memory::Memory;
+    use crate::emu::scalar::{ScalarInst, ScalarOp};
+    use crate::emu::stats::InstClass;
+    use crate::emu::valu::{Form, ValuInst, ValuOp};
+
+    /// Not a test of correctness: prints the lane-op rate of a synthetic ALU loop
+    /// (`cargo test --release perf_probe -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn alu_loop_rate() {
+        let mut fma = ValuInst::new(ValuOp::from_name("v_fmac_f32").unwrap(), Form::E32);
+        fma.vdst = 1;
+        fma.src = [256, 258, 0];
+        let mut add = ValuInst::new(ValuOp::from_name("v_add_u32").unwrap(), Form::E32);
+        add.vdst = 2;
+        add.src = [256 + 2, 256, 0];
+        let mut ops = Vec::new();
+        ops.push(Op::Scalar(ScalarInst {
+            op: ScalarOp::MovkI32,
+            dst: 10,
+            src0: 0,
+            src1: 0,
+            literal: 0,
+            simm16: 1000,
+            size: 4,
+        }));
+        for _ in 0..8 {
+            ops.push(Op::Valu(Box::new(fma)));
+            ops.push(Op::Valu(Box::new(add)));
+        }
+        ops.push(Op::Scalar(ScalarInst {
+            op: ScalarOp::AddI32,
+            dst: 10,
+            src0: 10,
+            src1: 193,
+            literal: 0,
+            simm16: 0,
+            size: 4,
+        }));
+        ops.push(Op::Scalar(ScalarInst {
+            op: ScalarOp::CmpLgU32,
+            dst: 0,
+            src0: 10,
+            src1: 128,
+            literal: 0,
+            simm16: 0,
+            size: 4,
+        }));
+        ops.push(Op::Scalar(ScalarInst {
+            op: ScalarOp::CbranchScc1,
+            dst: 0,
+            src0: 0,
+            src1: 0,
+            literal: 0,
+            simm16: (-19i16) as u16,
+            size: 4,
+        }));
+        ops.push(Op::Scalar(ScalarInst {
+            op: ScalarOp::Endpgm,
+            dst: 0,
+            src0: 0,
+            src1: 0,
+            literal: 0,
+            simm16: 0,
+            size: 4,
+        }));
+        let insts = ops
+            .into_iter()
+            .enumerate()
+            .map(|(k, op)| {
+                let vector = matches!(op, Op::Valu(_));
+                Decoded {
+                    pc: 0x1000 + 4 * k as u64,
+                    size: 4,
+                    text: String::new(),
+                    op,
+                    reads: Default::default(),
+                    writes: Default::default(),
+                    issuing: None,
+                    class: if vector {
+                        InstClass::Valu
+                    } else {
+                        InstClass::Salu
+                    },
+                    vector,
+                    illegal: None,
+                }
+            })
+            .collect();
+        let p = Program::new(0x1000, insts);
+        let mem = Memory::new();
+        let setup = KernelSetup {
+            rsrc1: 1,
+            ..Default::default()
+        };
+        let dims = LaunchDims {
+            grid: [1, 1, 1],
+            block: [256, 1, 1],
+            dynamic_lds: 0,
+        };
+        let view = mem.view();
+        let st = LaunchState {
+            target: Target::Gfx942,
+            program: &p,
+            setup: &setup,
+            dims,
+            addrs: DispatchAddrs::default(),
+            mem: &view,
+            config: RunConfig::default(),
+            entry: 0x1000,
+        };
+        let mut lds = Lds::new(0, false);
+        let t = std::time::Instant::now();
+        let mut c = Counters::default();
+        for _ in 0..20 {
+            c.merge(&run_workgroup(&st, [0, 0, 0], 0, &mut lds).unwrap());
+        }
+        let s = t.elapsed().as_secs_f64();
+        eprintln!(
+            "{} wave-instructions, {:.1} M inst/s, {:.1} M lane-ops/s (one thread)",
+            c.instructions(),
+            c.instructions() as f64 / s / 1e6,
+            c.lane_ops as f64 / s / 1e6
+        );
+    }
+}
