@@ -34,6 +34,7 @@ pub mod scheduler;
 pub mod scoreboard;
 pub mod smem;
 pub mod stats;
+pub mod translate;
 pub mod valu;
 pub mod vmem;
 pub mod wave;
