@@ -3,6 +3,7 @@
 //! waitcnt insertion and emission.
 #![deny(missing_docs)]
 
+pub mod codeobj;
 pub mod llvm_oracle;
 pub mod target;
 

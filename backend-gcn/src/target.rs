@@ -52,6 +52,13 @@ impl Target {
         matches!(self, Target::Gfx942)
     }
 
+    /// gfx940+ has architected flat scratch: the hardware sets up FLAT_SCRATCH, no private segment
+    /// buffer or flat-scratch-init user SGPRs, and LLVM always counts the 6 extra SGPRs
+    /// (VCC, FLAT_SCRATCH, XNACK_MASK) in the SGPR allocation.
+    pub fn has_architected_flat_scratch(self) -> bool {
+        matches!(self, Target::Gfx942)
+    }
+
     /// Entries of the per-lane register file that a wave can address as VGPRs (and AGPRs on
     /// gfx90a/gfx942, where one 512-entry file is split by `accum_offset`).
     pub fn register_file_per_lane(self) -> u32 {

@@ -1,0 +1,190 @@
+//! The reader on clang-19 + ld.lld-19 code objects for gfx942, gfx90a and gfx900: every kernel's
+//! argument layout, sizes and register counts equal what `llvm-readelf-19 --notes` prints, and
+//! each kernel's code starts at its `FUNC` symbol and ends with `s_endpgm`.
+
+mod codeobj_support;
+
+use codeobj_support::*;
+use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, ValueKind};
+use kjit_backend_gcn::llvm_oracle::{require, run, Tool};
+use kjit_backend_gcn::target::ALL_TARGETS;
+
+/// Kernels with many argument shapes: pointers (const, local), scalars of each size, vectors,
+/// static LDS, and hidden arguments (workgroup size reads the implicit args).
+pub const CORPUS: &str = r#"
+__kernel void saxpy(__global float *y, __global const float *x, float a, int n) {
+  int i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__kernel void scalars(__global long *out, char c, short s, long l, double d, uchar u, float4 v) {
+  out[0] = c + s + l + (long)d + u + (long)(v.x + v.w);
+}
+__kernel void dyn_lds(__global int *a, __local int *l, __local float *m) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  l[i] = a[i];
+  m[i] = (float)a[i];
+  __builtin_amdgcn_s_barrier();
+  a[i] = l[63 - i] + (int)m[i];
+}
+__kernel void static_lds(__global float *a) {
+  __local float tile[256];
+  int i = __builtin_amdgcn_workitem_id_x();
+  tile[i] = a[i];
+  __builtin_amdgcn_s_barrier();
+  a[i] = tile[255 - i];
+}
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void grid2d(__global float *a, int w) {
+  int x = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();
+  int y = __builtin_amdgcn_workgroup_id_y() * __builtin_amdgcn_workgroup_size_y() + __builtin_amdgcn_workitem_id_y();
+  a[y * w + x] *= 2.0f;
+}
+__kernel void noargs(void) {}
+"#;
+
+fn value_kind_name(k: &ValueKind) -> String {
+    k.as_str().to_string()
+}
+
+#[test]
+fn reads_clang_objects_for_every_target() {
+    let Some((clang, lld)) = tools("reads_clang_objects_for_every_target") else {
+        return;
+    };
+    let Some(readelf) = require(Tool::Readelf, "reads_clang_objects_for_every_target") else {
+        return;
+    };
+    let mut checked_args = 0;
+    for target in ALL_TARGETS {
+        let path = compile_cl(&clang, &lld, CORPUS, target, target.name());
+        let bytes = std::fs::read(&path).unwrap();
+        let co = CodeObject::parse(&bytes).unwrap_or_else(|e| panic!("{target}: {e}"));
+        assert_eq!(co.target, target);
+        assert_eq!(co.version, 5);
+        assert_eq!(co.xnack, FeatureSetting::Any, "{target}");
+        let notes = run(&readelf, &["--notes", path.to_str().unwrap()], None).unwrap();
+        let (rk, top) = parse_readelf_notes(&notes);
+        let target_str = top
+            .iter()
+            .find(|(k, _)| k == "amdhsa.target")
+            .map(|(_, v)| v.clone());
+        assert_eq!(co.metadata.as_ref().unwrap().target, target_str);
+        assert_eq!(co.kernels.len(), 6, "{target}");
+        assert_eq!(rk.len(), co.kernels.len());
+        let syms = run(
+            &readelf,
+            &["--dyn-syms", "-W", path.to_str().unwrap()],
+            None,
+        )
+        .unwrap();
+        for k in &co.kernels {
+            let r = rk
+                .iter()
+                .find(|r| r.name == k.name)
+                .unwrap_or_else(|| panic!("{} not in readelf", k.name));
+            for (key, ours) in [
+                (".kernarg_segment_size", k.meta.kernarg_segment_size),
+                (".kernarg_segment_align", k.meta.kernarg_segment_align),
+                (".group_segment_fixed_size", k.meta.group_segment_fixed_size),
+                (
+                    ".private_segment_fixed_size",
+                    k.meta.private_segment_fixed_size,
+                ),
+                (".sgpr_count", k.meta.sgpr_count),
+                (".vgpr_count", k.meta.vgpr_count),
+                (".wavefront_size", k.meta.wavefront_size),
+                (".max_flat_workgroup_size", k.meta.max_flat_workgroup_size),
+            ] {
+                assert_eq!(
+                    r.key(key),
+                    Some(ours.to_string().as_str()),
+                    "{target} {} {key}",
+                    k.name
+                );
+            }
+            assert_eq!(r.args.len(), k.meta.args.len(), "{target} {}", k.name);
+            for (a, ra) in k.meta.args.iter().zip(&r.args) {
+                assert_eq!(arg_key(ra, ".offset"), Some(a.offset.to_string().as_str()));
+                assert_eq!(arg_key(ra, ".size"), Some(a.size.to_string().as_str()));
+                assert_eq!(
+                    arg_key(ra, ".value_kind"),
+                    Some(value_kind_name(&a.value_kind).as_str())
+                );
+                assert_eq!(
+                    arg_key(ra, ".address_space"),
+                    a.address_space.as_ref().map(|s| s.as_str())
+                );
+                assert_eq!(arg_key(ra, ".is_const") == Some("true"), a.is_const);
+                checked_args += 1;
+            }
+            // Descriptor agrees with metadata.
+            assert_eq!(
+                k.descriptor.kernarg_size, k.meta.kernarg_segment_size,
+                "{}",
+                k.name
+            );
+            assert_eq!(
+                k.descriptor.group_segment_fixed_size,
+                k.meta.group_segment_fixed_size
+            );
+            assert!(
+                k.descriptor.enable_sgpr_kernarg_segment_ptr() || k.meta.kernarg_segment_size == 0
+            );
+            assert!(
+                k.descriptor.registers_allocated(target) >= k.meta.vgpr_count + k.meta.agpr_count
+            );
+            assert!(
+                k.descriptor.sgprs_allocated(target) >= k.meta.sgpr_count,
+                "{}",
+                k.name
+            );
+            // Entry is the FUNC symbol; the descriptor is NAME.kd.
+            let func = syms
+                .lines()
+                .find(|l| {
+                    l.contains(" FUNC ") && l.split_whitespace().last() == Some(k.name.as_str())
+                })
+                .unwrap_or_else(|| panic!("no FUNC {}", k.name));
+            let addr = u64::from_str_radix(func.split_whitespace().nth(1).unwrap(), 16).unwrap();
+            assert_eq!(k.code_address, addr, "{target} {}", k.name);
+            let kd = syms
+                .lines()
+                .find(|l| l.split_whitespace().last() == Some(format!("{}.kd", k.name).as_str()))
+                .unwrap();
+            let kd_addr = u64::from_str_radix(kd.split_whitespace().nth(1).unwrap(), 16).unwrap();
+            assert_eq!(k.descriptor_address, kd_addr);
+            let size: usize = func.split_whitespace().nth(2).unwrap().parse().unwrap();
+            assert!(
+                k.code.len() >= size,
+                "{} code {} < symbol size {size}",
+                k.name,
+                k.code.len()
+            );
+            // s_endpgm = 0xbf810000 is the last instruction within the symbol's size.
+            assert_eq!(
+                &k.code[size - 4..size],
+                &0xbf81_0000u32.to_le_bytes(),
+                "{target} {}",
+                k.name
+            );
+        }
+        // Spot checks of known layouts.
+        let saxpy = co.kernel("saxpy").unwrap();
+        assert_eq!(saxpy.meta.args[2].offset, 16);
+        assert_eq!(saxpy.meta.args[4].value_kind, ValueKind::HiddenBlockCountX);
+        assert_eq!(saxpy.meta.args[4].offset, 24);
+        let dl = co.kernel("dyn_lds").unwrap();
+        assert_eq!(dl.meta.args[1].value_kind, ValueKind::DynamicSharedPointer);
+        assert_eq!(
+            co.kernel("static_lds")
+                .unwrap()
+                .descriptor
+                .group_segment_fixed_size,
+            1024
+        );
+        assert_eq!(
+            co.kernel("grid2d").unwrap().meta.reqd_workgroup_size,
+            Some([64, 1, 1])
+        );
+    }
+    println!("checked {checked_args} argument records against llvm-readelf-19");
+}

@@ -1,0 +1,172 @@
+//! Shared helpers for the code object tests: compiling with clang-19/ld.lld-19 and reading
+//! `llvm-readelf-19 --notes` output.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::Target;
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh scratch directory for one compilation.
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kjit-codeobj-{}-{tag}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// The clang and lld paths, or `None` when the test must skip.
+pub fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let t = require_all(&[Tool::Clang, Tool::Lld], test)?;
+    Some((t[0].clone(), t[1].clone()))
+}
+
+/// Compiles OpenCL C for `target` and links a loadable code object; returns its path.
+pub fn compile_cl(clang: &Path, lld: &Path, src: &str, target: Target, tag: &str) -> PathBuf {
+    let dir = scratch_dir(tag);
+    let cl = dir.join("k.cl");
+    std::fs::write(&cl, src).unwrap();
+    let obj = dir.join("k.o");
+    let so = dir.join("k.hsaco");
+    let mcpu = format!("-mcpu={}", target.name());
+    run(
+        clang,
+        &[
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            &mcpu,
+            "-nogpulib",
+            "-O3",
+            "-c",
+            cl.to_str().unwrap(),
+            "-o",
+            obj.to_str().unwrap(),
+        ],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("clang-19 failed: {e}"));
+    run(
+        lld,
+        &["-shared", obj.to_str().unwrap(), "-o", so.to_str().unwrap()],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("ld.lld-19 failed: {e}"));
+    so
+}
+
+/// Assembles AMDGPU assembly for `target` (`mcpu` may carry features, e.g. `gfx942:xnack-`) and
+/// links it; returns the loadable object's path.
+pub fn assemble(clang: &Path, lld: &Path, src: &str, mcpu: &str, tag: &str) -> PathBuf {
+    let dir = scratch_dir(tag);
+    let s = dir.join("k.s");
+    std::fs::write(&s, src).unwrap();
+    let obj = dir.join("k.o");
+    let so = dir.join("k.hsaco");
+    let mcpu = format!("-mcpu={mcpu}");
+    run(
+        clang,
+        &[
+            "-x",
+            "assembler",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            &mcpu,
+            "-c",
+            s.to_str().unwrap(),
+            "-o",
+            obj.to_str().unwrap(),
+        ],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("clang-19 -x assembler failed: {e}\n{src}"));
+    run(
+        lld,
+        &["-shared", obj.to_str().unwrap(), "-o", so.to_str().unwrap()],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("ld.lld-19 failed: {e}"));
+    so
+}
+
+/// One kernel as `llvm-readelf-19 --notes` prints it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReadelfKernel {
+    /// `.name`.
+    pub name: String,
+    /// Kernel-level scalar keys (`.kernarg_segment_size` → "280").
+    pub keys: Vec<(String, String)>,
+    /// Per argument: its keys.
+    pub args: Vec<Vec<(String, String)>>,
+}
+
+impl ReadelfKernel {
+    /// A kernel-level key's value.
+    pub fn key(&self, k: &str) -> Option<&str> {
+        self.keys
+            .iter()
+            .find(|(a, _)| a == k)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Value of `key` in an argument's key list.
+pub fn arg_key<'a>(arg: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    arg.iter().find(|(a, _)| a == key).map(|(_, v)| v.as_str())
+}
+
+/// Parses the YAML that `llvm-readelf --notes` prints for NT_AMDGPU_METADATA: kernels at indent 2
+/// (`  - `), their keys at indent 4, arguments at indent 6 (`      - `) with keys at indent 8.
+pub fn parse_readelf_notes(text: &str) -> (Vec<ReadelfKernel>, Vec<(String, String)>) {
+    let mut kernels: Vec<ReadelfKernel> = Vec::new();
+    let mut top: Vec<(String, String)> = Vec::new();
+    let mut in_kernels = false;
+    let mut in_args = false;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        let body = line.trim_start_matches([' ', '-']);
+        let dash = line.trim_start().starts_with("- ");
+        let (key, value) = match body.split_once(':') {
+            Some((k, v)) => (
+                k.trim().to_string(),
+                v.trim().trim_matches('\'').to_string(),
+            ),
+            None => continue,
+        };
+        if line.starts_with("amdhsa.") {
+            in_kernels = key == "amdhsa.kernels";
+            top.push((key, value));
+            continue;
+        }
+        if !in_kernels {
+            continue;
+        }
+        if dash && indent == 4 {
+            kernels.push(ReadelfKernel::default());
+            in_args = false;
+        }
+        let Some(k) = kernels.last_mut() else {
+            continue;
+        };
+        if indent == 4 {
+            in_args = key == ".args";
+            if key == ".name" {
+                k.name = value.clone();
+            }
+            k.keys.push((key, value));
+        } else if in_args && indent == 8 {
+            if dash {
+                k.args.push(Vec::new());
+            }
+            if let Some(a) = k.args.last_mut() {
+                a.push((key, value));
+            }
+        }
+    }
+    (kernels, top)
+}
