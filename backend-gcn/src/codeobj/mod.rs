@@ -11,6 +11,7 @@ pub mod descriptor;
 pub mod metadata;
 pub mod read;
 pub mod target_id;
+pub mod write;
 
 pub use descriptor::{
     DescriptorError, DescriptorParams, KernelDescriptor, Occupancy, OccupancyLimit, UserSgprs,
@@ -18,6 +19,7 @@ pub use descriptor::{
 pub use metadata::{Access, AddressSpace, ArgMeta, KernelMeta, Metadata, MetadataError, ValueKind};
 pub use read::{CodeObject, CodeObjectError, Kernel};
 pub use target_id::{FeatureSetting, TargetId};
+pub use write::{CodeObjectBuilder, KernargLayout, KernelBuild, WriteError};
 
 /// `ELFOSABI_AMDGPU_HSA`: the OS/ABI byte of AMDHSA code objects.
 pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
