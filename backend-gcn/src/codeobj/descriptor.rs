@@ -27,6 +27,15 @@ pub enum DescriptorError {
         /// One past the last byte.
         end: usize,
     },
+    /// A setting the target does not have (e.g. a private segment buffer with gfx942's
+    /// architected flat scratch).
+    #[error("{what} is not supported on {target}")]
+    NotSupported {
+        /// Which setting.
+        what: &'static str,
+        /// The target.
+        target: Target,
+    },
     /// A resource count does not fit the target.
     #[error("{what} = {value} exceeds the {target} limit of {limit}")]
     OutOfRange {
@@ -548,8 +557,6 @@ pub struct DescriptorParams {
     pub reserve_vcc: bool,
     /// `.amdhsa_reserve_flat_scratch` (default on; gfx900/gfx90a only, gfx942 always reserves it).
     pub reserve_flat_scratch: bool,
-    /// `.amdhsa_reserve_xnack_mask`; `None` = the assembler's default (on unless xnack is off).
-    pub reserve_xnack_mask: Option<bool>,
     /// The user SGPRs to initialise.
     pub user_sgprs: UserSgprs,
     /// `.amdhsa_user_sgpr_count`; `None` = the count the enabled user SGPRs need.
@@ -595,7 +602,6 @@ impl Default for DescriptorParams {
             sgprs: 0,
             reserve_vcc: true,
             reserve_flat_scratch: true,
-            reserve_xnack_mask: None,
             user_sgprs: UserSgprs::default(),
             user_sgpr_count: None,
             enable_private_segment: false,
@@ -618,10 +624,11 @@ impl Default for DescriptorParams {
 
 impl DescriptorParams {
     /// Registers per lane in the unified file (LLVM `getTotalNumVGPRs`): on gfx90a/gfx942 with
-    /// AGPRs, the VGPRs rounded up to 4 plus the AGPRs; otherwise the larger of the two.
+    /// AGPRs, `accum_offset` (the VGPRs rounded up to 4) plus the AGPRs; otherwise the larger of
+    /// the two.
     pub fn total_vector_registers(&self, target: Target) -> u32 {
         if target.has_agprs() && self.agprs > 0 {
-            self.vgprs.div_ceil(4) * 4 + self.agprs
+            self.accum_offset() + self.agprs
         } else {
             self.vgprs.max(self.agprs)
         }
@@ -635,10 +642,8 @@ impl DescriptorParams {
     /// SGPRs counted for allocation: `sgprs` plus VCC, FLAT_SCRATCH and XNACK_MASK as LLVM's
     /// `getNumExtraSGPRs` adds them for gfx8/gfx9 (gfx942's architected flat scratch always counts).
     pub fn total_sgprs(&self, target: Target, xnack: FeatureSetting) -> u32 {
-        let xnack_used = self.reserve_xnack_mask.unwrap_or(!matches!(
-            xnack,
-            FeatureSetting::Off | FeatureSetting::Unsupported
-        ));
+        // LLVM's assembler requires `.amdhsa_reserve_xnack_mask` to equal "xnack on or any".
+        let xnack_used = matches!(xnack, FeatureSetting::On | FeatureSetting::Any);
         let flat = self.reserve_flat_scratch || target.has_architected_flat_scratch();
         let mut extra = if self.reserve_vcc { 2 } else { 0 };
         if xnack_used {
@@ -673,6 +678,27 @@ impl KernelDescriptor {
         };
         range("vgprs", p.vgprs, target.max_vgprs())?;
         range("agprs", p.agprs, if target.has_agprs() { 256 } else { 0 })?;
+        if target.has_architected_flat_scratch() {
+            // The hardware initialises FLAT_SCRATCH itself; LLVM's assembler rejects these.
+            if p.user_sgprs.private_segment_buffer {
+                return Err(DescriptorError::NotSupported {
+                    what: "the private segment buffer user SGPRs",
+                    target,
+                });
+            }
+            if p.user_sgprs.flat_scratch_init {
+                return Err(DescriptorError::NotSupported {
+                    what: "the flat scratch init user SGPRs",
+                    target,
+                });
+            }
+        }
+        if p.tg_split && !target.has_agprs() {
+            return Err(DescriptorError::NotSupported {
+                what: "tg_split",
+                target,
+            });
+        }
         let total_vgprs = p.total_vector_registers(target);
         range(
             "total vector registers",
