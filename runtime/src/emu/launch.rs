@@ -93,13 +93,13 @@ pub fn validate_dims(dims: &LaunchDims, setup: &KernelSetup, target: Target) -> 
     setup.validate(target)
 }
 
-/// Runs one launch of `k`. `kernarg` are the kernarg segment bytes (explicit and hidden
-/// arguments).
+/// Runs one launch of `k`. `kernarg` packs the kernarg segment (explicit and hidden arguments)
+/// given the address of the launch's queue object.
 pub fn run_launch(
     mem: &Memory,
     k: &KernelImage,
     dims: LaunchDims,
-    kernarg: &[u8],
+    kernarg: impl FnOnce(u64) -> Result<Vec<u8>, String>,
     config: RunConfig,
     dispatch_id: u64,
 ) -> Result<Counters, LaunchError> {
@@ -111,12 +111,14 @@ pub fn run_launch(
             allocations.push(a);
             Ok(a)
         };
+        let queue_addr = alloc(256)?;
+        let kernarg = kernarg(queue_addr).map_err(LaunchError::Invalid)?;
         // Kernarg segment: at least the descriptor's size; the CP reads it as it is.
         let ka_len = (kernarg.len() as u64)
             .max(k.setup.kernarg_size as u64)
             .max(16);
         let kernarg_addr = alloc(ka_len)?;
-        mem.write(kernarg_addr, kernarg)
+        mem.write(kernarg_addr, &kernarg)
             .map_err(|f| LaunchError::Invalid(f.to_string()))?;
         let packet_addr = alloc(64)?;
         mem.write(
@@ -124,7 +126,6 @@ pub fn run_launch(
             &aql_packet(&dims, &k.setup, k.descriptor, kernarg_addr),
         )
         .map_err(|f| LaunchError::Invalid(f.to_string()))?;
-        let queue_addr = alloc(256)?;
 
         // Scratch: one slot of a workgroup's waves per host thread (a thread runs one workgroup
         // at a time).

@@ -20,10 +20,12 @@
 //! Module map: [`wave`] (architectural state and operand access), [`error`] (located errors),
 //! [`memory`] (device allocations), [`valu`] (vector ALU semantics, owned by the "valu" helper).
 
+pub mod args;
 pub mod ctx;
 pub mod dispatch;
 pub mod ds;
 pub mod error;
+pub mod gcn;
 pub mod launch;
 pub mod lds;
 pub mod loader;
@@ -40,6 +42,9 @@ pub mod vmem;
 pub mod wave;
 
 pub use error::{At, EmuError, WaveId};
+pub use gcn::GcnEmulator;
+pub use scheduler::{RunConfig, Schedule};
+pub use stats::Counters;
 pub use wave::Wave;
 
 /// A decoded instruction, as the instruction layer (`kjit_backend_gcn::isa`) gives it.
