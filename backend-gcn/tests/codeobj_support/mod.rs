@@ -170,3 +170,98 @@ pub fn parse_readelf_notes(text: &str) -> (Vec<ReadelfKernel>, Vec<(String, Stri
     }
     (kernels, top)
 }
+
+/// Checks a parsed object against `llvm-readelf-19 --notes --dyn-syms` of the same file: every
+/// kernel's sizes, counts and argument records, its entry and descriptor addresses, and that its
+/// code holds the whole `FUNC` symbol ending in `s_endpgm`. Returns the argument records checked.
+pub fn check_against_readelf(
+    readelf: &Path,
+    path: &Path,
+    co: &kjit_backend_gcn::codeobj::CodeObject,
+) -> usize {
+    let notes = run(readelf, &["--notes", path.to_str().unwrap()], None).unwrap();
+    let (rk, top) = parse_readelf_notes(&notes);
+    let target_str = top
+        .iter()
+        .find(|(k, _)| k == "amdhsa.target")
+        .map(|(_, v)| v.clone());
+    assert_eq!(co.metadata.as_ref().unwrap().target, target_str);
+    assert_eq!(rk.len(), co.kernels.len());
+    let syms = run(readelf, &["--dyn-syms", "-W", path.to_str().unwrap()], None).unwrap();
+    let mut checked = 0;
+    for k in &co.kernels {
+        let r = rk
+            .iter()
+            .find(|r| r.name == k.name)
+            .unwrap_or_else(|| panic!("{} not in readelf", k.name));
+        for (key, ours) in [
+            (".kernarg_segment_size", k.meta.kernarg_segment_size),
+            (".kernarg_segment_align", k.meta.kernarg_segment_align),
+            (".group_segment_fixed_size", k.meta.group_segment_fixed_size),
+            (
+                ".private_segment_fixed_size",
+                k.meta.private_segment_fixed_size,
+            ),
+            (".sgpr_count", k.meta.sgpr_count),
+            (".vgpr_count", k.meta.vgpr_count),
+            (".wavefront_size", k.meta.wavefront_size),
+            (".max_flat_workgroup_size", k.meta.max_flat_workgroup_size),
+        ] {
+            assert_eq!(
+                r.key(key),
+                Some(ours.to_string().as_str()),
+                "{} {key}",
+                k.name
+            );
+        }
+        assert_eq!(r.args.len(), k.meta.args.len(), "{}", k.name);
+        for (a, ra) in k.meta.args.iter().zip(&r.args) {
+            assert_eq!(arg_key(ra, ".offset"), Some(a.offset.to_string().as_str()));
+            assert_eq!(arg_key(ra, ".size"), Some(a.size.to_string().as_str()));
+            assert_eq!(arg_key(ra, ".value_kind"), Some(a.value_kind.as_str()));
+            assert_eq!(
+                arg_key(ra, ".address_space"),
+                a.address_space.as_ref().map(|s| s.as_str())
+            );
+            assert_eq!(arg_key(ra, ".is_const") == Some("true"), a.is_const);
+            checked += 1;
+        }
+        assert_eq!(
+            k.descriptor.kernarg_size, k.meta.kernarg_segment_size,
+            "{}",
+            k.name
+        );
+        assert_eq!(
+            k.descriptor.group_segment_fixed_size,
+            k.meta.group_segment_fixed_size
+        );
+        let func = syms
+            .lines()
+            .find(|l| l.contains(" FUNC ") && l.split_whitespace().last() == Some(k.name.as_str()))
+            .unwrap_or_else(|| panic!("no FUNC {}", k.name));
+        let addr = u64::from_str_radix(func.split_whitespace().nth(1).unwrap(), 16).unwrap();
+        assert_eq!(k.code_address, addr, "{}", k.name);
+        let kd = syms
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(format!("{}.kd", k.name).as_str()))
+            .unwrap();
+        assert_eq!(
+            k.descriptor_address,
+            u64::from_str_radix(kd.split_whitespace().nth(1).unwrap(), 16).unwrap()
+        );
+        let size: usize = func.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!(
+            k.code.len() >= size,
+            "{} code {} < symbol size {size}",
+            k.name,
+            k.code.len()
+        );
+        assert_eq!(
+            &k.code[size - 4..size],
+            &0xbf81_0000u32.to_le_bytes(),
+            "{}",
+            k.name
+        );
+    }
+    checked
+}
