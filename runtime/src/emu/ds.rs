@@ -285,7 +285,9 @@ impl DsOp {
                 let n = if wide { 2 } else { 1 };
                 (n, n, 2 * n)
             }
-            DsOp::Swizzle | DsOp::Permute | DsOp::Bpermute => (1, 0, 1),
+            // ds_swizzle_b32 takes its data in the ADDR field (it has no address).
+            DsOp::Swizzle => (0, 0, 1),
+            DsOp::Permute | DsOp::Bpermute => (1, 0, 1),
             DsOp::ReadAddtid => (0, 0, 1),
             DsOp::WriteAddtid => (1, 0, 0),
             DsOp::Nop => (0, 0, 0),
@@ -720,7 +722,8 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &DsInst) -> Result<(), EmuError> 
         }
         DsOp::Swizzle | DsOp::Permute | DsOp::Bpermute => {
             data.resize(LANES, 0);
-            let src = &w.vgpr[i.data0 as usize];
+            let src_reg = if i.op == DsOp::Swizzle { i.addr } else { i.data0 };
+            let src = &w.vgpr[src_reg as usize];
             match i.op {
                 DsOp::Swizzle => {
                     let off = i.offset();
