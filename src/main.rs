@@ -1,6 +1,8 @@
 //! The `kjit` command-line tool.
 use clap::{Parser, Subcommand};
 
+mod cli;
+
 #[derive(Parser)]
 #[command(
     name = "kjit",
@@ -16,6 +18,8 @@ struct Cli {
 enum Command {
     /// Print the version of kjit and the targets it supports.
     Targets,
+    /// List every kernel of a code object: descriptor summary and instructions.
+    Disasm(cli::disasm::DisasmArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -24,6 +28,7 @@ fn main() -> anyhow::Result<()> {
         Command::Targets => {
             println!("gfx942 gfx90a gfx900");
         }
+        Command::Disasm(args) => cli::disasm::run(&args)?,
     }
     Ok(())
 }

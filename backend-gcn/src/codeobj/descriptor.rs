@@ -346,6 +346,89 @@ impl KernelDescriptor {
         n
     }
 
+    /// The SGPRs the dispatcher initialises, in order (AMDGPUUsage "Initial Kernel Execution
+    /// State"): user SGPRs from s0, then system SGPRs from `user_sgpr_count`. Each entry is
+    /// (what, first SGPR, count). User SGPRs beyond the enabled ones hold preloaded kernargs.
+    pub fn initial_sgprs(&self, target: Target) -> Vec<(&'static str, u32, u32)> {
+        let mut v = Vec::new();
+        let mut next = 0;
+        let mut push = |on: bool, what: &'static str, n: u32, next: &mut u32| {
+            if on {
+                v.push((what, *next, n));
+                *next += n;
+            }
+        };
+        push(
+            self.enable_sgpr_private_segment_buffer(),
+            "private_segment_buffer",
+            4,
+            &mut next,
+        );
+        push(
+            self.enable_sgpr_dispatch_ptr(),
+            "dispatch_ptr",
+            2,
+            &mut next,
+        );
+        push(self.enable_sgpr_queue_ptr(), "queue_ptr", 2, &mut next);
+        push(
+            self.enable_sgpr_kernarg_segment_ptr(),
+            "kernarg_segment_ptr",
+            2,
+            &mut next,
+        );
+        push(self.enable_sgpr_dispatch_id(), "dispatch_id", 2, &mut next);
+        push(
+            self.enable_sgpr_flat_scratch_init(),
+            "flat_scratch_init",
+            2,
+            &mut next,
+        );
+        push(
+            self.enable_sgpr_private_segment_size(),
+            "private_segment_size",
+            1,
+            &mut next,
+        );
+        let user = self.user_sgpr_count();
+        if user > next {
+            push(true, "preloaded_kernargs", user - next, &mut next);
+        }
+        next = user;
+        push(
+            self.enable_sgpr_workgroup_id_x(),
+            "workgroup_id_x",
+            1,
+            &mut next,
+        );
+        push(
+            self.enable_sgpr_workgroup_id_y(),
+            "workgroup_id_y",
+            1,
+            &mut next,
+        );
+        push(
+            self.enable_sgpr_workgroup_id_z(),
+            "workgroup_id_z",
+            1,
+            &mut next,
+        );
+        push(
+            self.enable_sgpr_workgroup_info(),
+            "workgroup_info",
+            1,
+            &mut next,
+        );
+        // With architected flat scratch the wave's scratch offset is in FLAT_SCRATCH, not an SGPR.
+        push(
+            self.enable_private_segment() && !target.has_architected_flat_scratch(),
+            "private_segment_wavefront_offset",
+            1,
+            &mut next,
+        );
+        v
+    }
+
     // ---- allocation ----
 
     /// Registers per lane the hardware allocates for VGPRs and AGPRs together (the unified file on
@@ -827,6 +910,29 @@ mod tests {
         assert_eq!(kd.float_denorm_mode_32(), 3);
         assert!(kd.dx10_clamp() && kd.ieee_mode());
         assert_eq!(kd.waves_per_simd(t), 8);
+    }
+
+    #[test]
+    fn initial_sgprs_follow_the_enables() {
+        // gfx900 kernel: private segment buffer, kernarg ptr, wg id x and z, scratch wave offset.
+        let kd = KernelDescriptor {
+            compute_pgm_rsrc2: (6 << 1) | 1 | (1 << 7) | (1 << 9),
+            kernel_code_properties: code_props::PRIVATE_SEGMENT_BUFFER
+                | code_props::KERNARG_SEGMENT_PTR,
+            ..Default::default()
+        };
+        assert_eq!(
+            kd.initial_sgprs(Target::Gfx900),
+            vec![
+                ("private_segment_buffer", 0, 4),
+                ("kernarg_segment_ptr", 4, 2),
+                ("workgroup_id_x", 6, 1),
+                ("workgroup_id_z", 7, 1),
+                ("private_segment_wavefront_offset", 8, 1),
+            ]
+        );
+        // gfx942 has no wave offset SGPR.
+        assert_eq!(kd.initial_sgprs(Target::Gfx942).len(), 4);
     }
 
     #[test]

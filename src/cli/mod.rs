@@ -1,0 +1,3 @@
+//! The `kjit` subcommands, one file each.
+
+pub mod disasm;

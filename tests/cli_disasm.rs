@@ -1,0 +1,206 @@
+//! `kjit disasm` on clang-19 code objects for gfx942, gfx90a and gfx900: the summary states the
+//! register counts, sizes and argument offsets `llvm-readelf-19 --notes` shows, and the listing
+//! covers each kernel with the same addresses and encoding words as `llvm-objdump-19 -d`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[path = "../backend-gcn/tests/codeobj_support/mod.rs"]
+mod codeobj_support;
+
+use codeobj_support::{arg_key, parse_readelf_notes};
+use kjit::backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit::backend_gcn::target::ALL_TARGETS;
+
+const SRC: &str = r#"
+__kernel void axpy(__global float *y, __global const float *x, float a, int n) {
+  int i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__kernel void reduce(__global int *out, __global const int *in) {
+  __local int tile[128];
+  int t = __builtin_amdgcn_workitem_id_x();
+  tile[t] = in[t];
+  __builtin_amdgcn_s_barrier();
+  for (int s = 64; s > 0; s >>= 1) {
+    if (t < s) tile[t] += tile[t + s];
+    __builtin_amdgcn_s_barrier();
+  }
+  if (t == 0) out[__builtin_amdgcn_workgroup_id_x()] = tile[0];
+}
+"#;
+
+fn compile(clang: &Path, lld: &Path, target: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kjit-cli-disasm-{}-{target}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cl = dir.join("k.cl");
+    std::fs::write(&cl, SRC).unwrap();
+    let (o, so) = (dir.join("k.o"), dir.join("k.hsaco"));
+    let mcpu = format!("-mcpu={target}");
+    run(
+        clang,
+        &[
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            &mcpu,
+            "-nogpulib",
+            "-O3",
+            "-c",
+        ]
+        .iter()
+        .copied()
+        .chain([cl.to_str().unwrap(), "-o", o.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+        None,
+    )
+    .unwrap();
+    run(
+        lld,
+        &["-shared", o.to_str().unwrap(), "-o", so.to_str().unwrap()],
+        None,
+    )
+    .unwrap();
+    so
+}
+
+fn kjit(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kjit"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// (address, words) of every line of one symbol in `llvm-objdump -d` or `kjit disasm` output.
+fn encodings(listing: &str, symbol: &str) -> Vec<(u64, Vec<String>)> {
+    let header = format!("<{symbol}>:");
+    let start = listing
+        .find(&header)
+        .unwrap_or_else(|| panic!("no {header}"));
+    listing[start + header.len()..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let (_, enc) = l.split_once("// ")?;
+            let (addr, words) = enc.split_once(": ")?;
+            Some((
+                u64::from_str_radix(addr.trim(), 16).ok()?,
+                words
+                    .split_whitespace()
+                    .filter(|w| w.len() == 8 && w.chars().all(|c| c.is_ascii_hexdigit()))
+                    .map(str::to_string)
+                    .collect(),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn disasm_summary_and_listing_match_llvm() {
+    let tools = require_all(
+        &[Tool::Clang, Tool::Lld, Tool::Objdump, Tool::Readelf],
+        "disasm_summary_and_listing_match_llvm",
+    );
+    let Some(tools) = tools else { return };
+    let (clang, lld, objdump, readelf) = (&tools[0], &tools[1], &tools[2], &tools[3]);
+    for target in ALL_TARGETS {
+        let so = compile(clang, lld, target.name());
+        let path = so.to_str().unwrap();
+        let (ok, out, err) = kjit(&["disasm", path]);
+        assert!(ok && err.is_empty(), "{err}");
+        assert!(
+            out.contains(&format!("code object v5, {}", target.name())),
+            "{out}"
+        );
+        let notes = run(readelf, &["--notes", path], None).unwrap();
+        // Register counts and sizes from the metadata appear in each kernel's summary.
+        let (kernels, _) = parse_readelf_notes(&notes);
+        assert_eq!(kernels.len(), 2);
+        for k in &kernels {
+            let start = out.find(&format!("kernel {}:", k.name)).unwrap();
+            let section = &out[start..];
+            let section = &section[..section[1..]
+                .find("\nkernel ")
+                .map(|i| i + 1)
+                .unwrap_or(section.len())];
+            let key = |name: &str| k.key(name).unwrap().to_string();
+            for expect in [
+                format!("VGPRs {} used", key(".vgpr_count")),
+                format!("SGPRs {} used", key(".sgpr_count")),
+                format!("LDS {} B static", key(".group_segment_fixed_size")),
+                format!(
+                    "kernarg {} B (align {})",
+                    key(".kernarg_segment_size"),
+                    key(".kernarg_segment_align")
+                ),
+                format!("max {} work-items", key(".max_flat_workgroup_size")),
+            ] {
+                assert!(
+                    section.contains(&expect),
+                    "{target} {}: no '{expect}' in\n{section}",
+                    k.name
+                );
+            }
+            for a in &k.args {
+                let line = format!(
+                    "{:>4} +{:<3} {}",
+                    arg_key(a, ".offset").unwrap(),
+                    arg_key(a, ".size").unwrap(),
+                    arg_key(a, ".value_kind").unwrap()
+                );
+                assert!(
+                    section.contains(&line),
+                    "{target} {}: no arg line '{line}'",
+                    k.name
+                );
+            }
+            assert!(
+                section.contains(&format!("waves/SIMD on {target}")),
+                "{section}"
+            );
+        }
+        assert!(
+            out.contains("LDS 512 B static"),
+            "reduce uses 128 ints of LDS:\n{out}"
+        );
+        // The listing's addresses and words are objdump's, kernel by kernel.
+        let mcpu = format!("--mcpu={}", target.name());
+        let dump = run(objdump, &["-d", &mcpu, path], None).unwrap();
+        for kernel in ["axpy", "reduce"] {
+            let ours = encodings(&out, kernel);
+            let theirs = encodings(&dump, kernel);
+            assert!(!theirs.is_empty());
+            let flat = |v: &[(u64, Vec<String>)]| {
+                v.iter().flat_map(|(_, w)| w.clone()).collect::<Vec<_>>()
+            };
+            let n = flat(&theirs).len();
+            assert_eq!(
+                flat(&ours)[..n.min(flat(&ours).len())],
+                flat(&theirs)[..],
+                "{target} {kernel}"
+            );
+            assert_eq!(ours[0].0, theirs[0].0);
+        }
+    }
+}
+
+#[test]
+fn disasm_rejects_bad_files_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("kjit-cli-disasm-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.hsaco");
+    std::fs::write(&bad, b"\x7fELF\x02\x01\x01\x40garbage").unwrap();
+    let (ok, _, err) = kjit(&["disasm", bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("bad.hsaco: malformed ELF"), "{err}");
+}
