@@ -230,8 +230,36 @@ pub fn initial_wave(
     scratch_wave_offset: u64,
     entry: u64,
 ) -> Wave {
+    let mut w = Wave::new(WaveId::default(), target, 102, 0, 0);
+    init_wave(
+        &mut w,
+        target,
+        setup,
+        dims,
+        addrs,
+        wg,
+        wave_idx,
+        scratch_wave_offset,
+        entry,
+    );
+    w
+}
+
+/// [`initial_wave`] into an existing wave, reusing its host memory.
+#[allow(clippy::too_many_arguments)]
+pub fn init_wave(
+    w: &mut Wave,
+    target: Target,
+    setup: &KernelSetup,
+    dims: &LaunchDims,
+    addrs: &DispatchAddrs,
+    wg: [u32; 3],
+    wave_idx: u32,
+    scratch_wave_offset: u64,
+    entry: u64,
+) {
     let (vgprs, agprs) = setup.vector_registers(target);
-    let mut w = Wave::new(
+    w.reset(
         WaveId {
             workgroup: wg,
             wave: wave_idx,
@@ -288,20 +316,20 @@ pub fn initial_wave(
     };
     for (d, &id) in wg.iter().enumerate() {
         if setup.workgroup_id_enabled(d) {
-            push(&mut w, id);
+            push(w, id);
         }
     }
     let nwaves = waves_per_group(dims);
     if setup.workgroup_info_enabled() {
         let first = if wave_idx == 0 { 1u32 << 31 } else { 0 };
-        push(&mut w, first | (nwaves & 0x3f));
+        push(w, first | (nwaves & 0x3f));
     }
     let wave_scratch = addrs.scratch_base + scratch_wave_offset;
     if setup.private_segment_enabled() {
         if target.is_gfx940_family() {
             w.flat_scratch = wave_scratch;
         } else {
-            push(&mut w, scratch_wave_offset as u32);
+            push(w, scratch_wave_offset as u32);
         }
     }
 
@@ -336,7 +364,6 @@ pub fn initial_wave(
         }
     }
     w.exec = exec;
-    w
 }
 
 #[cfg(test)]

@@ -14,10 +14,9 @@ use kjit_backend_gcn::Target;
 use rayon::prelude::*;
 
 use super::dispatch::{aql_packet, waves_per_group, DispatchAddrs, KernelSetup};
-use super::lds::Lds;
 use super::memory::Memory;
 use super::program::Program;
-use super::scheduler::{run_workgroup, LaunchState, RunConfig};
+use super::scheduler::{run_workgroup, LaunchState, RunConfig, WorkgroupScratch};
 use super::stats::Counters;
 use super::wave::{At, EmuError};
 use crate::device::LaunchDims;
@@ -174,45 +173,53 @@ pub fn run_launch(
         };
         let counters = (0..total)
             .into_par_iter()
-            .map_init(
-                || Lds::new(0, false),
-                |lds, id| {
-                    if id > first_bad.load(Ordering::Relaxed) {
-                        return Counters::default();
+            .map_init(WorkgroupScratch::default, |lds, id| {
+                if id > first_bad.load(Ordering::Relaxed) {
+                    return Counters::default();
+                }
+                let wg = [
+                    (id % gx) as u32,
+                    ((id / gx) % gy) as u32,
+                    (id / (gx * gy)) as u32,
+                ];
+                let slot = rayon::current_thread_index().unwrap_or(0) as u64 % slots;
+                let run = catch_unwind(AssertUnwindSafe(|| {
+                    run_workgroup(&state, wg, slot * slot_bytes, lds)
+                }));
+                match run {
+                    Ok(Ok(c)) => c,
+                    Ok(Err(e)) => {
+                        record(id, e);
+                        Counters::default()
                     }
-                    let wg = [(id % gx) as u32, ((id / gx) % gy) as u32, (id / (gx * gy)) as u32];
-                    let slot = rayon::current_thread_index().unwrap_or(0) as u64 % slots;
-                    let run = catch_unwind(AssertUnwindSafe(|| run_workgroup(&state, wg, slot * slot_bytes, lds)));
-                    match run {
-                        Ok(Ok(c)) => c,
-                        Ok(Err(e)) => {
-                            record(id, e);
-                            Counters::default()
-                        }
-                        Err(p) => {
-                            let msg = p
-                                .downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                                .unwrap_or_default();
-                            record(
-                                id,
-                                EmuError::Stuck {
-                                    at: At {
-                                        wave: super::wave::WaveId { workgroup: wg, wave: 0 },
-                                        pc: 0,
-                                        inst: "<unknown>".into(),
+                    Err(p) => {
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        record(
+                            id,
+                            EmuError::Stuck {
+                                at: At {
+                                    wave: super::wave::WaveId {
+                                        workgroup: wg,
+                                        wave: 0,
                                     },
-                                    detail: format!("internal error of the software device (please report): {msg}"),
+                                    pc: 0,
+                                    inst: "<unknown>".into(),
                                 },
-                            );
-                            // A panic may leave the reused LDS half-reset: start a fresh one.
-                            *lds = Lds::new(0, false);
-                            Counters::default()
-                        }
+                                detail: format!(
+                                    "internal error of the software device (please report): {msg}"
+                                ),
+                            },
+                        );
+                        // A panic may leave the reused LDS half-reset: start a fresh one.
+                        *lds = WorkgroupScratch::default();
+                        Counters::default()
                     }
-                },
-            )
+                }
+            })
             .reduce(Counters::default, |mut a, b| {
                 a.merge(&b);
                 a

@@ -72,12 +72,12 @@ impl Allocation {
 
     /// Reads the word holding byte offset `off` (word-aligned offset).
     #[inline(always)]
-    fn word(&self, off: u64) -> u32 {
+    pub(crate) fn word(&self, off: u64) -> u32 {
         self.words[(off >> 2) as usize].load(Ordering::Relaxed)
     }
 
     #[inline(always)]
-    fn set_word(&self, off: u64, v: u32) {
+    pub(crate) fn set_word(&self, off: u64, v: u32) {
         self.words[(off >> 2) as usize].store(v, Ordering::Relaxed)
     }
 
@@ -191,6 +191,19 @@ impl MemoryView {
         }
         let a = self.find(cache, addr, size, write)?;
         Ok(f(&a, addr - a.base))
+    }
+
+    /// The allocation that holds all of `[lo, hi)`, if one does (for accesses of a whole wave
+    /// that fall in one buffer: one lookup instead of one per lane).
+    #[inline]
+    pub fn span(&self, cache: &mut AddrCache, lo: u64, hi: u64) -> Option<Arc<Allocation>> {
+        if let Some(a) = &cache.hit {
+            if lo >= a.base && hi <= a.end() && lo <= hi {
+                return Some(a.clone());
+            }
+        }
+        let a = self.find(cache, lo, hi.checked_sub(lo)?, false).ok()?;
+        Some(a)
     }
 
     /// Loads a little-endian dword.

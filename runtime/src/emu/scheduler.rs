@@ -20,7 +20,7 @@ use std::str::FromStr;
 use kjit_backend_gcn::Target;
 
 use super::ctx::Ctx;
-use super::dispatch::{initial_wave, DispatchAddrs, KernelSetup};
+use super::dispatch::{init_wave, DispatchAddrs, KernelSetup};
 use super::lds::Lds;
 use super::memory::{AddrCache, MemoryView};
 use super::program::{Decoded, Op, Program};
@@ -97,6 +97,22 @@ pub struct LaunchState<'a> {
     pub config: RunConfig,
     /// Address of the first instruction.
     pub entry: u64,
+}
+
+/// Host memory one thread reuses from workgroup to workgroup: the LDS and the waves.
+pub struct WorkgroupScratch {
+    /// The workgroup's LDS.
+    pub lds: Lds,
+    slots: Vec<Slot>,
+}
+
+impl Default for WorkgroupScratch {
+    fn default() -> Self {
+        WorkgroupScratch {
+            lds: Lds::new(0, false),
+            slots: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -252,9 +268,9 @@ pub fn run_workgroup(
     l: &LaunchState,
     wg: [u32; 3],
     scratch_offset: u64,
-    lds: &mut Lds,
+    scratch: &mut WorkgroupScratch,
 ) -> Result<Counters, EmuError> {
-    run_workgroup_with(l, wg, scratch_offset, lds, |_| {})
+    run_workgroup_with(l, wg, scratch_offset, scratch, |_| {})
 }
 
 /// [`run_workgroup`], with `init` applied to every wave's initial state (tests).
@@ -262,36 +278,45 @@ pub fn run_workgroup_with(
     l: &LaunchState,
     wg: [u32; 3],
     scratch_offset: u64,
-    lds: &mut Lds,
+    scratch: &mut WorkgroupScratch,
     init: impl Fn(&mut Wave),
 ) -> Result<Counters, EmuError> {
     let nwaves = super::dispatch::waves_per_group(&l.dims) as usize;
     let lds_bytes = l.setup.group_segment_fixed_size + l.dims.dynamic_lds;
+    let WorkgroupScratch { lds, slots: pool } = scratch;
     lds.reset(lds_bytes, nwaves > 1);
     let per_wave = l.addrs.scratch_per_wave();
-    let mut slots: Vec<Slot> = (0..nwaves)
-        .map(|i| Slot {
-            wave: initial_wave(
-                l.target,
-                l.setup,
-                &l.dims,
-                &l.addrs,
-                wg,
-                i as u32,
-                scratch_offset + i as u64 * per_wave,
-                l.entry,
-            ),
-            sb: Scoreboard::new(l.config.strict_store_sources),
-            counters: Counters {
-                waves: 1,
-                ..Default::default()
-            },
+    while pool.len() < nwaves {
+        pool.push(Slot {
+            wave: Wave::new(Default::default(), l.target, 102, 0, 0),
+            sb: Scoreboard::new(false),
+            counters: Counters::default(),
             cache: AddrCache::default(),
-            state: State::Running,
+            state: State::Done,
             executed: 0,
-        })
-        .collect();
-    for s in &mut slots {
+        });
+    }
+    let slots = &mut pool[..nwaves];
+    for (i, s) in slots.iter_mut().enumerate() {
+        init_wave(
+            &mut s.wave,
+            l.target,
+            l.setup,
+            &l.dims,
+            &l.addrs,
+            wg,
+            i as u32,
+            scratch_offset + i as u64 * per_wave,
+            l.entry,
+        );
+        s.sb.reset(l.config.strict_store_sources);
+        s.counters = Counters {
+            waves: 1,
+            ..Default::default()
+        };
+        s.cache = AddrCache::default();
+        s.state = State::Running;
+        s.executed = 0;
         init(&mut s.wave);
     }
     let mut running = nwaves;
@@ -366,7 +391,7 @@ pub fn run_workgroup_with(
         }
     }
     let mut total = Counters::default();
-    for s in &slots {
+    for s in slots.iter() {
         let mut c = s.counters.clone();
         c.hazard_checks += s.sb.checks;
         total.merge(&c);
@@ -566,7 +591,7 @@ mod program_tests {
             },
             entry: 0x1000,
         };
-        let mut lds = Lds::new(0, false);
+        let mut lds = WorkgroupScratch::default();
         let r = run_workgroup_with(&st, [0, 0, 0], 0, &mut lds, |w| {
             w.sgpr[4] = out as u32;
             w.sgpr[5] = (out >> 32) as u32;
@@ -652,7 +677,7 @@ mod program_tests {
             config: RunConfig::default(),
             entry: 0x1000,
         };
-        let mut lds = Lds::new(0, false);
+        let mut lds = WorkgroupScratch::default();
         let e = run_workgroup_with(&st, [0, 0, 0], 0, &mut lds, |w| {
             w.sgpr[4] = out as u32;
             w.sgpr[5] = (out >> 32) as u32;
@@ -691,7 +716,7 @@ mod program_tests {
             },
             entry: 0x1000,
         };
-        let mut lds = Lds::new(0, false);
+        let mut lds = WorkgroupScratch::default();
         let e = run_workgroup(&st, [0, 0, 0], 0, &mut lds).unwrap_err();
         assert!(matches!(e, EmuError::Budget { limit: 1000, .. }), "{e}");
         assert!(e.to_string().contains("infinite loop"));
@@ -718,7 +743,7 @@ mod program_tests {
             config: RunConfig::default(),
             entry: 0x1000,
         };
-        let mut lds = Lds::new(0, false);
+        let mut lds = WorkgroupScratch::default();
         let e = run_workgroup(&st, [0, 0, 0], 0, &mut lds).unwrap_err();
         assert!(matches!(e, EmuError::Stuck { .. }), "{e}");
     }
@@ -838,7 +863,7 @@ mod perf_probe {
             config: RunConfig::default(),
             entry: 0x1000,
         };
-        let mut lds = Lds::new(0, false);
+        let mut lds = WorkgroupScratch::default();
         let t = std::time::Instant::now();
         let mut c = Counters::default();
         for _ in 0..20 {

@@ -306,6 +306,19 @@ impl Scoreboard {
         }
     }
 
+    /// Empties the scoreboard for a new wave, keeping its buffers.
+    pub fn reset(&mut self, strict_store_sources: bool) {
+        self.vm.clear();
+        self.lgkm.clear();
+        self.exp.clear();
+        self.pending_dests = RegSet::EMPTY;
+        self.pending_sources = RegSet::EMPTY;
+        self.strict_store_sources = strict_store_sources;
+        self.checks = 0;
+        self.issued = 0;
+        self.vm_writes_lds = false;
+    }
+
     /// Whether nothing is in flight.
     pub fn idle(&self) -> bool {
         self.vm.is_empty() && self.lgkm.is_empty() && self.exp.is_empty()

@@ -724,6 +724,57 @@ pub fn atomic_apply(op: AtomicOp, wide: bool, old: u64, data: u64, cmp: u64) -> 
     r & mask
 }
 
+/// Per-lane byte addresses of a GLOBAL (or FLAT, outside the LDS and private windows) access,
+/// instruction offset included, when every active lane's `n` dwords fall in one allocation at
+/// dword alignment: the common case, served with one allocation lookup per instruction.
+#[inline]
+fn global_fast_path(
+    w: &Wave,
+    ctx: &mut Ctx,
+    i: &VmemInst,
+    a: &Addressing,
+    exec: u64,
+    n: usize,
+    addrs: &mut [u64; LANES],
+) -> Option<std::sync::Arc<super::memory::Allocation>> {
+    if exec == 0 || !matches!(i.seg, Segment::Global | Segment::Flat) {
+        return None;
+    }
+    let (mut lo, mut hi, mut or) = (u64::MAX, 0u64, 0u64);
+    for l in 0..LANES {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        let base = match (i.saddr, i.vaddr) {
+            (Some(_), Some(v)) => a.saddr.wrapping_add(w.vgpr[v as usize][l] as u64),
+            (Some(_), None) => a.saddr,
+            (None, Some(v)) => {
+                w.vgpr[v as usize][l] as u64 | (w.vgpr[v as usize + 1][l] as u64) << 32
+            }
+            (None, None) => 0,
+        };
+        let addr = base.wrapping_add(i.offset as i64 as u64);
+        addrs[l] = addr;
+        lo = lo.min(addr);
+        hi = hi.max(addr);
+        or |= addr;
+    }
+    if or & 3 != 0 {
+        return None;
+    }
+    let end = hi.checked_add(4 * n as u64)?;
+    if i.seg == Segment::Flat {
+        let in_window = |x: u64| {
+            (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&x)
+                || (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&x)
+        };
+        if in_window(lo) || in_window(hi) || (lo < SHARED_APERTURE && end > SHARED_APERTURE) {
+            return None;
+        }
+    }
+    ctx.mem.span(ctx.cache, lo, end)
+}
+
 /// Executes one vector memory instruction: memory is read or written now; loaded data is handed
 /// to the scoreboard.
 pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError> {
@@ -749,23 +800,42 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
             let bytes = shape.bytes as u32;
             let mut data = ctx.sb.buffer(n * LANES);
             let mut active = 0u64;
-            for l in 0..LANES {
-                if exec >> l & 1 == 0 {
-                    continue;
+            let mut addrs = [0u64; LANES];
+            let fast = if bytes == 4 && !i.lds {
+                global_fast_path(w, ctx, i, &a, exec, n, &mut addrs)
+            } else {
+                None
+            };
+            if let Some(alloc) = &fast {
+                for l in 0..LANES {
+                    if exec >> l & 1 == 0 {
+                        continue;
+                    }
+                    active += 1;
+                    let off = addrs[l] - alloc.base;
+                    for k in 0..n {
+                        data[k * LANES + l] = alloc.word(off + 4 * k as u64);
+                    }
                 }
-                active += 1;
-                for k in 0..n {
-                    let t = locate(w, i, &a, l, k as u32, bytes, spl)?;
-                    let raw = read_item(ctx, wave_index, pc, t, bytes)?;
-                    let v = extend(raw, &shape);
-                    if i.lds {
-                        let addr =
-                            w.m0.wrapping_add(i.offset as u32)
-                                .wrapping_add((l * n + k) as u32 * 4);
-                        ctx.lds.write_u32(wave_index, pc, addr, v)?;
-                        lds_writes.push(addr / 4);
-                    } else {
-                        data[k * LANES + l] = v;
+            } else {
+                for l in 0..LANES {
+                    if exec >> l & 1 == 0 {
+                        continue;
+                    }
+                    active += 1;
+                    for k in 0..n {
+                        let t = locate(w, i, &a, l, k as u32, bytes, spl)?;
+                        let raw = read_item(ctx, wave_index, pc, t, bytes)?;
+                        let v = extend(raw, &shape);
+                        if i.lds {
+                            let addr =
+                                w.m0.wrapping_add(i.offset as u32)
+                                    .wrapping_add((l * n + k) as u32 * 4);
+                            ctx.lds.write_u32(wave_index, pc, addr, v)?;
+                            lds_writes.push(addr / 4);
+                        } else {
+                            data[k * LANES + l] = v;
+                        }
                     }
                 }
             }
@@ -782,6 +852,29 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                     part: shape.part,
                 }
             }
+        }
+        VmemOp::Store(shape)
+            if shape.bytes == 4 && {
+                let mut addrs = [0u64; LANES];
+                let fast = global_fast_path(w, ctx, i, &a, exec, shape.dwords as usize, &mut addrs);
+                if let Some(alloc) = &fast {
+                    let file = if i.acc { &w.agpr } else { &w.vgpr };
+                    let n = shape.dwords as usize;
+                    for l in 0..LANES {
+                        if exec >> l & 1 == 0 {
+                            continue;
+                        }
+                        let off = addrs[l] - alloc.base;
+                        for k in 0..n {
+                            alloc.set_word(off + 4 * k as u64, file[i.vdata as usize + k][l]);
+                        }
+                    }
+                    ctx.counters.bytes_written += exec.count_ones() as u64 * 4 * n as u64;
+                }
+                fast.is_some()
+            } =>
+        {
+            Landing::None
         }
         VmemOp::Store(shape) => {
             let n = shape.dwords as usize;

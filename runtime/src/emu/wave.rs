@@ -255,6 +255,38 @@ impl Wave {
         }
     }
 
+    /// Re-initialises the wave in place (all registers zero), keeping its host memory: a
+    /// workgroup's waves are reused for the next workgroup on the same host thread.
+    pub fn reset(&mut self, id: WaveId, target: Target, sgprs: u32, vgprs: u32, agprs: u32) {
+        let nagpr = if target.has_agprs() {
+            agprs.min(256)
+        } else {
+            0
+        };
+        let nvgpr = vgprs.min(256);
+        self.id = id;
+        self.target = target;
+        self.sgpr = [0; NUM_SGPRS];
+        self.sgpr_limit = sgprs.min(NUM_SGPRS as u32);
+        self.vgpr.clear();
+        self.vgpr.resize(nvgpr as usize, [0; LANES]);
+        self.vgpr_limit = nvgpr;
+        self.agpr.clear();
+        self.agpr.resize(nagpr as usize, [0; LANES]);
+        self.agpr_limit = nagpr;
+        self.exec = 0;
+        self.vcc = 0;
+        self.scc = false;
+        self.m0 = 0;
+        self.flat_scratch = 0;
+        self.xnack_mask = 0;
+        self.ttmp = [0; 16];
+        self.pc = 0;
+        self.mode = 0;
+        self.trapsts = 0;
+        self.done = false;
+    }
+
     /// Reads the 32-bit scalar source `code` (see [`code`]); `literal` is the instruction's
     /// literal, used when `code` is 255.
     #[inline]
