@@ -722,7 +722,11 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &DsInst) -> Result<(), EmuError> 
         }
         DsOp::Swizzle | DsOp::Permute | DsOp::Bpermute => {
             data.resize(LANES, 0);
-            let src_reg = if i.op == DsOp::Swizzle { i.addr } else { i.data0 };
+            let src_reg = if i.op == DsOp::Swizzle {
+                i.addr
+            } else {
+                i.data0
+            };
             let src = &w.vgpr[src_reg as usize];
             match i.op {
                 DsOp::Swizzle => {
