@@ -234,10 +234,7 @@ fn descriptors_equal_llvm_assembler_output() {
                 k.descriptor
             );
             // The decoded view agrees with the settings.
-            assert_eq!(
-                k.descriptor.registers_allocated(target) >= p.total_vector_registers(target),
-                true
-            );
+            assert!(k.descriptor.registers_allocated(target) >= p.total_vector_registers(target));
             assert!(k.descriptor.sgprs_allocated(target) >= p.total_sgprs(target, xnack));
             if target.has_agprs() {
                 assert_eq!(k.descriptor.accum_offset(target), Some(p.accum_offset()));

@@ -244,7 +244,7 @@ impl CodeObject {
         }
         if maps.is_empty() {
             for sh in sections.iter() {
-                if sh.sh_flags(endian).0 & u64::from(elf::SHF_ALLOC.0) != 0
+                if sh.sh_flags(endian).0 & elf::SHF_ALLOC.0 != 0
                     && sh.sh_type(endian) != elf::SHT_NOBITS
                 {
                     let data = sh.data(endian, bytes).map_err(|_| {
@@ -310,9 +310,7 @@ impl CodeObject {
         let mut exec_ranges: Vec<(u64, u64, usize)> = Vec::new();
         for (i, sh) in sections.enumerate() {
             let flags = sh.sh_flags(endian).0;
-            if flags & u64::from(elf::SHF_EXECINSTR.0) != 0
-                && sh.sh_type(endian) == elf::SHT_PROGBITS
-            {
+            if flags & elf::SHF_EXECINSTR.0 != 0 && sh.sh_type(endian) == elf::SHT_PROGBITS {
                 let start = sh.sh_addr(endian);
                 let end = start.checked_add(sh.sh_size(endian)).ok_or_else(|| {
                     CodeObjectError::Malformed("executable section wraps the address space".into())

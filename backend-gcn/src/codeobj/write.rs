@@ -161,7 +161,7 @@ impl KernelBuild {
         if self.name.is_empty() || self.name.contains('\0') || self.name.ends_with(".kd") {
             return Err(WriteError::BadName(self.name.clone()));
         }
-        if self.code.is_empty() || self.code.len() % 4 != 0 {
+        if self.code.is_empty() || !self.code.len().is_multiple_of(4) {
             return Err(WriteError::BadCodeLength {
                 name: self.name.clone(),
                 len: self.code.len(),
@@ -388,7 +388,7 @@ impl CodeObjectBuilder {
         let mut text = Vec::new();
         let mut code_offsets = Vec::with_capacity(self.kernels.len());
         for k in &self.kernels {
-            while text.len() as u64 % KERNEL_CODE_ALIGN != 0 {
+            while !(text.len() as u64).is_multiple_of(KERNEL_CODE_ALIGN) {
                 text.extend_from_slice(&S_NOP_0);
             }
             code_offsets.push(text.len() as u64);
