@@ -20,6 +20,9 @@ enum Command {
     Targets,
     /// List every kernel of a code object: descriptor summary and instructions.
     Disasm(cli::disasm::DisasmArgs),
+    /// Run kernels of code objects on kjit's software GCN device.
+    #[command(subcommand)]
+    Emu(cli::emu::EmuCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,6 +32,7 @@ fn main() -> anyhow::Result<()> {
             println!("gfx942 gfx90a gfx900");
         }
         Command::Disasm(args) => cli::disasm::run(&args)?,
+        Command::Emu(cmd) => cli::emu::run(cmd)?,
     }
     Ok(())
 }

@@ -1,3 +1,4 @@
 //! The `kjit` subcommands, one file each.
 
 pub mod disasm;
+pub mod emu;

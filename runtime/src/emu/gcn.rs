@@ -108,7 +108,13 @@ impl GcnEmulator {
         let r = k.image.get_or_init(|| {
             let setup = KernelSetup::from_descriptor(&k.info.descriptor.to_bytes())?;
             let entry = m.image.base + k.info.code_address;
-            let program = super::translate::decode_program(&k.info.code, entry, m.target, &setup)?;
+            let program = super::translate::decode_program(
+                &k.info.code,
+                entry,
+                m.image.base,
+                m.target,
+                &setup,
+            )?;
             Ok(Arc::new(KernelImage {
                 name: k.info.name.clone(),
                 target: m.target,

@@ -66,6 +66,9 @@ pub struct Program {
     pub insts: Vec<Decoded>,
     /// For each dword of code: index into `insts` of the instruction starting there, or `u32::MAX`.
     index: Vec<u32>,
+    /// Device address of the code object's virtual address 0: error messages give pcs as
+    /// code-object addresses (as `llvm-objdump -d` prints them), waves run at device addresses.
+    pub image_base: u64,
 }
 
 impl Program {
@@ -76,7 +79,12 @@ impl Program {
         for (i, d) in insts.iter().enumerate() {
             index[((d.pc - base) / 4) as usize] = i as u32;
         }
-        Program { base, insts, index }
+        Program {
+            base,
+            insts,
+            index,
+            image_base: 0,
+        }
     }
 
     /// The instruction at `pc`.

@@ -144,10 +144,10 @@ impl Rng {
     }
 }
 
-fn locate(e: EmuError, w: &Wave, d: Option<&Decoded>) -> EmuError {
+fn locate(e: EmuError, w: &Wave, d: Option<&Decoded>, image_base: u64) -> EmuError {
     e.locate(|| At {
         wave: w.id,
-        pc: w.pc,
+        pc: w.pc.wrapping_sub(image_base),
         inst: d
             .map(|d| d.text.clone())
             .unwrap_or_else(|| "<no instruction>".to_string()),
@@ -160,7 +160,7 @@ fn step(l: &LaunchState, slot: &mut Slot, lds: &mut Lds, wave_index: u8) -> Resu
     let w = &mut slot.wave;
     let d = match l.program.at(w.pc) {
         Ok(d) => d,
-        Err(e) => return Err(locate(e, w, None)),
+        Err(e) => return Err(locate(e, w, None, l.program.image_base)),
     };
     let r = execute(
         l,
@@ -173,7 +173,7 @@ fn step(l: &LaunchState, slot: &mut Slot, lds: &mut Lds, wave_index: u8) -> Resu
         wave_index,
         &mut slot.executed,
     );
-    r.map_err(|e| locate(e, w, Some(d)))
+    r.map_err(|e| locate(e, w, Some(d), l.program.image_base))
 }
 
 #[allow(clippy::too_many_arguments)]

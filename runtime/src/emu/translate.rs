@@ -1303,6 +1303,7 @@ pub fn identify(words: &[u32], target: Target) -> Result<(String, usize, String)
 pub fn decode_program(
     code: &[u8],
     entry: u64,
+    image_base: u64,
     target: Target,
     setup: &super::dispatch::KernelSetup,
 ) -> Result<super::program::Program, String> {
@@ -1350,5 +1351,7 @@ pub fn decode_program(
             }
         }
     }
-    Ok(super::program::Program::new(entry, insts))
+    let mut p = super::program::Program::new(entry, insts);
+    p.image_base = image_base;
+    Ok(p)
 }
