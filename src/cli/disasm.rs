@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, Kernel, Occupancy};
+use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, Kernel};
 use kjit_backend_gcn::Target;
 
 /// Arguments of `kjit disasm`.
@@ -136,9 +136,9 @@ pub fn summary(target: Target, k: &Kernel, workgroup_size: Option<u32>, out: &mu
     let wg = workgroup_size
         .or(m.reqd_workgroup_size.map(|d| d[0] * d[1] * d[2]))
         .unwrap_or(m.max_flat_workgroup_size);
-    let occ = Occupancy::compute(target, kd, Some(wg));
+    let occ = k.occupancy(target, Some(wg));
     let lds = match occ.by_lds {
-        Some(l) => format!(", LDS {l} at {wg} work-items"),
+        Some(l) => format!(", workgroups/LDS {l} at {wg} work-items"),
         None => String::new(),
     };
     let _ = writeln!(

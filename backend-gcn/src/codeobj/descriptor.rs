@@ -483,7 +483,7 @@ pub enum OccupancyLimit {
     Vgprs,
     /// The SGPR file.
     Sgprs,
-    /// LDS per CU, for the given workgroup size.
+    /// Workgroups per CU: LDS, barriers or wave slots, for the given workgroup size.
     Lds,
 }
 
@@ -496,7 +496,7 @@ pub struct Occupancy {
     pub by_vgprs: u32,
     /// Limit from the scalar register file.
     pub by_sgprs: u32,
-    /// Limit from LDS (only when a workgroup size was given and the kernel uses LDS).
+    /// Limit from workgroups per CU (LDS and barriers; only when a workgroup size was given).
     pub by_lds: Option<u32>,
     /// Which limit binds.
     pub limited_by: OccupancyLimit,
@@ -520,30 +520,61 @@ pub fn waves_per_simd_for_sgprs(target: Target, sgprs: u32) -> u32 {
 /// SIMDs per compute unit on every gfx9 target.
 pub const SIMDS_PER_CU: u32 = 4;
 
+/// Most workgroups one CU holds when a workgroup has more than one wave (LLVM
+/// `getMaxWorkGroupsPerCU`: one of 16 barriers each).
+pub const MAX_BARRIERS_PER_CU: u32 = 16;
+
 impl Occupancy {
-    /// Occupancy of a kernel with descriptor `kd` on `target`. With `workgroup_size` (work-items),
-    /// the LDS limit is included: each CU holds `lds_bytes / group_segment_fixed_size` workgroups,
-    /// whose waves spread over its 4 SIMDs.
+    /// Occupancy of a kernel with descriptor `kd` on `target`, counting SGPRs by the
+    /// descriptor's allocation; with `workgroup_size`, the workgroup/LDS limit is included.
     pub fn compute(
         target: Target,
         kd: &KernelDescriptor,
         workgroup_size: Option<u32>,
     ) -> Occupancy {
-        let by_vgprs = target.waves_per_simd_for_registers(kd.registers_allocated(target));
-        let by_sgprs = waves_per_simd_for_sgprs(target, kd.sgprs_allocated(target));
-        let by_lds = match workgroup_size {
-            Some(wg) if kd.group_segment_fixed_size > 0 => {
-                let lds = kd.group_segment_fixed_size;
-                let groups_per_cu = target.lds_bytes() / lds.max(1);
-                let waves_per_group = wg.max(1).div_ceil(64);
-                Some(
-                    ((groups_per_cu * waves_per_group) / SIMDS_PER_CU)
-                        .min(target.max_waves_per_simd()),
-                )
-            }
-            _ => None,
-        };
+        Occupancy::from_counts(
+            target,
+            kd.registers_allocated(target),
+            kd.sgprs_allocated(target),
+            kd.group_segment_fixed_size,
+            workgroup_size,
+        )
+    }
+
+    /// Occupancy from resource counts, computed as LLVM 19 reports it in
+    /// `-Rpass-analysis=kernel-resource-usage` ("Occupancy [waves/SIMD]"; checked in
+    /// `tests/codeobj_occupancy.rs`):
+    /// - registers: `file / roundup(registers, granule)` (`getNumWavesPerEUWithNumVGPRs`);
+    /// - SGPRs (including VCC etc.): the gfx8/9 step table ([`waves_per_simd_for_sgprs`]);
+    /// - workgroup and LDS (`getOccupancyWithLocalMemSize`): a CU holds
+    ///   `min(max groups, 64 KiB / LDS)` workgroups, max groups being all wave slots for
+    ///   single-wave groups and `min(slots / waves per group, 16)` otherwise; their waves spread
+    ///   over 4 SIMDs, rounded up.
+    pub fn from_counts(
+        target: Target,
+        vector_registers: u32,
+        sgprs: u32,
+        lds_bytes: u32,
+        workgroup_size: Option<u32>,
+    ) -> Occupancy {
         let slots = target.max_waves_per_simd();
+        let by_vgprs = target.waves_per_simd_for_registers(vector_registers);
+        let by_sgprs = waves_per_simd_for_sgprs(target, sgprs);
+        let by_lds = workgroup_size.map(|wg| {
+            let waves_per_group = wg.max(1).div_ceil(64);
+            let slots_per_cu = slots * SIMDS_PER_CU;
+            let max_groups = if waves_per_group == 1 {
+                slots_per_cu
+            } else {
+                (slots_per_cu / waves_per_group).min(MAX_BARRIERS_PER_CU)
+            };
+            let groups = if lds_bytes > 0 {
+                max_groups.min(target.lds_bytes() / lds_bytes)
+            } else {
+                max_groups
+            };
+            (groups * waves_per_group).div_ceil(SIMDS_PER_CU).min(slots)
+        });
         let mut waves = slots;
         let mut limited_by = OccupancyLimit::WaveSlots;
         for (w, why) in [

@@ -10,7 +10,7 @@ use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::LittleEndian as LE;
 
-use super::descriptor::{DescriptorError, KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
+use super::descriptor::{DescriptorError, KernelDescriptor, Occupancy, KERNEL_DESCRIPTOR_SIZE};
 use super::metadata::{ArgMeta, KernelMeta, Metadata, MetadataError};
 use super::target_id::{FeatureSetting, TargetId};
 use super::{ELFABIVERSION_AMDGPU_HSA_V4, ELFOSABI_AMDGPU_HSA, NT_AMDGPU_METADATA};
@@ -114,6 +114,24 @@ impl Kernel {
     /// The explicit and hidden arguments, in kernarg order.
     pub fn args(&self) -> &[ArgMeta] {
         &self.meta.args
+    }
+
+    /// Waves per SIMD on `target` as LLVM computes it: SGPRs from the metadata's exact count
+    /// when there is one, workgroup size `workgroup_size` or else the kernel's
+    /// `.max_flat_workgroup_size`.
+    pub fn occupancy(&self, target: Target, workgroup_size: Option<u32>) -> Occupancy {
+        let sgprs = if self.meta.sgpr_count > 0 {
+            self.meta.sgpr_count
+        } else {
+            self.descriptor.sgprs_allocated(target)
+        };
+        Occupancy::from_counts(
+            target,
+            self.descriptor.registers_allocated(target),
+            sgprs,
+            self.descriptor.group_segment_fixed_size,
+            Some(workgroup_size.unwrap_or(self.meta.max_flat_workgroup_size)),
+        )
     }
 }
 
