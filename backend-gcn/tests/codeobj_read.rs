@@ -93,3 +93,37 @@ fn reads_clang_objects_for_every_target() {
     }
     println!("checked {checked_args} argument records against llvm-readelf-19");
 }
+
+#[test]
+fn reads_code_object_v4() {
+    let test = "reads_code_object_v4";
+    let Some((clang, lld)) = tools(test) else {
+        return;
+    };
+    let Some(readelf) = require(Tool::Readelf, test) else {
+        return;
+    };
+    for target in [
+        kjit_backend_gcn::Target::Gfx90a,
+        kjit_backend_gcn::Target::Gfx900,
+    ] {
+        let tag = format!("v4-{}", target.name());
+        let path = compile_cl_with(
+            &clang,
+            &lld,
+            CORPUS,
+            target,
+            &tag,
+            &["-mcode-object-version=4"],
+        );
+        let co = CodeObject::parse(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(co.version, 4);
+        assert_eq!(co.metadata.as_ref().unwrap().version, vec![1, 1]);
+        assert_eq!(co.kernels.len(), 6);
+        check_against_readelf(&readelf, &path, &co);
+        // v4 reads the workgroup size from the dispatch packet, not from hidden arguments.
+        let saxpy = co.kernel("saxpy").unwrap();
+        assert!(saxpy.descriptor.enable_sgpr_dispatch_ptr());
+        assert_eq!(saxpy.meta.kernarg_segment_size, 24);
+    }
+}

@@ -26,6 +26,18 @@ pub fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
 
 /// Compiles OpenCL C for `target` and links a loadable code object; returns its path.
 pub fn compile_cl(clang: &Path, lld: &Path, src: &str, target: Target, tag: &str) -> PathBuf {
+    compile_cl_with(clang, lld, src, target, tag, &[])
+}
+
+/// As [`compile_cl`], with extra clang flags (e.g. `-mcode-object-version=4`).
+pub fn compile_cl_with(
+    clang: &Path,
+    lld: &Path,
+    src: &str,
+    target: Target,
+    tag: &str,
+    extra: &[&str],
+) -> PathBuf {
     let dir = scratch_dir(tag);
     let cl = dir.join("k.cl");
     std::fs::write(&cl, src).unwrap();
@@ -47,7 +59,10 @@ pub fn compile_cl(clang: &Path, lld: &Path, src: &str, target: Target, tag: &str
             cl.to_str().unwrap(),
             "-o",
             obj.to_str().unwrap(),
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect::<Vec<_>>(),
         None,
     )
     .unwrap_or_else(|e| panic!("clang-19 failed: {e}"));
