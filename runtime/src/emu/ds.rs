@@ -8,6 +8,9 @@
 //! `vaddr + offset0 * size` and `vaddr + offset1 * size` for the `2addr` forms (size 4 or 8 bytes,
 //! times 64 for `st64`).
 
+// Lane loops index several 64-lane arrays by the same lane number.
+#![allow(clippy::needless_range_loop)]
+
 use super::ctx::Ctx;
 use super::scoreboard::{InFlight, Landing, OpKind, Part, RegSet};
 use super::wave::{EmuError, Wave, LANES};

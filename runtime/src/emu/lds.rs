@@ -124,7 +124,7 @@ impl Lds {
         while a < end {
             let d = (a >> 2) as usize;
             let first = a & 3;
-            let last = ((end - 1).min((a | 3) as u32)) & 3;
+            let last = ((end - 1).min(a | 3)) & 3;
             let bytes: u8 = ((0xfu8 << first) & (0xfu8 >> (3 - last))) & 0xf;
             let sh = &mut self.shadow[d];
             let prior_write = sh.w_epoch == epoch && sh.w_wave != wave && sh.w_bytes & bytes != 0;

@@ -91,7 +91,7 @@ impl Program {
     #[inline(always)]
     pub fn at(&self, pc: u64) -> Result<&Decoded, EmuError> {
         let off = pc.wrapping_sub(self.base);
-        if off % 4 == 0 {
+        if off.is_multiple_of(4) {
             if let Some(&i) = self.index.get((off / 4) as usize) {
                 if i != u32::MAX {
                     return Ok(&self.insts[i as usize]);

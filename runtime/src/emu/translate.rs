@@ -954,11 +954,79 @@ fn vop3_source_count(base: &str, op: &ValuOp) -> usize {
 fn vop3p_source_count(base: &str) -> usize {
     if base.contains("fma") || base.contains("mad") || base.starts_with("v_dot") {
         3
-    } else if base == "v_pk_mov_b32" {
-        2
     } else {
         2
     }
+}
+
+/// Identifies the instruction at the start of `words`: its mnemonic, its length in dwords and
+/// its assembler text. This is the instruction layer's job (`kjit_backend_gcn::isa::decode`);
+/// until that layer is part of the build the device cannot identify instructions.
+pub fn identify(words: &[u32], target: Target) -> Result<(String, usize, String), String> {
+    let _ = target;
+    Err(format!(
+        "cannot decode {:#010x}: the instruction layer (kjit_backend_gcn::isa) is not available in this build",
+        words.first().copied().unwrap_or(0)
+    ))
+}
+
+/// Decodes a kernel's code (at device address `entry`) into the device's program. Words that do
+/// not decode become `Invalid` entries (an error only if a wave reaches them: code objects pad
+/// kernels with data the decoder need not understand).
+pub fn decode_program(
+    code: &[u8],
+    entry: u64,
+    image_base: u64,
+    target: Target,
+    setup: &super::dispatch::KernelSetup,
+) -> Result<super::program::Program, String> {
+    let words: Vec<u32> = code
+        .chunks(4)
+        .map(|c| {
+            let mut b = [0u8; 4];
+            b[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(b)
+        })
+        .collect();
+    let (vgprs, agprs) = setup.vector_registers(target);
+    let limits = Limits { vgprs, agprs };
+    let mut insts = Vec::new();
+    let mut k = 0usize;
+    while k < words.len() {
+        let pc = entry + 4 * k as u64;
+        match identify(&words[k..], target) {
+            Ok((name, len, text)) => {
+                let len = len.max(1).min(words.len() - k);
+                insts.push(translate(
+                    &name,
+                    &words[k..k + len],
+                    pc,
+                    target,
+                    limits,
+                    text,
+                ));
+                k += len;
+            }
+            Err(why) => {
+                insts.push(Decoded {
+                    pc,
+                    size: 4,
+                    op: Op::Invalid(why),
+                    reads: RegSet::EMPTY,
+                    writes: RegSet::EMPTY,
+                    issuing: None,
+                    class: InstClass::Salu,
+                    vector: false,
+                    text: format!("<undecodable {:#010x}>", words[k]),
+                    illegal: None,
+                });
+                k += 1;
+            }
+        }
+    }
+    let mut p = super::program::Program::new(entry, insts);
+    p.image_base = image_base;
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -1284,74 +1352,4 @@ mod tests {
         wr.add_s(2, 2);
         assert_eq!(d.writes, wr);
     }
-}
-
-/// Identifies the instruction at the start of `words`: its mnemonic, its length in dwords and
-/// its assembler text. This is the instruction layer's job (`kjit_backend_gcn::isa::decode`);
-/// until that layer is part of the build the device cannot identify instructions.
-pub fn identify(words: &[u32], target: Target) -> Result<(String, usize, String), String> {
-    let _ = target;
-    Err(format!(
-        "cannot decode {:#010x}: the instruction layer (kjit_backend_gcn::isa) is not available in this build",
-        words.first().copied().unwrap_or(0)
-    ))
-}
-
-/// Decodes a kernel's code (at device address `entry`) into the device's program. Words that do
-/// not decode become `Invalid` entries (an error only if a wave reaches them: code objects pad
-/// kernels with data the decoder need not understand).
-pub fn decode_program(
-    code: &[u8],
-    entry: u64,
-    image_base: u64,
-    target: Target,
-    setup: &super::dispatch::KernelSetup,
-) -> Result<super::program::Program, String> {
-    let words: Vec<u32> = code
-        .chunks(4)
-        .map(|c| {
-            let mut b = [0u8; 4];
-            b[..c.len()].copy_from_slice(c);
-            u32::from_le_bytes(b)
-        })
-        .collect();
-    let (vgprs, agprs) = setup.vector_registers(target);
-    let limits = Limits { vgprs, agprs };
-    let mut insts = Vec::new();
-    let mut k = 0usize;
-    while k < words.len() {
-        let pc = entry + 4 * k as u64;
-        match identify(&words[k..], target) {
-            Ok((name, len, text)) => {
-                let len = len.max(1).min(words.len() - k);
-                insts.push(translate(
-                    &name,
-                    &words[k..k + len],
-                    pc,
-                    target,
-                    limits,
-                    text,
-                ));
-                k += len;
-            }
-            Err(why) => {
-                insts.push(Decoded {
-                    pc,
-                    size: 4,
-                    op: Op::Invalid(why),
-                    reads: RegSet::EMPTY,
-                    writes: RegSet::EMPTY,
-                    issuing: None,
-                    class: InstClass::Salu,
-                    vector: false,
-                    text: format!("<undecodable {:#010x}>", words[k]),
-                    illegal: None,
-                });
-                k += 1;
-            }
-        }
-    }
-    let mut p = super::program::Program::new(entry, insts);
-    p.image_base = image_base;
-    Ok(p)
 }

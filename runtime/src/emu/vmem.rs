@@ -17,6 +17,9 @@
 //!   indexed, records when indexed): out-of-range loads give 0, stores and atomics are dropped.
 //!   The `lds` bit sends loaded dwords to LDS at `M0 + offset + lane*4` instead of a VGPR.
 
+// Lane loops index several 64-lane arrays by the same lane number.
+#![allow(clippy::needless_range_loop)]
+
 use super::ctx::{mem_fault, Ctx};
 use super::scoreboard::{InFlight, Landing, OpKind, Part, RegSet};
 use super::wave::{

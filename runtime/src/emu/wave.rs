@@ -12,6 +12,9 @@
 //! Vector registers are `[u32; 64]` arrays: one array per register, one element per lane, so a
 //! lane loop over an operand is a loop over a contiguous array.
 
+// Lane loops index several 64-lane arrays by the same lane number.
+#![allow(clippy::needless_range_loop)]
+
 use kjit_backend_gcn::Target;
 
 pub use super::error::{At, EmuError, WaveId};
