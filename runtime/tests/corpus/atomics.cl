@@ -18,3 +18,14 @@ kernel void count_and_slot(global uint* counter, global uint* slots) {
   uint s = __atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED);
   slots[s] = i;
 }
+
+// LDS atomics from all four waves of a group (no race: atomics), then one global add per bin.
+kernel void local_histogram(global const uint* in, global uint* bins) {
+  local uint h[16];
+  uint t = LID_X();
+  if (t < 16) h[t] = 0;
+  BARRIER();
+  __atomic_fetch_add(&h[in[GID_X()] & 15], 1u, __ATOMIC_RELAXED);
+  BARRIER();
+  if (t < 16) __atomic_fetch_add(&bins[t], h[t], __ATOMIC_RELAXED);
+}
