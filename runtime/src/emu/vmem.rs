@@ -1098,3 +1098,109 @@ mod tests {
         assert_eq!(swizzle_private(6, 1), 256 + 4 + 2);
     }
 }
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::*;
+    use crate::emu::lds::Lds;
+    use crate::emu::memory::{AddrCache, Memory};
+    use crate::emu::scoreboard::Scoreboard;
+    use crate::emu::stats::Counters;
+    use crate::emu::wave::WaveId;
+    use kjit_backend_gcn::Target;
+
+    fn buffer_inst(op: VmemOp, offen: bool, offset: i32) -> VmemInst {
+        VmemInst {
+            seg: Segment::Buffer,
+            op,
+            vaddr: Some(1),
+            saddr: None,
+            vdata: 2,
+            vdst: 2,
+            acc: false,
+            offset,
+            returns: false,
+            srsrc: 4,
+            soffset: 128,
+            offen,
+            idxen: false,
+            lds: false,
+            literal: 0,
+            format: false,
+        }
+    }
+
+    /// A raw buffer of 64 bytes over a 4 KiB allocation: lanes past 64 bytes read 0 and their
+    /// stores are dropped, without faulting, although the memory behind them exists.
+    #[test]
+    fn raw_buffer_out_of_range_loads_zero_and_drops_stores() {
+        let mem = Memory::new();
+        let base = mem.alloc(4096).unwrap();
+        let init: Vec<u8> = (0..1024u32).flat_map(|i| (i + 1).to_le_bytes()).collect();
+        mem.write(base, &init).unwrap();
+        let view = mem.view();
+        let mut w = Wave::new(WaveId::default(), Target::Gfx90a, 102, 8, 0);
+        w.exec = u64::MAX;
+        // V#: base, stride 0, num_records 64, 32-bit format.
+        w.sgpr[4] = base as u32;
+        w.sgpr[5] = (base >> 32) as u32 & 0xffff;
+        w.sgpr[6] = 64;
+        w.sgpr[7] = 0x0002_7000;
+        for l in 0..LANES {
+            w.vgpr[1][l] = 4 * l as u32;
+            w.vgpr[2][l] = 0xdead_0000 + l as u32;
+        }
+        let (mut cache, mut lds, mut sb, mut counters) = (
+            AddrCache::default(),
+            Lds::new(0, false),
+            Scoreboard::new(false),
+            Counters::default(),
+        );
+        let mut ctx = Ctx {
+            mem: &view,
+            cache: &mut cache,
+            lds: &mut lds,
+            sb: &mut sb,
+            counters: &mut counters,
+            wave_index: 0,
+            scratch_per_lane: 0,
+        };
+        let dword = DataShape {
+            bytes: 4,
+            dwords: 1,
+            signed: false,
+            part: Part::Full,
+        };
+        execute(
+            &mut w,
+            &mut ctx,
+            &buffer_inst(VmemOp::Store(dword), true, 0),
+        )
+        .unwrap();
+        let mut back = vec![0u8; 4096];
+        mem.read(base, &mut back).unwrap();
+        for l in 0..LANES {
+            let v = u32::from_le_bytes(back[4 * l..4 * l + 4].try_into().unwrap());
+            let want = if l < 16 {
+                0xdead_0000 + l as u32
+            } else {
+                l as u32 + 1
+            };
+            assert_eq!(
+                v, want,
+                "lane {l}: in-range stores land, out-of-range ones are dropped"
+            );
+        }
+        execute(&mut w, &mut ctx, &buffer_inst(VmemOp::Load(dword), true, 4)).unwrap();
+        ctx.sb.wait(0, 7, 15, &mut w);
+        for l in 0..LANES {
+            // lane l reads byte 4l + 4: in range while 4l + 8 <= 64.
+            let want = if l < 15 {
+                0xdead_0000 + l as u32 + 1
+            } else {
+                0
+            };
+            assert_eq!(w.vgpr[2][l], want, "lane {l}");
+        }
+    }
+}
