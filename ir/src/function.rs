@@ -1,0 +1,215 @@
+//! A kernel in SSA form: its signature, workgroup-memory arrays, blocks, instructions and values.
+//!
+//! Layout: `layout` lists the blocks in order, the first being the entry block, whose parameters
+//! are the kernel's parameters. Each block holds its instructions in order; the last one is its
+//! terminator. Entities that are not reachable from the layout (left over by passes or by holes
+//! in a parsed text's numbering) are ignored by every pass.
+
+use crate::entities::{Block, Inst, LdsArray, Value};
+use crate::instructions::InstData;
+use crate::types::{ElemType, Type};
+use cranelift_entity::{PrimaryMap, SecondaryMap};
+use smallvec::SmallVec;
+
+/// A kernel parameter: name (as a launch sees it) and type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Param {
+    /// Name, unique within the kernel.
+    pub name: String,
+    /// Scalar or buffer type.
+    pub ty: Type,
+}
+
+/// A workgroup-memory array with a static size.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LdsDecl {
+    /// Name, unique within the kernel.
+    pub name: String,
+    /// Element type.
+    pub elem: ElemType,
+    /// Number of elements.
+    pub len: u32,
+}
+
+impl LdsDecl {
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.len as u64 * self.elem.bytes() as u64
+    }
+}
+
+/// Options that change what transformations are allowed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flags {
+    /// `a*b + c` may be contracted into one fused multiply-add (results may then differ in the
+    /// last bits from the separately rounded form).
+    pub contract: bool,
+}
+
+/// Where a value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueDef {
+    /// The `n`th result of an instruction.
+    Result(Inst, u16),
+    /// The `n`th parameter of a block.
+    Param(Block, u16),
+    /// Not attached to anything (a hole in the numbering, or a value removed by a pass).
+    Detached,
+}
+
+/// A value's type and definition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ValueData {
+    /// The type.
+    pub ty: Type,
+    /// The definition.
+    pub def: ValueDef,
+}
+
+/// A block's parameters and instructions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BlockData {
+    /// Parameters, in order.
+    pub params: Vec<Value>,
+    /// Instructions, in order; the last is the terminator.
+    pub insts: Vec<Inst>,
+}
+
+/// The upper bound on LDS a kernel may declare: 64 KiB per workgroup on gfx9.
+pub const MAX_LDS_BYTES: u64 = 64 * 1024;
+
+/// A kernel.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Function {
+    /// Kernel name (the symbol in the code object).
+    pub name: String,
+    /// Parameters, as bound to the entry block's parameters.
+    pub params: Vec<Param>,
+    /// Transformation flags.
+    pub flags: Flags,
+    /// Workgroup-memory arrays.
+    pub lds: PrimaryMap<LdsArray, LdsDecl>,
+    /// Every instruction.
+    pub insts: PrimaryMap<Inst, InstData>,
+    /// Results of each instruction.
+    pub results: SecondaryMap<Inst, SmallVec<[Value; 1]>>,
+    /// Every value.
+    pub values: PrimaryMap<Value, ValueData>,
+    /// Every block.
+    pub blocks: PrimaryMap<Block, BlockData>,
+    /// Block order; `layout[0]` is the entry block.
+    pub layout: Vec<Block>,
+}
+
+impl Function {
+    /// An empty kernel.
+    pub fn new(name: &str) -> Self {
+        Function {
+            name: name.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// The entry block, if there is one.
+    pub fn entry(&self) -> Option<Block> {
+        self.layout.first().copied()
+    }
+
+    /// Creates a block (not yet in the layout).
+    pub fn create_block(&mut self) -> Block {
+        self.blocks.push(BlockData::default())
+    }
+
+    /// Appends a block to the layout.
+    pub fn append_block(&mut self, b: Block) {
+        self.layout.push(b)
+    }
+
+    /// Adds a parameter to a block.
+    pub fn append_block_param(&mut self, b: Block, ty: Type) -> Value {
+        let n = self.blocks[b].params.len() as u16;
+        let v = self.values.push(ValueData {
+            ty,
+            def: ValueDef::Param(b, n),
+        });
+        self.blocks[b].params.push(v);
+        v
+    }
+
+    /// Creates an instruction with results typed by [`InstData::result_types`], without placing
+    /// it in a block.
+    pub fn make_inst(&mut self, data: InstData) -> Result<Inst, String> {
+        let tys = data.result_types(self)?;
+        let inst = self.insts.push(data);
+        let mut res = SmallVec::new();
+        for (i, t) in tys.into_iter().enumerate() {
+            res.push(self.values.push(ValueData {
+                ty: t,
+                def: ValueDef::Result(inst, i as u16),
+            }));
+        }
+        self.results[inst] = res;
+        Ok(inst)
+    }
+
+    /// Type of a value.
+    pub fn value_type(&self, v: Value) -> Type {
+        self.values[v].ty
+    }
+
+    /// The block an instruction sits in, by search (passes that need it often build a map).
+    pub fn inst_block(&self, inst: Inst) -> Option<Block> {
+        self.layout
+            .iter()
+            .copied()
+            .find(|b| self.blocks[*b].insts.contains(&inst))
+    }
+
+    /// The terminator of a block, if its last instruction is one.
+    pub fn terminator(&self, b: Block) -> Option<Inst> {
+        let last = *self.blocks[b].insts.last()?;
+        self.insts[last].is_terminator().then_some(last)
+    }
+
+    /// Successor blocks of `b`, in branch order (may repeat).
+    pub fn successors(&self, b: Block) -> SmallVec<[Block; 2]> {
+        match self.terminator(b) {
+            Some(t) => self.insts[t]
+                .branch_targets()
+                .iter()
+                .map(|c| c.block)
+                .collect(),
+            None => SmallVec::new(),
+        }
+    }
+
+    /// Number of instructions in the layout.
+    pub fn inst_count(&self) -> usize {
+        self.layout
+            .iter()
+            .map(|b| self.blocks[*b].insts.len())
+            .sum()
+    }
+
+    /// Total LDS bytes declared.
+    pub fn lds_bytes(&self) -> u64 {
+        self.lds.values().map(|d| d.bytes()).sum()
+    }
+
+    /// Replaces every use of each value by `map(value)` in all instructions of the layout.
+    pub fn replace_uses(&mut self, mut map: impl FnMut(Value) -> Value) {
+        for b in self.layout.clone() {
+            for i in self.blocks[b].insts.clone() {
+                self.insts[i].map_args(&mut map);
+            }
+        }
+    }
+
+    /// The parameter index of an entry-block value, when it is a kernel parameter.
+    pub fn param_index(&self, v: Value) -> Option<usize> {
+        match self.values.get(v)?.def {
+            ValueDef::Param(b, n) if Some(b) == self.entry() => Some(n as usize),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Value types of the IR.
+//!
+//! Every SSA value has exactly one [`Type`]. Scalars are what a lane computes with; buffers are
+//! kernel parameters only (a global address plus a length in elements), so that the backend can
+//! build one raw buffer descriptor per parameter and get bounds checks from the hardware.
+
+use std::fmt;
+
+/// An element type: what a buffer or an LDS array holds. Every scalar type except `bool`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElemType {
+    /// 32-bit two's complement, signed arithmetic.
+    I32,
+    /// 32-bit unsigned.
+    U32,
+    /// 64-bit signed.
+    I64,
+    /// 64-bit unsigned.
+    U64,
+    /// IEEE binary16.
+    F16,
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary64.
+    F64,
+}
+
+impl ElemType {
+    /// Every element type, in a fixed order (used by tests and random program generators).
+    pub const ALL: [ElemType; 7] = [
+        ElemType::I32,
+        ElemType::U32,
+        ElemType::I64,
+        ElemType::U64,
+        ElemType::F16,
+        ElemType::F32,
+        ElemType::F64,
+    ];
+
+    /// The scalar value type of one element.
+    pub fn ty(self) -> Type {
+        match self {
+            ElemType::I32 => Type::I32,
+            ElemType::U32 => Type::U32,
+            ElemType::I64 => Type::I64,
+            ElemType::U64 => Type::U64,
+            ElemType::F16 => Type::F16,
+            ElemType::F32 => Type::F32,
+            ElemType::F64 => Type::F64,
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn bytes(self) -> u32 {
+        self.ty().bytes()
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.ty().fmt(f)
+    }
+}
+
+/// The type of an SSA value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// A lane's truth value (a lane mask bit, or SCC when uniform).
+    Bool,
+    /// 32-bit signed integer.
+    I32,
+    /// 32-bit unsigned integer.
+    U32,
+    /// 64-bit signed integer.
+    I64,
+    /// 64-bit unsigned integer.
+    U64,
+    /// IEEE binary16.
+    F16,
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary64.
+    F64,
+    /// A global buffer parameter: base address and length in elements.
+    Buffer {
+        /// What it holds.
+        elem: ElemType,
+        /// Whether the kernel may store to it (and use atomics on it).
+        writable: bool,
+    },
+}
+
+impl Type {
+    /// Every scalar type.
+    pub const SCALARS: [Type; 8] = [
+        Type::Bool,
+        Type::I32,
+        Type::U32,
+        Type::I64,
+        Type::U64,
+        Type::F16,
+        Type::F32,
+        Type::F64,
+    ];
+
+    /// Size in bytes of the value in a register (a buffer is its 64-bit address; bool is 1).
+    pub fn bytes(self) -> u32 {
+        match self {
+            Type::Bool => 1,
+            Type::F16 => 2,
+            Type::I32 | Type::U32 | Type::F32 => 4,
+            Type::I64 | Type::U64 | Type::F64 | Type::Buffer { .. } => 8,
+        }
+    }
+
+    /// Width in bits of a scalar's representation.
+    pub fn bits(self) -> u32 {
+        match self {
+            Type::Bool => 1,
+            _ => self.bytes() * 8,
+        }
+    }
+
+    /// Integer types (signed or unsigned; not bool).
+    pub fn is_int(self) -> bool {
+        matches!(self, Type::I32 | Type::U32 | Type::I64 | Type::U64)
+    }
+
+    /// Signed integer types: division, remainder, right shift, min/max and comparisons are signed.
+    pub fn is_signed(self) -> bool {
+        matches!(self, Type::I32 | Type::I64)
+    }
+
+    /// Floating-point types.
+    pub fn is_float(self) -> bool {
+        matches!(self, Type::F16 | Type::F32 | Type::F64)
+    }
+
+    /// Scalars are everything but buffers.
+    pub fn is_scalar(self) -> bool {
+        !matches!(self, Type::Buffer { .. })
+    }
+
+    /// The element type with the same representation, for scalars other than bool.
+    pub fn elem(self) -> Option<ElemType> {
+        Some(match self {
+            Type::I32 => ElemType::I32,
+            Type::U32 => ElemType::U32,
+            Type::I64 => ElemType::I64,
+            Type::U64 => ElemType::U64,
+            Type::F16 => ElemType::F16,
+            Type::F32 => ElemType::F32,
+            Type::F64 => ElemType::F64,
+            _ => return None,
+        })
+    }
+
+    /// Mask of the representation bits in a `u64` (values are kept zero-extended).
+    pub fn mask(self) -> u64 {
+        match self.bits() {
+            64 => u64::MAX,
+            b => (1u64 << b) - 1,
+        }
+    }
+
+    /// Parses the textual name of a type, as [`fmt::Display`] prints it.
+    pub fn parse(s: &str) -> Option<Type> {
+        Some(match s {
+            "bool" => Type::Bool,
+            "i32" => Type::I32,
+            "u32" => Type::U32,
+            "i64" => Type::I64,
+            "u64" => Type::U64,
+            "f16" => Type::F16,
+            "f32" => Type::F32,
+            "f64" => Type::F64,
+            _ => {
+                let (writable, rest) = if let Some(r) = s.strip_prefix("buf_mut<") {
+                    (true, r)
+                } else if let Some(r) = s.strip_prefix("buf<") {
+                    (false, r)
+                } else {
+                    return None;
+                };
+                let inner = rest.strip_suffix('>')?;
+                let elem = Type::parse(inner)?.elem()?;
+                Type::Buffer { elem, writable }
+            }
+        })
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Bool => f.write_str("bool"),
+            Type::I32 => f.write_str("i32"),
+            Type::U32 => f.write_str("u32"),
+            Type::I64 => f.write_str("i64"),
+            Type::U64 => f.write_str("u64"),
+            Type::F16 => f.write_str("f16"),
+            Type::F32 => f.write_str("f32"),
+            Type::F64 => f.write_str("f64"),
+            Type::Buffer { elem, writable } => {
+                write!(f, "{}<{}>", if *writable { "buf_mut" } else { "buf" }, elem)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_name_parses_back() {
+        let mut all: Vec<Type> = Type::SCALARS.to_vec();
+        for e in ElemType::ALL {
+            all.push(Type::Buffer {
+                elem: e,
+                writable: false,
+            });
+            all.push(Type::Buffer {
+                elem: e,
+                writable: true,
+            });
+        }
+        for t in all {
+            assert_eq!(Type::parse(&t.to_string()), Some(t), "{t}");
+        }
+        assert_eq!(Type::parse("buf<bool>"), None);
+        assert_eq!(Type::parse("i33"), None);
+    }
+}

@@ -1,0 +1,201 @@
+//! Uniformity (divergence) analysis: which values are the same in every active lane of a wave,
+//! and which branches can send lanes of one wave different ways.
+//!
+//! Takes a [`Function`]; gives a [`Uniformity`] that the backend queries per value (uniform →
+//! SGPR and SALU, divergent → VGPR and VALU) and per block (a divergent branch needs EXEC-mask
+//! control flow; a uniform one a scalar branch).
+//!
+//! Rules, iterated to a fixed point:
+//! - Sources of divergence: `workitem_id.*`, `lane_id`, atomics (each lane gets its own old
+//!   value), `wave_shuffle` and `wave_scan`.
+//! - Always uniform: constants, kernel parameters, `workgroup_id`/`workgroup_size`/
+//!   `num_workgroups`, `buffer_len`, `wave_broadcast`, `wave_reduce`.
+//! - Every other result (loads included: a load from a uniform address is uniform) is divergent
+//!   when an operand is.
+//! - Sync dependence: where paths from different successors of a divergent branch meet (before
+//!   its immediate post-dominator), block parameters are divergent: lanes arrive from different
+//!   paths. This also covers values leaving a loop through a divergent exit as block arguments.
+//! - Temporal divergence: a value defined inside a loop that lanes leave in different iterations
+//!   (a divergent exit) and used outside it is divergent, even if it is uniform inside the loop.
+
+use crate::cfg::{ControlFlowGraph, PostDominatorTree};
+use crate::entities::{Block, Value};
+use crate::function::Function;
+use crate::instructions::{InstData, SpecialReg};
+use cranelift_entity::SecondaryMap;
+use std::collections::HashSet;
+
+/// The result of the analysis.
+#[derive(Clone, Debug, Default)]
+pub struct Uniformity {
+    divergent: SecondaryMap<Value, bool>,
+    divergent_branch: SecondaryMap<Block, bool>,
+    divergent_region: SecondaryMap<Block, bool>,
+}
+
+impl Uniformity {
+    /// Analyses `func`.
+    pub fn compute(func: &Function) -> Self {
+        let cfg = ControlFlowGraph::new(func);
+        let pdt = PostDominatorTree::new(func, &cfg);
+        let mut u = Uniformity::default();
+        // Where each value is defined, for the temporal-divergence rule.
+        let mut def_block: SecondaryMap<Value, Option<Block>> = SecondaryMap::new();
+        let mut uses: Vec<(Value, Block)> = Vec::new();
+        for &b in &cfg.rpo {
+            for &p in &func.blocks[b].params {
+                def_block[p] = Some(b);
+            }
+            for &i in &func.blocks[b].insts {
+                for &r in &func.results[i] {
+                    def_block[r] = Some(b);
+                }
+                func.insts[i].for_each_arg(|a| uses.push((a, b)));
+            }
+        }
+        loop {
+            let mut changed = false;
+            fn mark_in(u: &mut Uniformity, changed: &mut bool, v: Value) {
+                if !u.divergent[v] {
+                    u.divergent[v] = true;
+                    *changed = true;
+                }
+            }
+            macro_rules! mark {
+                ($u:expr, $v:expr) => {
+                    mark_in($u, &mut changed, $v)
+                };
+            }
+            // Data dependence.
+            for &b in &cfg.rpo {
+                for &i in &func.blocks[b].insts {
+                    let data = &func.insts[i];
+                    let div = match data {
+                        InstData::Special { reg } => {
+                            matches!(reg, SpecialReg::WorkitemId(_) | SpecialReg::LaneId)
+                        }
+                        InstData::Atomic { .. }
+                        | InstData::WaveShuffle { .. }
+                        | InstData::WaveScan { .. } => true,
+                        InstData::WaveBroadcast { .. }
+                        | InstData::WaveReduce { .. }
+                        | InstData::BufferLen { .. } => false,
+                        _ => {
+                            let mut d = false;
+                            data.for_each_arg(|a| d |= u.divergent[a]);
+                            d
+                        }
+                    };
+                    if div {
+                        for &r in &func.results[i] {
+                            mark!(&mut u, r);
+                        }
+                    }
+                    for call in data.branch_targets() {
+                        let params = &func.blocks[call.block].params;
+                        for (a, p) in call.args.iter().zip(params) {
+                            if u.divergent[*a] {
+                                mark!(&mut u, *p);
+                            }
+                        }
+                    }
+                }
+            }
+            // Control dependence.
+            for &d in &cfg.rpo {
+                let Some(t) = func.terminator(d) else {
+                    continue;
+                };
+                let InstData::Brif { cond, .. } = &func.insts[t] else {
+                    continue;
+                };
+                if !u.divergent[*cond] || cfg.succs[d].len() < 2 {
+                    continue;
+                }
+                if !u.divergent_branch[d] {
+                    u.divergent_branch[d] = true;
+                    changed = true;
+                }
+                let post = pdt.ipdom(d);
+                // Label every block reachable from each successor before the post-dominator.
+                let mut labels: SecondaryMap<Block, u8> = SecondaryMap::new();
+                for (k, &s) in cfg.succs[d].iter().enumerate() {
+                    let bit = 1u8 << k;
+                    let mut work = vec![s];
+                    while let Some(b) = work.pop() {
+                        if labels[b] & bit != 0 {
+                            continue;
+                        }
+                        labels[b] |= bit;
+                        if Some(b) == post {
+                            continue;
+                        }
+                        work.extend(cfg.succs[b].iter().copied());
+                    }
+                }
+                let mut region: HashSet<Block> = HashSet::new();
+                for &b in &cfg.rpo {
+                    if labels[b] == 0 {
+                        continue;
+                    }
+                    if Some(b) != post {
+                        region.insert(b);
+                        u.divergent_region[b] = true;
+                    }
+                    if labels[b].count_ones() >= 2 && cfg.preds[b].len() >= 2 {
+                        for &p in &func.blocks[b].params {
+                            mark!(&mut u, p);
+                        }
+                    }
+                }
+                // A loop left through this branch: the blocks of the region that lead back to it.
+                if region.contains(&d) {
+                    let mut cycle: HashSet<Block> = HashSet::new();
+                    let mut work = vec![d];
+                    while let Some(b) = work.pop() {
+                        if !cycle.insert(b) {
+                            continue;
+                        }
+                        for &p in &cfg.preds[b] {
+                            if region.contains(&p) {
+                                work.push(p);
+                            }
+                        }
+                    }
+                    for &(v, ub) in &uses {
+                        if let Some(db) = def_block[v] {
+                            if cycle.contains(&db) && !cycle.contains(&ub) {
+                                mark!(&mut u, v);
+                            }
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        u
+    }
+
+    /// Whether `v` can differ between the active lanes of a wave.
+    pub fn is_divergent(&self, v: Value) -> bool {
+        self.divergent[v]
+    }
+
+    /// Whether `v` is the same in every active lane.
+    pub fn is_uniform(&self, v: Value) -> bool {
+        !self.divergent[v]
+    }
+
+    /// Whether the branch ending `b` can send lanes of one wave different ways.
+    pub fn is_divergent_branch(&self, b: Block) -> bool {
+        self.divergent_branch[b]
+    }
+
+    /// Whether `b` can run with only part of a wave's lanes active (it lies between a divergent
+    /// branch and the point where its paths join).
+    pub fn in_divergent_region(&self, b: Block) -> bool {
+        self.divergent_region[b]
+    }
+}
