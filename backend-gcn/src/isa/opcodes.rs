@@ -1,0 +1,503 @@
+//! The one table of gfx9 instruction formats and opcodes that the encoder, the decoder and the
+//! printer (and the software device and the register allocator) all read.
+//!
+//! Each [`Opcode`] has an [`OpInfo`]: its LLVM mnemonic (and the gfx940 spelling, which renamed
+//! some MFMA ops), its native [`Format`], its opcode number per target (absent where the target
+//! lacks it), the VOP3 (`_e64`) opcode of VOP1/VOP2/VOPC instructions, and the operand list of each
+//! form in LLVM's print order: which encoding field ([`Slot`]) holds it, what it may name
+//! ([`Kind`]), how many dwords it covers and whether it is read or written ([`Access`]).
+//!
+//! The numbers come from `tools/isa_probe.py`, which probes `llvm-mc-19 --disassemble`; the
+//! generated data lives in `table.rs`.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::Target;
+
+use super::table::TABLE;
+pub use super::table::{Opcode, OPCODE_COUNT};
+
+/// Marks an opcode number a target does not have.
+pub const NO: u16 = 0xFFFF;
+
+/// The encoding format of an instruction (gfx9 "Microcode Formats").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Scalar ALU, one source.
+    Sop1,
+    /// Scalar ALU, two sources.
+    Sop2,
+    /// Scalar ALU with a 16-bit inline immediate.
+    Sopk,
+    /// Scalar compare.
+    Sopc,
+    /// Scalar program control (branches, waits, barriers).
+    Sopp,
+    /// Scalar memory.
+    Smem,
+    /// Vector ALU, one source (32-bit encoding).
+    Vop1,
+    /// Vector ALU, two sources (32-bit encoding).
+    Vop2,
+    /// Vector compare (32-bit encoding, writes VCC).
+    Vopc,
+    /// Vector ALU, 64-bit encoding (VOP3a and VOP3b).
+    Vop3,
+    /// Packed math, dot products, MFMA and `v_accvgpr_read/write`.
+    Vop3p,
+    /// LDS/GDS.
+    Ds,
+    /// Untyped buffer memory.
+    Mubuf,
+    /// Typed buffer memory.
+    Mtbuf,
+    /// Flat memory (`flat_*`, segment 0).
+    Flat,
+    /// Global memory (`global_*`, FLAT encoding segment 2).
+    Global,
+    /// Scratch memory (`scratch_*`, FLAT encoding segment 1).
+    Scratch,
+}
+
+/// The encoding field an operand lives in. Which bits a slot means depends on the format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Slot {
+    /// Destination: SOP `sdst`, VOP `vdst`, DS/FLAT `vdst`.
+    Dst,
+    /// First source: SOP `ssrc0`, VOP `src0`.
+    Src0,
+    /// Second source: SOP `ssrc1`, VOP2/VOPC `vsrc1`, VOP3 `src1`.
+    Src1,
+    /// Third source (VOP3 `src2`).
+    Src2,
+    /// VOP3b scalar destination (carry-out, `v_div_scale`, `v_mad_u64_u32`).
+    Sdst,
+    /// VCC named by the 32-bit encoding (carry, compare result, `v_cndmask` mask).
+    Vcc,
+    /// A mandatory 32-bit literal (`v_madmk_f32`'s K, `s_setreg_imm32_b32`).
+    Literal,
+    /// The 16-bit immediate of SOPK/SOPP.
+    Simm16,
+    /// SMEM data register(s).
+    Sdata,
+    /// SMEM base address register pair (or buffer descriptor quad).
+    Sbase,
+    /// SMEM offset (immediate or SGPR), MUBUF/MTBUF `soffset`.
+    Soffset,
+    /// DS/FLAT address VGPR(s).
+    Addr,
+    /// DS `data0`, FLAT `data`.
+    Data0,
+    /// DS `data1`.
+    Data1,
+    /// MUBUF/MTBUF `vdata`.
+    Vdata,
+    /// MUBUF/MTBUF `vaddr` (absent without offen/idxen).
+    Vaddr,
+    /// MUBUF/MTBUF buffer resource (4 SGPRs).
+    Srsrc,
+    /// FLAT global/scratch scalar address (`off` when unused).
+    Saddr,
+}
+
+/// What an operand may name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// VGPRs only.
+    VReg,
+    /// Scalar registers (SGPRs, VCC, EXEC, M0, TTMPs, ...), no constants.
+    SReg,
+    /// AGPRs only.
+    AReg,
+    /// VGPRs, or AGPRs on gfx90a/gfx942 (memory data, MFMA results).
+    AvReg,
+    /// A 9-bit vector-ALU source: VGPR, scalar register, inline constant or literal.
+    VSrc,
+    /// A scalar source: scalar register, inline constant or literal.
+    SSrc,
+    /// An AGPR in a 9-bit source field.
+    ASrc,
+    /// A 9-bit MFMA source: VGPR, AGPR, or inline constant.
+    AvSrc,
+    /// The VCC named by the 32-bit encoding (not encoded in any field).
+    FixedVcc,
+    /// A mandatory 32-bit literal.
+    Lit32,
+    /// A 16-bit immediate printed as LLVM prints SOPP immediates (decimal up to 64, else hex).
+    Imm16,
+    /// A 16-bit immediate printed in hex (SOPK).
+    Imm16Hex,
+    /// A branch offset in dwords relative to the next instruction.
+    Label,
+    /// The `s_waitcnt` counters.
+    Waitcnt,
+    /// `sendmsg(...)`.
+    Sendmsg,
+    /// `gpr_idx(...)`.
+    GprIdx,
+    /// `hwreg(...)`.
+    Hwreg,
+    /// SMEM offset: a 21-bit immediate or an SGPR.
+    SmemOffset,
+}
+
+impl Kind {
+    /// Whether the operand names registers (rather than an immediate field).
+    pub fn is_register(self) -> bool {
+        matches!(
+            self,
+            Kind::VReg
+                | Kind::SReg
+                | Kind::AReg
+                | Kind::AvReg
+                | Kind::VSrc
+                | Kind::SSrc
+                | Kind::ASrc
+                | Kind::AvSrc
+                | Kind::FixedVcc
+                | Kind::SmemOffset
+        )
+    }
+}
+
+/// Whether an instruction reads or writes an operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Read.
+    R,
+    /// Written.
+    W,
+    /// Read and written (`v_mac_f32`'s destination, d16 loads that keep the other half, atomics
+    /// that return the old value).
+    RW,
+}
+
+impl Access {
+    /// Whether the operand is read.
+    pub fn reads(self) -> bool {
+        matches!(self, Access::R | Access::RW)
+    }
+    /// Whether the operand is written.
+    pub fn writes(self) -> bool {
+        matches!(self, Access::W | Access::RW)
+    }
+}
+
+/// One operand of an instruction form, in LLVM's print order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OperandInfo {
+    /// The field that holds it.
+    pub slot: Slot,
+    /// What it may name.
+    pub kind: Kind,
+    /// Width in dwords (0 for immediates). Flat/global addresses are listed as 2 (the `off`
+    /// form); with an SGPR base the VGPR offset is 1 dword. MUBUF `vaddr` is 2 with both
+    /// `offen` and `idxen`.
+    pub dwords: u8,
+    /// Read, written, or both.
+    pub access: Access,
+}
+
+impl OperandInfo {
+    /// A table entry.
+    pub const fn new(slot: Slot, kind: Kind, dwords: u8, access: Access) -> OperandInfo {
+        OperandInfo {
+            slot,
+            kind,
+            dwords,
+            access,
+        }
+    }
+}
+
+/// Bits of [`OpInfo::flags`].
+pub mod flags {
+    /// Native VOP3/VOP3P form accepts `|x|`.
+    pub const ABS: u32 = 1 << 0;
+    /// Native form accepts `-x`.
+    pub const NEG: u32 = 1 << 1;
+    /// Native form accepts `clamp`.
+    pub const CLAMP: u32 = 1 << 2;
+    /// Native form accepts `mul:2/mul:4/div:2`.
+    pub const OMOD: u32 = 1 << 3;
+    /// Native form accepts `op_sel`.
+    pub const OP_SEL: u32 = 1 << 4;
+    /// The `_e64` form of a VOP1/VOP2/VOPC instruction accepts `|x|`.
+    pub const E64_ABS: u32 = 1 << 8;
+    /// The `_e64` form accepts `-x`.
+    pub const E64_NEG: u32 = 1 << 9;
+    /// The `_e64` form accepts `clamp`.
+    pub const E64_CLAMP: u32 = 1 << 10;
+    /// The `_e64` form accepts output modifiers.
+    pub const E64_OMOD: u32 = 1 << 11;
+    /// The `_e64` form accepts `op_sel`.
+    pub const E64_OP_SEL: u32 = 1 << 12;
+    /// DPP form exists on gfx900.
+    pub const DPP_GFX900: u32 = 1 << 16;
+    /// DPP form exists on gfx90a.
+    pub const DPP_GFX90A: u32 = 1 << 17;
+    /// DPP form exists on gfx942.
+    pub const DPP_GFX942: u32 = 1 << 18;
+    /// SDWA form exists on gfx900.
+    pub const SDWA_GFX900: u32 = 1 << 19;
+    /// SDWA form exists on gfx90a.
+    pub const SDWA_GFX90A: u32 = 1 << 20;
+    /// SDWA form exists on gfx942.
+    pub const SDWA_GFX942: u32 = 1 << 21;
+}
+
+/// Everything the table knows about one opcode.
+#[derive(Clone, Copy, Debug)]
+pub struct OpInfo {
+    /// LLVM mnemonic (gfx900/gfx90a spelling), without `_e32`/`_e64`.
+    pub name: &'static str,
+    /// The gfx940 spelling (some MFMA ops gained `_Nb_`/`_` separators; `v_madmk_f32` is
+    /// `v_fmamk_f32`).
+    pub name_gfx940: &'static str,
+    /// The native encoding format.
+    pub format: Format,
+    /// Native opcode number per target, indexed by [`target_index`]; [`NO`] when absent.
+    pub opcode: [u16; 3],
+    /// Opcode of the VOP3 (`_e64`) form of a VOP1/VOP2/VOPC instruction.
+    pub e64_opcode: [u16; 3],
+    /// Operands of the native form, in LLVM print order.
+    pub operands: &'static [OperandInfo],
+    /// Operands of the other form: the `_e64` form of VOP1/VOP2/VOPC instructions, or the
+    /// returning form (`glc`/`sc0` set: a destination first) of FLAT/GLOBAL atomics.
+    pub alt_operands: &'static [OperandInfo],
+    /// [`flags`] bits.
+    pub flags: u32,
+}
+
+impl OpInfo {
+    /// A table entry.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(
+        name: &'static str,
+        name_gfx940: &'static str,
+        format: Format,
+        opcode: [u16; 3],
+        e64_opcode: [u16; 3],
+        operands: &'static [OperandInfo],
+        alt_operands: &'static [OperandInfo],
+        flags: u32,
+    ) -> OpInfo {
+        OpInfo {
+            name,
+            name_gfx940,
+            format,
+            opcode,
+            e64_opcode,
+            operands,
+            alt_operands,
+            flags,
+        }
+    }
+
+    /// The native opcode number on `t`.
+    pub fn opcode_on(&self, t: Target) -> Option<u16> {
+        let o = self.opcode[target_index(t)];
+        (o != NO).then_some(o)
+    }
+
+    /// The `_e64` opcode number on `t`.
+    pub fn e64_opcode_on(&self, t: Target) -> Option<u16> {
+        let o = self.e64_opcode[target_index(t)];
+        (o != NO).then_some(o)
+    }
+
+    /// Whether the DPP form exists on `t`.
+    pub fn has_dpp(&self, t: Target) -> bool {
+        self.flags & (flags::DPP_GFX900 << target_index(t)) != 0
+    }
+
+    /// Whether the SDWA form exists on `t`.
+    pub fn has_sdwa(&self, t: Target) -> bool {
+        self.flags & (flags::SDWA_GFX900 << target_index(t)) != 0
+    }
+
+    /// The mnemonic LLVM uses on `t`.
+    pub fn name_on(&self, t: Target) -> &'static str {
+        if t.is_gfx940_family() {
+            self.name_gfx940
+        } else {
+            self.name
+        }
+    }
+
+    /// Whether this is a FLAT/GLOBAL atomic, which gains a destination when `glc`/`sc0` is set.
+    pub fn is_flat_atomic(&self) -> bool {
+        matches!(self.format, Format::Flat | Format::Global) && self.name.contains("_atomic_")
+    }
+
+    /// Whether this is a matrix (MFMA/SMFMAC) instruction.
+    pub fn is_mfma(&self) -> bool {
+        self.name.starts_with("v_mfma") || self.name.starts_with("v_smfmac")
+    }
+}
+
+/// Index of a target in the per-target arrays of [`OpInfo`].
+pub fn target_index(t: Target) -> usize {
+    match t {
+        Target::Gfx900 => 0,
+        Target::Gfx90a => 1,
+        Target::Gfx942 => 2,
+    }
+}
+
+impl Opcode {
+    /// All opcodes, in table order.
+    pub fn all() -> impl Iterator<Item = Opcode> {
+        (0..OPCODE_COUNT).map(Opcode::from_index)
+    }
+
+    fn from_index(i: usize) -> Opcode {
+        debug_assert!(i < OPCODE_COUNT);
+        // SAFETY: `Opcode` is `repr(u16)` with variants 0..OPCODE_COUNT in table order (generated
+        // together with TABLE), and `i` is in range.
+        unsafe { std::mem::transmute::<u16, Opcode>(i as u16) }
+    }
+
+    /// The table entry.
+    pub fn info(self) -> &'static OpInfo {
+        &TABLE[self as usize]
+    }
+
+    /// The LLVM mnemonic (gfx900/gfx90a spelling, without `_e32`/`_e64`).
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The native format.
+    pub fn format(self) -> Format {
+        self.info().format
+    }
+
+    /// Whether `t` has this instruction.
+    pub fn exists_on(self, t: Target) -> bool {
+        self.info().opcode_on(t).is_some()
+    }
+
+    /// The opcode whose LLVM mnemonic is `name` (either target spelling; `_e32`, `_e64`, `_dpp`
+    /// and `_sdwa` suffixes are accepted).
+    pub fn from_name(name: &str) -> Option<Opcode> {
+        let map = names();
+        if let Some(&op) = map.get(name) {
+            return Some(op);
+        }
+        for suffix in ["_e32", "_e64", "_dpp", "_sdwa"] {
+            if let Some(base) = name.strip_suffix(suffix) {
+                if let Some(&op) = map.get(base) {
+                    return Some(op);
+                }
+            }
+        }
+        None
+    }
+}
+
+fn names() -> &'static HashMap<&'static str, Opcode> {
+    static NAMES: OnceLock<HashMap<&'static str, Opcode>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut m = HashMap::new();
+        for op in Opcode::all() {
+            m.insert(op.info().name, op);
+            m.entry(op.info().name_gfx940).or_insert(op);
+        }
+        m
+    })
+}
+
+/// Per-target reverse maps from opcode numbers to opcodes, for the decoder.
+pub(crate) struct DecodeMaps {
+    /// `[format][opcode]` → native opcode.
+    native: HashMap<(Format, u16), Opcode>,
+    /// VOP3 opcode → `(opcode, is_e64_form)`.
+    vop3: HashMap<u16, (Opcode, bool)>,
+}
+
+impl DecodeMaps {
+    fn build(t: Target) -> DecodeMaps {
+        let mut native = HashMap::new();
+        let mut vop3 = HashMap::new();
+        for op in Opcode::all() {
+            let info = op.info();
+            if let Some(n) = info.opcode_on(t) {
+                if info.format == Format::Vop3 {
+                    vop3.insert(n, (op, false));
+                } else {
+                    native.insert((info.format, n), op);
+                }
+            }
+            if let Some(n) = info.e64_opcode_on(t) {
+                vop3.entry(n).or_insert((op, true));
+            }
+        }
+        DecodeMaps { native, vop3 }
+    }
+
+    /// The native opcode numbered `n` in `format`.
+    pub(crate) fn native(&self, format: Format, n: u16) -> Option<Opcode> {
+        self.native.get(&(format, n)).copied()
+    }
+
+    /// The instruction at VOP3 opcode `n`, and whether it is the `_e64` form of a VOP1/2/C op.
+    pub(crate) fn vop3(&self, n: u16) -> Option<(Opcode, bool)> {
+        self.vop3.get(&n).copied()
+    }
+}
+
+/// The decoder's maps for `t`, built once.
+pub(crate) fn decode_maps(t: Target) -> &'static DecodeMaps {
+    static MAPS: [OnceLock<DecodeMaps>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    MAPS[target_index(t)].get_or_init(|| DecodeMaps::build(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_camel_case_matches() {
+        assert_eq!(Opcode::from_name("s_mov_b32"), Some(Opcode::SMovB32));
+        assert_eq!(Opcode::from_name("v_add_f32_e64"), Some(Opcode::VAddF32));
+        assert_eq!(
+            Opcode::from_name("v_mfma_f32_32x32x8_f16"),
+            Some(Opcode::VMfmaF32_32x32x8F16)
+        );
+        assert_eq!(Opcode::from_name("v_no_such_op"), None);
+        for op in Opcode::all() {
+            assert_eq!(Opcode::from_name(op.name()), Some(op), "{}", op.name());
+        }
+    }
+
+    #[test]
+    fn target_differences_are_in_the_table() {
+        assert!(!Opcode::VMfmaF32_32x32x8F16.exists_on(Target::Gfx900));
+        assert!(Opcode::VMfmaF32_32x32x8F16.exists_on(Target::Gfx942));
+        assert!(Opcode::VLshlAddU64.exists_on(Target::Gfx942));
+        assert!(!Opcode::VLshlAddU64.exists_on(Target::Gfx90a));
+        assert!(Opcode::VPkFmaF32.exists_on(Target::Gfx90a));
+        assert!(!Opcode::VPkFmaF32.exists_on(Target::Gfx900));
+        assert_eq!(Opcode::GlobalLoadDword.format(), Format::Global);
+    }
+
+    #[test]
+    fn decode_maps_have_no_collisions() {
+        // Every (format, number) belongs to one opcode on each target.
+        for t in crate::target::ALL_TARGETS {
+            let mut seen: HashMap<(Format, u16, bool), Opcode> = HashMap::new();
+            for op in Opcode::all() {
+                let i = op.info();
+                if let Some(n) = i.opcode_on(t) {
+                    let f = i.format;
+                    let key = (f, n, false);
+                    if let Some(prev) = seen.insert(key, op) {
+                        panic!("{t}: {:?} and {:?} share {:?}", prev, op, key);
+                    }
+                }
+            }
+        }
+    }
+}
