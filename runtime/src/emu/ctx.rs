@@ -24,6 +24,9 @@ pub struct Ctx<'a> {
     pub wave_index: u8,
     /// Bytes of private segment per work-item (accesses beyond it are faults).
     pub scratch_per_lane: u32,
+    /// Device address of the code object's address 0: pcs recorded for messages (in-flight
+    /// operations, LDS accesses) are code-object addresses, as `llvm-objdump -d` prints them.
+    pub pc_base: u64,
 }
 
 /// Turns a device-memory fault into a located-later error.

@@ -490,7 +490,8 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &DsInst) -> Result<(), EmuError> 
     if i.gds {
         return Err(EmuError::unsupported("GDS access (gds bit set)"));
     }
-    let pc = w.pc;
+    // Code-object address, for messages (waves run at device addresses).
+    let pc = w.pc.wrapping_sub(ctx.pc_base);
     let wv = ctx.wave_index;
     let exec = w.exec;
     let (_, dests) = i.regs();

@@ -216,6 +216,7 @@ fn execute(
                 counters,
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
+                pc_base: l.program.image_base,
             };
             smem::execute(w, &mut ctx, s)?;
             Flow::Next
@@ -229,6 +230,7 @@ fn execute(
                 counters,
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
+                pc_base: l.program.image_base,
             };
             vmem::execute(w, &mut ctx, v)?;
             Flow::Next
@@ -242,6 +244,7 @@ fn execute(
                 counters,
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
+                pc_base: l.program.image_base,
             };
             ds::execute(w, &mut ctx, v)?;
             Flow::Next

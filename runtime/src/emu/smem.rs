@@ -115,7 +115,8 @@ impl SmemInst {
 
 /// Executes one SMEM instruction.
 pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &SmemInst) -> Result<(), EmuError> {
-    let pc = w.pc;
+    // Code-object address, for messages (waves run at device addresses).
+    let pc = w.pc.wrapping_sub(ctx.pc_base);
     let soff = match i.soffset {
         Some(c) => w.read_scalar(c, 0, SrcType::B32)? as i64,
         None => 0,

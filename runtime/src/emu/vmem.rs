@@ -781,7 +781,8 @@ fn global_fast_path(
 /// Executes one vector memory instruction: memory is read or written now; loaded data is handed
 /// to the scoreboard.
 pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError> {
-    let pc = w.pc;
+    // Code-object address, for messages (waves run at device addresses).
+    let pc = w.pc.wrapping_sub(ctx.pc_base);
     let wave_index = ctx.wave_index;
     let exec = w.exec;
     let (reads, dests) = i.regs();
@@ -1164,6 +1165,7 @@ mod buffer_tests {
             counters: &mut counters,
             wave_index: 0,
             scratch_per_lane: 0,
+            pc_base: 0,
         };
         let dword = DataShape {
             bytes: 4,
