@@ -959,15 +959,18 @@ fn vop3p_source_count(base: &str) -> usize {
     }
 }
 
-/// Identifies the instruction at the start of `words`: its mnemonic, its length in dwords and
-/// its assembler text. This is the instruction layer's job (`kjit_backend_gcn::isa::decode`);
-/// until that layer is part of the build the device cannot identify instructions.
+/// Identifies the instruction at the start of `words` with the instruction layer
+/// ([`kjit_backend_gcn::isa::decode`]): its mnemonic as LLVM spells it on `target`, its length in
+/// dwords, and its assembler text followed by its encoding words (for error messages).
 pub fn identify(words: &[u32], target: Target) -> Result<(String, usize, String), String> {
-    let _ = target;
-    Err(format!(
-        "cannot decode {:#010x}: the instruction layer (kjit_backend_gcn::isa) is not available in this build",
-        words.first().copied().unwrap_or(0)
-    ))
+    let (inst, len) = kjit_backend_gcn::isa::decode(words, target).map_err(|e| e.to_string())?;
+    let name = kjit_backend_gcn::isa::print::mnemonic(&inst, target);
+    let enc: Vec<String> = words[..len.min(words.len())]
+        .iter()
+        .map(|w| format!("{w:#010x}"))
+        .collect();
+    let text = format!("{} ({})", inst.display(target), enc.join(" "));
+    Ok((name, len, text))
 }
 
 /// Decodes a kernel's code (at device address `entry`) into the device's program. Words that do

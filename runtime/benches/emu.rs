@@ -1,0 +1,146 @@
+//! Throughput of kjit's software GCN device on two kernels compiled by clang-19 for gfx942:
+//! a vector add over 16M floats (memory-bound: loads, store, address arithmetic) and an
+//! ALU-heavy kernel (an FMA/integer chain per element). Reports wave-instructions/s and
+//! lane-operations/s (criterion's throughput is set to lane-operations per launch; the
+//! wave-instruction rate is printed once per kernel).
+//!
+//! Needs clang-19 and ld.lld-19; without them the bench prints why and does nothing.
+
+use std::time::Instant;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use kjit_backend_gcn::llvm_oracle::{find, run, Tool};
+use kjit_runtime::emu::GcnEmulator;
+use kjit_runtime::{ArgValue, Device, LaunchDims};
+
+const SOURCE: &str = r#"
+kernel void vadd(global const float* a, global const float* b, global float* c, uint n) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();
+  if (i < n) c[i] = a[i] + b[i];
+}
+kernel void alu(global float* io, uint iters) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();
+  float x = io[i], y = x * 0.5f + 1.0f;
+  uint h = i * 2654435761u;
+  for (uint k = 0; k < iters; k++) {
+    x = __builtin_fmaf(x, 0.999f, y);
+    y = __builtin_fmaf(y, 1.0001f, -x * 0.001f);
+    h = (h ^ (h >> 13)) * 0x5bd1e995u + k;
+  }
+  io[i] = x + y + (float)(h & 0xff);
+}
+"#;
+
+fn build() -> Option<Vec<u8>> {
+    let (clang, lld) = (find(Tool::Clang)?, find(Tool::Lld)?);
+    let dir = std::env::temp_dir().join(format!("kjit-emu-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let src = dir.join("bench.cl");
+    std::fs::write(&src, SOURCE).ok()?;
+    let (obj, so) = (dir.join("bench.o"), dir.join("bench.hsaco"));
+    run(
+        &clang,
+        &[
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-mcpu=gfx942",
+            "-nogpulib",
+            "-O3",
+            "-c",
+            src.to_str()?,
+            "-o",
+            obj.to_str()?,
+        ],
+        None,
+    )
+    .ok()?;
+    run(&lld, &["-shared", obj.to_str()?, "-o", so.to_str()?], None).ok()?;
+    std::fs::read(so).ok()
+}
+
+fn bench(c: &mut Criterion) {
+    let Some(code) = build() else {
+        eprintln!("emu bench: clang-19/ld.lld-19 not found; nothing to measure");
+        return;
+    };
+    let dev = GcnEmulator::new();
+    let m = dev.load_module(&code).expect("load");
+
+    // Vector add over 16M floats.
+    let n: u32 = 16 << 20;
+    let bytes = n as u64 * 4;
+    let (a, b, out) = (
+        dev.alloc(bytes).unwrap(),
+        dev.alloc(bytes).unwrap(),
+        dev.alloc(bytes).unwrap(),
+    );
+    let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    dev.copy_to_device(a, 0, &data).unwrap();
+    dev.copy_to_device(b, 0, &data).unwrap();
+    let dims = LaunchDims {
+        grid: [n / 256, 1, 1],
+        block: [256, 1, 1],
+        dynamic_lds: 0,
+    };
+    let args = [
+        ArgValue::Buffer(a),
+        ArgValue::Buffer(b),
+        ArgValue::Buffer(out),
+        ArgValue::U32(n),
+    ];
+    report("vadd 16M", &dev, m, "vadd", dims, &args);
+    let stats = dev.launch(m, "vadd", dims, &args).unwrap();
+    let mut g = c.benchmark_group("emu");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(stats.lane_ops));
+    g.bench_function("vadd_16M_lane_ops", |bch| {
+        bch.iter(|| dev.launch(m, "vadd", dims, &args).unwrap())
+    });
+
+    // ALU-heavy: 256K work-items x 64 iterations.
+    let n2: u32 = 256 << 10;
+    let io = dev.alloc(n2 as u64 * 4).unwrap();
+    dev.copy_to_device(io, 0, &vec![0u8; n2 as usize * 4])
+        .unwrap();
+    let dims2 = LaunchDims {
+        grid: [n2 / 256, 1, 1],
+        block: [256, 1, 1],
+        dynamic_lds: 0,
+    };
+    let args2 = [ArgValue::Buffer(io), ArgValue::U32(64)];
+    report("alu 256K x 64", &dev, m, "alu", dims2, &args2);
+    let stats2 = dev.launch(m, "alu", dims2, &args2).unwrap();
+    g.throughput(Throughput::Elements(stats2.lane_ops));
+    g.bench_function("alu_256K_x64_lane_ops", |bch| {
+        bch.iter(|| dev.launch(m, "alu", dims2, &args2).unwrap())
+    });
+    g.finish();
+}
+
+/// Prints wave-instructions/s and lane-operations/s of one timed launch.
+fn report(
+    what: &str,
+    dev: &GcnEmulator,
+    m: kjit_runtime::ModuleId,
+    k: &str,
+    dims: LaunchDims,
+    args: &[ArgValue],
+) {
+    let t = Instant::now();
+    let s = dev.launch(m, k, dims, args).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let insts = s.salu + s.valu + s.vmem + s.smem + s.lds + s.branch + s.mfma;
+    eprintln!(
+        "emu bench {what}: {:.1} M wave-instructions/s, {:.1} M lane-operations/s ({} threads, {:.3} s)",
+        insts as f64 / secs / 1e6,
+        s.lane_ops as f64 / secs / 1e6,
+        rayon::current_num_threads(),
+        secs
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

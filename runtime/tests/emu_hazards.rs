@@ -1,0 +1,253 @@
+//! Hazard detection on kjit's software GCN device, with small kernels written in assembly
+//! (`tests/hazards/*.s`, assembled by clang-19 for gfx942, gfx90a and gfx900): each runs clean and
+//! correct with its waits, and is reported — naming wave, pc, register and the missing wait — when
+//! the wait (or the barrier) is removed.
+
+use std::path::Path;
+
+use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
+use kjit_runtime::{ArgValue, Device, DeviceError, LaunchDims};
+
+const ALL: &[&str] = &["gfx942", "gfx90a", "gfx900"];
+
+/// Assembles `hazards/<name>.s` for `target` with a descriptor and metadata for `nargs` buffer
+/// arguments; `drop` removes every source line carrying that marker (`// WAIT`, `// BARRIER`).
+fn assemble(name: &str, target: &str, nargs: usize, drop: Option<&str>) -> Option<Vec<u8>> {
+    let tools = require_all(&[Tool::Clang, Tool::Lld], "emu hazards")?;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hazards");
+    let body = std::fs::read_to_string(dir.join(format!("{name}.s"))).unwrap();
+    let body: String = body
+        .lines()
+        .filter(|l| drop.is_none_or(|m| !l.contains(m)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let accum = if target == "gfx900" {
+        ""
+    } else {
+        "  .amdhsa_accum_offset 8\n"
+    };
+    let args: String = (0..nargs)
+        .map(|i| format!("      - {{ .offset: {}, .size: 8, .value_kind: global_buffer, .address_space: global }}\n", 8 * i))
+        .collect();
+    let src = format!(
+        "  .amdgcn_target \"amdgcn-amd-amdhsa--{target}\"\n{body}\n  .rodata\n  .p2align 6\n  .amdhsa_kernel {name}\n  \
+         .amdhsa_user_sgpr_kernarg_segment_ptr 1\n  .amdhsa_next_free_vgpr 8\n  .amdhsa_next_free_sgpr 16\n  \
+         .amdhsa_group_segment_fixed_size 512\n{accum}  .end_amdhsa_kernel\n  .amdgpu_metadata\n---\namdhsa.version: [ 1, 2 ]\n\
+         amdhsa.kernels:\n  - .name: {name}\n    .symbol: {name}.kd\n    .kernarg_segment_size: {}\n    \
+         .kernarg_segment_align: 8\n    .group_segment_fixed_size: 512\n    .private_segment_fixed_size: 0\n    \
+         .wavefront_size: 64\n    .sgpr_count: 16\n    .vgpr_count: 8\n    .max_flat_workgroup_size: 256\n    .args:\n{args}...\n  \
+         .end_amdgpu_metadata\n",
+        8 * nargs
+    );
+    let tmp = std::env::temp_dir().join(format!("kjit-emu-hazards-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tag = drop
+        .map(|d| d.trim_start_matches("// ").to_lowercase())
+        .unwrap_or_else(|| "full".into());
+    let (s, o, so) = (
+        tmp.join(format!("{name}-{target}-{tag}.s")),
+        tmp.join(format!("{name}-{target}-{tag}.o")),
+        tmp.join(format!("{name}-{target}-{tag}.hsaco")),
+    );
+    std::fs::write(&s, src).unwrap();
+    let cpu = format!("-mcpu={target}");
+    run(
+        &tools[0],
+        &[
+            "-x",
+            "assembler",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            &cpu,
+            "-c",
+            s.to_str().unwrap(),
+            "-o",
+            o.to_str().unwrap(),
+        ],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("assembling {name} for {target}: {e}"));
+    run(
+        &tools[1],
+        &["-shared", o.to_str().unwrap(), "-o", so.to_str().unwrap()],
+        None,
+    )
+    .unwrap();
+    Some(std::fs::read(so).unwrap())
+}
+
+/// Runs a two-buffer kernel (`in`, `out`, 128 work-items); returns the result or the error.
+fn run_in_out(code: &[u8], name: &str, config: RunConfig) -> Result<Vec<u32>, DeviceError> {
+    run_n(code, name, config, 128)
+}
+
+/// As [`run_in_out`] with `n` work-items in one workgroup.
+fn run_n(code: &[u8], name: &str, config: RunConfig, n: usize) -> Result<Vec<u32>, DeviceError> {
+    let dev = GcnEmulator::with_config(config);
+    let m = dev.load_module(code)?;
+    let input: Vec<u8> = (0..n as u32)
+        .flat_map(|i| (i * 10 + 3).to_le_bytes())
+        .collect();
+    let (a, b) = (dev.alloc(4 * n as u64)?, dev.alloc(4 * n as u64)?);
+    dev.copy_to_device(a, 0, &input)?;
+    dev.copy_to_device(b, 0, &vec![0xcd; 4 * n])?;
+    dev.launch(
+        m,
+        name,
+        LaunchDims {
+            grid: [1, 1, 1],
+            block: [n as u32, 1, 1],
+            dynamic_lds: 0,
+        },
+        &[ArgValue::Buffer(a), ArgValue::Buffer(b)],
+    )?;
+    let mut out = vec![0u8; 4 * n];
+    dev.copy_from_device(b, 0, &mut out)?;
+    Ok(out
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect())
+}
+
+fn expect_hazard(e: DeviceError, what: &[&str]) {
+    let text = e.to_string();
+    for w in what {
+        assert!(text.contains(w), "expected '{w}' in: {text}");
+    }
+}
+
+#[test]
+fn vmcnt_wait_removed_is_reported() {
+    for &t in ALL {
+        let Some(good) = assemble("vm_wait", t, 2, None) else {
+            return;
+        };
+        let out = run_in_out(&good, "vm_wait", RunConfig::default()).unwrap();
+        assert_eq!(
+            out,
+            (0..128).map(|i| i * 10 + 4).collect::<Vec<u32>>(),
+            "{t}"
+        );
+        let bad = assemble("vm_wait", t, 2, Some("// WAIT")).unwrap();
+        let e = run_in_out(&bad, "vm_wait", RunConfig::default()).unwrap_err();
+        expect_hazard(
+            e,
+            &[
+                "hazard: v2",
+                "s_waitcnt vmcnt(0)",
+                "wave 0 of workgroup (0,0,0)",
+                "v_add_u32",
+            ],
+        );
+    }
+}
+
+#[test]
+fn lgkmcnt_wait_for_scalar_loads_removed_is_reported() {
+    for &t in ALL {
+        let Some(good) = assemble("smem_wait", t, 2, None) else {
+            return;
+        };
+        run_in_out(&good, "smem_wait", RunConfig::default()).unwrap();
+        let bad = assemble("smem_wait", t, 2, Some("// WAIT")).unwrap();
+        let e = run_in_out(&bad, "smem_wait", RunConfig::default()).unwrap_err();
+        expect_hazard(
+            e,
+            &[
+                "hazard: s[4:5]",
+                "s_waitcnt lgkmcnt(0)",
+                "global_load_dword",
+            ],
+        );
+    }
+}
+
+#[test]
+fn overwriting_a_load_destination_before_its_wait_is_reported() {
+    for &t in ALL {
+        let Some(good) = assemble("waw", t, 2, None) else {
+            return;
+        };
+        let out = run_in_out(&good, "waw", RunConfig::default()).unwrap();
+        assert_eq!(
+            out,
+            (0..128).collect::<Vec<u32>>(),
+            "{t}: the ALU write wins after the wait"
+        );
+        let bad = assemble("waw", t, 2, Some("// WAIT")).unwrap();
+        let e = run_in_out(&bad, "waw", RunConfig::default()).unwrap_err();
+        expect_hazard(
+            e,
+            &[
+                "hazard: v2 is overwritten",
+                "s_waitcnt vmcnt(0)",
+                "v_mov_b32",
+            ],
+        );
+    }
+}
+
+#[test]
+fn missing_barrier_is_reported_as_an_lds_race_under_every_schedule() {
+    for &t in ALL {
+        let Some(good) = assemble("lds_barrier", t, 1, None) else {
+            return;
+        };
+        for schedule in [
+            Schedule::RoundRobin,
+            Schedule::Random(1),
+            Schedule::Random(12345),
+        ] {
+            let config = RunConfig {
+                schedule,
+                ..RunConfig::default()
+            };
+            let dev = GcnEmulator::with_config(config);
+            let m = dev.load_module(&good).unwrap();
+            let out = dev.alloc(512).unwrap();
+            let args = [ArgValue::Buffer(out)];
+            let dims = LaunchDims {
+                grid: [1, 1, 1],
+                block: [128, 1, 1],
+                dynamic_lds: 0,
+            };
+            dev.launch(m, "lds_barrier", dims, &args).unwrap();
+            let mut bytes = vec![0u8; 512];
+            dev.copy_from_device(out, 0, &mut bytes).unwrap();
+            let got: Vec<u32> = bytes
+                .chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            assert_eq!(
+                got,
+                (0..128).map(|i| (i + 64) % 128).collect::<Vec<u32>>(),
+                "{t} {schedule:?}"
+            );
+
+            let bad = assemble("lds_barrier", t, 1, Some("// BARRIER")).unwrap();
+            let m = dev.load_module(&bad).unwrap();
+            let e = dev.launch(m, "lds_barrier", dims, &args).unwrap_err();
+            expect_hazard(e, &["LDS race", "no s_barrier in between"]);
+        }
+    }
+}
+
+#[test]
+fn lds_dma_read_before_vmcnt_is_reported() {
+    for &t in ALL {
+        let Some(good) = assemble("lds_dma", t, 2, None) else {
+            return;
+        };
+        // One wave: 64 lanes load in[0..64] (the 256-byte buffer resource) into LDS at M0 + lane*4.
+        let out = run_n(&good, "lds_dma", RunConfig::default(), 64).unwrap();
+        assert_eq!(
+            out,
+            (0..64).map(|i| i * 10 + 3).collect::<Vec<u32>>(),
+            "{t}"
+        );
+        let bad = assemble("lds_dma", t, 2, Some("// WAIT")).unwrap();
+        let e = run_n(&bad, "lds_dma", RunConfig::default(), 64).unwrap_err();
+        expect_hazard(e, &["hazard: LDS[", "s_waitcnt vmcnt(0)", "ds_read_b32"]);
+    }
+}
