@@ -213,3 +213,84 @@ impl Function {
         }
     }
 }
+
+impl Function {
+    /// A copy with blocks, instructions and values numbered in layout order and without the
+    /// entities the layout does not use, so that printed IR reads `v0, v1, ...` without gaps.
+    pub fn renumbered(&self) -> Function {
+        use cranelift_entity::EntityRef;
+        let mut out = Function {
+            name: self.name.clone(),
+            params: self.params.clone(),
+            flags: self.flags,
+            lds: self.lds.clone(),
+            ..Default::default()
+        };
+        let mut bmap: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
+        for &b in &self.layout {
+            bmap[b] = Some(out.create_block());
+        }
+        let mut vmap: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+        for &b in &self.layout {
+            let nb = bmap[b].expect("mapped above");
+            out.layout.push(nb);
+            for &p in &self.blocks[b].params {
+                vmap[p] = Some(out.append_block_param(nb, self.values[p].ty));
+            }
+            for &i in &self.blocks[b].insts {
+                for &r in &self.results[i] {
+                    let n = out.values.push(ValueData {
+                        ty: self.values[r].ty,
+                        def: ValueDef::Detached,
+                    });
+                    vmap[r] = Some(n);
+                }
+            }
+        }
+        // Values the layout uses but does not define keep a detached stand-in, so that the
+        // verifier still reports them instead of this function panicking.
+        let lookup = |v: Value,
+                      out: &mut Function,
+                      vmap: &mut SecondaryMap<Value, Option<Value>>|
+         -> Value {
+            if let Some(n) = vmap[v] {
+                return n;
+            }
+            let ty = self.values.get(v).map_or(Type::Bool, |d| d.ty);
+            let n = out.values.push(ValueData {
+                ty,
+                def: ValueDef::Detached,
+            });
+            vmap[v] = Some(n);
+            n
+        };
+        for &b in &self.layout {
+            let nb = bmap[b].expect("mapped above");
+            for &i in &self.blocks[b].insts {
+                let mut data = self.insts[i].clone();
+                let mut args = Vec::new();
+                data.for_each_arg(|a| args.push(a));
+                let mapped: Vec<Value> = args
+                    .iter()
+                    .map(|a| lookup(*a, &mut out, &mut vmap))
+                    .collect();
+                let mut it = mapped.into_iter();
+                data.map_args(|_| it.next().expect("same operand count"));
+                for call in data.branch_targets_mut() {
+                    call.block = bmap[call.block].unwrap_or(Block::new(u32::MAX as usize - 1));
+                }
+                let ni = out.insts.push(data);
+                let res: SmallVec<[Value; 1]> = self.results[i]
+                    .iter()
+                    .map(|r| vmap[*r].expect("mapped above"))
+                    .collect();
+                for (k, r) in res.iter().enumerate() {
+                    out.values[*r].def = ValueDef::Result(ni, k as u16);
+                }
+                out.results[ni] = res;
+                out.blocks[nb].insts.push(ni);
+            }
+        }
+        out
+    }
+}
