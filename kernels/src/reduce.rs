@@ -1,0 +1,84 @@
+//! LDS tree reduction: each workgroup sums its slice of the input.
+
+use crate::*;
+use kjit_frontend::{Dim, KernelBuilder};
+use kjit_ir::ElemType;
+
+/// Work-items per workgroup (a power of two).
+pub const BLOCK: u32 = 256;
+
+/// `partial[g] = sum of x[g*256 .. g*256+256]` (missing elements count as 0), by halving the
+/// active work-items each step, with a barrier between steps.
+pub fn build() -> BuildResult {
+    let k = KernelBuilder::new("reduce_sum");
+    let x = k.buffer::<f32>("x");
+    let partial = k.buffer_mut::<f32>("partial");
+    let tile = k.lds::<f32>("tile", BLOCK);
+    let lid = k.local_id(Dim::X);
+    k.store(&tile, lid, k.load(&x, k.global_id(Dim::X)));
+    k.barrier();
+    let s = k.var_named("s", k.lit(BLOCK / 2));
+    k.while_(
+        || s.get().gt(k.lit(0u32)),
+        || {
+            k.if_(lid.lt(s.get()), || {
+                let v = k.load(&tile, lid) + k.load(&tile, lid + s.get());
+                k.store(&tile, lid, v);
+            });
+            k.barrier();
+            s.set(s.get() >> 1u32);
+        },
+    );
+    k.if_(lid.eq(k.lit(0u32)), || {
+        k.store(&partial, k.group_id(Dim::X), k.load(&tile, k.lit(0u32)));
+    });
+    k.finish()
+}
+
+fn make(n: usize, seed: u64) -> Case {
+    let mut r = rng(seed);
+    let x = random_f32(&mut r, n, -1.0, 1.0);
+    let g = groups(n, BLOCK);
+    Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::F32(x)),
+            poisoned(ElemType::F32, g as usize),
+        ],
+        launch: LaunchDims {
+            grid: [g, 1, 1],
+            block: [BLOCK, 1, 1],
+        },
+        outputs: vec![1],
+    }
+}
+
+fn reference(c: &Case) -> Vec<BufferData> {
+    let x = f32s(c, 0);
+    let g = c.launch.grid[0] as usize;
+    let sums = (0..g)
+        .map(|i| {
+            x.iter()
+                .skip(i * BLOCK as usize)
+                .take(BLOCK as usize)
+                .map(|v| *v as f64)
+                .sum::<f64>() as f32
+        })
+        .collect();
+    vec![BufferData::F32(sums)]
+}
+
+/// The registry entry of `reduce_sum`.
+pub const REDUCE_SUM: KernelSpec = KernelSpec {
+    name: "reduce_sum",
+    description: "per-workgroup sums of 256 elements by an LDS tree reduction",
+    build,
+    make_case: make,
+    reference,
+    // 256 terms in [-1, 1], 8 levels of f32 additions.
+    tolerance: Tolerance {
+        abs: 1e-4,
+        rel: 1e-5,
+    },
+    default_n: 10_000,
+};

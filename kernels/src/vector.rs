@@ -1,0 +1,163 @@
+//! Element-wise kernels: vector add, saxpy and the persistent (grid-stride) vector add.
+
+use crate::*;
+use kjit_frontend::{Dim, KernelBuilder};
+use kjit_ir::ElemType;
+
+/// Work-items per workgroup of the element-wise kernels.
+pub const BLOCK: u32 = 256;
+
+/// `c[i] = a[i] + b[i]`, with no explicit bounds check: the work-items past the end load 0
+/// and their stores are dropped by the buffers' bounds checks.
+pub fn build_vector_add() -> BuildResult {
+    let k = KernelBuilder::new("vector_add");
+    let a = k.buffer::<f32>("a");
+    let b = k.buffer::<f32>("b");
+    let c = k.buffer_mut::<f32>("c");
+    let i = k.global_id(Dim::X);
+    let s = k.load(&a, i) + k.load(&b, i);
+    k.store(&c, i, s);
+    k.finish()
+}
+
+fn case_abc(n: usize, seed: u64, grid: u32, block: u32) -> Case {
+    let mut r = rng(seed);
+    let a = random_f32(&mut r, n, -10.0, 10.0);
+    let b = random_f32(&mut r, n, -10.0, 10.0);
+    Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::F32(a)),
+            Arg::Buffer(BufferData::F32(b)),
+            poisoned(ElemType::F32, n),
+        ],
+        launch: LaunchDims {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+        },
+        outputs: vec![2],
+    }
+}
+
+fn make_vector_add(n: usize, seed: u64) -> Case {
+    case_abc(n, seed, groups(n, BLOCK), BLOCK)
+}
+
+fn ref_vector_add(c: &Case) -> Vec<BufferData> {
+    let (a, b) = (f32s(c, 0), f32s(c, 1));
+    vec![BufferData::F32(
+        a.iter().zip(b).map(|(x, y)| x + y).collect(),
+    )]
+}
+
+/// The registry entry of `vector_add`.
+pub const VECTOR_ADD: KernelSpec = KernelSpec {
+    name: "vector_add",
+    description: "c[i] = a[i] + b[i] (bounds by the buffers' lengths)",
+    build: build_vector_add,
+    make_case: make_vector_add,
+    reference: ref_vector_add,
+    tolerance: Tolerance::EXACT,
+    default_n: 10_000,
+};
+
+/// `y[i] = alpha * x[i] + y[i]` for `i < len(y)`; contraction to fma is allowed.
+pub fn build_saxpy() -> BuildResult {
+    let k = KernelBuilder::new("saxpy");
+    k.allow_contraction(true);
+    let alpha = k.arg::<f32>("alpha");
+    let x = k.buffer::<f32>("x");
+    let y = k.buffer_mut::<f32>("y");
+    let i = k.global_id(Dim::X);
+    k.if_(i.lt(y.len()), || {
+        let v = alpha * k.load(&x, i) + k.load(&y, i);
+        k.store(&y, i, v);
+    });
+    k.finish()
+}
+
+fn make_saxpy(n: usize, seed: u64) -> Case {
+    let mut r = rng(seed);
+    let alpha = random_f32(&mut r, 1, -2.0, 2.0)[0];
+    let x = random_f32(&mut r, n, -1.0, 1.0);
+    let y = random_f32(&mut r, n, -1.0, 1.0);
+    Case {
+        n,
+        args: vec![
+            Arg::F32(alpha),
+            Arg::Buffer(BufferData::F32(x)),
+            Arg::Buffer(BufferData::F32(y)),
+        ],
+        launch: LaunchDims {
+            grid: [groups(n, BLOCK), 1, 1],
+            block: [BLOCK, 1, 1],
+        },
+        outputs: vec![2],
+    }
+}
+
+fn ref_saxpy(c: &Case) -> Vec<BufferData> {
+    let alpha = f32_arg(c, 0) as f64;
+    let (x, y) = (f32s(c, 1), f32s(c, 2));
+    vec![BufferData::F32(
+        x.iter()
+            .zip(y)
+            .map(|(x, y)| (alpha * *x as f64 + *y as f64) as f32)
+            .collect(),
+    )]
+}
+
+/// The registry entry of `saxpy`.
+pub const SAXPY: KernelSpec = KernelSpec {
+    name: "saxpy",
+    description: "y[i] = alpha * x[i] + y[i] (fma contraction allowed)",
+    build: build_saxpy,
+    make_case: make_saxpy,
+    reference: ref_saxpy,
+    // |alpha*x| < 2, |y| < 1: one rounding of the product plus one of the sum, or one fma.
+    tolerance: Tolerance {
+        abs: 1e-6,
+        rel: 1e-6,
+    },
+    default_n: 10_000,
+};
+
+/// Workgroups of the persistent kernel: fewer than the elements need, so every work-item loops.
+pub const PERSISTENT_GROUPS: u32 = 3;
+/// Work-items per workgroup of the persistent kernel.
+pub const PERSISTENT_BLOCK: u32 = 128;
+
+/// The seed's persistent vector add: a fixed grid strides over the whole vector.
+pub fn build_vector_add_persistent() -> BuildResult {
+    let k = KernelBuilder::new("vector_add_persistent");
+    let a = k.buffer::<f32>("a");
+    let b = k.buffer::<f32>("b");
+    let c = k.buffer_mut::<f32>("c");
+    let n = c.len();
+    let stride = k.global_size(Dim::X);
+    let i = k.var_named("i", k.global_id(Dim::X));
+    k.while_(
+        || i.get().lt(n),
+        || {
+            let s = k.load(&a, i.get()) + k.load(&b, i.get());
+            k.store(&c, i.get(), s);
+            i.set(i.get() + stride);
+        },
+    );
+    k.finish()
+}
+
+fn make_persistent(n: usize, seed: u64) -> Case {
+    case_abc(n, seed, PERSISTENT_GROUPS, PERSISTENT_BLOCK)
+}
+
+/// The registry entry of `vector_add_persistent`.
+pub const VECTOR_ADD_PERSISTENT: KernelSpec = KernelSpec {
+    name: "vector_add_persistent",
+    description: "c = a + b with a fixed grid of 3x128 work-items striding over the vector",
+    build: build_vector_add_persistent,
+    make_case: make_persistent,
+    reference: ref_vector_add,
+    tolerance: Tolerance::EXACT,
+    default_n: 10_000,
+};
