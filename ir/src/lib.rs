@@ -15,6 +15,7 @@ pub mod entities;
 pub mod function;
 pub mod instructions;
 pub mod interp;
+pub mod opt;
 pub mod parse;
 pub mod semantics;
 pub mod types;

@@ -63,7 +63,7 @@ impl fmt::Display for ElemType {
 }
 
 /// The type of an SSA value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Type {
     /// A lane's truth value (a lane mask bit, or SCC when uniform).
     Bool,

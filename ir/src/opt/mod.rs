@@ -1,0 +1,551 @@
+//! The e-graph optimizer.
+//!
+//! Takes a verified [`Function`]; gives an equivalent one (verified, renumbered) and an
+//! [`OptReport`]. For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
+//! conversions) is loaded into an `egg` e-graph ([`lang`]); everything else (block parameters,
+//! loads, atomics, ids, wave operations, values of other blocks) enters as leaves. The
+//! [`rules`] run under node and iteration limits (never a time limit, so that the output does
+//! not depend on machine load). Then the block is rebuilt: its non-pure instructions stay in
+//! order, and each value they (or the terminator, or other blocks) need is extracted in its
+//! cheapest form under the GCN [`cost`] model — only among forms whose leaves are defined by
+//! then. Memory instructions whose index is `x + constant` take the constant into their
+//! immediate offset when it fits the hardware field. A block whose extraction fails is kept as it
+//! was.
+
+pub mod cost;
+pub mod lang;
+pub mod rules;
+
+use crate::entities::{Block, Value};
+use crate::function::{Function, ValueDef};
+use crate::instructions::{InstData, Mem};
+use crate::types::Type;
+use crate::uniformity::Uniformity;
+use cost::{Cost, GcnCost};
+use egg::{Extractor, Id, Language, Runner, StopReason};
+use lang::{ConstVal, KGraph, KernelAnalysis, LeafId, LeafInfo, Node, NodeOp, TyTag};
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+/// Limits of the optimizer.
+#[derive(Clone, Copy, Debug)]
+pub struct OptOptions {
+    /// E-graph nodes per block before rewriting stops.
+    pub node_limit: usize,
+    /// Rewrite iterations per block.
+    pub iter_limit: usize,
+}
+
+impl Default for OptOptions {
+    fn default() -> Self {
+        OptOptions {
+            node_limit: 5_000,
+            iter_limit: 8,
+        }
+    }
+}
+
+/// What happened in one block.
+#[derive(Clone, Debug)]
+pub struct BlockReport {
+    /// The block (numbering of the input function).
+    pub block: Block,
+    /// Pure instructions loaded into the e-graph.
+    pub pure_insts: usize,
+    /// E-nodes after rewriting.
+    pub nodes: usize,
+    /// E-classes after rewriting.
+    pub classes: usize,
+    /// Iterations run.
+    pub iterations: usize,
+    /// Why rewriting stopped.
+    pub stop: String,
+    /// Time spent on the block, in microseconds (reported only, never used to decide).
+    pub micros: u128,
+    /// Whether the rebuilt block replaced the original.
+    pub rebuilt: bool,
+}
+
+/// The optimizer's debug dump.
+#[derive(Clone, Debug, Default)]
+pub struct OptReport {
+    /// Per block.
+    pub blocks: Vec<BlockReport>,
+    /// Instructions before.
+    pub insts_before: usize,
+    /// Instructions after.
+    pub insts_after: usize,
+    /// Rules in the set used.
+    pub rules: usize,
+    /// Memory instructions that took a constant into their immediate offset.
+    pub folded_offsets: usize,
+}
+
+impl std::fmt::Display for OptReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "e-graph optimizer: {} rules, {} -> {} instructions, {} offsets folded",
+            self.rules, self.insts_before, self.insts_after, self.folded_offsets
+        )?;
+        for b in &self.blocks {
+            writeln!(
+                f,
+                "  {}: {} pure insts, {} nodes, {} classes, {} iterations, stop: {}, {} us{}",
+                b.block,
+                b.pure_insts,
+                b.nodes,
+                b.classes,
+                b.iterations,
+                b.stop,
+                b.micros,
+                if b.rebuilt { "" } else { " (kept)" }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Number of rules the optimizer uses when contraction is allowed (all of them).
+pub fn rule_count() -> usize {
+    rules::base_rules().len() + rules::contraction_rules().len()
+}
+
+/// Largest immediate offset in bytes: 12 bits for buffer (MUBUF) instructions, 16 for LDS (DS).
+fn max_offset_bytes(mem: &Mem) -> u64 {
+    match mem {
+        Mem::Global(_) => 4095,
+        Mem::Lds(_) => 65535,
+    }
+}
+
+fn is_pure(d: &InstData) -> bool {
+    matches!(
+        d,
+        InstData::Const { .. }
+            | InstData::Unary { .. }
+            | InstData::Binary { .. }
+            | InstData::Ternary { .. }
+            | InstData::Cmp { .. }
+            | InstData::Select { .. }
+            | InstData::Convert { .. }
+            | InstData::Bitcast { .. }
+    )
+}
+
+fn node_op(d: &InstData) -> Option<NodeOp> {
+    Some(match d {
+        InstData::Unary { op, .. } => NodeOp::Unary(*op),
+        InstData::Binary { op, .. } => NodeOp::Binary(*op),
+        InstData::Ternary { op, .. } => NodeOp::Ternary(*op),
+        InstData::Cmp { op, .. } => NodeOp::Cmp(*op),
+        InstData::Select { .. } => NodeOp::Select,
+        InstData::Convert { .. } => NodeOp::Convert,
+        InstData::Bitcast { .. } => NodeOp::Bitcast,
+        _ => return None,
+    })
+}
+
+fn inst_of(op: NodeOp, args: &[Value], ty: Type) -> InstData {
+    match op {
+        NodeOp::Unary(op) => InstData::Unary { op, arg: args[0] },
+        NodeOp::Binary(op) => InstData::Binary {
+            op,
+            args: [args[0], args[1]],
+        },
+        NodeOp::Ternary(op) => InstData::Ternary {
+            op,
+            args: [args[0], args[1], args[2]],
+        },
+        NodeOp::Cmp(op) => InstData::Cmp {
+            op,
+            args: [args[0], args[1]],
+        },
+        NodeOp::Select => InstData::Select {
+            args: [args[0], args[1], args[2]],
+        },
+        NodeOp::Convert => InstData::Convert {
+            to: ty,
+            arg: args[0],
+        },
+        NodeOp::Bitcast => InstData::Bitcast {
+            to: ty,
+            arg: args[0],
+        },
+    }
+}
+
+/// Optimizes `func` with default limits.
+pub fn optimize(func: &Function) -> (Function, OptReport) {
+    optimize_with(func, &OptOptions::default())
+}
+
+/// Optimizes `func`.
+pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
+    let mut rules = rules::base_rules();
+    if func.flags.contract {
+        rules.extend(rules::contraction_rules());
+    }
+    let uni = Uniformity::compute(func);
+    let mut out = func.clone();
+    let mut report = OptReport {
+        insts_before: func.inst_count(),
+        rules: rules.len(),
+        ..Default::default()
+    };
+    // Where each value is used outside its own block.
+    let mut def_block: HashMap<Value, Block> = HashMap::new();
+    for &b in &func.layout {
+        for &i in &func.blocks[b].insts {
+            for &r in &func.results[i] {
+                def_block.insert(r, b);
+            }
+        }
+    }
+    let mut live_out: HashSet<Value> = HashSet::new();
+    for &b in &func.layout {
+        for &i in &func.blocks[b].insts {
+            func.insts[i].for_each_arg(|a| {
+                if def_block.get(&a).is_some_and(|d| *d != b) {
+                    live_out.insert(a);
+                }
+            });
+        }
+    }
+    let mut subst: HashMap<Value, Value> = HashMap::new();
+    for &b in &func.layout {
+        let start = Instant::now();
+        let r = optimize_block(
+            func,
+            &mut out,
+            b,
+            &uni,
+            &live_out,
+            &rules,
+            opts,
+            &mut subst,
+            &mut report.folded_offsets,
+        );
+        let mut br = r;
+        br.micros = start.elapsed().as_micros();
+        report.blocks.push(br);
+    }
+    out.replace_uses(|v| *subst.get(&v).unwrap_or(&v));
+    let out = out.renumbered();
+    report.insts_after = out.inst_count();
+    (out, report)
+}
+
+struct Rebuild<'a> {
+    g: &'a KGraph,
+    ex: Extractor<'a, GcnCost<'a>, Node, KernelAnalysis>,
+    memo: HashMap<Id, Value>,
+    busy: HashSet<Id>,
+    insts: Vec<crate::entities::Inst>,
+}
+
+impl Rebuild<'_> {
+    fn node_avail(&self, n: &Node) -> i64 {
+        match n {
+            Node::Leaf(l) => self.g.analysis.leaves[l.0 as usize].pos,
+            _ => n
+                .children()
+                .iter()
+                .map(|c| self.g[*c].data.avail)
+                .max()
+                .unwrap_or(-1),
+        }
+    }
+
+    fn cost_of(&self, n: &Node) -> Cost {
+        GcnCost { egraph: self.g }.node_cost(n, |c| self.ex.find_best_cost(c))
+    }
+
+    /// A value for class `id` usable by the instruction at index `pos` of the block.
+    fn materialize(&mut self, out: &mut Function, id: Id, pos: i64) -> Option<Value> {
+        let id = self.g.find(id);
+        if let Some(v) = self.memo.get(&id) {
+            return Some(*v);
+        }
+        if !self.busy.insert(id) {
+            return None;
+        }
+        let ty = self.g[id].data.ty?;
+        let mut cands: Vec<(Cost, Node)> = self.g[id]
+            .nodes
+            .iter()
+            .filter(|n| !matches!(n, Node::Ty(_)))
+            .filter(|n| self.node_avail(n) < pos)
+            .filter(|n| {
+                n.children()
+                    .iter()
+                    .all(|c| !self.busy.contains(&self.g.find(*c)))
+            })
+            .map(|n| (self.cost_of(n), n.clone()))
+            .collect();
+        cands.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        let mut result = None;
+        for (_, n) in cands {
+            if let Some(v) = self.emit(out, &n, ty, pos) {
+                result = Some(v);
+                break;
+            }
+        }
+        self.busy.remove(&id);
+        let v = result?;
+        self.memo.insert(id, v);
+        Some(v)
+    }
+
+    fn emit(&mut self, out: &mut Function, n: &Node, ty: Type, pos: i64) -> Option<Value> {
+        match n {
+            Node::Leaf(l) => Some(self.g.analysis.leaves[l.0 as usize].value),
+            Node::Const(c) => self.push(
+                out,
+                InstData::Const {
+                    ty: c.ty,
+                    bits: c.bits,
+                },
+            ),
+            Node::Ty(_) => None,
+            _ => {
+                let op = n.op()?;
+                let ch = n.children();
+                let skip = usize::from(matches!(op, NodeOp::Convert | NodeOp::Bitcast));
+                let mut args = Vec::new();
+                for c in &ch[skip..] {
+                    args.push(self.materialize(out, *c, pos)?);
+                }
+                self.push(out, inst_of(op, &args, ty))
+            }
+        }
+    }
+
+    fn push(&mut self, out: &mut Function, data: InstData) -> Option<Value> {
+        let i = out.make_inst(data).ok()?;
+        self.insts.push(i);
+        out.results[i].first().copied()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn optimize_block(
+    func: &Function,
+    out: &mut Function,
+    b: Block,
+    uni: &Uniformity,
+    live_out: &HashSet<Value>,
+    rules: &[egg::Rewrite<Node, KernelAnalysis>],
+    opts: &OptOptions,
+    subst: &mut HashMap<Value, Value>,
+    folded: &mut usize,
+) -> BlockReport {
+    let insts = &func.blocks[b].insts;
+    let mut rep = BlockReport {
+        block: b,
+        pure_insts: 0,
+        nodes: 0,
+        classes: 0,
+        iterations: 0,
+        stop: "no pure instructions".into(),
+        micros: 0,
+        rebuilt: false,
+    };
+    // Position of each value defined by a non-pure instruction of this block.
+    let mut pos_of: HashMap<Value, i64> = HashMap::new();
+    for (k, &i) in insts.iter().enumerate() {
+        if !is_pure(&func.insts[i]) {
+            for &r in &func.results[i] {
+                pos_of.insert(r, k as i64);
+            }
+        }
+    }
+    let mut g = KGraph::new(KernelAnalysis::default());
+    let mut class_of: HashMap<Value, Id> = HashMap::new();
+    let mut leaf_of: HashMap<Value, Id> = HashMap::new();
+    let mut get = |g: &mut KGraph, class_of: &HashMap<Value, Id>, v: Value| -> Id {
+        if let Some(id) = class_of.get(&v) {
+            return *id;
+        }
+        if let Some(id) = leaf_of.get(&v) {
+            return *id;
+        }
+        let k = g.analysis.leaves.len() as u32;
+        g.analysis.leaves.push(LeafInfo {
+            value: v,
+            ty: func.values[v].ty,
+            uniform: uni.is_uniform(v),
+            pos: *pos_of.get(&v).unwrap_or(&-1),
+        });
+        let id = g.add(Node::Leaf(LeafId(k)));
+        leaf_of.insert(v, id);
+        id
+    };
+    for &i in insts {
+        let d = &func.insts[i];
+        if !is_pure(d) {
+            continue;
+        }
+        rep.pure_insts += 1;
+        let r = func.results[i][0];
+        let id = match d {
+            InstData::Const { ty, bits } => g.add(Node::Const(ConstVal {
+                ty: *ty,
+                bits: *bits,
+            })),
+            _ => {
+                let op = node_op(d).expect("pure operation");
+                let mut ch: Vec<Id> = Vec::new();
+                if let InstData::Convert { to, .. } | InstData::Bitcast { to, .. } = d {
+                    ch.push(g.add(Node::Ty(TyTag(*to))));
+                }
+                d.for_each_arg(|a| ch.push(get(&mut g, &class_of, a)));
+                g.add(Node::from_op(op, &ch))
+            }
+        };
+        class_of.insert(r, id);
+    }
+    if rep.pure_insts == 0 {
+        return rep;
+    }
+    let runner = Runner::default()
+        .with_egraph(g)
+        .with_node_limit(opts.node_limit)
+        .with_iter_limit(opts.iter_limit)
+        .with_time_limit(std::time::Duration::from_secs(3600))
+        .run(rules);
+    rep.iterations = runner.iterations.len();
+    rep.stop = match &runner.stop_reason {
+        Some(StopReason::Saturated) => "saturated".into(),
+        Some(StopReason::IterationLimit(n)) => format!("iteration limit {n}"),
+        Some(StopReason::NodeLimit(n)) => format!("node limit {n}"),
+        Some(other) => format!("{other:?}"),
+        None => "unknown".into(),
+    };
+    let g = runner.egraph;
+    rep.nodes = g.total_number_of_nodes();
+    rep.classes = g.number_of_classes();
+
+    // Rebuild into a scratch copy; commit only if every value could be extracted.
+    let mut scratch = out.clone();
+    let mut rb = Rebuild {
+        g: &g,
+        ex: Extractor::new(&g, GcnCost { egraph: &g }),
+        memo: HashMap::new(),
+        busy: HashSet::new(),
+        insts: Vec::new(),
+    };
+    let mut local: HashMap<Value, Value> = HashMap::new();
+    let mut folded_here = 0;
+    let mut ok = true;
+    'insts: for (k, &i) in insts.iter().enumerate() {
+        let d = &func.insts[i];
+        if is_pure(d) {
+            continue;
+        }
+        let pos = k as i64;
+        // Live-out pure values are materialized before the terminator.
+        if d.is_terminator() {
+            for (&v, &id) in &class_of {
+                if live_out.contains(&v) {
+                    match rb.materialize(&mut scratch, id, pos) {
+                        Some(n) => {
+                            local.insert(v, n);
+                        }
+                        None => {
+                            ok = false;
+                            break 'insts;
+                        }
+                    }
+                }
+            }
+        }
+        let mut data = d.clone();
+        // Fold `x + c` indices into the immediate offset.
+        if let InstData::Load {
+            mem, index, offset, ..
+        }
+        | InstData::Store {
+            mem, index, offset, ..
+        }
+        | InstData::Atomic {
+            mem, index, offset, ..
+        } = &mut data
+        {
+            if let Some(&id) = class_of.get(index) {
+                let size = match mem {
+                    Mem::Global(bv) => match func.values[*bv].ty {
+                        Type::Buffer { elem, .. } => elem.bytes() as u64,
+                        _ => 4,
+                    },
+                    Mem::Lds(a) => func.lds[*a].elem.bytes() as u64,
+                };
+                let best_plain = rb.ex.find_best_cost(id);
+                let mut choice: Option<(Cost, Id, u32)> = None;
+                for n in &g[id].nodes {
+                    if let Node::Add([x, c]) = n {
+                        for (x, c) in [(*x, *c), (*c, *x)] {
+                            let Some(kc) = g[c].data.konst else { continue };
+                            let new_off = (*offset as u64 + kc) & 0xffff_ffff;
+                            if new_off * size > max_offset_bytes(mem) || rb.node_avail(n) >= pos {
+                                continue;
+                            }
+                            let cx = rb.ex.find_best_cost(x);
+                            if cx < best_plain && choice.as_ref().is_none_or(|(cc, _, _)| cx < *cc)
+                            {
+                                choice = Some((cx, x, new_off as u32));
+                            }
+                        }
+                    }
+                }
+                if let Some((_, x, new_off)) = choice {
+                    match rb.materialize(&mut scratch, x, pos) {
+                        Some(v) => {
+                            *index = v;
+                            *offset = new_off;
+                            folded_here += 1;
+                        }
+                        None => {
+                            ok = false;
+                            break 'insts;
+                        }
+                    }
+                }
+            }
+        }
+        let mut args = Vec::new();
+        data.for_each_arg(|a| args.push(a));
+        let mut mapped = Vec::new();
+        for a in args {
+            let n = match class_of.get(&a) {
+                Some(&id) => match rb.materialize(&mut scratch, id, pos) {
+                    Some(n) => n,
+                    None => {
+                        ok = false;
+                        break 'insts;
+                    }
+                },
+                None => a,
+            };
+            mapped.push(n);
+        }
+        let mut it = mapped.into_iter();
+        data.map_args(|a| it.next().unwrap_or(a));
+        scratch.insts[i] = data;
+        rb.insts.push(i);
+    }
+    if !ok {
+        rep.stop.push_str("; extraction failed, block kept");
+        return rep;
+    }
+    // The original pure results are gone: detach them.
+    for (&v, _) in &class_of {
+        scratch.values[v].def = ValueDef::Detached;
+    }
+    scratch.blocks[b].insts = std::mem::take(&mut rb.insts);
+    *out = scratch;
+    subst.extend(local);
+    *folded += folded_here;
+    rep.rebuilt = true;
+    rep
+}

@@ -1,0 +1,34 @@
+//! Every kernel, optimized by the e-graph pass, still verifies and still matches its reference
+//! in the interpreter; and the pass makes no kernel bigger.
+
+use kjit_ir::interp::run;
+use kjit_ir::opt::optimize;
+use kjit_kernels::{all, check};
+
+#[test]
+fn optimized_kernels_verify_and_match_their_references() {
+    for spec in all() {
+        let f = (spec.build)().unwrap();
+        let (g, report) = optimize(&f);
+        kjit_ir::verify(&g).unwrap_or_else(|e| panic!("{}: {e}\n{g}", spec.name));
+        println!(
+            "{:<24} {:>4} -> {:>4} instructions",
+            spec.name, report.insts_before, report.insts_after
+        );
+        assert!(
+            report.insts_after <= report.insts_before,
+            "{}: {report}",
+            spec.name
+        );
+        for (n, seed) in [(1, 1), (77, 2), (spec.default_n.min(300), 3)] {
+            let case = (spec.make_case)(n, seed);
+            let mut args = case.args.clone();
+            run(&g, &case.launch, &mut args)
+                .unwrap_or_else(|e| panic!("{} n={n}: {e}\n{g}", spec.name));
+            let want = (spec.reference)(&case);
+            if let Err(m) = check(&case, &args, &want, spec.tolerance) {
+                panic!("{} n={n} seed={seed} optimized: {m}\n{g}", spec.name);
+            }
+        }
+    }
+}
