@@ -90,7 +90,11 @@ FLAT_MAP = {"v32": "Dst", "a32": "Dst", "v64": "Addr", "v96": "Data0", "a96": "D
 
 
 def sop2(op):
-    return [([(0b10 << 30) | (op << 23) | (8 << 16) | (24 << 8) | 16, LIT], SCALAR_MAP)]
+    return [
+        ([(0b10 << 30) | (op << 23) | (8 << 16) | (24 << 8) | 16, LIT], SCALAR_MAP),
+        ([(0b10 << 30) | (op << 23) | (8 << 16) | (24 << 8) | 0x80, LIT], dict(SCALAR_MAP, **{"0": "Src0"})),
+        ([(0b10 << 30) | (op << 23) | (8 << 16) | (0x80 << 8) | 16, LIT], dict(SCALAR_MAP, **{"0": "Src1"})),
+    ]
 
 
 def sopk(op):
@@ -98,13 +102,17 @@ def sopk(op):
 
 
 def sop1(op):
-    return [([(0x17D << 23) | (8 << 16) | (op << 8) | 16, LIT], SCALAR_MAP)]
+    return [
+        ([(0x17D << 23) | (8 << 16) | (op << 8) | 16, LIT], SCALAR_MAP),
+        ([(0x17D << 23) | (8 << 16) | (op << 8) | 0x80, LIT], dict(SCALAR_MAP, **{"0": "Src0"})),
+    ]
 
 
 def sopc(op):
     return [
         ([(0x17E << 23) | (op << 16) | (24 << 8) | 16, LIT], SCALAR_MAP),
         ([(0x17E << 23) | (op << 16) | (3 << 8) | 16, LIT], {"s16": "Src0", "3": "Src1", "0x18": "Src1"}),
+        ([(0x17E << 23) | (op << 16) | (24 << 8) | 0x80, LIT], dict(SCALAR_MAP, **{"0": "Src0"})),
     ]
 
 
@@ -131,11 +139,17 @@ def vop1(op):
 
 
 def vop2(op):
-    return [([(op << 25) | (V_DST << 17) | (V_S1 << 9) | (256 + V_S0), LIT], VOP_MAP)]
+    return [
+        ([(op << 25) | (V_DST << 17) | (V_S1 << 9) | (256 + V_S0), LIT], VOP_MAP),
+        ([(op << 25) | (V_DST << 17) | (V_S1 << 9) | 16, LIT], VOP_MAP),
+    ]
 
 
 def vopc(op):
-    return [([(0x3E << 25) | (op << 17) | (V_S1 << 9) | (256 + V_S0), LIT], VOP_MAP)]
+    return [
+        ([(0x3E << 25) | (op << 17) | (V_S1 << 9) | (256 + V_S0), LIT], VOP_MAP),
+        ([(0x3E << 25) | (op << 17) | (V_S1 << 9) | 16, LIT], VOP_MAP),
+    ]
 
 
 def vop3(op):
@@ -147,6 +161,12 @@ def vop3(op):
     res.append(([w0, (256 + V_S0) | (4 << 9), LIT], VOP_MAP))  # SGPR-only src1
     res.append(([w0, 16 | (4 << 9), LIT], dict(VOP_MAP, s16="Src0")))  # SGPR-only src0
     res.append(([w0, 0, LIT], {}))
+    # restriction probes: one SGPR (or constant) source at a time
+    for sub in ((16, 256 + V_S1, 256 + V_S2), (256 + V_S0, 24, 256 + V_S2), (256 + V_S0, 256 + V_S1, 40),
+                (256 + V_S0, 256 + V_S1, 0x81), (256 + V_S0, 0x81, 256 + V_S2), (0x81, 256 + V_S1, 256 + V_S2),
+                (16, 256 + V_S1, 0), (256 + V_S0, 24, 0), (256 + V_S0, 0x81, 0), (0x81, 256 + V_S1, 0),
+                (16, 0, 0), (0x81, 0, 0)):
+        res.append(([w0, sub[0] | sub[1] << 9 | sub[2] << 18, LIT], dict(VOP_MAP, s24="Src1", s40="Src2")))
     return res
 
 
@@ -156,7 +176,13 @@ def vop3_mods(op):
     out = []
     for extra0, extra1 in (((7 << 8), 0), (0, 7 << 29), (1 << 15, 0), (0, 1 << 27), ((15 << 11), 0)):
         for s2 in (256 + V_S2, 0):
-            out.append(([w0 | extra0, (256 + V_S0) | ((256 + V_S1) << 9) | (s2 << 18) | extra1, LIT], VOP_MAP))
+            e0, e1 = extra0, extra1
+            if s2 == 0:  # two-source forms: no src2 modifier bits
+                e0 &= ~(4 << 8)
+                e1 &= ~(4 << 29)
+            out.append(([w0 | e0, (256 + V_S0) | ((256 + V_S1) << 9) | (s2 << 18) | e1, LIT], VOP_MAP))
+            if s2 == 0:
+                out.append(([w0 | (e0 & ~(2 << 8)), (256 + V_S0) | (e1 & ~(2 << 29)), LIT], VOP_MAP))
     return out
 
 
@@ -171,6 +197,16 @@ def vop3p(op):
     w0 = (0x1A7 << 23) | (op << 16) | (1 << 14) | V_DST
     res.append(([w0, (256 + V_S0) | (3 << 27), LIT], VOP_MAP))
     return res
+
+
+def vop3p_mods(op):
+    """VOP3P with one modifier family set: op_sel, neg_lo, neg_hi, clamp (variant order)."""
+    out = []
+    for extra0, extra1 in (((7 << 11), 0), (0, 7 << 29), ((7 << 8), 0), ((1 << 15), 0)):
+        w0 = (0x1A7 << 23) | (op << 16) | (1 << 14) | V_DST | extra0
+        for s2 in (256 + V_S2, 0):
+            out.append(([w0, (256 + V_S0) | ((256 + V_S1) << 9) | (s2 << 18) | (3 << 27) | extra1, LIT], VOP_MAP))
+    return out
 
 
 def ds(op):
@@ -254,6 +290,7 @@ FORMATS = [
     ("Vop3", range(0x380), vop3),
     ("Vop3mods", range(0x380), vop3_mods),
     ("Vop3p", range(128), vop3p),
+    ("Vop3pmods", range(128), vop3p_mods),
     ("Ds", range(256), ds),
     ("Mubuf", range(128), mubuf),
     ("Mtbuf", range(16), mtbuf),
@@ -457,6 +494,23 @@ def sopp_kind(mnem, tok):
 RENAMED = []
 
 
+def operand_comments(text):
+    """[(operand index, comment)] for operands LLVM annotated as invalid for their class."""
+    comments = []
+
+    def keep(m):
+        comments.append(m.group(1))
+        return "@%d@" % (len(comments) - 1)
+
+    marked = re.sub(r"\s*/\*(.*?)\*/", keep, text)
+    mnem, ops, mods, _ = parse_text(marked)
+    out = []
+    for i, tok in enumerate(ops):
+        for m in re.finditer(r"@(\d+)@", tok):
+            out.append((i, comments[int(m.group(1))]))
+    return out
+
+
 def analyze(res):
     """Merges the per-target probe results into instruction records keyed by CamelCase name."""
     recs = OrderedDict()
@@ -518,27 +572,47 @@ def analyze(res):
                         r["operands"] = opnds
                 for c in comments:
                     r["comments"].add(c)
+                # restrictions LLVM states as comments on invalid operands of other variants
+                form = "e64" if (fmt == "Vop3" and suf == "_e64") else "native"
+                for v in variants:
+                    vm, vops, _, _ = parse_text(v[1])
+                    if len(vops) != len(opnds):
+                        continue
+                    for i, c in operand_comments(v[1]):
+                        r.setdefault("restrict", {}).setdefault((form, opnds[i][0]), set()).add(c)
             # modifier probes
-        for op, variants in res[cpu]["Vop3mods"].items():
-            for vi, text, n, words, vmap in variants:
-                mnem, ops, mods, comments = parse_text(text)
-                base, suf = base_name(mnem)
-                key = camel(base)
-                if key not in recs:
-                    continue
-                r = recs[key]
-                target = r["e64_mods"] if suf == "_e64" else r["mods"]
-                if any(t.startswith("|") for t in ops):
-                    target.add("abs")
-                if any(t.startswith("-") for t in ops):
-                    target.add("neg")
-                for m in mods:
-                    if m == "clamp":
-                        target.add("clamp")
-                    elif m.startswith("mul:") or m.startswith("div:"):
-                        target.add("omod")
-                    elif m.startswith("op_sel:"):
-                        target.add("op_sel")
+        for mfmt in ("Vop3mods", "Vop3pmods"):
+            for op, variants in res[cpu][mfmt].items():
+                for vi, text, n, words, vmap in variants:
+                    mnem, ops, mods, comments = parse_text(text)
+                    base, suf = base_name(mnem)
+                    key = camel(base)
+                    if key not in recs:
+                        continue
+                    r = recs[key]
+                    target = r["e64_mods"] if suf == "_e64" else r["mods"]
+                    for idx, tok in enumerate(ops):
+                        slot = slot_of("Vop3", vmap, idx, tok, ops)[0]
+                        si = {"Src0": 0, "Src1": 1, "Src2": 2}.get(slot)
+                        if si is None:
+                            continue
+                        if tok.startswith("|") or tok.startswith("-|"):
+                            target.add("abs%d" % si)
+                        if tok.startswith("-"):
+                            target.add("neg%d" % si)
+                    for m in mods:
+                        if m == "clamp":
+                            target.add("clamp")
+                        elif m.startswith("mul:") or m.startswith("div:"):
+                            target.add("omod")
+                        elif m.startswith("op_sel:"):
+                            # LLVM's assembler rejects op_sel on dot products it prints
+                            if not mnem.startswith("v_dot"):
+                                target.add("op_sel")
+                        elif m.startswith("neg_lo:"):
+                            target.update({"neg0", "neg1", "neg2"})
+                        elif m.startswith("neg_hi:"):
+                            target.add("neg_hi")
         for fmt, field in (("Vop1Dpp", "dpp"), ("Vop2Dpp", "dpp"), ("Vop1Sdwa", "sdwa"), ("Vop2Sdwa", "sdwa"), ("VopcSdwa", "sdwa")):
             for op, variants in res[cpu][fmt].items():
                 for vi, text, n, words, vmap in variants:
@@ -549,6 +623,8 @@ def analyze(res):
                     key = camel(base)
                     if key in recs:
                         recs[key][field].add(cpu)
+                        if field == "sdwa" and "dst_sel" not in text and fmt != "VopcSdwa":
+                            recs[key]["sdwa_nodst"] = True
     return recs, problems
 
 
@@ -566,7 +642,22 @@ def is_mfma(name):
     return name.startswith("v_mfma") or name.startswith("v_smfmac")
 
 
-def kind_of(fmt, slot, f, name, e64, op_index):
+def kind_of(fmt, slot, f, name, e64, op_index, restrict=()):
+    k = base_kind_of(fmt, slot, f, name, e64, op_index)
+    rs = " ".join(restrict)
+    if fmt in SCALAR_FMTS and "Invalid immediate" in rs and k == "SSrc":
+        return "SReg"
+    if fmt in VOP_FMTS and slot in ("Src0", "Src1", "Src2"):
+        if "SReg_1_XEXEC" in rs or ("Invalid immediate" in rs and f == "s"):
+            return "SReg"
+        if re.search(r"'(VGPR_32|VRegOrLds_32|VReg_\d+)'", rs) and not is_mfma(name):
+            return "VReg"
+        if name.startswith("v_smfmac") and slot == "Src2":
+            return "VReg"
+    return k
+
+
+def base_kind_of(fmt, slot, f, name, e64, op_index):
     if slot == "Vcc":
         return "FixedVcc"
     if slot == "Literal":
@@ -620,6 +711,8 @@ def access_of(fmt, slot, name, idx, kind):
     load = "load" in name or name.startswith("s_mem") or name.startswith("ds_read") or "swizzle" in name or "permute" in name or name.startswith("ds_consume") or name.startswith("ds_append")
     atomic = "atomic" in name or (fmt == "Ds" and not load and "write" not in name and not name.startswith("ds_gws") and name not in ("ds_nop",))
     d16 = "d16" in name
+    if name == "v_swap_b32":
+        return "RW"
     if slot in ("Dst", "Vdata", "Sdata"):
         if fmt in SCALAR_FMTS:
             if name.startswith("s_cmpk") or name.startswith("s_setreg") or name in ("s_cbranch_join", "s_set_gpr_idx_idx", "s_setpc_b64", "s_rfe_b64"):
@@ -652,9 +745,10 @@ def access_of(fmt, slot, name, idx, kind):
     return "R"
 
 
-def rust_operands(fmt, opnds, name, e64):
+def rust_operands(fmt, opnds, name, e64, restrict=None):
     if opnds is None:
         return "&[]"
+    restrict = restrict or {}
     items = []
     for idx, (slot, f, n) in enumerate(opnds):
         if f == "Off":
@@ -669,7 +763,7 @@ def rust_operands(fmt, opnds, name, e64):
             n = 2
         if fmt == "Scratch" and slot == "Saddr":
             n = 1
-        k = kind_of(fmt, slot, f, name, e64, idx)
+        k = kind_of(fmt, slot, f, name, e64, idx, restrict.get(("e64" if e64 else "native", slot), ()))
         a = access_of(fmt, slot, name, idx, k)
         items.append("O::new(%s, %s, %d, %s)" % (slot, k, n, a))
     return "&[" + ", ".join(items) + "]"
@@ -682,10 +776,13 @@ def alt_operands(r, name):
         width = data // 2 if "cmpswap" in name else data
         return rust_operands(r["format"], [("Dst", "v", width)] + list(r["operands"]), name, False).replace(
             "O::new(Dst, AvReg, %d, RW)" % width, "O::new(Dst, AvReg, %d, W)" % width)
-    return rust_operands("Vop3", r["e64_operands"], name, True)
+    return rust_operands("Vop3", r["e64_operands"], name, True, r.get("restrict"))
 
 
-MODBITS = {"abs": "ABS", "neg": "NEG", "clamp": "CLAMP", "omod": "OMOD", "op_sel": "OP_SEL"}
+MODBITS = {
+    "abs0": "ABS0", "abs1": "ABS1", "abs2": "ABS2", "neg0": "NEG0", "neg1": "NEG1", "neg2": "NEG2",
+    "clamp": "CLAMP", "omod": "OMOD", "op_sel": "OP_SEL", "neg_hi": "NEG_HI",
+}
 
 
 def emit_rust(recs, path):
@@ -729,16 +826,19 @@ def emit_rust(recs, path):
         for m in sorted(r["mods"]):
             flags.append(MODBITS[m])
         for m in sorted(r["e64_mods"]):
-            flags.append("E64_" + MODBITS[m])
+            if m != "neg_hi":
+                flags.append("E64_" + MODBITS[m])
         for cpu in sorted(r["dpp"]):
             flags.append("DPP_" + cpu.upper())
         for cpu in sorted(r["sdwa"]):
             flags.append("SDWA_" + cpu.upper())
+        if r.get("sdwa_nodst"):
+            flags.append("SDWA_NO_DST_SEL")
         fl = " | ".join(flags) if flags else "0"
         lines.append(
             '    OpInfo::new("%s", "%s", Format::%s, [%s], [%s], %s, %s, %s),'
             % (name, name940, r["format"], ", ".join(ops), ", ".join(e64),
-               rust_operands(r["format"], r["operands"], name, False),
+               rust_operands(r["format"], r["operands"], name, False, r.get("restrict")),
                alt_operands(r, name), fl)
         )
     lines.append("];")

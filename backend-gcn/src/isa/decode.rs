@@ -58,6 +58,13 @@ pub enum DecodeError {
     },
 }
 
+pub(crate) fn source_count(infos: &[OperandInfo]) -> u32 {
+    infos
+        .iter()
+        .filter(|o| matches!(o.slot, Slot::Src0 | Slot::Src1 | Slot::Src2))
+        .count() as u32
+}
+
 fn bits(w: u32, lo: u32, n: u32) -> u32 {
     (w >> lo) & ((1u32 << n) - 1)
 }
@@ -254,9 +261,16 @@ pub fn decode(words: &[u32], target: Target) -> Result<(Inst, usize), DecodeErro
                 acc_ab = [bits(w1, 27, 1) != 0, bits(w1, 28, 1) != 0];
                 mods.blgp = bits(w1, 29, 3) as u8;
             } else {
-                mods.neg_hi = bits(w0, 8, 3) as u8;
+                if info.is_mix() {
+                    mods.abs = bits(w0, 8, 3) as u8;
+                } else {
+                    mods.neg_hi = bits(w0, 8, 3) as u8;
+                }
                 mods.op_sel = bits(w0, 11, 3) as u8;
-                mods.op_sel_hi = (bits(w0, 14, 1) << 2 | bits(w1, 27, 2)) as u8;
+                // bits of sources the instruction does not have keep LLVM's default
+                let used = (1u8 << source_count(infos)) - 1;
+                let raw = (bits(w0, 14, 1) << 2 | bits(w1, 27, 2)) as u8;
+                mods.op_sel_hi = (raw & used) | (mods.op_sel_hi & !used);
                 mods.clamp = bits(w0, 15, 1) != 0;
                 mods.neg = bits(w1, 29, 3) as u8;
             }

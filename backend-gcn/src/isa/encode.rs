@@ -106,9 +106,11 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
             got: inst.operands.len(),
         });
     }
+    check_registers(inst, infos, target)?;
     let m = &inst.mods;
     let gfx940 = target.is_gfx940_family();
     let bad_mod = |what: &'static str| EncodeError::BadModifier { op: name, what };
+    check_modifier_flags(inst, format)?;
     let vop3 = format == Format::Vop3 || inst.encoding == Encoding::E64;
 
     let mut e = Enc {
@@ -175,6 +177,7 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
     let mut acc_data = false;
     let mut acc_cd = false;
     let mut acc_ab = [false; 2];
+    let mut acc_seen: Option<bool> = None;
 
     for (index, (o, oi)) in inst.operands.iter().zip(infos).enumerate() {
         let bad = |why: &'static str| EncodeError::BadOperand {
@@ -308,9 +311,11 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
                         // a VGPR result: acc_cd stays clear
                     }
                 } else {
-                    if acc {
-                        acc_data = true;
+                    if acc_seen.is_some_and(|a| a != acc) {
+                        return Err(bad(": VGPR and AGPR data cannot be mixed (one ACC bit)"));
                     }
+                    acc_seen = Some(acc);
+                    acc_data = acc;
                 }
                 first as u32
             }
@@ -395,6 +400,20 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
                 code
             }
         };
+        // Register-only kinds in a 9-bit source field are encoded like any vector source.
+        let nine_bit = match oi.slot {
+            Slot::Src0 => matches!(
+                format,
+                Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p
+            ),
+            Slot::Src1 | Slot::Src2 => vop3 || format == Format::Vop3p,
+            _ => false,
+        };
+        let value = if nine_bit && matches!(oi.kind, Kind::VReg | Kind::AReg) {
+            value + 256
+        } else {
+            value
+        };
         place(&mut e, format, inst.encoding, oi.slot, value, vop3).map_err(|why| bad(why))?;
     }
 
@@ -419,14 +438,22 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
                 e.w0 |= (m.cbsz as u32) << 8 | (m.abid as u32) << 11 | (acc_cd as u32) << 15;
                 e.w1 |= (acc_ab[0] as u32) << 27 | (acc_ab[1] as u32) << 28 | (m.blgp as u32) << 29;
             } else {
-                if m.neg > 7 || m.neg_hi > 7 || m.op_sel > 7 || m.op_sel_hi > 7 {
+                if m.neg > 7 || m.neg_hi > 7 || m.abs > 7 || m.op_sel > 7 || m.op_sel_hi > 7 {
                     return Err(bad_mod("op_sel/neg"));
                 }
-                e.w0 |= (m.neg_hi as u32) << 8
+                // op_sel_hi bits of absent sources take LLVM's default
+                let used = (1u8 << super::decode::source_count(infos)) - 1;
+                let hi = (m.op_sel_hi & used)
+                    | (super::Modifiers::default_for(inst.op).op_sel_hi & !used);
+                let hi_bits = if info.is_mix() { m.abs } else { m.neg_hi };
+                if info.is_mix() && m.neg_hi != 0 || !info.is_mix() && m.abs != 0 {
+                    return Err(bad_mod("abs/neg_hi"));
+                }
+                e.w0 |= (hi_bits as u32) << 8
                     | (m.op_sel as u32) << 11
-                    | ((m.op_sel_hi as u32 >> 2) & 1) << 14
+                    | ((hi as u32 >> 2) & 1) << 14
                     | (m.clamp as u32) << 15;
-                e.w1 |= (m.op_sel_hi as u32 & 3) << 27 | (m.neg as u32) << 29;
+                e.w1 |= (hi as u32 & 3) << 27 | (m.neg as u32) << 29;
             }
         }
         (Format::Smem, _) => {
@@ -559,6 +586,147 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
     Ok(out)
 }
 
+/// Hardware rules LLVM also enforces: register tuple alignment (SGPR pairs even, larger SGPR
+/// tuples at multiples of 4; on gfx90a/gfx942 VGPR/AGPR tuples even) and the gfx9 constant-bus
+/// limit (one distinct SGPR, special register or literal per VALU instruction).
+fn check_registers(inst: &Inst, infos: &[OperandInfo], target: Target) -> Result<(), EncodeError> {
+    let name = inst.info().name;
+    let mut bus: SmallVec<[u64; 4]> = SmallVec::new();
+    let valu = matches!(
+        inst.info().format,
+        Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p
+    );
+    for (index, (o, oi)) in inst.operands.iter().zip(infos).enumerate() {
+        let bad = |why: &'static str| EncodeError::BadOperand {
+            op: name,
+            index,
+            operand: *o,
+            kind: oi.kind,
+            dwords: oi.dwords,
+            why,
+        };
+        match *o {
+            Operand::Sgpr { first, count } | Operand::Ttmp { first, count } => {
+                if (count == 2 && first % 2 != 0) || (count >= 4 && first % 4 != 0) {
+                    return Err(bad(": misaligned scalar register tuple"));
+                }
+            }
+            Operand::Vgpr { first, count } | Operand::Agpr { first, count } => {
+                if count >= 2 && first % 2 != 0 && target.has_agprs() {
+                    return Err(bad(
+                        ": gfx90a/gfx942 vector register tuples must be even-aligned",
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if valu {
+            let scalar_key = match (*o, oi.kind) {
+                (_, Kind::FixedVcc) if oi.access.reads() => Some(106 | 2 << 16),
+                (Operand::Literal(v), Kind::Lit32) => Some(1u64 << 32 | v as u64),
+                (_, Kind::FixedVcc) => None,
+                (Operand::Literal(v), Kind::VSrc | Kind::AvSrc) => Some(1u64 << 32 | v as u64),
+                (
+                    Operand::Sgpr { .. } | Operand::Ttmp { .. } | Operand::Special(_),
+                    Kind::VSrc | Kind::AvSrc | Kind::SSrc,
+                ) => o
+                    .scalar_code()
+                    .map(|c| u64::from(c) | u64::from(o.reg_count()) << 16),
+                (_, Kind::SReg) if matches!(oi.slot, Slot::Src2) => o
+                    .scalar_code()
+                    .map(|c| u64::from(c) | u64::from(o.reg_count()) << 16),
+                _ => None,
+            };
+            if let Some(k) = scalar_key {
+                if !bus.contains(&k) {
+                    bus.push(k);
+                }
+            }
+        }
+    }
+    if valu && name.starts_with("v_div_fmas") && !bus.contains(&(106 | 2 << 16)) {
+        bus.push(106 | 2 << 16); // reads VCC implicitly
+    }
+    // MFMA: the accumulator input either is the result registers or does not touch them.
+    if inst.info().is_mfma() {
+        let span = |o: &Operand| match *o {
+            Operand::Vgpr { first, count } => Some((0, first, count)),
+            Operand::Agpr { first, count } => Some((1, first, count)),
+            _ => None,
+        };
+        let dst = inst.operands.first().and_then(span);
+        let src2 = infos
+            .iter()
+            .position(|o| o.slot == Slot::Src2)
+            .and_then(|i| span(&inst.operands[i]));
+        if let (Some(d), Some(c)) = (dst, src2) {
+            let overlap = d.0 == c.0 && d.1 < c.1 + c.2 as u16 && c.1 < d.1 + d.2 as u16;
+            if overlap && d != c {
+                return Err(EncodeError::BadOperand {
+                    op: name,
+                    index: 0,
+                    operand: inst.operands[0],
+                    kind: Kind::AvReg,
+                    dwords: d.2,
+                    why: ": MFMA srcC must equal the destination or not overlap it",
+                });
+            }
+        }
+    }
+    if bus.len() > 1 {
+        return Err(EncodeError::BadOperand {
+            op: name,
+            index: 0,
+            operand: inst.operands.first().copied().unwrap_or(Operand::Off),
+            kind: Kind::VSrc,
+            dwords: 1,
+            why: ": more than one scalar value (constant bus limit)",
+        });
+    }
+    Ok(())
+}
+
+/// Rejects source/output modifiers the form does not have (per source for abs/neg).
+fn check_modifier_flags(inst: &Inst, format: Format) -> Result<(), EncodeError> {
+    use super::opcodes::flags::*;
+    let m = &inst.mods;
+    let f = inst.info().flags;
+    let shift = match (format, inst.encoding) {
+        (_, Encoding::E64 | Encoding::Dpp | Encoding::Sdwa) => E64_SHIFT,
+        (Format::Vop3 | Format::Vop3p, _) => 0,
+        _ => return Ok(()),
+    };
+    if inst.info().is_mfma() {
+        return Ok(());
+    }
+    let f = f >> shift;
+    let bad = |what| EncodeError::BadModifier {
+        op: inst.info().name,
+        what,
+    };
+    if u32::from(m.abs) & !(f & ABS) != 0 {
+        return Err(bad("abs"));
+    }
+    if u32::from(m.neg) & !((f & NEG) >> 3) != 0 {
+        return Err(bad("neg"));
+    }
+    if m.clamp && f & CLAMP == 0 {
+        return Err(bad("clamp"));
+    }
+    if m.omod != 0 && f & OMOD == 0 {
+        return Err(bad("omod"));
+    }
+    if m.op_sel != 0
+        && (f & OP_SEL == 0 || inst.encoding == Encoding::Dpp || inst.encoding == Encoding::Sdwa)
+    {
+        return Err(bad("op_sel"));
+    }
+    if format == Format::Vop3p && shift == 0 && m.neg_hi != 0 && f & NEG_HI == 0 {
+        return Err(bad("neg_hi"));
+    }
+    Ok(())
+}
+
 fn set_literal(e: &mut Enc, v: u32, op: &'static str) -> Result<(), EncodeError> {
     match e.literal {
         Some(old) if old != v => Err(EncodeError::TwoLiterals { op }),
@@ -674,17 +842,7 @@ fn place(
             }
             _ => e.w0 |= value & 0x1ff,
         },
-        (Format::Vop2 | Format::Vopc, Slot::Src1) => {
-            if encoding == Encoding::Sdwa && value < 256 {
-                e.w1 |= 1 << 31;
-                e.w0 |= (value & 0xff) << 9;
-            } else {
-                if value < 256 {
-                    return Err(": vsrc1 must be a VGPR");
-                }
-                e.w0 |= ((value - 256) & 0xff) << 9;
-            }
-        }
+        (Format::Vop2 | Format::Vopc, Slot::Src1) => e.w0 |= (value & 0xff) << 9,
         (Format::Smem, Slot::Sdata) => e.w0 |= (value & 0x7f) << 6,
         (Format::Smem, Slot::Sbase) => {
             if value & 1 != 0 || value > 127 {

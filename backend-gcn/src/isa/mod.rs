@@ -179,7 +179,14 @@ impl Modifiers {
     /// LLVM's defaults for `op` (VOP3P `op_sel_hi` all ones; everything else zero).
     pub fn default_for(op: Opcode) -> Modifiers {
         let mut m = Modifiers::default();
-        if op.format() == Format::Vop3p && !op.info().is_mfma() {
+        let info = op.info();
+        // Packed math reads the high halves from the high halves unless told otherwise; the
+        // mixed-precision FMA (`v_fma_mix*`/`v_mad_mix*`) defaults to low halves.
+        if info.format == Format::Vop3p
+            && !info.is_mfma()
+            && !info.name.starts_with("v_fma_mix")
+            && !info.name.starts_with("v_mad_mix")
+        {
             m.op_sel_hi = 0b111;
         }
         m

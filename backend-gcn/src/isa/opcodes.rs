@@ -211,40 +211,68 @@ impl OperandInfo {
     }
 }
 
-/// Bits of [`OpInfo::flags`].
+/// Bits of [`OpInfo::flags`]. Source-modifier bits are per source (`ABS0` is src0); the
+/// `E64_*` bits describe the `_e64` form of a VOP1/VOP2/VOPC instruction (and its DPP/SDWA
+/// source modifiers), the plain ones the native VOP3/VOP3P form.
 pub mod flags {
-    /// Native VOP3/VOP3P form accepts `|x|`.
-    pub const ABS: u32 = 1 << 0;
-    /// Native form accepts `-x`.
-    pub const NEG: u32 = 1 << 1;
-    /// Native form accepts `clamp`.
-    pub const CLAMP: u32 = 1 << 2;
-    /// Native form accepts `mul:2/mul:4/div:2`.
-    pub const OMOD: u32 = 1 << 3;
-    /// Native form accepts `op_sel`.
-    pub const OP_SEL: u32 = 1 << 4;
-    /// The `_e64` form of a VOP1/VOP2/VOPC instruction accepts `|x|`.
-    pub const E64_ABS: u32 = 1 << 8;
-    /// The `_e64` form accepts `-x`.
-    pub const E64_NEG: u32 = 1 << 9;
-    /// The `_e64` form accepts `clamp`.
-    pub const E64_CLAMP: u32 = 1 << 10;
-    /// The `_e64` form accepts output modifiers.
-    pub const E64_OMOD: u32 = 1 << 11;
-    /// The `_e64` form accepts `op_sel`.
-    pub const E64_OP_SEL: u32 = 1 << 12;
+    /// `|src0|` allowed.
+    pub const ABS0: u32 = 1 << 0;
+    /// `|src1|` allowed.
+    pub const ABS1: u32 = 1 << 1;
+    /// `|src2|` allowed.
+    pub const ABS2: u32 = 1 << 2;
+    /// `-src0` (VOP3P: `neg_lo`) allowed.
+    pub const NEG0: u32 = 1 << 3;
+    /// `-src1` allowed.
+    pub const NEG1: u32 = 1 << 4;
+    /// `-src2` allowed.
+    pub const NEG2: u32 = 1 << 5;
+    /// `clamp` allowed.
+    pub const CLAMP: u32 = 1 << 6;
+    /// `mul:2/mul:4/div:2` allowed.
+    pub const OMOD: u32 = 1 << 7;
+    /// `op_sel` allowed.
+    pub const OP_SEL: u32 = 1 << 8;
+    /// Shift from a native bit to its `_e64` counterpart.
+    pub const E64_SHIFT: u32 = 9;
+    /// `_e64`: `|src0|`.
+    pub const E64_ABS0: u32 = ABS0 << E64_SHIFT;
+    /// `_e64`: `|src1|`.
+    pub const E64_ABS1: u32 = ABS1 << E64_SHIFT;
+    /// `_e64`: `|src2|`.
+    pub const E64_ABS2: u32 = ABS2 << E64_SHIFT;
+    /// `_e64`: `-src0`.
+    pub const E64_NEG0: u32 = NEG0 << E64_SHIFT;
+    /// `_e64`: `-src1`.
+    pub const E64_NEG1: u32 = NEG1 << E64_SHIFT;
+    /// `_e64`: `-src2`.
+    pub const E64_NEG2: u32 = NEG2 << E64_SHIFT;
+    /// `_e64`: `clamp`.
+    pub const E64_CLAMP: u32 = CLAMP << E64_SHIFT;
+    /// `_e64`: output modifiers.
+    pub const E64_OMOD: u32 = OMOD << E64_SHIFT;
+    /// `_e64`: `op_sel`.
+    pub const E64_OP_SEL: u32 = OP_SEL << E64_SHIFT;
     /// DPP form exists on gfx900.
-    pub const DPP_GFX900: u32 = 1 << 16;
+    pub const DPP_GFX900: u32 = 1 << 18;
     /// DPP form exists on gfx90a.
-    pub const DPP_GFX90A: u32 = 1 << 17;
+    pub const DPP_GFX90A: u32 = 1 << 19;
     /// DPP form exists on gfx942.
-    pub const DPP_GFX942: u32 = 1 << 18;
+    pub const DPP_GFX942: u32 = 1 << 20;
     /// SDWA form exists on gfx900.
-    pub const SDWA_GFX900: u32 = 1 << 19;
+    pub const SDWA_GFX900: u32 = 1 << 21;
     /// SDWA form exists on gfx90a.
-    pub const SDWA_GFX90A: u32 = 1 << 20;
+    pub const SDWA_GFX90A: u32 = 1 << 22;
     /// SDWA form exists on gfx942.
-    pub const SDWA_GFX942: u32 = 1 << 21;
+    pub const SDWA_GFX942: u32 = 1 << 23;
+    /// The SDWA form has no `dst_sel`/`dst_unused` (gfx940 fp8/bf8 conversions).
+    pub const SDWA_NO_DST_SEL: u32 = 1 << 24;
+    /// VOP3P `neg_hi` allowed.
+    pub const NEG_HI: u32 = 1 << 25;
+    /// Mask of the three `ABS` bits.
+    pub const ABS: u32 = ABS0 | ABS1 | ABS2;
+    /// Mask of the three `NEG` bits.
+    pub const NEG: u32 = NEG0 | NEG1 | NEG2;
 }
 
 /// Everything the table knows about one opcode.
@@ -329,6 +357,12 @@ impl OpInfo {
     /// Whether this is a FLAT/GLOBAL atomic, which gains a destination when `glc`/`sc0` is set.
     pub fn is_flat_atomic(&self) -> bool {
         matches!(self.format, Format::Flat | Format::Global) && self.name.contains("_atomic_")
+    }
+
+    /// Whether this is a mixed-precision FMA (`v_fma_mix*`, `v_mad_mix*`): a VOP3P instruction
+    /// whose `neg_hi` bits are `abs` and whose source modifiers print on the operands.
+    pub fn is_mix(&self) -> bool {
+        self.name.starts_with("v_fma_mix") || self.name.starts_with("v_mad_mix")
     }
 
     /// Whether this is a matrix (MFMA/SMFMAC) instruction.

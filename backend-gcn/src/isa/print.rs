@@ -298,14 +298,28 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
             _ => {
                 let mut t = operand_text(o, oi);
                 if let Some(si) = source_index(oi.slot) {
-                    let neg_abs =
-                        vop3_like || matches!(inst.encoding, Encoding::Dpp | Encoding::Sdwa);
+                    let neg_abs = vop3_like
+                        || info.is_mix()
+                        || matches!(inst.encoding, Encoding::Dpp | Encoding::Sdwa);
                     if neg_abs {
-                        if m.abs >> si & 1 != 0 {
+                        let abs = m.abs >> si & 1 != 0;
+                        if abs {
                             t = format!("|{t}|");
                         }
                         if m.neg >> si & 1 != 0 {
-                            t = format!("-{t}");
+                            // LLVM writes neg(...) around a constant, where '-' would read as
+                            // part of the number.
+                            let constant = matches!(
+                                o,
+                                Operand::InlineInt(_)
+                                    | Operand::InlineFloat(_)
+                                    | Operand::Literal(_)
+                            );
+                            t = if constant && !abs {
+                                format!("neg({t})")
+                            } else {
+                                format!("-{t}")
+                            };
                         }
                     }
                     if inst.encoding == Encoding::Sdwa && m.sdwa.sext >> si & 1 != 0 {
@@ -338,7 +352,7 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
                 out.push_str(" clamp");
             }
             omod_text(&mut out, m.omod);
-            if fmt_ != Format::Vopc {
+            if fmt_ != Format::Vopc && info.flags & super::flags::SDWA_NO_DST_SEL == 0 {
                 let _ = write!(
                     out,
                     " dst_sel:{} dst_unused:{}",
@@ -372,7 +386,7 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
                 if m.op_sel_hi & mask != default_hi {
                     bit_list(&mut out, "op_sel_hi", m.op_sel_hi, n);
                 }
-                if m.neg & mask != 0 {
+                if m.neg & mask != 0 && !info.is_mix() {
                     bit_list(&mut out, "neg_lo", m.neg, n);
                 }
                 if m.neg_hi & mask != 0 {
@@ -388,7 +402,10 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
                 out.push_str(" clamp");
             }
             omod_text(&mut out, m.omod);
-            if m.op_sel != 0 {
+            if m.op_sel != 0 && is_fp8_sel(info.name) {
+                // the fp8/bf8 conversions select the destination byte with op_sel[2:3]
+                bit_list(&mut out, "op_sel", m.op_sel, 4);
+            } else if m.op_sel != 0 {
                 let n = nsrc + 1;
                 // bit 3 is the destination; it is printed last
                 let bits = (m.op_sel & ((1 << nsrc) - 1)) | ((m.op_sel >> 3) & 1) << nsrc;
@@ -468,6 +485,9 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
 /// `ds_swizzle_b32` offsets in LLVM's symbolic form (ISA "DS_SWIZZLE": bit 15 selects the
 /// quad-permute mode, otherwise and/or/xor masks of the lane id within groups of 32).
 fn swizzle_text(v: u16) -> String {
+    if v & 0x8000 != 0 && v & 0x7f00 != 0 {
+        return v.to_string();
+    }
     if v & 0x8000 != 0 {
         return format!(
             "swizzle(QUAD_PERM,{},{},{},{})",
@@ -504,6 +524,13 @@ fn swizzle_text(v: u16) -> String {
     }
     s.push_str("\")");
     s
+}
+
+fn is_fp8_sel(name: &str) -> bool {
+    matches!(
+        name,
+        "v_cvt_sr_fp8_f32" | "v_cvt_sr_bf8_f32" | "v_cvt_pk_fp8_f32" | "v_cvt_pk_bf8_f32"
+    )
 }
 
 fn cache_bits(out: &mut String, m: &super::Modifiers, gfx940: bool) {

@@ -158,6 +158,8 @@ pub fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+pub mod variants;
+
 /// Little-endian bytes to dwords.
 pub fn words_of(bytes: &[u8]) -> Vec<u32> {
     bytes
