@@ -29,6 +29,9 @@ fn int(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
 fn int32(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
     move |g, _, s| matches!(ty_of(g, s, v), Some(Type::I32 | Type::U32))
 }
+fn signed_or_float(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_float() || t.is_signed())
+}
 fn float(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
     move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_float())
 }
@@ -163,7 +166,8 @@ pub fn base_rules() -> Vec<Rule> {
         rw!("max-self"; "(max ?a ?a)" => "?a"),
         rw!("neg-neg"; "(neg (neg ?a))" => "?a"),
         rw!("not-not"; "(not (not ?a))" => "?a"),
-        rw!("abs-neg"; "(abs (neg ?a))" => "(abs ?a)"),
+        // Not for unsigned integers, where abs is the identity.
+        rw!("abs-neg"; "(abs (neg ?a))" => "(abs ?a)" if signed_or_float("?a")),
         rw!("select-same"; "(select ?c ?a ?a)" => "?a"),
         rw!("sub-neg"; "(sub ?a (neg ?b))" => "(add ?a ?b)" if int("?a")),
         rw!("add-neg"; "(add ?a (neg ?b))" => "(sub ?a ?b)"),
