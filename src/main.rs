@@ -23,6 +23,10 @@ enum Command {
     /// Run kernels of code objects on kjit's software GCN device.
     #[command(subcommand)]
     Emu(cli::emu::EmuCommand),
+    /// List the kernels of the kernel library.
+    List,
+    /// Run a library kernel on random inputs and check it against its CPU reference.
+    Run(cli::kernels::RunArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -33,6 +37,8 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Disasm(args) => cli::disasm::run(&args)?,
         Command::Emu(cmd) => cli::emu::run(cmd)?,
+        Command::List => cli::kernels::list()?,
+        Command::Run(args) => cli::kernels::run(&args)?,
     }
     Ok(())
 }

@@ -2,3 +2,4 @@
 
 pub mod disasm;
 pub mod emu;
+pub mod kernels;

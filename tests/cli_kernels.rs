@@ -1,0 +1,47 @@
+//! `kjit list` names every library kernel; `kjit run` checks a kernel against its reference and
+//! fails on an unknown one.
+
+use std::process::Command;
+
+fn kjit(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kjit"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn list_names_every_kernel() {
+    let (ok, text) = kjit(&["list"]);
+    assert!(ok, "{text}");
+    for k in kjit_kernels::all() {
+        assert!(text.contains(k.name), "{} missing from\n{text}", k.name);
+    }
+}
+
+#[test]
+fn run_passes_with_and_without_the_optimizer() {
+    let (ok, text) = kjit(&["run", "saxpy", "-n", "1000", "--seed", "7"]);
+    assert!(ok && text.contains("PASS saxpy"), "{text}");
+    let (ok, text) = kjit(&["run", "matmul", "-n", "20", "--opt", "--ir"]);
+    assert!(ok && text.contains("PASS matmul"), "{text}");
+    assert!(
+        text.contains("e-graph optimizer:") && text.contains("kernel matmul("),
+        "{text}"
+    );
+    assert!(
+        text.contains("fma"),
+        "contraction in matmul's optimized IR:\n{text}"
+    );
+}
+
+#[test]
+fn unknown_kernel_is_a_one_line_error() {
+    let (ok, text) = kjit(&["run", "no_such_kernel"]);
+    assert!(!ok);
+    assert!(text.contains("unknown kernel `no_such_kernel`"), "{text}");
+}
