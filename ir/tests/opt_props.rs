@@ -22,11 +22,52 @@ struct Step {
 }
 
 fn step() -> impl Strategy<Value = Step> {
-    (any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>(), any::<u32>()).prop_map(|(kind, a, b, c, k)| Step { kind, a, b, c, k })
+    (
+        any::<u8>(),
+        any::<u8>(),
+        any::<u8>(),
+        any::<u8>(),
+        any::<u32>(),
+    )
+        .prop_map(|(kind, a, b, c, k)| Step { kind, a, b, c, k })
 }
 
-const INT_CONSTS: [u32; 20] = [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 255, 0xffff_ffff, 0xffff_fffe, 0x8000_0000];
-const FLOAT_CONSTS: [f32; 12] = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -4.0, 1e-3, 65504.0, f32::INFINITY, 1.5];
+const INT_CONSTS: [u32; 20] = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    8,
+    9,
+    15,
+    16,
+    17,
+    31,
+    32,
+    33,
+    64,
+    255,
+    0xffff_ffff,
+    0xffff_fffe,
+    0x8000_0000,
+];
+const FLOAT_CONSTS: [f32; 12] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    2.0,
+    0.5,
+    3.0,
+    -4.0,
+    1e-3,
+    65504.0,
+    f32::INFINITY,
+    1.5,
+];
 
 struct Gen {
     pools: [Vec<Value>; 4], // i32, u32, f32, bool
@@ -56,15 +97,27 @@ fn build(steps: &[Step], floats: bool, contract: bool) -> Function {
         ("ob", ElemType::U32, true),
     ];
     for (n, e, w) in bufs {
-        f.params.push(Param { name: n.into(), ty: Type::Buffer { elem: e, writable: w } });
+        f.params.push(Param {
+            name: n.into(),
+            ty: Type::Buffer {
+                elem: e,
+                writable: w,
+            },
+        });
     }
     for (n, t) in [("si", Type::I32), ("su", Type::U32), ("sf", Type::F32)] {
-        f.params.push(Param { name: n.into(), ty: t });
+        f.params.push(Param {
+            name: n.into(),
+            ty: t,
+        });
     }
     let mut c = FuncCursor::new(&mut f);
     let b0 = c.new_block();
     let tys: Vec<Type> = c.func.params.iter().map(|p| p.ty).collect();
-    let ps: Vec<Value> = tys.iter().map(|t| c.func.append_block_param(b0, *t)).collect();
+    let ps: Vec<Value> = tys
+        .iter()
+        .map(|t| c.func.append_block_param(b0, *t))
+        .collect();
     c.switch_to(b0);
     let lane = c.special(SpecialReg::LaneId).unwrap();
     let mut pools: [Vec<Value>; 4] = [vec![ps[7]], vec![ps[8]], vec![ps[9]], vec![]];
@@ -100,32 +153,59 @@ fn build(steps: &[Step], floats: bool, contract: bool) -> Function {
                 }
                 7 => {
                     let op = CMP_OPS[s.k as usize % 6];
-                    Some((3, c.cmp(op, g.pick(int_t, s.a), g.pick(int_t, s.b)).unwrap()))
+                    Some((
+                        3,
+                        c.cmp(op, g.pick(int_t, s.a), g.pick(int_t, s.b)).unwrap(),
+                    ))
                 }
-                8 => Some((int_t, c.select(g.pick(3, s.k as u8), g.pick(int_t, s.a), g.pick(int_t, s.b)).unwrap())),
+                8 => Some((
+                    int_t,
+                    c.select(g.pick(3, s.k as u8), g.pick(int_t, s.a), g.pick(int_t, s.b))
+                        .unwrap(),
+                )),
                 _ => {
                     let other = 1 - int_t;
                     let v = g.pick(other, s.a);
-                    let conv = if s.k % 2 == 0 { c.convert(TYS[int_t], v) } else { c.bitcast(TYS[int_t], v) };
+                    let conv = if s.k % 2 == 0 {
+                        c.convert(TYS[int_t], v)
+                    } else {
+                        c.bitcast(TYS[int_t], v)
+                    };
                     Some((int_t, conv.unwrap()))
                 }
             }
         } else {
             match kind % 8 {
                 0 | 1 | 2 => {
-                    let op = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max][s.k as usize % 6];
+                    let op = [
+                        BinaryOp::Add,
+                        BinaryOp::Sub,
+                        BinaryOp::Mul,
+                        BinaryOp::Div,
+                        BinaryOp::Min,
+                        BinaryOp::Max,
+                    ][s.k as usize % 6];
                     Some((2, c.binary(op, g.pick(2, s.a), g.pick(2, s.b)).unwrap()))
                 }
-                3 => Some((2, c.fconst_f32(FLOAT_CONSTS[s.k as usize % FLOAT_CONSTS.len()]).unwrap())),
+                3 => Some((
+                    2,
+                    c.fconst_f32(FLOAT_CONSTS[s.k as usize % FLOAT_CONSTS.len()])
+                        .unwrap(),
+                )),
                 4 => {
-                    let op = [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sqrt, UnaryOp::Rcp][s.k as usize % 4];
+                    let op =
+                        [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sqrt, UnaryOp::Rcp][s.k as usize % 4];
                     Some((2, c.unary(op, g.pick(2, s.a)).unwrap()))
                 }
                 5 => {
                     let op = CMP_OPS[s.k as usize % 6];
                     Some((3, c.cmp(op, g.pick(2, s.a), g.pick(2, s.b)).unwrap()))
                 }
-                6 => Some((2, c.select(g.pick(3, s.k as u8), g.pick(2, s.a), g.pick(2, s.b)).unwrap())),
+                6 => Some((
+                    2,
+                    c.select(g.pick(3, s.k as u8), g.pick(2, s.a), g.pick(2, s.b))
+                        .unwrap(),
+                )),
                 _ => {
                     // int <-> float traffic, and integer arithmetic feeding it.
                     if s.k % 3 == 0 {
@@ -133,8 +213,16 @@ fn build(steps: &[Step], floats: bool, contract: bool) -> Function {
                     } else if s.k % 3 == 1 {
                         Some((int_t, c.convert(TYS[int_t], g.pick(2, s.a)).unwrap()))
                     } else {
-                        let k = c.constant(TYS[int_t], INT_CONSTS[s.b as usize % INT_CONSTS.len()] as u64).unwrap();
-                        Some((int_t, c.binary(BinaryOp::Mul, g.pick(int_t, s.a), k).unwrap()))
+                        let k = c
+                            .constant(
+                                TYS[int_t],
+                                INT_CONSTS[s.b as usize % INT_CONSTS.len()] as u64,
+                            )
+                            .unwrap();
+                        Some((
+                            int_t,
+                            c.binary(BinaryOp::Mul, g.pick(int_t, s.a), k).unwrap(),
+                        ))
                     }
                 }
             }
@@ -150,7 +238,11 @@ fn build(steps: &[Step], floats: bool, contract: bool) -> Function {
     for t in 0..4 {
         let vals: Vec<Value> = g.pools[t].iter().rev().take(OUTS).copied().collect();
         for (j, v) in vals.into_iter().enumerate() {
-            let v = if t == 3 { c.convert(Type::U32, v).unwrap() } else { v };
+            let v = if t == 3 {
+                c.convert(Type::U32, v).unwrap()
+            } else {
+                v
+            };
             c.store(Mem::Global(outs[t]), base, j as u32, &[v]).unwrap();
         }
     }
@@ -191,7 +283,11 @@ fn same_bits(a: &Arg, b: &Arg) -> Result<(), String> {
         (Arg::Buffer(x), Arg::Buffer(y)) => {
             for i in 0..x.len() {
                 if x.get_bits(i) != y.get_bits(i) {
-                    return Err(format!("output {i}: {:#x} vs {:#x}", x.get_bits(i), y.get_bits(i)));
+                    return Err(format!(
+                        "output {i}: {:#x} vs {:#x}",
+                        x.get_bits(i),
+                        y.get_bits(i)
+                    ));
                 }
             }
             Ok(())
@@ -202,8 +298,12 @@ fn same_bits(a: &Arg, b: &Arg) -> Result<(), String> {
 
 fn check_program(f: &Function, a: Vec<Arg>, tol: Option<f32>) -> Result<(), TestCaseError> {
     let (g, _) = optimize(f);
-    verify(&g).map_err(|e| TestCaseError::fail(format!("optimized program does not verify: {e}\n{g}")))?;
-    let launch = LaunchDims { grid: [1, 1, 1], block: [64, 1, 1] };
+    verify(&g)
+        .map_err(|e| TestCaseError::fail(format!("optimized program does not verify: {e}\n{g}")))?;
+    let launch = LaunchDims {
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+    };
     let mut before = a.clone();
     let mut after = a;
     run(f, &launch, &mut before).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -212,7 +312,10 @@ fn check_program(f: &Function, a: Vec<Arg>, tol: Option<f32>) -> Result<(), Test
         let r = match (tol, &before[k], &after[k]) {
             (Some(t), Arg::Buffer(BufferData::F32(x)), Arg::Buffer(BufferData::F32(y))) => {
                 x.iter().zip(y).enumerate().try_for_each(|(i, (p, q))| {
-                    if (p - q).abs() <= t * p.abs().max(1e-30) || (p.is_nan() && q.is_nan()) || p == q {
+                    if (p - q).abs() <= t * p.abs().max(1e-30)
+                        || (p.is_nan() && q.is_nan())
+                        || p == q
+                    {
                         Ok(())
                     } else {
                         Err(format!("f32 output {i}: {p:?} vs {q:?}"))
@@ -229,14 +332,28 @@ fn check_program(f: &Function, a: Vec<Arg>, tol: Option<f32>) -> Result<(), Test
 
 fn int_inputs() -> impl Strategy<Value = Vec<u32>> {
     prop::collection::vec(
-        prop_oneof![any::<u32>(), (0u32..70), Just(0x8000_0000u32), Just(u32::MAX), (0u32..20).prop_map(|x| 1 << x)],
+        prop_oneof![
+            any::<u32>(),
+            (0u32..70),
+            Just(0x8000_0000u32),
+            Just(u32::MAX),
+            (0u32..20).prop_map(|x| 1 << x)
+        ],
         8..16,
     )
 }
 
 fn float_inputs() -> impl Strategy<Value = Vec<f32>> {
     prop::collection::vec(
-        prop_oneof![(-100.0f32..100.0), Just(0.0f32), Just(-0.0f32), Just(f32::INFINITY), Just(f32::NAN), Just(1.0f32), (-1e-3f32..1e-3)],
+        prop_oneof![
+            (-100.0f32..100.0),
+            Just(0.0f32),
+            Just(-0.0f32),
+            Just(f32::INFINITY),
+            Just(f32::NAN),
+            Just(1.0f32),
+            (-1e-3f32..1e-3)
+        ],
         8..16,
     )
 }
