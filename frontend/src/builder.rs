@@ -245,8 +245,7 @@ impl KernelBuilder {
                 format!("operand {} comes from another kernel (`{other}`)", v.v),
             );
             let cur = g.cur;
-            let p = g.placeholder(cur, T::TY);
-            p
+            g.placeholder(cur, T::TY)
         }
     }
 

@@ -75,6 +75,11 @@ impl<'k, T: Num> Buffer<'k, T> {
 }
 
 impl<'k, T: Num> Lds<'k, T> {
+    /// Whether the array has no elements (only when its declaration failed).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The number of elements.
     pub fn len(&self) -> u32 {
         match self.a {

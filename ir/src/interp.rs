@@ -140,7 +140,7 @@ impl BufferData {
     /// error).
     pub fn from_bytes(elem: ElemType, bytes: &[u8]) -> Result<Self, String> {
         let size = elem.bytes() as usize;
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(format!(
                 "{} bytes is not a whole number of {elem} elements",
                 bytes.len()

@@ -252,11 +252,9 @@ impl Parser {
     fn call(&self, l: &mut Line) -> Result<BlockCall, String> {
         let b = self.block(&l.ident()?)?;
         let mut args = SmallVec::new();
-        if l.eat('(') {
-            if !l.eat(')') {
-                args = self.list(l)?;
-                l.expect(')')?;
-            }
+        if l.eat('(') && !l.eat(')') {
+            args = self.list(l)?;
+            l.expect(')')?;
         }
         Ok(BlockCall { block: b, args })
     }

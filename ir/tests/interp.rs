@@ -1,5 +1,10 @@
 //! The interpreter's execution model: SIMT divergence and reconvergence, early exit, wave
 //! operations over the active lanes, barriers between waves, memory rules and errors.
+#![allow(
+    clippy::needless_range_loop,
+    clippy::manual_div_ceil,
+    clippy::manual_range_patterns
+)]
 
 use kjit_ir::interp::*;
 use kjit_ir::parse::parse_function;

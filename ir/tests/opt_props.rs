@@ -2,6 +2,11 @@
 //! same results in the interpreter as before — bit for bit for integers and (without contraction)
 //! floats, up to NaN payloads; within a stated bound when contraction to fma is allowed.
 //! Cases: 500 integer + 400 mixed float + 150 contraction = 1050 per run.
+#![allow(
+    clippy::needless_range_loop,
+    clippy::manual_div_ceil,
+    clippy::manual_range_patterns
+)]
 
 use kjit_ir::interp::{run, Arg, BufferData, LaunchDims};
 use kjit_ir::opt::optimize;

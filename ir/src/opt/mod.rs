@@ -539,7 +539,7 @@ fn optimize_block(
         return rep;
     }
     // The original pure results are gone: detach them.
-    for (&v, _) in &class_of {
+    for &v in class_of.keys() {
         scratch.values[v].def = ValueDef::Detached;
     }
     scratch.blocks[b].insts = std::mem::take(&mut rb.insts);
