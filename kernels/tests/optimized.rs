@@ -12,8 +12,17 @@ fn optimized_kernels_verify_and_match_their_references() {
         let (g, report) = optimize(&f);
         kjit_ir::verify(&g).unwrap_or_else(|e| panic!("{}: {e}\n{g}", spec.name));
         println!(
-            "{:<24} {:>4} -> {:>4} instructions",
-            spec.name, report.insts_before, report.insts_after
+            "{:<24} {:>4} -> {:>4} instructions, {:>4} -> {:>4} estimated ALU cycles",
+            spec.name,
+            report.insts_before,
+            report.insts_after,
+            report.cycles_before,
+            report.cycles_after
+        );
+        assert!(
+            report.cycles_after <= report.cycles_before,
+            "{}: {report}",
+            spec.name
         );
         assert!(
             report.insts_after <= report.insts_before,

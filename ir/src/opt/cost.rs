@@ -193,3 +193,44 @@ impl CostFunction<Node> for GcnCost<'_> {
         self.node_cost(enode, costs)
     }
 }
+
+/// A static estimate of a function's ALU issue cycles per wave: every pure instruction once,
+/// costed by the table above (SALU when its result is uniform and integer), plus literal
+/// operands. Loops are not weighted; it compares forms of one kernel, nothing more.
+pub fn estimate_cycles(func: &crate::function::Function) -> u64 {
+    use crate::instructions::InstData;
+    let u = crate::uniformity::Uniformity::compute(func);
+    let mut literal: std::collections::HashMap<crate::entities::Value, bool> = Default::default();
+    let mut total = 0u64;
+    for &b in &func.layout {
+        for &i in &func.blocks[b].insts {
+            let d = &func.insts[i];
+            if let InstData::Const { ty, bits } = d {
+                literal.insert(func.results[i][0], !is_inline_constant(*ty, *bits));
+                continue;
+            }
+            let op = match d {
+                InstData::Unary { op, .. } => NodeOp::Unary(*op),
+                InstData::Binary { op, .. } => NodeOp::Binary(*op),
+                InstData::Ternary { op, .. } => NodeOp::Ternary(*op),
+                InstData::Cmp { op, .. } => NodeOp::Cmp(*op),
+                InstData::Select { .. } => NodeOp::Select,
+                InstData::Convert { .. } => NodeOp::Convert,
+                InstData::Bitcast { .. } => NodeOp::Bitcast,
+                _ => continue,
+            };
+            let args = d.args();
+            let ty = match d {
+                InstData::Select { args, .. } => func.values[args[1]].ty,
+                _ => func.values[args[0]].ty,
+            };
+            let scalar = u.is_uniform(func.results[i][0]) && ty.is_int();
+            let lits = args
+                .iter()
+                .filter(|a| literal.get(a).copied().unwrap_or(false))
+                .count() as u64;
+            total += op_cycles(op, ty, scalar).max(1) as u64 + lits * LITERAL as u64;
+        }
+    }
+    total
+}

@@ -75,6 +75,10 @@ pub struct OptReport {
     pub insts_before: usize,
     /// Instructions after.
     pub insts_after: usize,
+    /// Estimated ALU cycles per wave before ([`cost::estimate_cycles`]).
+    pub cycles_before: u64,
+    /// Estimated ALU cycles per wave after.
+    pub cycles_after: u64,
     /// Rules in the set used.
     pub rules: usize,
     /// Memory instructions that took a constant into their immediate offset.
@@ -85,8 +89,8 @@ impl std::fmt::Display for OptReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "e-graph optimizer: {} rules, {} -> {} instructions, {} offsets folded",
-            self.rules, self.insts_before, self.insts_after, self.folded_offsets
+            "e-graph optimizer: {} rules, {} -> {} instructions, {} -> {} estimated ALU cycles, {} offsets folded",
+            self.rules, self.insts_before, self.insts_after, self.cycles_before, self.cycles_after, self.folded_offsets
         )?;
         for b in &self.blocks {
             writeln!(
@@ -190,6 +194,7 @@ pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport
     let mut out = func.clone();
     let mut report = OptReport {
         insts_before: func.inst_count(),
+        cycles_before: cost::estimate_cycles(func),
         rules: rules.len(),
         ..Default::default()
     };
@@ -233,6 +238,7 @@ pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport
     out.replace_uses(|v| *subst.get(&v).unwrap_or(&v));
     let out = out.renumbered();
     report.insts_after = out.inst_count();
+    report.cycles_after = cost::estimate_cycles(&out);
     (out, report)
 }
 
