@@ -31,10 +31,17 @@ __kernel void reduce(__global int *out, __global const int *in) {
 "#;
 
 fn compile(clang: &Path, lld: &Path, target: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kjit-cli-disasm-{}-{target}", std::process::id()));
+    compile_src(clang, lld, target, SRC, "basic")
+}
+
+fn compile_src(clang: &Path, lld: &Path, target: &str, src: &str, tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "kjit-cli-disasm-{}-{tag}-{target}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let cl = dir.join("k.cl");
-    std::fs::write(&cl, SRC).unwrap();
+    std::fs::write(&cl, src).unwrap();
     let (o, so) = (dir.join("k.o"), dir.join("k.hsaco"));
     let mcpu = format!("-mcpu={target}");
     run(
@@ -172,7 +179,8 @@ fn disasm_summary_and_listing_match_llvm() {
             out.contains("LDS 512 B static"),
             "reduce uses 128 ints of LDS:\n{out}"
         );
-        // The listing's addresses and words are objdump's, kernel by kernel.
+        // The listing's addresses and words are objdump's, kernel by kernel (and with the
+        // instruction layer, so is every line: see `disasm_text_equals_llvm_objdump`).
         let mcpu = format!("--mcpu={}", target.name());
         let dump = run(objdump, &["-d", &mcpu, path], None).unwrap();
         for kernel in ["axpy", "reduce"] {
@@ -203,4 +211,118 @@ fn disasm_rejects_bad_files_in_one_line() {
     assert!(!ok);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("bad.hsaco: malformed ELF"), "{err}");
+}
+
+/// Kernels that make clang emit a broad mix: f64/f16 math, conversions, integer division,
+/// atomics, LDS with barriers, cross-lane ops, loops and (on gfx90a/gfx942) MFMA.
+const MIX: &str = r#"
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+__kernel void f64ops(__global double *a, __global const double *b, double s) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  double x = b[i];
+  a[i] = fma(x, s, a[i]) / (x + 1.0) + sqrt(fabs(x)) + (double)(int)x;
+}
+__kernel void f16ops(__global half *a, __global const half *b, __global float *c) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  half x = b[i];
+  a[i] = x * x + (half)2.0;
+  c[i] = (float)x * 0.5f + (float)(a[i] > x);
+}
+__kernel void intdiv(__global int *a, __global uint *b, int d, uint e) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  a[i] = a[i] / d + a[i] % 7;
+  b[i] = (b[i] / e) ^ (b[i] >> 3) ^ __builtin_clz(b[i]) ^ __builtin_popcount(b[i]);
+}
+__kernel void atomics(__global int *c, __global uint *m, __global float *f) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  __atomic_fetch_add(c, i, __ATOMIC_RELAXED);
+  __atomic_fetch_max(m, (uint)i, __ATOMIC_RELAXED);
+  int old = __atomic_exchange_n(c + 1, i, __ATOMIC_RELAXED);
+  f[i] = (float)old;
+}
+__kernel void lds_scan(__global int *a) {
+  __local int t[256];
+  int i = __builtin_amdgcn_workitem_id_x();
+  t[i] = a[i];
+  for (int s = 1; s < 256; s <<= 1) {
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+    int v = i >= s ? t[i - s] : 0;
+    __builtin_amdgcn_s_barrier();
+    t[i] += v;
+  }
+  a[i] = t[i];
+}
+__kernel void crosslane(__global int *a) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  int v = a[i];
+  v += __builtin_amdgcn_ds_bpermute((i ^ 1) * 4, v);
+  v += __builtin_amdgcn_update_dpp(0, v, 0x111, 0xf, 0xf, false);
+  v += __builtin_amdgcn_readfirstlane(v);
+  a[i] = v;
+}
+__kernel void loops(__global float *a, int n) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  float acc = 0.0f;
+  for (int k = 0; k < n; k++) {
+    float x = a[i + k * 64];
+    if (x > acc) acc = x * 0.5f; else acc -= __builtin_amdgcn_exp2f(x);
+  }
+  a[i] = acc;
+}
+#if defined(__gfx90a__) || defined(__gfx942__)
+typedef half half4 __attribute__((ext_vector_type(4)));
+typedef float float16v __attribute__((ext_vector_type(16)));
+__kernel void mfma(__global float16v *c, __global const half4 *a, __global const half4 *b) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  c[i] = __builtin_amdgcn_mfma_f32_32x32x8f16(a[i], b[i], c[i], 0, 0, 0);
+}
+#endif
+"#;
+
+/// Instruction lines (tab-indented) with runs of spaces collapsed, grouped under their symbol.
+fn instruction_lines(listing: &str) -> Vec<String> {
+    listing
+        .lines()
+        .filter(|l| l.starts_with('\t') || (l.ends_with(">:") && l.contains(" <")))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn disasm_text_equals_llvm_objdump() {
+    let tools = require_all(
+        &[Tool::Clang, Tool::Lld, Tool::Objdump],
+        "disasm_text_equals_llvm_objdump",
+    );
+    let Some(tools) = tools else { return };
+    let (clang, lld, objdump) = (&tools[0], &tools[1], &tools[2]);
+    let mut total = 0;
+    for target in ALL_TARGETS {
+        let so = compile_src(clang, lld, target.name(), MIX, "mix");
+        let path = so.to_str().unwrap();
+        let (ok, out, err) = kjit(&["disasm", path]);
+        assert!(ok && err.is_empty(), "{err}");
+        let mcpu = format!("--mcpu={}", target.name());
+        let dump = run(objdump, &["-d", &mcpu, path], None).unwrap();
+        let (ours, theirs) = (instruction_lines(&out), instruction_lines(&dump));
+        assert!(theirs.len() > 200, "{target}: only {} lines", theirs.len());
+        let diffs: Vec<String> = ours
+            .iter()
+            .zip(&theirs)
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("  kjit: {a}\n  llvm: {b}"))
+            .collect();
+        assert!(
+            diffs.is_empty(),
+            "{target}: {} lines differ:\n{}",
+            diffs.len(),
+            diffs[..diffs.len().min(20)].join("\n")
+        );
+        assert_eq!(ours.len(), theirs.len(), "{target}");
+        assert!(!out.contains(".long"), "{target}: undecoded words");
+        total += theirs.len();
+    }
+    println!("{total} lines equal to llvm-objdump-19 -d");
 }

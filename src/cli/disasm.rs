@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, Kernel};
+use kjit_backend_gcn::isa;
 use kjit_backend_gcn::Target;
 
 /// Arguments of `kjit disasm`.
@@ -66,6 +67,11 @@ pub fn render(co: &CodeObject, file: &str, args: &DisasmArgs, out: &mut String) 
         co.kernels.len(),
         if co.kernels.len() == 1 { "" } else { "s" }
     );
+    let symbols: Vec<(u64, String)> = co
+        .kernels
+        .iter()
+        .map(|k| (k.code_address, k.name.clone()))
+        .collect();
     for k in &co.kernels {
         if args.kernel.as_deref().is_some_and(|n| n != k.name) {
             continue;
@@ -74,7 +80,7 @@ pub fn render(co: &CodeObject, file: &str, args: &DisasmArgs, out: &mut String) 
         summary(co.target, k, args.workgroup_size, out);
         if !args.summary {
             out.push('\n');
-            listing(co.target, k, out);
+            listing(co.target, k, &symbols, out);
         }
     }
 }
@@ -233,9 +239,13 @@ pub struct Line {
     pub words: Vec<u32>,
     /// Assembly text (`.long 0x...` for a word that does not decode).
     pub text: String,
+    /// For a branch: the byte address it jumps to.
+    pub branch_target: Option<u64>,
 }
 
-/// Decodes `code` (at `address`) into lines.
+/// Decodes `code` (at `address`) into lines with kjit's instruction layer. A word that does not
+/// decode is shown as data (`.long`) with the decoder's reason, and decoding resumes at the next
+/// word, as `llvm-objdump` does.
 pub fn decode_lines(target: Target, code: &[u8], address: u64) -> Vec<Line> {
     let words: Vec<u32> = code
         .chunks_exact(4)
@@ -244,35 +254,66 @@ pub fn decode_lines(target: Target, code: &[u8], address: u64) -> Vec<Line> {
     let mut lines = Vec::with_capacity(words.len());
     let mut i = 0;
     while i < words.len() {
-        let (text, n) = decode_one(target, &words[i..]);
-        let n = n.clamp(1, words.len() - i);
-        lines.push(Line {
-            address: address + 4 * i as u64,
-            words: words[i..i + n].to_vec(),
-            text,
-        });
-        i += n;
+        let at = address + 4 * i as u64;
+        match isa::decode(&words[i..], target) {
+            Ok((inst, n)) => {
+                let n = n.clamp(1, words.len() - i);
+                // SOPP branches: offset in dwords from the next instruction.
+                let branch_target = inst
+                    .operand_infos()
+                    .iter()
+                    .zip(&inst.operands)
+                    .find(|(info, _)| info.kind == isa::Kind::Label)
+                    .and_then(|(_, op)| match op {
+                        isa::Operand::Imm(off) => Some((at as i64 + 4 * n as i64 + 4 * off) as u64),
+                        _ => None,
+                    });
+                lines.push(Line {
+                    address: at,
+                    words: words[i..i + n].to_vec(),
+                    text: inst.display(target).to_string(),
+                    branch_target,
+                });
+                i += n;
+            }
+            Err(e) => {
+                lines.push(Line {
+                    address: at,
+                    words: vec![words[i]],
+                    text: format!(".long 0x{:08x} ; {e}", words[i]),
+                    branch_target: None,
+                });
+                i += 1;
+            }
+        }
     }
     lines
 }
 
-/// Decodes one instruction: text and word count. Until the instruction layer exists, every
-/// word is shown as data, as `llvm-objdump` shows words it cannot decode.
-fn decode_one(_target: Target, words: &[u32]) -> (String, usize) {
-    (format!(".long 0x{:08x}", words[0]), 1)
+/// `<symbol+0xoff>` for an address, naming the closest kernel entry at or below it.
+fn symbolize(co_kernels: &[(u64, String)], addr: u64) -> Option<String> {
+    let (base, name) = co_kernels
+        .iter()
+        .filter(|(a, _)| *a <= addr)
+        .max_by_key(|(a, _)| *a)?;
+    Some(if addr == *base {
+        format!("<{name}>")
+    } else {
+        format!("<{name}+0x{:x}>", addr - base)
+    })
 }
 
-/// The kernel's instructions, `llvm-objdump -d` style.
-pub fn listing(target: Target, k: &Kernel, out: &mut String) {
+/// The kernel's instructions, `llvm-objdump -d` style: text, then `// ADDRESS: WORDS` and, for
+/// branches, the target as `<symbol+offset>`.
+pub fn listing(target: Target, k: &Kernel, symbols: &[(u64, String)], out: &mut String) {
     let _ = writeln!(out, "{:016x} <{}>:", k.code_address, k.name);
     for l in decode_lines(target, &k.code, k.code_address) {
         let words: Vec<String> = l.words.iter().map(|w| format!("{w:08X}")).collect();
-        let _ = writeln!(
-            out,
-            "\t{:<59}// {:012X}: {}",
-            l.text,
-            l.address,
-            words.join(" ")
-        );
+        let mut line = format!("\t{:<59}// {:012X}: {}", l.text, l.address, words.join(" "));
+        if let Some(sym) = l.branch_target.and_then(|t| symbolize(symbols, t)) {
+            line.push(' ');
+            line.push_str(&sym);
+        }
+        let _ = writeln!(out, "{line}");
     }
 }
