@@ -326,3 +326,26 @@ fn disasm_text_equals_llvm_objdump() {
     }
     println!("{total} lines equal to llvm-objdump-19 -d");
 }
+
+#[test]
+fn disasm_text_equals_llvm_objdump_on_triton_objects() {
+    let Some(objdump) = kjit::backend_gcn::llvm_oracle::require(Tool::Objdump, "disasm_triton")
+    else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("backend-gcn/tests/fixtures/triton");
+    for (file, mcpu) in [
+        ("triton-add-gfx942.hsaco", "gfx942"),
+        ("triton-add-gfx90a.hsaco", "gfx90a"),
+        ("triton-matmul-gfx942.hsaco", "gfx942"),
+    ] {
+        let path = dir.join(file);
+        let path = path.to_str().unwrap();
+        let (ok, out, err) = kjit(&["disasm", path]);
+        assert!(ok && err.is_empty(), "{err}");
+        let dump = run(&objdump, &["-d", &format!("--mcpu={mcpu}"), path], None).unwrap();
+        let (ours, theirs) = (instruction_lines(&out), instruction_lines(&dump));
+        assert!(theirs.len() > 100);
+        assert_eq!(ours, theirs, "{file}");
+    }
+}
