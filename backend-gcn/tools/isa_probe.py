@@ -24,6 +24,16 @@ MARKER = 0xBF804321  # s_nop 0x4321, placed on its own line after every probe
 
 
 def disassemble(probes, cpu):
+    """Runs `disassemble_batch` over chunks (a long input once crashed llvm-mc-19)."""
+    out = {}
+    step = 128
+    for base in range(0, len(probes), step):
+        for k, v in disassemble_batch(probes[base:base + step], cpu).items():
+            out[base + k] = v
+    return out
+
+
+def disassemble_batch(probes, cpu):
     """Disassembles each probe (a list of dwords); returns {probe index: (text, ndwords)} for the
     probes whose first dword starts a valid instruction. Each input line is decoded on its own; a
     marker line after every probe separates the outputs, and the disassembler's warnings (with line
@@ -267,11 +277,37 @@ def sdwa(prefix):
     return build
 
 
+def imm_probe(prefix):
+    """src0 holds 0.5 (code 240), then a literal: how LLVM prints constants of this operand."""
+    def build(op):
+        w = prefix(op)
+        return [([w | 240, LIT], VOP_MAP), ([w | 255, LIT], VOP_MAP)]
+    return build
+
+
+def vop3_imm(op):
+    w0 = (0b110100 << 26) | (op << 16) | V_DST
+    out = []
+    for k in range(3):
+        for n in (3, 2, 1):
+            if k >= n:
+                continue
+            srcs = [256 + V_S0, 256 + V_S1, 256 + V_S2][:n] + [0] * (3 - n)
+            srcs[k] = 240
+            out.append(([w0, srcs[0] | srcs[1] << 9 | srcs[2] << 18, LIT], VOP_MAP))
+    return out
+
+
 VOP1_W = lambda op: (0x3F << 25) | (V_DST << 17) | (op << 9)
 VOP2_W = lambda op: (op << 25) | (V_DST << 17) | (V_S1 << 9)
 VOPC_W = lambda op: (0x3E << 25) | (op << 17) | (V_S1 << 9)
 
 FORMATS = [
+    # (v_accvgpr_mov_b32 = 0x52 with a constant source crashes llvm-mc-19 -show-encoding)
+    ("Vop1Imm", [o for o in range(256) if o not in (0x51, 0x52)], imm_probe(VOP1_W)),
+    ("Vop2Imm", range(0x3E), imm_probe(VOP2_W)),
+    ("VopcImm", range(256), imm_probe(VOPC_W)),
+    ("Vop3Imm", range(0x380), vop3_imm),
     ("Vop1Dpp", range(256), dpp(VOP1_W)),
     ("Vop2Dpp", range(0x3E), dpp(VOP2_W)),
     ("VopcDpp", range(256), dpp(VOPC_W)),
@@ -566,6 +602,8 @@ def analyze(res):
                         continue
                     r["format"] = fmt
                     r["opcode"][cpu] = op
+                    if suf == "_e32":
+                        r["e32_suffix"] = True
                     r["names"][cpu] = base
                     r["len"] = max(r["len"], n)
                     if r["operands"] is None or cpu == "gfx942":
@@ -613,6 +651,24 @@ def analyze(res):
                             target.update({"neg0", "neg1", "neg2"})
                         elif m.startswith("neg_hi:"):
                             target.add("neg_hi")
+        # operand types LLVM's printer reveals: 16-bit literals, int16 inline constants
+        for fmt in ("Vop1Imm", "Vop2Imm", "VopcImm", "Vop3Imm"):
+            for op, variants in res[cpu][fmt].items():
+                for vi, text, n, words, vmap in variants:
+                    mnem, ops, mods, comments = parse_text(text)
+                    base, suf = base_name(mnem)
+                    key = camel(base)
+                    if key not in recs:
+                        continue
+                    r = recs[key]
+                    if "0x3344" in ops and "0x11223344" not in ops:
+                        r.setdefault("types", set()).add("lit16")
+                    if fmt == "Vop3Imm":
+                        src = (words[1] & 0x1ff, (words[1] >> 9) & 0x1ff, (words[1] >> 18) & 0x1ff).index(240)
+                    else:
+                        src = 0
+                    if "0x3800" in ops:
+                        r.setdefault("types", set()).add("int16_%d" % src)
         for fmt, field in (("Vop1Dpp", "dpp"), ("Vop2Dpp", "dpp"), ("Vop1Sdwa", "sdwa"), ("Vop2Sdwa", "sdwa"), ("VopcSdwa", "sdwa")):
             for op, variants in res[cpu][fmt].items():
                 for vi, text, n, words, vmap in variants:
@@ -668,7 +724,7 @@ def base_kind_of(fmt, slot, f, name, e64, op_index):
         return f
     if fmt in SCALAR_FMTS:
         if f == "imm":
-            return "Imm16"
+            return "GprIdx" if name == "s_set_gpr_idx_on" else "Imm16"
         return "SReg" if slot == "Dst" else "SSrc"
     if fmt == "Smem":
         if slot == "Soffset":
@@ -832,6 +888,10 @@ def emit_rust(recs, path):
             flags.append("DPP_" + cpu.upper())
         for cpu in sorted(r["sdwa"]):
             flags.append("SDWA_" + cpu.upper())
+        for t in sorted(r.get("types", ())):
+            flags.append({"lit16": "LIT16", "int16_0": "INT16_0", "int16_1": "INT16_1", "int16_2": "INT16_2"}[t])
+        if r.get("e32_suffix"):
+            flags.append("E32_SUFFIX")
         if r.get("sdwa_nodst"):
             flags.append("SDWA_NO_DST_SEL")
         fl = " | ".join(flags) if flags else "0"

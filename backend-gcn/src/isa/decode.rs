@@ -362,6 +362,30 @@ pub fn decode(words: &[u32], target: Target) -> Result<(Inst, usize), DecodeErro
     let mut operands: SmallVec<[Operand; 4]> = SmallVec::new();
     for oi in infos {
         let raw = raw_field(format, encoding, oi.slot, w0, w1);
+        // SDWA sources may be scalar (S0/S1 bits), whatever the native operand kind says.
+        if encoding == Encoding::Sdwa {
+            let scalar = match oi.slot {
+                Slot::Src0 => bits(w1, 23, 1) != 0,
+                Slot::Src1 => bits(w1, 31, 1) != 0,
+                _ => false,
+            };
+            if scalar {
+                let o = Operand::from_scalar_code((raw & 0xff) as u16, oi.dwords.max(1))
+                    .ok_or_else(|| bad(raw))?;
+                operands.push(o);
+                continue;
+            }
+        }
+        // VOPC SDWA writes an SGPR pair instead of VCC when the SD bit is set.
+        if encoding == Encoding::Sdwa
+            && format == Format::Vopc
+            && oi.kind == Kind::FixedVcc
+            && bits(w1, 15, 1) != 0
+        {
+            let o = Operand::from_scalar_code(bits(w1, 8, 7) as u16, 2).ok_or_else(|| bad(raw))?;
+            operands.push(o);
+            continue;
+        }
         let o = match oi.kind {
             Kind::FixedVcc => Operand::Special(SpecialReg::Vcc),
             Kind::Lit32 => Operand::Literal(literal),

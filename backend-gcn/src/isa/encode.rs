@@ -324,15 +324,22 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
                     if *o == Operand::Off {
                         0x7f
                     } else {
-                        let code = scalar_reg_code(o, oi.dwords.max(1))
-                            .ok_or_else(|| bad(": not an SGPR"))?;
-                        if format == Format::Scratch && !gfx940 {
-                            // gfx9: VADDR is used exactly when SADDR is off.
-                        }
-                        code as u32
+                        scalar_reg_code(o, oi.dwords.max(1)).ok_or_else(|| bad(": not an SGPR"))?
+                            as u32
                     }
                 } else {
                     let w = oi.dwords.max(1);
+                    // VOP3 carry/mask operands (SReg_1_XEXEC) cannot name EXEC
+                    if matches!(oi.slot, Slot::Sdst | Slot::Src2)
+                        && matches!(
+                            o,
+                            Operand::Special(
+                                SpecialReg::Exec | SpecialReg::ExecLo | SpecialReg::ExecHi
+                            )
+                        )
+                    {
+                        return Err(bad(": EXEC cannot be a carry or mask operand"));
+                    }
                     scalar_reg_code(o, w)
                         .ok_or_else(|| bad(": not a scalar register of this width"))?
                         as u32
@@ -843,7 +850,12 @@ fn place(
             _ => e.w0 |= value & 0x1ff,
         },
         (Format::Vop2 | Format::Vopc, Slot::Src1) => e.w0 |= (value & 0xff) << 9,
-        (Format::Smem, Slot::Sdata) => e.w0 |= (value & 0x7f) << 6,
+        (Format::Smem, Slot::Sdata) => {
+            if value > 127 {
+                return Err(": SMEM data field is 7 bits");
+            }
+            e.w0 |= value << 6
+        }
         (Format::Smem, Slot::Sbase) => {
             if value & 1 != 0 || value > 127 {
                 return Err(": SMEM base must be an even SGPR");

@@ -269,6 +269,16 @@ pub mod flags {
     pub const SDWA_NO_DST_SEL: u32 = 1 << 24;
     /// VOP3P `neg_hi` allowed.
     pub const NEG_HI: u32 = 1 << 25;
+    /// Source 0 is a 16-bit integer: LLVM prints float inline constants as their f16 bits.
+    pub const INT16_0: u32 = 1 << 26;
+    /// Source 1 is a 16-bit integer.
+    pub const INT16_1: u32 = 1 << 27;
+    /// Source 2 is a 16-bit integer.
+    pub const INT16_2: u32 = 1 << 28;
+    /// A literal of source 0 is a 16-bit value (only its low half is meaningful).
+    pub const LIT16: u32 = 1 << 29;
+    /// LLVM spells the native VOP1/VOP2/VOPC form with an `_e32` suffix.
+    pub const E32_SUFFIX: u32 = 1 << 30;
     /// Mask of the three `ABS` bits.
     pub const ABS: u32 = ABS0 | ABS1 | ABS2;
     /// Mask of the three `NEG` bits.

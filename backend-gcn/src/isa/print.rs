@@ -26,9 +26,7 @@ pub fn mnemonic(inst: &Inst, target: Target) -> String {
     let base = info.name_on(target);
     let suffix = match inst.encoding {
         Encoding::Native => {
-            if matches!(info.format, Format::Vop1 | Format::Vop2 | Format::Vopc)
-                && info.e64_opcode_on(target).is_some()
-            {
+            if info.flags & super::flags::E32_SUFFIX != 0 {
                 "_e32"
             } else {
                 ""
@@ -69,12 +67,75 @@ fn bit_list(out: &mut String, name: &str, bits: u8, n: usize) {
     out.push(']');
 }
 
-/// The text of one operand value, given the operand's table entry.
-fn operand_text(o: &Operand, info: &OperandInfo) -> String {
+/// The text of one operand value as LLVM prints it for the operand's type: 16-bit integer
+/// sources show float inline constants as their f16 bits; literals that happen to equal an
+/// inline constant print as that constant; 16-bit literals print their low half.
+fn operand_text(
+    o: &Operand,
+    info: &OperandInfo,
+    src: Option<usize>,
+    flags: u32,
+    packed: bool,
+) -> String {
+    use super::flags::{INT16_0, LIT16};
+    let int16 = src.is_some_and(|s| flags & (INT16_0 << s) != 0);
+    let lit16 = src == Some(0) && flags & LIT16 != 0 || int16;
     match *o {
-        Operand::InlineFloat(c) => c.text(if info.dwords >= 2 { 64 } else { 32 }).to_string(),
+        Operand::InlineFloat(c) if int16 => format!("0x{:x}", f16_bits(c)),
+        // packed (VOP3P) 64-bit operands are pairs of 32-bit values
+        Operand::InlineFloat(c) => c
+            .text(if info.dwords >= 2 && !packed { 64 } else { 32 })
+            .to_string(),
+        Operand::Literal(v) if lit16 => {
+            let h = v & 0xffff;
+            if (h as i16) >= -16 && (h as i16) <= 64 {
+                (h as i16).to_string()
+            } else if let Some(c) = (!int16).then(|| inline_f16(h as u16)).flatten() {
+                c.text(32).to_string()
+            } else {
+                format!("0x{h:x}")
+            }
+        }
+        Operand::Literal(v) if info.dwords < 2 => {
+            if (v as i32) >= -16 && (v as i32) <= 64 {
+                (v as i32).to_string()
+            } else if let Some(c) = inline_f32(v) {
+                c.text(32).to_string()
+            } else {
+                format!("0x{v:x}")
+            }
+        }
         _ => o.to_string(),
     }
+}
+
+fn f16_bits(c: super::InlineFloat) -> u16 {
+    use super::InlineFloat::*;
+    match c {
+        Half => 0x3800,
+        NegHalf => 0xb800,
+        One => 0x3c00,
+        NegOne => 0xbc00,
+        Two => 0x4000,
+        NegTwo => 0xc000,
+        Four => 0x4400,
+        NegFour => 0xc400,
+        InvTwoPi => 0x3118,
+    }
+}
+
+fn inline_f16(bits: u16) -> Option<super::InlineFloat> {
+    super::InlineFloat::ALL
+        .into_iter()
+        .find(|&c| f16_bits(c) == bits)
+}
+
+fn inline_f32(bits: u32) -> Option<super::InlineFloat> {
+    use super::InlineFloat;
+    InlineFloat::ALL.into_iter().find(|&c| match c {
+        InlineFloat::InvTwoPi => bits == 0x3e22_f983,
+        _ => (c.value() as f32).to_bits() == bits,
+    })
 }
 
 fn is_two_offset_ds(name: &str) -> bool {
@@ -278,10 +339,13 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
             Kind::Hwreg => hwreg_text(imm(o) as u32, target),
             Kind::Sendmsg => sendmsg_text(imm(o) as u32),
             Kind::GprIdx => gpr_idx_text(imm(o) as u32),
-            Kind::Imm16 if info.name == "s_endpgm" && imm(o) == 0 => {
-                // s_endpgm's immediate is optional and printed only when set
-                out.pop();
-                continue;
+            Kind::Imm16 if info.name == "s_endpgm" => {
+                // s_endpgm's immediate is optional, printed in decimal only when set
+                if imm(o) == 0 {
+                    out.pop();
+                    continue;
+                }
+                (imm(o) as u16).to_string()
             }
             Kind::Imm16 => imm16_text(imm(o)),
             Kind::Imm16Hex => format!("0x{:x}", imm(o) as u16),
@@ -296,8 +360,9 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
                 _ => o.to_string(),
             },
             _ => {
-                let mut t = operand_text(o, oi);
-                if let Some(si) = source_index(oi.slot) {
+                let src = source_index(oi.slot);
+                let mut t = operand_text(o, oi, src, info.flags, info.format == Format::Vop3p);
+                if let Some(si) = src {
                     let neg_abs = vop3_like
                         || info.is_mix()
                         || matches!(inst.encoding, Encoding::Dpp | Encoding::Sdwa);
