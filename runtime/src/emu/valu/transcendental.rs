@@ -7,7 +7,7 @@
 //!   sqrt and rcp), which is within the documented bound, so code that relies on the documented
 //!   accuracy (LLVM's Newton-Raphson refinements) behaves as on hardware.
 //! - Denormals: the f32 and f64 forms flush denormal inputs and outputs to signed zero, whatever
-//!   MODE says. LLVM relies on this behaviour: it scales inputs below 2^-126 around `v_log_f32`,
+//!   MODE says, except the result of `v_rcp_f32`, which follows MODE (see [`rcp_f32`]). LLVM relies on this behaviour: it scales inputs below 2^-126 around `v_log_f32`,
 //!   `v_sqrt_f32`, `v_rsq_f32` and `v_rcp_f32`, and the outputs of `v_exp_f32`. A compiler that
 //!   forgets the scaling sees the flushed result on this device, as on hardware.
 //! - `v_sin/v_cos` take revolutions (`sin(2*pi*x)`); the argument is reduced exactly with
@@ -40,10 +40,12 @@ pub fn log_f32(x: f32) -> f32 {
     out32(in32(x).log2())
 }
 
-/// `v_rcp_f32` (and `v_rcp_iflag_f32`): `1/x`.
+/// `v_rcp_f32` (and `v_rcp_iflag_f32`): `1/x`. Denormal inputs are flushed; a denormal result is
+/// kept (the dispatcher then applies MODE's output flush): LLVM's f32 division macro relies on it,
+/// since `v_div_scale_f32` never scales a denominator above 2^126 whose reciprocal is denormal.
 #[inline]
 pub fn rcp_f32(x: f32) -> f32 {
-    out32(1.0 / in32(x))
+    (1.0 / in32(x)) as f32
 }
 
 /// `v_rsq_f32`: `1/sqrt(x)`.
@@ -214,6 +216,11 @@ mod tests {
     fn denormals_are_flushed_and_specials_follow_ieee() {
         let tiny = f32::from_bits(0x0000_1000);
         assert_eq!(rcp_f32(tiny), f32::INFINITY);
+        assert_eq!(
+            rcp_f32(2.0e38),
+            (1.0f64 / 2.0e38) as f32,
+            "denormal result kept"
+        );
         assert_eq!(log_f32(tiny), f32::NEG_INFINITY);
         assert_eq!(sqrt_f32(-tiny).to_bits(), 0x8000_0000);
         assert_eq!(exp_f32(-130.0), 0.0); // 2^-130 is an f32 denormal: flushed
