@@ -25,12 +25,25 @@ enum Command {
     Emu(cli::emu::EmuCommand),
     /// List the kernels of the kernel library.
     List,
+    /// Show the devices kjit can run on and which one is the default.
+    Devices(cli::devices::DevicesArgs),
     /// Run a library kernel on random inputs and check it against its CPU reference.
     Run(cli::kernels::RunArgs),
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+/// Runs the CLI; any error is one line on stderr and exit status 1 (no backtrace, even when
+/// `RUST_BACKTRACE` is set).
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Targets => {
             println!("gfx942 gfx90a gfx900");
@@ -38,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         Command::Disasm(args) => cli::disasm::run(&args)?,
         Command::Emu(cmd) => cli::emu::run(cmd)?,
         Command::List => cli::kernels::list()?,
+        Command::Devices(args) => cli::devices::run(&args)?,
         Command::Run(args) => cli::kernels::run(&args)?,
     }
     Ok(())

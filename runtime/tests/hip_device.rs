@@ -1,0 +1,191 @@
+//! The HIP device (feature `hip`). Tests that need an AMD GPU are `#[ignore]`d: run them on a
+//! machine with ROCm and a gfx942/gfx90a/gfx900 GPU with `cargo test --features hip -- --ignored`.
+//! They have never been run on hardware by this project (no machine here has an AMD GPU).
+//! The tests that are not ignored check the behaviour on a machine without a GPU.
+#![cfg(feature = "hip")]
+
+use std::path::Path;
+
+use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_runtime::emu::GcnEmulator;
+use kjit_runtime::hip::{discover, HipDevice};
+use kjit_runtime::{
+    default_device, open_device, ArgValue, Device, DeviceError, DeviceKind, LaunchDims,
+};
+
+/// A vector add in OpenCL C, compiled by clang-19 for `target` (a GPU's architecture).
+fn vector_add(target: &str) -> Option<Vec<u8>> {
+    let tools = require_all(&[Tool::Clang, Tool::Lld], "HIP vector add")?;
+    let tmp = std::env::temp_dir().join(format!("kjit-hip-{}-{target}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let (src, obj, so) = (tmp.join("va.cl"), tmp.join("va.o"), tmp.join("va.hsaco"));
+    std::fs::write(
+        &src,
+        "kernel void vadd(global const float* a, global const float* b, global float* c, uint n) {\n\
+         uint i = get_global_id(0); if (i < n) c[i] = a[i] + b[i]; }\n",
+    )
+    .unwrap();
+    let cpu = format!("-mcpu={target}");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    run(
+        &tools[0],
+        &[
+            "-x",
+            "cl",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            &cpu,
+            "-nogpulib",
+            "-O3",
+            "-c",
+            &s(&src),
+            "-o",
+            &s(&obj),
+        ],
+        None,
+    )
+    .expect("clang-19");
+    run(&tools[1], &["-shared", &s(&obj), "-o", &s(&so)], None).expect("ld.lld-19");
+    let bytes = std::fs::read(&so).unwrap();
+    let _ = std::fs::remove_dir_all(&tmp);
+    Some(bytes)
+}
+
+/// Runs the vector add on `dev` over `n` elements and returns c (poisoned before the run).
+fn run_vadd(dev: &dyn Device, code: &[u8], n: u32) -> Vec<f32> {
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let (da, db, dc) = (
+        dev.alloc(4 * n as u64).unwrap(),
+        dev.alloc(4 * n as u64).unwrap(),
+        dev.alloc(4 * n as u64).unwrap(),
+    );
+    dev.copy_to_device(da, 0, &bytes(&a)).unwrap();
+    dev.copy_to_device(db, 0, &bytes(&b)).unwrap();
+    dev.copy_to_device(dc, 0, &vec![0xff; 4 * n as usize])
+        .unwrap(); // poison: NaN
+    let module = dev.load_module(code).unwrap();
+    let dims = LaunchDims {
+        grid: [n.div_ceil(256), 1, 1],
+        block: [256, 1, 1],
+        dynamic_lds: 0,
+    };
+    let args = [
+        ArgValue::Buffer(da),
+        ArgValue::Buffer(db),
+        ArgValue::Buffer(dc),
+        ArgValue::U32(n),
+    ];
+    dev.launch(module, "vadd", dims, &args).unwrap();
+    let mut out = vec![0u8; 4 * n as usize];
+    dev.copy_from_device(dc, 0, &mut out).unwrap();
+    for buf in [da, db, dc] {
+        dev.free(buf).unwrap();
+    }
+    let c: Vec<f32> = out
+        .chunks(4)
+        .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+        .collect();
+    for (i, x) in c.iter().enumerate() {
+        assert_eq!(
+            *x,
+            a[i] + b[i],
+            "element {i} (poison {:#x} means unwritten)",
+            x.to_bits()
+        );
+    }
+    c
+}
+
+/// On a machine without an AMD GPU, discovery, opening and the default device all say so
+/// cleanly, and the default falls back to the software device.
+#[test]
+fn without_a_gpu_hip_says_so_and_the_default_is_the_software_device() {
+    if let Ok(gpus) = discover() {
+        eprintln!("skipping: this machine has AMD GPUs {gpus:?}");
+        return;
+    }
+    let err = HipDevice::open().err().expect("no GPU here");
+    assert!(
+        matches!(&err, DeviceError::Unavailable(m) if m.contains("no AMD GPU")),
+        "{err}"
+    );
+    let err = open_device(DeviceKind::Hip).err().expect("no GPU here");
+    assert!(err.to_string().contains("no AMD GPU"), "{err}");
+    let chosen = default_device();
+    assert_eq!(chosen.kind, DeviceKind::Emu);
+    assert!(chosen.reason.contains("no AMD GPU"), "{}", chosen.reason);
+}
+
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (gfx942, gfx90a or gfx900)"]
+fn gpu_discovery_reports_a_targeted_architecture() {
+    let gpus = discover().expect("an AMD GPU");
+    for g in &gpus {
+        eprintln!("{g:?}");
+        assert!(g.compute_units > 0 && g.lds_bytes >= 32 * 1024, "{g:?}");
+    }
+    let dev = HipDevice::open().expect("a GPU kjit targets");
+    assert!(dev.target().is_some());
+}
+
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (gfx942, gfx90a or gfx900)"]
+fn clang_vector_add_runs_on_the_gpu_as_on_the_software_device() {
+    let dev = HipDevice::open().expect("a GPU kjit targets");
+    let target = dev.target().unwrap();
+    let Some(code) = vector_add(target.name()) else {
+        return;
+    };
+    let n = 100_003;
+    let gpu = run_vadd(&dev, &code, n);
+    let emu = run_vadd(&GcnEmulator::new(), &code, n);
+    assert_eq!(gpu, emu);
+}
+
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (gfx942, gfx90a or gfx900)"]
+fn a_code_object_for_another_architecture_is_refused_before_launch() {
+    let dev = HipDevice::open().expect("a GPU kjit targets");
+    let other = if dev.target().unwrap().name() == "gfx900" {
+        "gfx942"
+    } else {
+        "gfx900"
+    };
+    let Some(code) = vector_add(other) else {
+        return;
+    };
+    let err = dev.load_module(&code).err().expect("mismatch refused");
+    assert!(matches!(err, DeviceError::BadCodeObject(_)), "{err}");
+    assert!(err.to_string().contains(&format!("for {other}")), "{err}");
+}
+
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (gfx942, gfx90a or gfx900)"]
+fn wrong_arguments_and_out_of_range_copies_are_errors_on_the_gpu() {
+    let dev = HipDevice::open().expect("a GPU kjit targets");
+    let Some(code) = vector_add(dev.target().unwrap().name()) else {
+        return;
+    };
+    let module = dev.load_module(&code).unwrap();
+    let buf = dev.alloc(64).unwrap();
+    let dims = LaunchDims {
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        dynamic_lds: 0,
+    };
+    let err = dev
+        .launch(module, "vadd", dims, &[ArgValue::Buffer(buf)])
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("takes 4 explicit argument(s), 1 given"),
+        "{err}"
+    );
+    let err = dev.launch(module, "nope", dims, &[]).unwrap_err();
+    assert!(err.to_string().contains("no kernel named 'nope'"), "{err}");
+    let err = dev.copy_to_device(buf, 60, &[0; 8]).unwrap_err();
+    assert!(matches!(err, DeviceError::Memory(_)), "{err}");
+    dev.free(buf).unwrap();
+}
