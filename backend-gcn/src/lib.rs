@@ -6,6 +6,8 @@
 pub mod codeobj;
 pub mod isa;
 pub mod llvm_oracle;
+pub mod mir;
+pub mod phys;
 pub mod target;
 
 pub use target::Target;
