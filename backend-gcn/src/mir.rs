@@ -107,7 +107,11 @@ pub struct MInst {
     /// Non-operand fields (modifiers, offsets, cache bits).
     pub mods: Modifiers,
     /// `(def index, use index)`: the def must get the use's register (read-modify-write,
-    /// and the per-lane merges of divergent control flow).
+    /// and the per-lane merges of divergent control flow). When the tied use is not one of
+    /// the instruction form's operands (the partial write `z1 = v_mov_b32 a` tied to `z0`),
+    /// isel appends it after the form's operands: `[Def(z1), Use(a), Use(z0)]`, tied `(0, 2)`.
+    /// Such trailing operands ([`MInst::extra_operands`]) are not encoded; the allocator gives
+    /// them the def's register and drops them when it builds the `isa::Inst`.
     pub tied: Option<(u8, u8)>,
     /// Special registers written without being an operand ([`implicit`] bits).
     pub implicit_defs: u8,
@@ -139,6 +143,26 @@ impl MInst {
             tied: None,
             implicit_defs: 0,
             implicit_uses: 0,
+        }
+    }
+
+    /// How many of [`MInst::ops`] are the form's encoded operands (the rest are appended
+    /// tied uses of partial writes, see [`MInst::tied`]). Pseudo-instructions encode none.
+    pub fn encoded_operand_count(&self) -> usize {
+        match self.opcode {
+            MOpcode::Isa(op) => {
+                let form = isa::operand_infos(op, self.encoding, self.mods.glc).len();
+                form.min(self.ops.len())
+            }
+            _ => 0,
+        }
+    }
+
+    /// The appended (not encoded) operands: tied uses of partial writes.
+    pub fn extra_operands(&self) -> &[MOperand] {
+        match self.opcode {
+            MOpcode::Isa(_) => &self.ops[self.encoded_operand_count()..],
+            _ => &[],
         }
     }
 
