@@ -80,6 +80,15 @@ pub enum MOpcode {
     Copy,
     /// `Def(v)`: `v` holds the ABI value at kernel entry. Only at the start of the entry block.
     LiveIn(AbiValue),
+    /// `Def(tuple), Use(part0), Use(part1), ...`: a tuple assembled from parts of the same class
+    /// whose widths add up to the tuple's, lowest dwords first (LLVM's `REG_SEQUENCE`). The
+    /// allocator makes it moves into the tuple's registers (or coalesces them away). Needed for
+    /// buffer descriptors, 64-bit values from 32-bit halves, and `store.x2/x4` data.
+    Build,
+    /// `Def(part), Use(tuple)`: the dwords `k..k + width(part)` of `tuple` (same class); a move
+    /// from a subregister that the allocator may coalesce. Needed for halves of 64-bit values
+    /// and the elements of `load.x2/x4` results.
+    Extract(u8),
 }
 
 /// Bits of [`MInst::implicit_defs`] / [`MInst::implicit_uses`]: special registers an
