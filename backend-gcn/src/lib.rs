@@ -9,5 +9,6 @@ pub mod llvm_oracle;
 pub mod mir;
 pub mod phys;
 pub mod target;
+pub mod waitcnt;
 
 pub use target::Target;
