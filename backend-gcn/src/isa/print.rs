@@ -332,6 +332,11 @@ fn print_inst(f: &mut fmt::Formatter<'_>, inst: &Inst, target: Target) -> fmt::R
     let mut first = true;
     for (i, o) in inst.operands.iter().enumerate() {
         let Some(oi) = infos.get(i) else { break };
+        // A MUBUF load with `lds` writes LDS, not VDATA: LLVM prints no data register (the
+        // field is still encoded and decoded, so bytes round-trip).
+        if m.lds && info.format == Format::Mubuf && oi.slot == Slot::Vdata {
+            continue;
+        }
         out.push_str(if first { " " } else { ", " });
         first = false;
         let text = match oi.kind {

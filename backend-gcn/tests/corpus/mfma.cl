@@ -23,11 +23,16 @@ __kernel void mfma_small(__global float4_t *c, __global const float *a, __global
   acc = __builtin_amdgcn_mfma_f32_16x16x16f16(h[i], h[i + 1], acc, 0, 0, 0);
   acc = __builtin_amdgcn_mfma_f32_4x4x1f32(a[i], b[i], acc, 1, 2, 3);
   c[i] = acc;
+#if defined(__gfx90a__)
   ci[i] = __builtin_amdgcn_mfma_i32_16x16x16i8(ia[i], ia[i + 1], ci[i], 0, 0, 0);
+#else  // gfx940+: the i8 MFMAs take 8 bytes per lane
+  long la = ((long)ia[i] << 32) | (uint)ia[i + 2];
+  ci[i] = __builtin_amdgcn_mfma_i32_16x16x32_i8(la, la + 1, ci[i], 0, 0, 0);
+#endif
 }
 __kernel void mfma_bf16(__global float4_t *c, __global const short4_t *a) {
   int i = GID();
-  c[i] = __builtin_amdgcn_mfma_f32_16x16x8bf16_1k(a[i], a[i + 1], c[i], 0, 0, 0);
+  c[i] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a[i], a[i + 1], c[i], 0, 0, 0);
 }
 #else
 __kernel void mfma_f16(__global float *c) { c[GID()] = 0.0f; }
