@@ -1,0 +1,617 @@
+//! Wait states: the `s_nop`s gfx9 requires between some pairs of instructions because the
+//! hardware does not interlock them (the data the second reads is not ready, or the first still
+//! reads what the second overwrites).
+//!
+//! Takes a [`PhysFunction`] after `InsertWaitcnt`; inserts `s_nop N` (N + 1 wait states, at most
+//! 8 per `s_nop`) right before each instruction that needs more wait states than the
+//! instructions since its producer provide. Every instruction counts as one wait state, `s_nop N`
+//! as N + 1. Distances are tracked per register over the CFG to a fixed point; at a join the
+//! smallest distance of any predecessor is kept, and branches are credited no wait state, so
+//! block boundaries are counted conservatively.
+//!
+//! Rules (sources: AMD "Vega", "CDNA2" and "CDNA3" ISA manuals, "Manually Inserted Wait States";
+//! LLVM `GCNHazardRecognizer`; ROCm rocRoller's wait-state observers, which tabulate the same
+//! rules per architecture). "VALU" is any vector ALU instruction, MFMA included.
+//!
+//! | first instruction | second instruction | wait states | targets |
+//! |---|---|---|---|
+//! | VALU writes SGPR | VMEM reads that SGPR | 5 | all |
+//! | VALU writes SGPR | `v_readlane`/`v_writelane` lane select | 4 | all |
+//! | VALU writes VCC | `v_div_fmas` | 4 | all |
+//! | VALU writes EXEC | DPP | 5 | all |
+//! | VALU writes VGPR | DPP reads it | 2 | all |
+//! | SALU writes M0 | `s_sendmsg`, GDS, LDS DMA (`lds` bit), `s_movrel` | 1 | all |
+//! | `s_setreg` | `s_getreg`/`s_setreg` | 2 | all |
+//! | store of more than 8 bytes (MUBUF without SGPR soffset, FLAT/global) | VALU writes its data VGPRs | 1 (2 on gfx942) | all |
+//! | same store | other instruction writes its data VGPRs | 1 | all |
+//! | VALU writes VGPR | MFMA reads it | 2 | gfx90a, gfx942 |
+//! | `v_cmpx` writes EXEC | MFMA | 4 | gfx90a, gfx942 |
+//! | MFMA of P passes writes | VALU reads/writes, VMEM/LDS/FLAT reads, MFMA SrcA/B reads (overlap) | P + 3 (2→5, 4→7, 8→11, 16→19) | gfx90a, gfx942 |
+//! | MFMA of P passes writes | MFMA reads as SrcC, overlapping | P + 1 | gfx90a, gfx942 |
+//! | MFMA of 2 passes writes | MFMA reads the same range as SrcC | 2 (gfx942), 0 (gfx90a) | gfx90a, gfx942 |
+//! | MFMA of P passes reads SrcC | VALU writes those registers | P − 1 | gfx90a, gfx942 |
+//! | VALU (`v_readlane`, `v_readfirstlane`, `v_cmp`, `v_add*`/`v_sub*`, `v_div_scale`) writes SGPR/VCC | VALU reads it as a constant (not as carry) | 2 | gfx942 |
+//! | same | `v_readlane`/`v_writelane` lane select | 4 | gfx942 |
+//! | VALU writes VGPR | `v_readlane` reads it | 1 | gfx942 |
+//! | `v_cmpx` writes EXEC | VALU reads EXEC explicitly | 2 | gfx942 |
+//! | `v_cmpx` writes EXEC | `v_readlane`/`v_readfirstlane`/`v_writelane` | 4 | gfx942 |
+//! | transcendental VALU writes VGPR | non-transcendental VALU reads it | 1 | gfx942 |
+//! | VALU with SDWA `dst_sel` or VOP3 `op_sel` on the destination | VALU reads the result | 1 | gfx942 |
+//!
+//! MFMA pass counts are taken conservatively from the shape (4x4: 2, 16x16: 8, 32x32: 16; f64
+//! shapes as 16), never fewer than the hardware's.
+
+use crate::isa::{Encoding, Format, Inst, Opcode, Operand, Slot};
+use crate::phys::PhysFunction;
+use crate::waitcnt::{units, UNITS};
+use crate::Target;
+
+const FAR: u8 = u8::MAX;
+const V_BASE: usize = 128;
+const EXEC: std::ops::Range<usize> = 126..128;
+const VCC: std::ops::Range<usize> = 106..108;
+const M0: usize = 124;
+
+/// Wait states since the last event of each kind, per register unit (`FAR`: long ago).
+#[derive(Clone, PartialEq, Eq)]
+struct Dist {
+    /// VALU wrote the scalar unit (any VALU).
+    valu_sgpr: Vec<u8>,
+    /// VALU of the gfx942 SGPR-forwarding class wrote the scalar unit.
+    valu_sgpr_fwd: Vec<u8>,
+    /// VALU wrote the vector unit.
+    valu_vgpr: Vec<u8>,
+    /// Transcendental VALU wrote the vector unit.
+    trans_vgpr: Vec<u8>,
+    /// VALU with a partial destination (SDWA dst_sel, op_sel dst) wrote the unit.
+    dstsel_vgpr: Vec<u8>,
+    /// MFMA wrote the unit; with its pass count and written range.
+    mfma_write: Vec<u8>,
+    mfma_write_passes: Vec<u8>,
+    mfma_write_range: Vec<(u16, u16)>,
+    /// MFMA read the unit as SrcC; with its pass count.
+    mfma_srcc: Vec<u8>,
+    mfma_srcc_passes: Vec<u8>,
+    /// A store of more than 8 bytes read the unit as data.
+    wide_store: Vec<u8>,
+    valu_exec: u8,
+    cmpx_exec: u8,
+    salu_m0: u8,
+    setreg: u8,
+}
+
+fn vec_far(n: usize) -> Vec<u8> {
+    vec![FAR; n]
+}
+
+impl Dist {
+    fn new() -> Dist {
+        Dist {
+            valu_sgpr: vec_far(V_BASE),
+            valu_sgpr_fwd: vec_far(V_BASE),
+            valu_vgpr: vec_far(UNITS),
+            trans_vgpr: vec_far(UNITS),
+            dstsel_vgpr: vec_far(UNITS),
+            mfma_write: vec_far(UNITS),
+            mfma_write_passes: vec![0; UNITS],
+            mfma_write_range: vec![(0, 0); UNITS],
+            mfma_srcc: vec_far(UNITS),
+            mfma_srcc_passes: vec![0; UNITS],
+            wide_store: vec_far(UNITS),
+            valu_exec: FAR,
+            cmpx_exec: FAR,
+            salu_m0: FAR,
+            setreg: FAR,
+        }
+    }
+
+    fn all_mut(&mut self) -> [&mut Vec<u8>; 8] {
+        [
+            &mut self.valu_sgpr,
+            &mut self.valu_sgpr_fwd,
+            &mut self.valu_vgpr,
+            &mut self.trans_vgpr,
+            &mut self.dstsel_vgpr,
+            &mut self.mfma_write,
+            &mut self.mfma_srcc,
+            &mut self.wide_store,
+        ]
+    }
+
+    /// `n` wait states pass.
+    fn advance(&mut self, n: u32) {
+        let n = n.min(254) as u8;
+        let add = |x: &mut u8| {
+            if *x != FAR {
+                *x = x.saturating_add(n).min(FAR - 1);
+            }
+        };
+        for v in self.all_mut() {
+            v.iter_mut().for_each(add);
+        }
+        add(&mut self.valu_exec);
+        add(&mut self.cmpx_exec);
+        add(&mut self.salu_m0);
+        add(&mut self.setreg);
+    }
+
+    /// Join: the smallest distance of either path; for MFMA records, the larger pass count.
+    fn merge(&mut self, o: &Dist) {
+        for (a, b) in self.all_mut().into_iter().zip([
+            &o.valu_sgpr,
+            &o.valu_sgpr_fwd,
+            &o.valu_vgpr,
+            &o.trans_vgpr,
+            &o.dstsel_vgpr,
+            &o.mfma_write,
+            &o.mfma_srcc,
+            &o.wide_store,
+        ]) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = (*x).min(*y);
+            }
+        }
+        for i in 0..UNITS {
+            self.mfma_write_passes[i] = self.mfma_write_passes[i].max(o.mfma_write_passes[i]);
+            self.mfma_srcc_passes[i] = self.mfma_srcc_passes[i].max(o.mfma_srcc_passes[i]);
+            if self.mfma_write_range[i] != o.mfma_write_range[i] {
+                // Different producers on the two paths: no "same SrcC" exemption.
+                self.mfma_write_range[i] = (u16::MAX, 0);
+            }
+        }
+        self.valu_exec = self.valu_exec.min(o.valu_exec);
+        self.cmpx_exec = self.cmpx_exec.min(o.cmpx_exec);
+        self.salu_m0 = self.salu_m0.min(o.salu_m0);
+        self.setreg = self.setreg.min(o.setreg);
+    }
+}
+
+fn is_valu(inst: &Inst) -> bool {
+    matches!(
+        inst.op.format(),
+        Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p
+    )
+}
+
+fn is_salu(inst: &Inst) -> bool {
+    matches!(
+        inst.op.format(),
+        Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc
+    )
+}
+
+fn is_mem(inst: &Inst) -> bool {
+    matches!(
+        inst.op.format(),
+        Format::Mubuf
+            | Format::Mtbuf
+            | Format::Flat
+            | Format::Global
+            | Format::Scratch
+            | Format::Ds
+    )
+}
+
+fn is_vmem(inst: &Inst) -> bool {
+    matches!(
+        inst.op.format(),
+        Format::Mubuf | Format::Mtbuf | Format::Flat | Format::Global | Format::Scratch
+    )
+}
+
+fn is_mfma(inst: &Inst) -> bool {
+    inst.info().is_mfma()
+}
+
+fn is_lane_op(inst: &Inst) -> bool {
+    matches!(inst.op, Opcode::VReadlaneB32 | Opcode::VWritelaneB32)
+}
+
+fn is_cmpx(inst: &Inst) -> bool {
+    inst.op.name().starts_with("v_cmpx_")
+}
+
+/// gfx942's class of VALU SGPR writers whose result is forwarded late (CDNA3 ISA, wait states).
+fn is_sgpr_fwd_class(inst: &Inst) -> bool {
+    let n = inst.op.name();
+    n.starts_with("v_readlane")
+        || n.starts_with("v_readfirstlane")
+        || n.starts_with("v_cmp")
+        || n.starts_with("v_add")
+        || n.starts_with("v_sub")
+        || n.starts_with("v_div_scale")
+}
+
+fn is_trans(inst: &Inst) -> bool {
+    const TRANS: [&str; 20] = [
+        "v_exp_f32",
+        "v_log_f32",
+        "v_rcp_f32",
+        "v_rcp_iflag_f32",
+        "v_rsq_f32",
+        "v_rcp_f64",
+        "v_rsq_f64",
+        "v_sqrt_f32",
+        "v_sqrt_f64",
+        "v_sin_f32",
+        "v_cos_f32",
+        "v_rcp_f16",
+        "v_sqrt_f16",
+        "v_rsq_f16",
+        "v_log_f16",
+        "v_exp_f16",
+        "v_sin_f16",
+        "v_cos_f16",
+        "v_exp_legacy_f32",
+        "v_log_legacy_f32",
+    ];
+    TRANS.contains(&inst.op.name())
+}
+
+/// Whether a VALU writes only part of its destination (gfx942 forwarding hazard).
+fn has_partial_dst(inst: &Inst) -> bool {
+    (inst.encoding == Encoding::Sdwa && inst.mods.sdwa.dst_sel != 6)
+        || ((inst.op.format() == Format::Vop3 || inst.encoding == Encoding::E64)
+            && inst.mods.op_sel & 0b1000 != 0)
+}
+
+/// MFMA passes (4 cycles each), conservatively from the shape.
+fn mfma_passes(inst: &Inst) -> u8 {
+    let n = inst.op.name();
+    if n.contains("f64") {
+        16
+    } else if n.contains("4x4") {
+        2
+    } else if n.contains("16x16") {
+        8
+    } else {
+        16
+    }
+}
+
+/// Whether `op` is a `v_addc`/`v_subb`-style carry-in operand (a read of VCC/SGPR as carry).
+fn is_carry_in(inst: &Inst, slot: Slot) -> bool {
+    let n = inst.op.name();
+    let carry_op = n.contains("addc") || n.contains("subb") || n.contains("_co_ci");
+    carry_op && matches!(slot, Slot::Vcc | Slot::Src2)
+}
+
+/// Registers and roles an instruction touches: `(unit, slot, reads, writes)`.
+fn accesses(inst: &Inst) -> Vec<(usize, Slot, bool, bool)> {
+    let mut out = Vec::new();
+    for (o, oi) in inst.operands.iter().zip(inst.operand_infos()) {
+        let (r, w) = (oi.access.reads(), oi.access.writes());
+        if !r && !w {
+            continue;
+        }
+        for u in units(o) {
+            out.push((u, oi.slot, r, w));
+        }
+    }
+    out
+}
+
+fn need(dist: u8, required: u32) -> u32 {
+    if dist == FAR {
+        0
+    } else {
+        required.saturating_sub(dist as u32)
+    }
+}
+
+/// Wait states `inst` still needs given `d`.
+fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
+    let cdna = target != Target::Gfx900;
+    let gfx942 = target == Target::Gfx942;
+    let valu = is_valu(inst);
+    let mfma = is_mfma(inst);
+    let vmem = is_vmem(inst);
+    let mem = is_mem(inst);
+    let dpp = inst.encoding == Encoding::Dpp;
+    let acc = accesses(inst);
+    let mut n = 0u32;
+    // MFMA SrcC operand range (for the "same range" exemption).
+    let srcc_range = if mfma {
+        inst.operands
+            .iter()
+            .zip(inst.operand_infos())
+            .find(|(_, oi)| oi.slot == Slot::Src2)
+            .map(|(o, _)| units(o))
+    } else {
+        None
+    };
+    for &(u, slot, reads, writes) in &acc {
+        if u < V_BASE {
+            // Scalar units.
+            if reads {
+                if vmem {
+                    n = n.max(need(d.valu_sgpr[u], 5));
+                }
+                if is_lane_op(inst) && slot == Slot::Src1 {
+                    n = n.max(need(d.valu_sgpr[u], 4));
+                    if gfx942 {
+                        n = n.max(need(d.valu_sgpr_fwd[u], 4));
+                    }
+                }
+                if gfx942 && valu && !is_carry_in(inst, slot) {
+                    n = n.max(need(d.valu_sgpr_fwd[u], 2));
+                }
+                if gfx942 && valu && EXEC.contains(&u) {
+                    n = n.max(need(d.cmpx_exec, 2));
+                }
+            }
+            continue;
+        }
+        // Vector units.
+        if reads {
+            if dpp && slot == Slot::Src0 {
+                n = n.max(need(d.valu_vgpr[u], 2));
+            }
+            if cdna && mfma {
+                n = n.max(need(d.valu_vgpr[u], 2));
+            }
+            if gfx942 && inst.op == Opcode::VReadlaneB32 {
+                n = n.max(need(d.valu_vgpr[u], 1));
+            }
+            if gfx942 && valu && !is_trans(inst) {
+                n = n.max(need(d.trans_vgpr[u], 1));
+            }
+            if gfx942 && valu {
+                n = n.max(need(d.dstsel_vgpr[u], 1));
+            }
+        }
+        if cdna && d.mfma_write[u] != FAR {
+            let p = d.mfma_write_passes[u] as u32;
+            if mfma && slot == Slot::Src2 && reads {
+                let same = srcc_range.as_ref().is_some_and(|r| {
+                    let (lo, len) = d.mfma_write_range[u];
+                    r.start == lo as usize && r.len() == len as usize
+                });
+                let req = if same {
+                    if gfx942 && p == 2 {
+                        2
+                    } else {
+                        0
+                    }
+                } else {
+                    p + 1
+                };
+                n = n.max(need(d.mfma_write[u], req));
+            } else if (mfma && reads) || (valu && !mfma && (reads || writes)) || (mem && reads) {
+                // (An MFMA's own write of an MFMA result is ordered by the matrix pipeline; its
+                // reads are what the rules cover.)
+                n = n.max(need(d.mfma_write[u], p + 3));
+            }
+        }
+        if writes {
+            if cdna && valu && !mfma && d.mfma_srcc[u] != FAR {
+                let p = d.mfma_srcc_passes[u] as u32;
+                n = n.max(need(d.mfma_srcc[u], p.saturating_sub(1)));
+            }
+            let wide = if valu && gfx942 { 2 } else { 1 };
+            n = n.max(need(d.wide_store[u], wide));
+        }
+    }
+    if inst.op == Opcode::VDivFmasF32 || inst.op == Opcode::VDivFmasF64 {
+        for u in VCC {
+            n = n.max(need(d.valu_sgpr[u], 4));
+        }
+    }
+    if dpp {
+        n = n.max(need(d.valu_exec, 5));
+    }
+    if cdna && mfma {
+        n = n.max(need(d.cmpx_exec, 4));
+    }
+    if gfx942
+        && matches!(
+            inst.op,
+            Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32 | Opcode::VWritelaneB32
+        )
+    {
+        n = n.max(need(d.cmpx_exec, 4));
+    }
+    let name = inst.op.name();
+    let m0_reader = name.starts_with("s_sendmsg")
+        || name.starts_with("s_movrel")
+        || (inst.op.format() == Format::Ds && inst.mods.gds)
+        || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds);
+    if m0_reader {
+        n = n.max(need(d.salu_m0, 1));
+    }
+    if name.starts_with("s_getreg") || name.starts_with("s_setreg") {
+        n = n.max(need(d.setreg, 2));
+    }
+    n
+}
+
+/// Whether a store reads more than 8 bytes of data and is exposed to the overwrite hazard.
+fn wide_store_data(inst: &Inst) -> Option<Vec<usize>> {
+    let fmt = inst.op.format();
+    if !matches!(
+        fmt,
+        Format::Mubuf | Format::Mtbuf | Format::Flat | Format::Global | Format::Scratch
+    ) {
+        return None;
+    }
+    let infos = inst.operand_infos();
+    let mut data = Vec::new();
+    let mut soffset_sgpr = false;
+    for (o, oi) in inst.operands.iter().zip(infos) {
+        match oi.slot {
+            Slot::Vdata | Slot::Data0 if oi.access == crate::isa::Access::R => {
+                if o.reg_count() > 2 {
+                    data.extend(units(o));
+                }
+            }
+            Slot::Soffset => soffset_sgpr = matches!(o, Operand::Sgpr { .. }),
+            _ => {}
+        }
+    }
+    if data.is_empty() || (matches!(fmt, Format::Mubuf | Format::Mtbuf) && soffset_sgpr) {
+        return None;
+    }
+    Some(data)
+}
+
+/// Records what `inst` produces (after the wait states it needed have passed).
+fn record(d: &mut Dist, inst: &Inst) {
+    let valu = is_valu(inst);
+    let mfma = is_mfma(inst);
+    let acc = accesses(inst);
+    let passes = if mfma { mfma_passes(inst) } else { 0 };
+    let mut dst_range: Option<(u16, u16)> = None;
+    if mfma {
+        if let Some((o, _)) = inst
+            .operands
+            .iter()
+            .zip(inst.operand_infos())
+            .find(|(_, oi)| oi.access.writes())
+        {
+            let r = units(o);
+            dst_range = Some((r.start as u16, r.len() as u16));
+        }
+    }
+    for &(u, slot, reads, writes) in &acc {
+        if writes && valu {
+            if u < V_BASE {
+                d.valu_sgpr[u] = 0;
+                if is_sgpr_fwd_class(inst) {
+                    d.valu_sgpr_fwd[u] = 0;
+                }
+                if EXEC.contains(&u) {
+                    d.valu_exec = 0;
+                    if is_cmpx(inst) {
+                        d.cmpx_exec = 0;
+                    }
+                }
+            } else {
+                // The latest producer of the unit decides; MFMA results have their own rules.
+                d.valu_vgpr[u] = if mfma { FAR } else { 0 };
+                d.trans_vgpr[u] = if is_trans(inst) { 0 } else { FAR };
+                d.dstsel_vgpr[u] = if has_partial_dst(inst) { 0 } else { FAR };
+                if mfma {
+                    d.mfma_write[u] = 0;
+                    d.mfma_write_passes[u] = passes;
+                    d.mfma_write_range[u] = dst_range.unwrap_or((u16::MAX, 0));
+                } else {
+                    d.mfma_write[u] = FAR;
+                }
+            }
+        }
+        if writes && is_salu(inst) && u == M0 {
+            d.salu_m0 = 0;
+        }
+        if reads && mfma && slot == Slot::Src2 && u >= V_BASE {
+            d.mfma_srcc[u] = 0;
+            d.mfma_srcc_passes[u] = passes;
+        }
+    }
+    // `v_cmpx` on the 32-bit encoding writes EXEC implicitly (not an operand in every form).
+    if valu && is_cmpx(inst) {
+        d.valu_exec = 0;
+        d.cmpx_exec = 0;
+    }
+    if is_salu(inst) && inst.op.name().starts_with("s_setreg") {
+        d.setreg = 0;
+    }
+    if let Some(units) = wide_store_data(inst) {
+        for u in units {
+            d.wide_store[u] = 0;
+        }
+    }
+}
+
+/// Wait states an instruction provides.
+fn wait_states(inst: &Inst) -> u32 {
+    if inst.op == Opcode::SNop {
+        match inst.operands.first() {
+            Some(Operand::Imm(v)) => (*v as u32 & 0xf) + 1,
+            _ => 1,
+        }
+    } else {
+        1
+    }
+}
+
+/// `s_nop`s giving `n` wait states (at most 8 each).
+fn nops(mut n: u32) -> Vec<Inst> {
+    let mut out = Vec::new();
+    while n > 0 {
+        let k = n.min(8);
+        out.push(Inst::new(Opcode::SNop, &[Operand::Imm(k as i64 - 1)]));
+        n -= k;
+    }
+    out
+}
+
+/// Runs one block from `d`; with `out`, materializes the `s_nop`s. Returns wait states added.
+fn run_block(d: &mut Dist, insts: &[Inst], target: Target, mut out: Option<&mut Vec<Inst>>) -> u32 {
+    let mut added = 0;
+    for inst in insts {
+        let n = required(d, inst, target);
+        if n > 0 {
+            added += n;
+            d.advance(n);
+            if let Some(o) = out.as_deref_mut() {
+                o.extend(nops(n));
+            }
+        }
+        // The instruction is itself wait states for everything produced before it; what it
+        // produces starts at distance 0 (the next instruction follows with none between).
+        d.advance(wait_states(inst));
+        record(d, inst);
+        if let Some(o) = out.as_deref_mut() {
+            o.push(inst.clone());
+        }
+    }
+    added
+}
+
+/// Inserts the `s_nop`s `f` needs (see the module docs); returns the wait states added.
+pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
+    let target = f.abi.target;
+    let n = f.blocks.len();
+    if n == 0 {
+        return 0;
+    }
+    let mut entry: Vec<Option<Dist>> = vec![None; n];
+    entry[0] = Some(Dist::new());
+    let mut queued = vec![false; n];
+    let mut work = std::collections::VecDeque::from([0usize]);
+    queued[0] = true;
+    while let Some(b) = work.pop_front() {
+        queued[b] = false;
+        let mut d = entry[b].clone().unwrap_or_else(Dist::new);
+        run_block(&mut d, &f.blocks[b].insts, target, None);
+        for s in f.blocks[b].term.successors() {
+            let si = s.as_u32() as usize;
+            if si >= n {
+                continue;
+            }
+            let changed = match &mut entry[si] {
+                Some(e) => {
+                    let before = e.clone();
+                    e.merge(&d);
+                    *e != before
+                }
+                slot @ None => {
+                    *slot = Some(d.clone());
+                    true
+                }
+            };
+            if changed && !queued[si] {
+                queued[si] = true;
+                work.push_back(si);
+            }
+        }
+    }
+    let mut total = 0;
+    for (b, block) in f.blocks.iter_mut().enumerate() {
+        let mut d = entry[b].clone().unwrap_or_else(Dist::new);
+        let mut out = Vec::with_capacity(block.insts.len());
+        total += run_block(&mut d, &block.insts, target, Some(&mut out));
+        block.insts = out;
+    }
+    total
+}

@@ -1,0 +1,287 @@
+//! `insert_wait_states` on hand-built allocated functions: each rule of `hazards.rs` gives the
+//! exact `s_nop`s, independent instructions in between count, block boundaries are counted
+//! conservatively (loops included), and targets differ where the manuals say so.
+
+use kjit_backend_gcn::codeobj::descriptor::UserSgprs;
+use kjit_backend_gcn::codeobj::metadata::KernelMeta;
+use kjit_backend_gcn::hazards::insert_wait_states;
+use kjit_backend_gcn::isa::{Encoding, Inst, Opcode, Operand, SpecialReg};
+use kjit_backend_gcn::mir::{BranchCond, KernelAbi, MBlock};
+use kjit_backend_gcn::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
+use kjit_backend_gcn::Target;
+
+use Operand as O;
+
+fn func(target: Target, blocks: Vec<(Vec<Inst>, PhysTerminator)>) -> PhysFunction {
+    PhysFunction {
+        abi: KernelAbi {
+            target,
+            meta: KernelMeta::new("t"),
+            workgroup_ids: [true, false, false],
+            workitem_dims: 1,
+            lds_bytes: 0,
+        },
+        user_sgprs: UserSgprs {
+            kernarg_segment_ptr: true,
+            ..Default::default()
+        },
+        scratch_wave_offset_sgpr: None,
+        blocks: blocks
+            .into_iter()
+            .map(|(insts, term)| PhysBlock { insts, term })
+            .collect(),
+        usage: RegUsage::default(),
+    }
+}
+
+fn one(target: Target, insts: Vec<Inst>) -> PhysFunction {
+    func(target, vec![(insts, PhysTerminator::Return)])
+}
+
+/// Mnemonics, with `s_nop N` spelled out.
+fn shape(f: &PhysFunction) -> Vec<Vec<String>> {
+    let t = f.abi.target;
+    f.blocks
+        .iter()
+        .map(|b| {
+            b.insts
+                .iter()
+                .map(|i| {
+                    let s = i.display(t).to_string();
+                    if i.op == Opcode::SNop {
+                        s
+                    } else {
+                        s.split_whitespace().next().unwrap_or("").to_string()
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn readfirstlane(s: u16, v: u16) -> Inst {
+    Inst::new(Opcode::VReadfirstlaneB32, &[O::s(s), O::v(v)])
+}
+
+/// `buffer_load_dword v1, v0, s[8:11], s{soff} offen`.
+fn bload_soff(soff: u16) -> Inst {
+    let mut i = Inst::new(
+        Opcode::BufferLoadDword,
+        &[O::v(1), O::v(0), O::sr(8, 4), O::s(soff)],
+    );
+    i.mods.offen = true;
+    i
+}
+
+fn vadd(d: u16, a: u16, b: u16) -> Inst {
+    Inst::new(Opcode::VAddU32, &[O::v(d), O::v(a), O::v(b)])
+}
+
+fn salu() -> Inst {
+    Inst::new(Opcode::SAddU32, &[O::s(20), O::s(21), O::InlineInt(1)])
+}
+
+#[test]
+fn valu_sgpr_write_then_vmem_read_needs_5_wait_states() {
+    for t in kjit_backend_gcn::target::ALL_TARGETS {
+        let mut f = one(t, vec![readfirstlane(4, 2), bload_soff(4)]);
+        assert_eq!(insert_wait_states(&mut f), 5, "{t}");
+        assert_eq!(
+            shape(&f)[0],
+            strs(&["v_readfirstlane_b32", "s_nop 4", "buffer_load_dword"])
+        );
+    }
+}
+
+#[test]
+fn independent_instructions_count_as_wait_states() {
+    let mut f = one(
+        Target::Gfx90a,
+        vec![readfirstlane(4, 2), vadd(5, 6, 7), salu(), bload_soff(4)],
+    );
+    assert_eq!(insert_wait_states(&mut f), 3);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&[
+            "v_readfirstlane_b32",
+            "v_add_u32_e32",
+            "s_add_u32",
+            "s_nop 2",
+            "buffer_load_dword"
+        ])
+    );
+    // Existing s_nops count too.
+    let mut f = one(
+        Target::Gfx90a,
+        vec![
+            readfirstlane(4, 2),
+            Inst::new(Opcode::SNop, &[O::Imm(4)]),
+            bload_soff(4),
+        ],
+    );
+    assert_eq!(insert_wait_states(&mut f), 0);
+    // An unrelated register needs nothing.
+    let mut f = one(Target::Gfx90a, vec![readfirstlane(4, 2), bload_soff(5)]);
+    assert_eq!(insert_wait_states(&mut f), 0);
+}
+
+#[test]
+fn valu_vcc_write_then_div_fmas_needs_4() {
+    let cmp = Inst::new(
+        Opcode::VCmpLtU32,
+        &[O::Special(SpecialReg::Vcc), O::v(1), O::v(2)],
+    );
+    let fmas = Inst::new(Opcode::VDivFmasF32, &[O::v(3), O::v(4), O::v(5), O::v(6)]);
+    let mut f = one(Target::Gfx900, vec![cmp, fmas]);
+    assert_eq!(insert_wait_states(&mut f), 4);
+}
+
+#[test]
+fn readlane_lane_select_after_valu_sgpr_write_needs_4() {
+    let rl = Inst::new(Opcode::VReadlaneB32, &[O::s(5), O::v(1), O::s(4)]);
+    let mut f = one(Target::Gfx900, vec![readfirstlane(4, 2), rl.clone()]);
+    assert_eq!(insert_wait_states(&mut f), 4);
+    // The vector source of v_readlane is not a lane select.
+    let rl2 = Inst::new(Opcode::VReadlaneB32, &[O::s(5), O::v(1), O::s(9)]);
+    let mut f = one(Target::Gfx900, vec![readfirstlane(4, 2), rl2]);
+    assert_eq!(insert_wait_states(&mut f), 0);
+}
+
+#[test]
+fn gfx942_forwards_valu_sgpr_results_to_valu_late() {
+    let cmp =
+        Inst::new(Opcode::VCmpLtU32, &[O::sr(4, 2), O::v(1), O::v(2)]).with_encoding(Encoding::E64);
+    let sel = Inst::new(
+        Opcode::VCndmaskB32,
+        &[O::v(3), O::v(4), O::v(5), O::sr(4, 2)],
+    )
+    .with_encoding(Encoding::E64);
+    let mut f = one(Target::Gfx942, vec![cmp.clone(), sel.clone()]);
+    assert_eq!(insert_wait_states(&mut f), 2);
+    let mut f = one(Target::Gfx90a, vec![cmp, sel]);
+    assert_eq!(insert_wait_states(&mut f), 0);
+}
+
+#[test]
+fn dpp_after_valu_write_of_its_source_needs_2() {
+    let mut dpp = Inst::new(Opcode::VMovB32, &[O::v(2), O::v(1)]).with_encoding(Encoding::Dpp);
+    dpp.mods.dpp.ctrl = 0x111; // row_shr:1
+    dpp.mods.dpp.row_mask = 0xf;
+    dpp.mods.dpp.bank_mask = 0xf;
+    let mut f = one(Target::Gfx942, vec![vadd(1, 3, 4), dpp.clone()]);
+    assert_eq!(insert_wait_states(&mut f), 2);
+    let mut f = one(Target::Gfx942, vec![vadd(7, 3, 4), dpp]);
+    assert_eq!(insert_wait_states(&mut f), 0);
+}
+
+#[test]
+fn hazard_across_a_block_boundary_and_a_loop_back_edge() {
+    let b = MBlock::from_u32;
+    let mut f = func(
+        Target::Gfx942,
+        vec![
+            (vec![salu()], PhysTerminator::Jump(b(1))),
+            // The loop body reads s4 at the top and writes it by VALU at the bottom.
+            (
+                vec![bload_soff(4), vadd(5, 6, 7), readfirstlane(4, 2)],
+                PhysTerminator::Branch {
+                    cond: BranchCond::Scc1,
+                    taken: b(1),
+                    not_taken: b(2),
+                },
+            ),
+            (vec![], PhysTerminator::Return),
+        ],
+    );
+    assert_eq!(insert_wait_states(&mut f), 5);
+    assert_eq!(
+        shape(&f)[1],
+        strs(&[
+            "s_nop 4",
+            "buffer_load_dword",
+            "v_add_u32_e32",
+            "v_readfirstlane_b32"
+        ])
+    );
+}
+
+#[test]
+fn mfma_result_read_by_accvgpr_read_waits_by_pass_count() {
+    let mfma = |dst: u16| {
+        Inst::new(
+            Opcode::VMfmaF32_32x32x1F32,
+            &[O::ar(dst, 32), O::v(0), O::v(1), O::ar(dst, 32)],
+        )
+    };
+    let read = Inst::new(Opcode::VAccvgprReadB32, &[O::v(2), O::a(5)]);
+    for t in [Target::Gfx90a, Target::Gfx942] {
+        let mut f = one(t, vec![mfma(0), read.clone()]);
+        // 32x32: 16 passes, 19 wait states: s_nop 7, s_nop 7, s_nop 2.
+        assert_eq!(insert_wait_states(&mut f), 19, "{t}");
+        assert_eq!(
+            shape(&f)[0],
+            strs(&[
+                "v_mfma_f32_32x32x1f32",
+                "s_nop 7",
+                "s_nop 7",
+                "s_nop 2",
+                "v_accvgpr_read_b32"
+            ])
+            .into_iter()
+            .map(|s| if t == Target::Gfx942 {
+                s.replace("32x32x1f32", "32x32x1_2b_f32")
+            } else {
+                s
+            })
+            .collect::<Vec<_>>()
+        );
+        // Back-to-back accumulation into the same registers needs nothing.
+        let mut f = one(t, vec![mfma(0), mfma(0)]);
+        assert_eq!(insert_wait_states(&mut f), 0, "{t}");
+    }
+}
+
+#[test]
+fn wide_store_data_overwritten_by_valu() {
+    let store = |soff: Operand| {
+        let mut i = Inst::new(
+            Opcode::BufferStoreDwordx4,
+            &[O::vr(4, 4), O::v(0), O::sr(8, 4), soff],
+        );
+        i.mods.offen = true;
+        i
+    };
+    for (t, want) in [
+        (Target::Gfx942, 2),
+        (Target::Gfx90a, 1),
+        (Target::Gfx900, 1),
+    ] {
+        let mut f = one(t, vec![store(O::InlineInt(0)), vadd(5, 1, 2)]);
+        assert_eq!(insert_wait_states(&mut f), want, "{t}");
+        // With an SGPR soffset the hazard does not exist.
+        let mut f = one(t, vec![store(O::s(3)), vadd(5, 1, 2)]);
+        assert_eq!(insert_wait_states(&mut f), 0, "{t}");
+    }
+}
+
+#[test]
+fn m0_write_then_sendmsg_needs_1() {
+    let mov = Inst::new(Opcode::SMovB32, &[O::Special(SpecialReg::M0), O::s(2)]);
+    let msg = Inst::new(Opcode::SSendmsg, &[O::Imm(1)]);
+    let mut f = one(Target::Gfx942, vec![mov, msg]);
+    assert_eq!(insert_wait_states(&mut f), 1);
+}
+
+#[test]
+fn no_hazard_no_nop() {
+    let mut f = one(
+        Target::Gfx942,
+        vec![vadd(1, 2, 3), vadd(4, 1, 1), bload_soff(5), salu()],
+    );
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(f.blocks[0].insts.len(), 4);
+}
