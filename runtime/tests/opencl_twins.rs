@@ -237,19 +237,26 @@ fn header(kernel: &'static str, target: &'static str, code: &[u8]) -> Header {
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
+    // Every word must decode, also the `s_nop 0` padding LLVM puts after the kernel on
+    // gfx90a/gfx942 (instruction prefetch); the count is up to the last `s_endpgm`.
     let mut i = 0;
+    let mut decoded = 0;
     let mut instructions = 0;
     while i < words.len() {
-        let (_, n) = isa::decode(&words[i..], co.target).unwrap_or_else(|e| {
+        let (inst, n) = isa::decode(&words[i..], co.target).unwrap_or_else(|e| {
             panic!(
                 "{target} {kernel}: word {i} ({:#010x}) does not decode: {e}",
                 words[i]
             )
         });
         assert!(n > 0, "{target} {kernel}: decoder made no progress");
-        instructions += 1;
+        decoded += 1;
+        if inst.info().name == "s_endpgm" {
+            instructions = decoded;
+        }
         i += n;
     }
+    assert!(instructions > 0, "{target} {kernel}: no s_endpgm");
     let meta = &k.meta;
     // The metadata's exact counts must fit in what the descriptor allocates.
     assert!(
@@ -295,8 +302,9 @@ fn twin_headers() {
          Registers are the metadata's `.vgpr_count/.sgpr_count/.agpr_count` (registers used, not the\n\
          allocation granule); LDS and scratch are the descriptor's fixed group/private segment sizes;\n\
          occupancy is waves per SIMD at the kernel's maximum workgroup size (1024), computed by kjit's\n\
-         code-object reader; instructions are counted by kjit's decoder over the whole kernel (every\n\
-         word must decode). These are the numbers kjit's own code for the same kernels is compared with.\n\n\
+         code-object reader; instructions are counted by kjit's decoder from the entry to the last\n\
+         `s_endpgm` (every word must decode, also the `s_nop` padding after it on gfx90a/gfx942).\n\
+         These are the numbers kjit's own code for the same kernels is compared with.\n\n\
          | kernel | target | VGPRs | SGPRs | AGPRs | LDS B | scratch B | waves/SIMD | instructions |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
