@@ -9,6 +9,7 @@ pub mod isa;
 pub mod llvm_oracle;
 pub mod mir;
 pub mod phys;
+pub mod regalloc;
 pub mod target;
 pub mod waitcnt;
 

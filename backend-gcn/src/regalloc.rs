@@ -1,0 +1,1008 @@
+//! Register allocation: [`MachineFunction`] on virtual registers → [`PhysFunction`] on gfx9
+//! registers, with regalloc2 for the values that matter for occupancy, under a VGPR budget.
+//!
+//! # The tuple scheme
+//!
+//! regalloc2 has three register classes of at most 64 registers each and no aliasing, while GCN
+//! has ~100 SGPRs, up to 512 VGPR+AGPR entries and aligned tuples everywhere. kjit splits the
+//! vregs by shape:
+//!
+//! | vreg | allocated by | regalloc2 class | registers |
+//! |---|---|---|---|
+//! | 1 SGPR | regalloc2 | `Int` | ≤ 63 singles, renumbered into the SGPRs no tuple ever uses |
+//! | 1 VGPR | regalloc2 | `Float` | ≤ 64 singles (`v0`.. first; `v0`/`v0..v2` are the work-item ids) |
+//! | 2 VGPRs | regalloc2 | `Vector` | ≤ 64 even-aligned pairs in a range disjoint from the singles |
+//! | SGPR tuples, VGPR tuples of 3+ dwords, AGPRs | [`webs`] (here) | — | one aligned range per web |
+//!
+//! The regalloc2 `PReg` numbers are abstract: after allocation the used ones are laid out
+//! densely (singles, then the pair range, then the tuple area), so classes never alias.
+//! SGPR tuples (the kernarg pointer, buffer descriptors, exec masks, 64-bit uniform values) are
+//! few, mostly long-lived and never spilled: vregs joined by tuple phis (copies at the end of
+//! each predecessor after critical-edge splitting), ties (a copy of the tied use first) and
+//! non-overlapping copies form a *web*, and each web gets one aligned register range (SGPR pairs
+//! even, quads and wider ×4; VGPR/AGPR tuples even on gfx90a/gfx942) by first fit over live
+//! intervals.
+//!
+//! # Budget and spills
+//!
+//! `vgpr_budget` (default: the whole file, 256 on gfx900 and 512 VGPR+AGPR on gfx90a/gfx942)
+//! bounds the directly allocated singles and pairs handed to regalloc2. regalloc2's spill
+//! slots are then placed, in this order, in spare VGPRs above the allocated range (`v_mov`),
+//! in AGPRs (`v_accvgpr_write/read`, gfx90a/gfx942; the file is shared through
+//! `accum_offset`, counted as `align4(vgprs) + agprs`), and in scratch memory
+//! (gfx900/gfx90a: `buffer_store/load_dword` on the private segment buffer `s[0:3]` plus the
+//! wave offset SGPR; gfx942: `scratch_store/load_dword` with architected flat scratch).
+//! `Int` slots go to spare SGPRs.
+//!
+//! # ABI registers
+//!
+//! User SGPRs: the private segment buffer `s[0:3]` when scratch is used on gfx900/gfx90a, then
+//! the kernarg segment pointer; then the system SGPRs: enabled workgroup ids x, y, z, then the
+//! private segment wave offset (scratch on gfx900/gfx90a). Work-item ids: `v0` packed on
+//! gfx90a/gfx942, `v0`/`v1`/`v2` on gfx900. `LiveIn` pseudos become fixed-register defs.
+//!
+//! # EXEC, SCC, VCC
+//!
+//! Every move the allocator adds is `s_mov_b32/b64`, `v_mov_b32`, `v_accvgpr_*` or a
+//! scratch/buffer access, none of which writes SCC or VCC. A VGPR/AGPR move, spill or reload
+//! at a point where EXEC may be partial (a block marked `exec_partial`, or after an instruction
+//! in the block that writes EXEC) is wrapped as `s_mov_b64 save, exec; s_mov_b64 exec, -1; …;
+//! s_mov_b64 exec, save` with `save` a reserved SGPR pair, so it is whole-wave.
+
+mod prep;
+mod ra2;
+mod webs;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use cranelift_entity::EntityRef;
+use regalloc2 as ra;
+use regalloc2::{Allocation, Edit, InstPosition, MachineEnv, PReg, PRegSet, ProgPoint};
+
+use crate::codeobj::descriptor::UserSgprs;
+use crate::isa::{self, Inst, Opcode, Operand, SpecialReg};
+use crate::mir::{AbiValue, MBlock, MOpcode, MOperand, MachineFunction, RegClass, Terminator};
+use crate::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
+use crate::Target;
+
+use prep::{kind_of, Kind, Prepared};
+
+/// Options of [`allocate`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegallocOptions {
+    /// Most VGPRs (plus AGPRs on gfx90a/gfx942) per lane the kernel may use; `None` = the
+    /// whole register file.
+    pub vgpr_budget: Option<u32>,
+    /// Run regalloc2's checker on the result.
+    pub run_checker: bool,
+}
+
+/// Why allocation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegallocError {
+    /// The machine function breaks a MIR invariant.
+    #[error("malformed machine function: {0}")]
+    Malformed(String),
+    /// A shape the allocator does not handle.
+    #[error("unsupported by the register allocator: {0}")]
+    Unsupported(String),
+    /// The budget cannot hold what one instruction needs at once.
+    #[error("VGPR budget {budget} is too small (at least {need} needed)")]
+    BudgetTooSmall {
+        /// The budget asked for.
+        budget: u32,
+        /// Registers needed.
+        need: u32,
+    },
+    /// A register file ran out.
+    #[error("out of {file}s (limit {limit})")]
+    OutOfRegisters {
+        /// Which file.
+        file: &'static str,
+        /// Its limit.
+        limit: u32,
+    },
+    /// regalloc2 refused the function.
+    #[error("regalloc2: {0}")]
+    Regalloc2(String),
+    /// regalloc2's checker found an error in the allocation.
+    #[error("regalloc2 checker: {0}")]
+    Checker(String),
+}
+
+/// Where a spill slot lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlotLoc {
+    Sgpr(u16),
+    Vgpr(u16),
+    Agpr(u16),
+    /// Byte offset in the lane's private segment.
+    Scratch(u32),
+}
+
+const MAX_SGPRS: u16 = 102;
+
+/// Allocates registers of `mf`.
+pub fn allocate(
+    mf: &MachineFunction,
+    opts: &RegallocOptions,
+) -> Result<PhysFunction, RegallocError> {
+    prep::validate(mf)?;
+    let target = mf.abi.target;
+    let p = prep::prepare(mf);
+    let lv = prep::liveness(&p.mf);
+
+    let file = target.register_file_per_lane();
+    let budget = opts.vgpr_budget.unwrap_or(file).min(file);
+
+    // Tuple webs: VGPR/AGPR areas are independent of the SGPR layout.
+    let kernarg_vreg = livein_vreg(&p, AbiValue::KernargPtr);
+    let mut w = webs::build(&p, &lv, None)?;
+    let vweb = webs::assign(&mut w, RegClass::Vgpr, target, 256, &[])?;
+    let aweb = webs::assign(&mut w, RegClass::Agpr, target, 256, &[])?;
+    if !aweb.is_empty() && !target.has_agprs() {
+        return Err(RegallocError::Unsupported(format!("AGPRs on {target}")));
+    }
+    let vweb_size = vweb.last().map(|x| x + 1).unwrap_or(0) as u32;
+    let aweb_size = aweb.last().map(|x| x + 1).unwrap_or(0) as u32;
+
+    // Budget split between regalloc2's Float singles and Vector pairs.
+    let vgpr_cap = if target.has_agprs() {
+        256.min(budget.saturating_sub(aweb_size))
+    } else {
+        256.min(budget)
+    };
+    let (min_f, min_v, pres_f, pres_v, has_pairs) = demand(&p, &lv);
+    let abi_n = abi_vgprs(&p);
+    let avail =
+        vgpr_cap.saturating_sub(vweb_size.div_ceil(4) * 4 + if vweb_size > 0 { 3 } else { 0 });
+    let min_f = min_f.max(abi_n).max(1);
+    let mut n_v = if has_pairs {
+        pres_v.clamp(min_v.max(1), 64)
+    } else {
+        0
+    };
+    n_v = n_v.min(avail.saturating_sub(min_f + 1) / 2);
+    if has_pairs && n_v < min_v.max(1) {
+        return Err(RegallocError::BudgetTooSmall {
+            budget,
+            need: min_f + 2 * min_v.max(1) + vweb_size + 1,
+        });
+    }
+    let n_f = 64.min(avail.saturating_sub(2 * n_v + u32::from(n_v > 0)));
+    let _ = pres_f;
+    if n_f < min_f {
+        return Err(RegallocError::BudgetTooSmall {
+            budget,
+            need: min_f + 2 * min_v + vweb_size,
+        });
+    }
+
+    // SGPR singles: what the tuples leave, in the worst (scratch) layout.
+    let probe = sgpr_layout(&p, &mut w, kernarg_vreg, target != Target::Gfx942)
+        .or_else(|_| sgpr_layout(&p, &mut w, kernarg_vreg, false))?;
+    let sgpr_free = MAX_SGPRS as u32 - probe.taken.len() as u32 - 2;
+    let n_int = 63.min(sgpr_free).max(3);
+
+    let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
+    let func = ra2::build(&p);
+    let ra_opts = ra::RegallocOptions {
+        verbose_log: false,
+        validate_ssa: opts.run_checker,
+        algorithm: ra::Algorithm::Ion,
+    };
+    let out =
+        ra::run(&func, &env, &ra_opts).map_err(|e| RegallocError::Regalloc2(e.to_string()))?;
+    if opts.run_checker {
+        let mut checker = ra::checker::Checker::new(&func, &env);
+        checker.prepare(&out);
+        checker
+            .run()
+            .map_err(|e| RegallocError::Checker(format!("{e:?}")))?;
+    }
+
+    // Which PRegs and slots were used.
+    let mut used: [BTreeSet<usize>; 3] = Default::default();
+    let mut slot_class: BTreeMap<usize, ra::RegClass> = BTreeMap::new();
+    for a in &out.allocs {
+        if let Some(r) = a.as_reg() {
+            used[r.class() as usize].insert(r.hw_enc());
+        }
+    }
+    for (_, Edit::Move { from, to }) in &out.edits {
+        let reg = from.as_reg().or(to.as_reg());
+        if let Some(r) = reg {
+            used[r.class() as usize].insert(r.hw_enc());
+            for s in [from.as_stack(), to.as_stack()].into_iter().flatten() {
+                slot_class.insert(s.index(), r.class());
+            }
+        }
+    }
+
+    // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
+    let mut float_map: HashMap<usize, u16> = HashMap::new();
+    let mut next = abi_n as u16;
+    for &h in &used[ra::RegClass::Float as usize] {
+        if (h as u32) < abi_n {
+            float_map.insert(h, h as u16);
+        } else {
+            float_map.insert(h, next);
+            next += 1;
+        }
+    }
+    let mut top = next.max(abi_n as u16);
+    let mut pair_map: HashMap<usize, u16> = HashMap::new();
+    if !used[ra::RegClass::Vector as usize].is_empty() {
+        top = top.next_multiple_of(2);
+        for &h in &used[ra::RegClass::Vector as usize] {
+            pair_map.insert(h, top);
+            top += 2;
+        }
+    }
+    let vweb_base = top.next_multiple_of(4);
+    if vweb_size > 0 {
+        top = vweb_base + vweb_size as u16;
+    }
+    if top as u32 > vgpr_cap {
+        return Err(RegallocError::BudgetTooSmall {
+            budget,
+            need: top as u32,
+        });
+    }
+    // Slots.
+    let mut slot_loc: HashMap<usize, SlotLoc> = HashMap::new();
+    let mut scratch_bytes = 0u32;
+    let mut sgpr_slots: Vec<usize> = Vec::new();
+    let vec_slots: Vec<(usize, u16)> = slot_class
+        .iter()
+        .filter_map(|(&s, &c)| match c {
+            ra::RegClass::Int => {
+                sgpr_slots.push(s);
+                None
+            }
+            ra::RegClass::Float => Some((s, 1)),
+            ra::RegClass::Vector => Some((s, 2)),
+        })
+        .collect();
+    let mut pending: Vec<(usize, u16)> = Vec::new();
+    for &(s, dw) in &vec_slots {
+        let base = top.next_multiple_of(dw);
+        if (base + dw) as u32 <= vgpr_cap {
+            slot_loc.insert(s, SlotLoc::Vgpr(base));
+            top = base + dw;
+        } else {
+            pending.push((s, dw));
+        }
+    }
+    let vgprs = top as u32;
+    let mut atop = aweb_size as u16;
+    if target.has_agprs() {
+        let agpr_cap = 256.min(budget.saturating_sub(vgprs.div_ceil(4) * 4)) as u16;
+        let mut rest = Vec::new();
+        for (s, dw) in pending {
+            let base = atop.next_multiple_of(dw);
+            if base + dw <= agpr_cap {
+                slot_loc.insert(s, SlotLoc::Agpr(base));
+                atop = base + dw;
+            } else {
+                rest.push((s, dw));
+            }
+        }
+        pending = rest;
+    }
+    for (s, dw) in pending {
+        slot_loc.insert(s, SlotLoc::Scratch(scratch_bytes));
+        scratch_bytes += 4 * dw as u32;
+    }
+    let scratch = scratch_bytes > 0;
+    if aweb_size as u32 + vgprs.div_ceil(4) * 4 > budget && aweb_size > 0 {
+        return Err(RegallocError::BudgetTooSmall {
+            budget,
+            need: aweb_size + vgprs.div_ceil(4) * 4,
+        });
+    }
+
+    // SGPR layout for the real scratch decision.
+    let uses_scratch_abi = scratch && target != Target::Gfx942;
+    let lay = sgpr_layout(&p, &mut w, kernarg_vreg, uses_scratch_abi)?;
+    let mut taken: BTreeSet<u16> = lay.taken.clone();
+    let mut int_map: HashMap<usize, u16> = HashMap::new();
+    for &(d, pos) in &lay.wg_fixed {
+        if livein_vreg(&p, AbiValue::WorkgroupId(d)).is_some() {
+            int_map.insert(ra2::wg_preg(d).hw_enc(), pos);
+        }
+    }
+    let mut free = (0..MAX_SGPRS)
+        .filter(|x| !taken.contains(x))
+        .collect::<Vec<_>>()
+        .into_iter();
+    for &h in &used[ra::RegClass::Int as usize] {
+        if int_map.contains_key(&h) {
+            continue;
+        }
+        let r = free.next().ok_or(RegallocError::OutOfRegisters {
+            file: "SGPR",
+            limit: MAX_SGPRS as u32,
+        })?;
+        int_map.insert(h, r);
+        taken.insert(r);
+    }
+    for &s in &sgpr_slots {
+        let r = free.next().ok_or(RegallocError::OutOfRegisters {
+            file: "SGPR",
+            limit: MAX_SGPRS as u32,
+        })?;
+        slot_loc.insert(s, SlotLoc::Sgpr(r));
+        taken.insert(r);
+    }
+
+    let ctx = Ctx {
+        p: &p,
+        target,
+        w: &w,
+        func: &func,
+        out: &out,
+        int_map,
+        float_map,
+        pair_map,
+        vweb_base,
+        slot_loc,
+        private_seg: if uses_scratch_abi { Some(0) } else { None },
+        wave_offset: lay.wave_offset,
+        exec_save: None,
+    };
+    // Whether any whole-wave wrap is needed decides the exec save pair.
+    let mut ctx = ctx;
+    let needs_save = ctx.needs_exec_save();
+    if needs_save {
+        let mut r = 0u16;
+        while r + 1 < MAX_SGPRS && (taken.contains(&r) || taken.contains(&(r + 1))) {
+            r += 2;
+        }
+        if r + 1 >= MAX_SGPRS {
+            return Err(RegallocError::OutOfRegisters {
+                file: "SGPR",
+                limit: MAX_SGPRS as u32,
+            });
+        }
+        taken.insert(r);
+        taken.insert(r + 1);
+        ctx.exec_save = Some(r);
+    }
+    let mut usage = RegUsage {
+        sgprs: taken.iter().next_back().map(|x| *x as u32 + 1).unwrap_or(0),
+        vgprs: vgprs.max(abi_n),
+        agprs: atop as u32,
+        scratch_bytes,
+        spills_to_registers: ctx
+            .slot_loc
+            .values()
+            .filter(|l| !matches!(l, SlotLoc::Scratch(_)))
+            .count() as u32,
+        spills_to_scratch: ctx
+            .slot_loc
+            .values()
+            .filter(|l| matches!(l, SlotLoc::Scratch(_)))
+            .count() as u32,
+        spill_insts: 0,
+        moves: 0,
+    };
+    let blocks = ctx.emit(&mut usage)?;
+    let mut abi = mf.abi.clone();
+    for d in 0..3u8 {
+        if livein_vreg(&p, AbiValue::WorkgroupId(d)).is_some() {
+            abi.workgroup_ids[d as usize] = true;
+        }
+        if livein_vreg(&p, AbiValue::WorkitemId(d)).is_some() {
+            abi.workitem_dims = abi.workitem_dims.max(d + 1);
+        }
+    }
+    Ok(PhysFunction {
+        abi,
+        user_sgprs: UserSgprs {
+            private_segment_buffer: uses_scratch_abi,
+            kernarg_segment_ptr: true,
+            ..UserSgprs::default()
+        },
+        scratch_wave_offset_sgpr: lay.wave_offset,
+        blocks,
+        usage,
+    })
+}
+
+fn livein_vreg(p: &Prepared, a: AbiValue) -> Option<crate::mir::VReg> {
+    p.mf.blocks[p.mf.entry()]
+        .insts
+        .iter()
+        .find(|i| i.opcode == MOpcode::LiveIn(a))
+        .and_then(|i| i.defs().next())
+}
+
+/// VGPRs the ABI initialises that the kernel reads (work-item ids).
+fn abi_vgprs(p: &Prepared) -> u32 {
+    (0..3u8)
+        .filter(|&d| livein_vreg(p, AbiValue::WorkitemId(d)).is_some())
+        .map(|d| ra2::wi_preg(p.mf.abi.target, d).hw_enc() as u32 + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// (most Float operands of one instruction, most Pair operands, Float pressure, Pair
+/// pressure, whether there are pairs).
+fn demand(p: &Prepared, lv: &prep::Liveness) -> (u32, u32, u32, u32, bool) {
+    let mf = &p.mf;
+    let kind = |v: crate::mir::VReg| {
+        let d = mf.vregs[v];
+        kind_of(d.class, d.dwords)
+    };
+    let (mut mf1, mut mv1, mut pf, mut pv) = (0u32, 0u32, 0u32, 0u32);
+    let has_pairs = mf
+        .vregs
+        .values()
+        .any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
+    for (b, bd) in mf.blocks.iter() {
+        let mut live = lv.live_out[b.index()].clone();
+        for (_, args) in bd.term.successors() {
+            for a in args {
+                live.insert(a.index());
+            }
+        }
+        let count = |live: &prep::BitSet| {
+            let (mut f, mut v) = (0, 0);
+            for x in live.iter() {
+                match kind(crate::mir::VReg::new(x)) {
+                    Kind::Float => f += 1,
+                    Kind::Pair => v += 1,
+                    _ => {}
+                }
+            }
+            (f, v)
+        };
+        for inst in bd.insts.iter().rev() {
+            let (mut f, mut v) = (0, 0);
+            let mut seen = Vec::new();
+            for o in &inst.ops {
+                if let MOperand::Def(x) | MOperand::Use(x) = o {
+                    if seen.contains(x) {
+                        continue;
+                    }
+                    seen.push(*x);
+                    match kind(*x) {
+                        Kind::Float => f += 1,
+                        Kind::Pair => v += 1,
+                        _ => {}
+                    }
+                }
+            }
+            mf1 = mf1.max(f);
+            mv1 = mv1.max(v);
+            for d in inst.defs() {
+                live.remove(d.index());
+            }
+            for u in inst.uses() {
+                live.insert(u.index());
+            }
+            let (f, v) = count(&live);
+            pf = pf.max(f);
+            pv = pv.max(v);
+        }
+    }
+    (mf1, mv1, pf, pv, has_pairs)
+}
+
+fn machine_env(n_int: usize, n_f: usize, n_v: usize) -> MachineEnv {
+    let set = |n: usize, c: ra::RegClass| {
+        let mut s = PRegSet::empty();
+        for i in 0..n {
+            s.add(PReg::new(i, c));
+        }
+        s
+    };
+    MachineEnv {
+        preferred_regs_by_class: [
+            set(n_int, ra::RegClass::Int),
+            set(n_f, ra::RegClass::Float),
+            set(n_v, ra::RegClass::Vector),
+        ],
+        non_preferred_regs_by_class: [PRegSet::empty(); 3],
+        scratch_by_class: [None; 3],
+        fixed_stack_slots: Vec::new(),
+    }
+}
+
+struct SgprLayout {
+    /// SGPRs not available to singles: tuple webs, user/system SGPRs that are reserved.
+    taken: BTreeSet<u16>,
+    /// (workgroup dimension, system SGPR).
+    wg_fixed: Vec<(u8, u16)>,
+    wave_offset: Option<u16>,
+}
+
+fn sgpr_layout(
+    p: &Prepared,
+    w: &mut webs::Webs,
+    kernarg: Option<crate::mir::VReg>,
+    scratch: bool,
+) -> Result<SgprLayout, RegallocError> {
+    let abi = &p.mf.abi;
+    let mut blocked: Vec<u16> = Vec::new();
+    let kernarg_at: u16 = if scratch { 4 } else { 0 };
+    if scratch {
+        blocked.extend(0..4);
+    }
+    let mut pos = kernarg_at + 2;
+    let mut wg_fixed = Vec::new();
+    for d in 0..3u8 {
+        if abi.workgroup_ids[d as usize] || livein_vreg(p, AbiValue::WorkgroupId(d)).is_some() {
+            wg_fixed.push((d, pos));
+            blocked.push(pos);
+            pos += 1;
+        }
+    }
+    let wave_offset = if scratch {
+        blocked.push(pos);
+        Some(pos)
+    } else {
+        None
+    };
+    for r in w.webs.iter_mut().filter(|r| r.class == RegClass::Sgpr) {
+        r.reg = None;
+        r.precolor = None;
+    }
+    if let Some(k) = kernarg {
+        let root = w.web_of[&k];
+        w.webs[root].precolor = Some(kernarg_at);
+    } else {
+        // The pointer is always enabled: keep its SGPRs out of the way of singles only if
+        // tuples do not reuse them (they may).
+    }
+    let used = webs::assign(w, RegClass::Sgpr, p.mf.abi.target, MAX_SGPRS, &blocked)?;
+    let mut taken: BTreeSet<u16> = used.into_iter().collect();
+    taken.extend(blocked);
+    if kernarg.is_none() {
+        taken.insert(kernarg_at);
+        taken.insert(kernarg_at + 1);
+    }
+    Ok(SgprLayout {
+        taken,
+        wg_fixed,
+        wave_offset,
+    })
+}
+
+struct Ctx<'a> {
+    p: &'a Prepared,
+    target: Target,
+    w: &'a webs::Webs,
+    func: &'a ra2::RaFunc,
+    out: &'a ra::Output,
+    int_map: HashMap<usize, u16>,
+    float_map: HashMap<usize, u16>,
+    pair_map: HashMap<usize, u16>,
+    vweb_base: u16,
+    slot_loc: HashMap<usize, SlotLoc>,
+    private_seg: Option<u16>,
+    wave_offset: Option<u16>,
+    exec_save: Option<u16>,
+}
+
+/// `count` registers of `o` from its register `at`.
+fn sub(o: Operand, at: u16, count: u16) -> Operand {
+    match o {
+        Operand::Sgpr { first, .. } => Operand::sr(first + at, count as u8),
+        Operand::Vgpr { first, .. } => Operand::vr(first + at, count as u8),
+        Operand::Agpr { first, .. } => Operand::ar(first + at, count as u8),
+        x => x,
+    }
+}
+
+fn mov(op: Opcode, d: Operand, s: Operand) -> Inst {
+    Inst::new(op, &[d, s])
+}
+
+impl Ctx<'_> {
+    fn preg(&self, r: PReg) -> Operand {
+        match r.class() {
+            ra::RegClass::Int => Operand::s(self.int_map[&r.hw_enc()]),
+            ra::RegClass::Float => Operand::v(self.float_map[&r.hw_enc()]),
+            ra::RegClass::Vector => Operand::vr(self.pair_map[&r.hw_enc()], 2),
+        }
+    }
+
+    fn web_operand(&self, v: crate::mir::VReg) -> Operand {
+        let web = &self.w.webs[self.w.web_of[&v]];
+        let reg = web.reg.unwrap_or(0);
+        let d = self.p.mf.vregs[v].dwords;
+        match web.class {
+            RegClass::Sgpr => Operand::sr(reg, d),
+            RegClass::Vgpr => Operand::vr(self.vweb_base + reg, d),
+            RegClass::Agpr => Operand::ar(reg, d),
+        }
+    }
+
+    fn is_vector_edit(&self, e: &Edit) -> bool {
+        let Edit::Move { from, to } = e;
+        let r = from.as_reg().or(to.as_reg());
+        matches!(
+            r.map(|r| r.class()),
+            Some(ra::RegClass::Float | ra::RegClass::Vector)
+        )
+    }
+
+    fn point_partial(&self, pt: ProgPoint) -> bool {
+        let i = pt.inst().index();
+        match pt.pos() {
+            InstPosition::Before => self.p.partial_before[i],
+            InstPosition::After => self.p.partial_after[i],
+        }
+    }
+
+    fn needs_exec_save(&self) -> bool {
+        if self
+            .out
+            .edits
+            .iter()
+            .any(|(pt, e)| self.is_vector_edit(e) && self.point_partial(*pt))
+        {
+            return true;
+        }
+        // Vector tuple copies in partial regions.
+        for (b, bd) in self.p.mf.blocks.iter() {
+            for (k, inst) in bd.insts.iter().enumerate() {
+                if inst.opcode == MOpcode::Copy && !self.w.coalesced.contains(&(b.index(), k)) {
+                    if let Some(v) = inst.defs().next() {
+                        let d = self.p.mf.vregs[v];
+                        let gi = (self.p.first_inst[b.index()] + k as u32) as usize;
+                        if kind_of(d.class, d.dwords) == Kind::Web
+                            && d.class != RegClass::Sgpr
+                            && self.p.partial_before[gi]
+                        {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    fn wrap(&self, out: &mut Vec<Inst>, body: Vec<Inst>, whole_wave: bool) {
+        match (whole_wave, self.exec_save) {
+            (true, Some(s)) if !body.is_empty() => {
+                let exec = Operand::Special(SpecialReg::Exec);
+                out.push(mov(Opcode::SMovB64, Operand::sr(s, 2), exec));
+                out.push(mov(Opcode::SMovB64, exec, Operand::InlineInt(-1)));
+                out.extend(body);
+                out.push(mov(Opcode::SMovB64, exec, Operand::sr(s, 2)));
+            }
+            _ => out.extend(body),
+        }
+    }
+
+    fn slot_access(&self, reg: Operand, slot: SlotLoc, store: bool, body: &mut Vec<Inst>) {
+        let (first, n, is_sgpr) = match reg {
+            Operand::Sgpr { first, count } => (first, count, true),
+            Operand::Vgpr { first, count } => (first, count, false),
+            _ => return,
+        };
+        for k in 0..n as u16 {
+            let r = if is_sgpr {
+                Operand::s(first + k)
+            } else {
+                Operand::v(first + k)
+            };
+            let inst = match slot {
+                SlotLoc::Sgpr(s) => {
+                    if store {
+                        mov(Opcode::SMovB32, Operand::s(s + k), r)
+                    } else {
+                        mov(Opcode::SMovB32, r, Operand::s(s + k))
+                    }
+                }
+                SlotLoc::Vgpr(s) => {
+                    if store {
+                        mov(Opcode::VMovB32, Operand::v(s + k), r)
+                    } else {
+                        mov(Opcode::VMovB32, r, Operand::v(s + k))
+                    }
+                }
+                SlotLoc::Agpr(s) => {
+                    if store {
+                        mov(Opcode::VAccvgprWriteB32, Operand::a(s + k), r)
+                    } else {
+                        mov(Opcode::VAccvgprReadB32, r, Operand::a(s + k))
+                    }
+                }
+                SlotLoc::Scratch(off) => {
+                    let off = off + 4 * k as u32;
+                    let mut i = if self.target == Target::Gfx942 {
+                        if store {
+                            Inst::new(Opcode::ScratchStoreDword, &[Operand::Off, r, Operand::Off])
+                        } else {
+                            Inst::new(Opcode::ScratchLoadDword, &[r, Operand::Off, Operand::Off])
+                        }
+                    } else {
+                        let rsrc = Operand::sr(self.private_seg.unwrap_or(0), 4);
+                        let soff = Operand::s(self.wave_offset.unwrap_or(0));
+                        if store {
+                            Inst::new(Opcode::BufferStoreDword, &[r, Operand::Off, rsrc, soff])
+                        } else {
+                            Inst::new(Opcode::BufferLoadDword, &[r, Operand::Off, rsrc, soff])
+                        }
+                    };
+                    i.mods.offset = off as i32;
+                    i
+                }
+            };
+            body.push(inst);
+        }
+    }
+
+    fn edit(&self, e: &Edit, body: &mut Vec<Inst>, usage: &mut RegUsage) {
+        let Edit::Move { from, to } = *e;
+        match (from.as_reg(), to.as_reg()) {
+            (Some(f), Some(t)) => {
+                if f == t {
+                    return;
+                }
+                usage.moves += 1;
+                match f.class() {
+                    ra::RegClass::Int => {
+                        body.push(mov(Opcode::SMovB32, self.preg(t), self.preg(f)))
+                    }
+                    ra::RegClass::Float => {
+                        body.push(mov(Opcode::VMovB32, self.preg(t), self.preg(f)))
+                    }
+                    ra::RegClass::Vector => {
+                        let (a, b) = (self.pair_map[&f.hw_enc()], self.pair_map[&t.hw_enc()]);
+                        for k in 0..2 {
+                            body.push(mov(Opcode::VMovB32, Operand::v(b + k), Operand::v(a + k)));
+                        }
+                    }
+                }
+            }
+            (Some(f), None) => {
+                usage.spill_insts += 1;
+                let slot = self.slot_loc[&to.as_stack().map(|s| s.index()).unwrap_or(0)];
+                self.slot_access(self.preg(f), slot, true, body);
+            }
+            (None, Some(t)) => {
+                usage.spill_insts += 1;
+                let slot = self.slot_loc[&from.as_stack().map(|s| s.index()).unwrap_or(0)];
+                self.slot_access(self.preg(t), slot, false, body);
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn flush(&self, edits: &[(ProgPoint, Edit)], out: &mut Vec<Inst>, usage: &mut RegUsage) {
+        if edits.is_empty() {
+            return;
+        }
+        let mut body = Vec::new();
+        let mut vector = false;
+        for (_, e) in edits {
+            vector |= self.is_vector_edit(e);
+            self.edit(e, &mut body, usage);
+        }
+        self.wrap(out, body, vector && self.point_partial(edits[0].0));
+    }
+
+    fn tuple_copy(&self, d: Operand, s: Operand, out: &mut Vec<Inst>) {
+        let (df, sf, n, class) = match (d, s) {
+            (Operand::Sgpr { first: a, count }, Operand::Sgpr { first: b, .. }) => (a, b, count, 0),
+            (Operand::Vgpr { first: a, count }, Operand::Vgpr { first: b, .. }) => (a, b, count, 1),
+            (Operand::Agpr { first: a, count }, Operand::Agpr { first: b, .. }) => (a, b, count, 2),
+            _ => return,
+        };
+        if df == sf {
+            return;
+        }
+        let order: Vec<u16> = if df > sf {
+            (0..n as u16).rev().collect()
+        } else {
+            (0..n as u16).collect()
+        };
+        for k in order {
+            out.push(match class {
+                0 => mov(Opcode::SMovB32, Operand::s(df + k), Operand::s(sf + k)),
+                1 => mov(Opcode::VMovB32, Operand::v(df + k), Operand::v(sf + k)),
+                _ => mov(
+                    Opcode::VAccvgprMovB32,
+                    Operand::a(df + k),
+                    Operand::a(sf + k),
+                ),
+            });
+        }
+    }
+
+    /// Moves `s` into `d` dword by dword (same width), across files where gfx9 can.
+    fn sub_moves(&self, d: Operand, s: Operand, out: &mut Vec<Inst>) -> Result<(), RegallocError> {
+        let file = |o: Operand| match o {
+            Operand::Sgpr { first, count } => Some((0, first, count)),
+            Operand::Vgpr { first, count } => Some((1, first, count)),
+            Operand::Agpr { first, count } => Some((2, first, count)),
+            _ => None,
+        };
+        let (Some((df, da, n)), Some((sf, sa, _))) = (file(d), file(s)) else {
+            return Err(RegallocError::Unsupported(format!("move {s} to {d}")));
+        };
+        if df == sf && da == sa {
+            return Ok(());
+        }
+        let one = |f: u8, r: u16| match f {
+            0 => Operand::s(r),
+            1 => Operand::v(r),
+            _ => Operand::a(r),
+        };
+        let order: Vec<u16> = if df == sf && da > sa {
+            (0..n as u16).rev().collect()
+        } else {
+            (0..n as u16).collect()
+        };
+        for k in order {
+            let op = match (df, sf) {
+                (0, 0) => Opcode::SMovB32,
+                (1, 0) | (1, 1) => Opcode::VMovB32,
+                (2, 1) => Opcode::VAccvgprWriteB32,
+                (1, 2) => Opcode::VAccvgprReadB32,
+                (2, 2) => Opcode::VAccvgprMovB32,
+                _ => return Err(RegallocError::Unsupported(format!("move {s} to {d}"))),
+            };
+            out.push(mov(op, one(df, da + k), one(sf, sa + k)));
+        }
+        Ok(())
+    }
+
+    fn emit(&self, usage: &mut RegUsage) -> Result<Vec<PhysBlock>, RegallocError> {
+        let mf = &self.p.mf;
+        let mut blocks = Vec::with_capacity(mf.blocks.len());
+        let edits = &self.out.edits;
+        let mut e = 0usize;
+        for (b, bd) in mf.blocks.iter() {
+            let bi = b.index();
+            let mut insts = Vec::new();
+            let first = self.p.first_inst[bi];
+            let n = bd.insts.len() as u32 + 1;
+            for gi in first..first + n {
+                let inst = ra::Inst::new(gi as usize);
+                let take = |e: &mut usize, pt: ProgPoint| {
+                    let s = *e;
+                    while *e < edits.len() && edits[*e].0 <= pt {
+                        *e += 1;
+                    }
+                    &edits[s..*e]
+                };
+                let before = take(&mut e, ProgPoint::before(inst));
+                self.flush(before, &mut insts, usage);
+                let k = (gi - first) as usize;
+                if k < bd.insts.len() {
+                    self.inst(bi, k, gi, &mut insts, usage)?;
+                }
+                let after = take(&mut e, ProgPoint::after(inst));
+                self.flush(after, &mut insts, usage);
+            }
+            let term = match &bd.term {
+                Terminator::Jump { target, .. } => PhysTerminator::Jump(*target),
+                Terminator::Branch {
+                    cond,
+                    taken,
+                    not_taken,
+                    ..
+                } => PhysTerminator::Branch {
+                    cond: *cond,
+                    taken: *taken,
+                    not_taken: *not_taken,
+                },
+                Terminator::Return => PhysTerminator::Return,
+            };
+            blocks.push(PhysBlock { insts, term });
+        }
+        Ok(blocks)
+    }
+
+    fn inst(
+        &self,
+        bi: usize,
+        k: usize,
+        gi: u32,
+        out: &mut Vec<Inst>,
+        usage: &mut RegUsage,
+    ) -> Result<(), RegallocError> {
+        let mi = &self.p.mf.blocks[MBlock::new(bi)].insts[k];
+        let allocs = self.out.inst_allocs(ra::Inst::new(gi as usize));
+        let ra_inst = &self.func.insts[gi as usize];
+        let operand = |i: usize, v: crate::mir::VReg| -> Result<Operand, RegallocError> {
+            match ra_inst.map[i] {
+                Some(x) => {
+                    let a: Allocation = allocs[x];
+                    let r = a.as_reg().ok_or_else(|| {
+                        RegallocError::Regalloc2(format!("{v} not in a register"))
+                    })?;
+                    Ok(self.preg(r))
+                }
+                None => Ok(self.web_operand(v)),
+            }
+        };
+        match mi.opcode {
+            MOpcode::LiveIn(_) | MOpcode::ImplicitDef => {}
+            MOpcode::Copy => {
+                if let [MOperand::Def(d), MOperand::Use(s)] = mi.ops.as_slice() {
+                    let (dop, sop) = (operand(0, *d)?, operand(1, *s)?);
+                    if dop != sop {
+                        let mut body = Vec::new();
+                        if ra_inst.map[0].is_some() {
+                            return Err(RegallocError::Regalloc2(
+                                "a copy's reuse constraint was not honoured".into(),
+                            ));
+                        }
+                        self.tuple_copy(dop, sop, &mut body);
+                        usage.moves += body.len() as u32;
+                        let vector = !matches!(dop, Operand::Sgpr { .. });
+                        self.wrap(out, body, vector && self.p.partial_before[gi as usize]);
+                    }
+                }
+            }
+            MOpcode::Build => {
+                let d = match mi.ops[0] {
+                    MOperand::Def(d) => operand(0, d)?,
+                    _ => return Ok(()),
+                };
+                let mut body = Vec::new();
+                let mut at = 0u16;
+                for (i, o) in mi.ops.iter().enumerate().skip(1) {
+                    if let MOperand::Use(u) = *o {
+                        let s = operand(i, u)?;
+                        let n = s.reg_count() as u16;
+                        self.sub_moves(sub(d, at, n), s, &mut body)?;
+                        at += n;
+                    }
+                }
+                usage.moves += body.len() as u32;
+                let vector = !matches!(d, Operand::Sgpr { .. });
+                self.wrap(out, body, vector && self.p.partial_before[gi as usize]);
+            }
+            MOpcode::Extract(k) => {
+                if let [MOperand::Def(d), MOperand::Use(s)] = mi.ops.as_slice() {
+                    let (dop, sop) = (operand(0, *d)?, operand(1, *s)?);
+                    let mut body = Vec::new();
+                    self.sub_moves(dop, sub(sop, k as u16, dop.reg_count() as u16), &mut body)?;
+                    usage.moves += body.len() as u32;
+                    let vector = !matches!(dop, Operand::Sgpr { .. });
+                    self.wrap(out, body, vector && self.p.partial_before[gi as usize]);
+                }
+            }
+            MOpcode::Isa(op) => {
+                let mut ops = smallvec::SmallVec::<[Operand; 4]>::new();
+                let encoded = mi.encoded_operand_count();
+                for (i, o) in mi.ops.iter().enumerate().take(encoded) {
+                    ops.push(match *o {
+                        MOperand::Def(v) | MOperand::Use(v) => operand(i, v)?,
+                        MOperand::Phys(x) => x,
+                    });
+                }
+                out.push(isa::Inst {
+                    op,
+                    operands: ops,
+                    encoding: mi.encoding,
+                    mods: mi.mods,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_rules() {
+        assert_eq!(webs::alignment(RegClass::Sgpr, 2, Target::Gfx900), 2);
+        assert_eq!(webs::alignment(RegClass::Sgpr, 4, Target::Gfx900), 4);
+        assert_eq!(webs::alignment(RegClass::Vgpr, 4, Target::Gfx900), 1);
+        assert_eq!(webs::alignment(RegClass::Vgpr, 4, Target::Gfx90a), 2);
+        assert_eq!(webs::alignment(RegClass::Agpr, 16, Target::Gfx942), 2);
+    }
+}
