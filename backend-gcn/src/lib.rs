@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod codeobj;
+pub mod emit;
 pub mod hazards;
 pub mod isa;
 pub mod llvm_oracle;

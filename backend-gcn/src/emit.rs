@@ -1,0 +1,533 @@
+//! Emission: the allocated, waited and hazard-free [`PhysFunction`] → machine code, assembler
+//! text and a loadable code object.
+//!
+//! Takes blocks of [`isa::Inst`] on physical registers with their [`PhysTerminator`]s; gives
+//! [`Emitted`]: the `.text` bytes, the code object (descriptor from the register usage and the
+//! ABI, metadata from isel's [`KernelMeta`] plus the counts), the LLVM-syntax assembly and a
+//! [`KernelHeader`] with the numbers a kernel engineer looks at first.
+//!
+//! ```text
+//!  blocks ──terminators──► s_cbranch_* / s_branch / s_endpgm (a jump to the next block is dropped;
+//!        │                 a branch whose taken side falls through is inverted)
+//!        ├─ isa::encode (every instruction, sizes known) ──► block offsets ──► branch simm16
+//!        ├─ DescriptorParams (VGPR/AGPR/SGPR counts, LDS, scratch, user/system SGPRs, work-item ids)
+//!        └─ CodeObjectBuilder ──► ELF bytes;   asm text with labels `.LBB<n>` at branch targets
+//! ```
+//! The assembly re-assembles with `llvm-mc-19 -arch=amdgcn -mcpu=<target>` to exactly the bytes
+//! of `.text` (tested for every library kernel on every target). To keep that true, a 32-bit
+//! literal that equals an inline constant is emitted as the inline constant: the value is the
+//! same, the code is shorter, and it is what the assembler would pick for the printed text.
+
+use std::fmt::{self, Write as _};
+
+use crate::codeobj::descriptor::{DescriptorParams, KernelDescriptor, Occupancy, OccupancyLimit};
+use crate::codeobj::metadata::KernelMeta;
+use crate::codeobj::target_id::TargetId;
+use crate::codeobj::{CodeObjectBuilder, KernelBuild, WriteError};
+use crate::isa::{
+    self, flags, EncodeError, Format, InlineFloat, Inst, Kind, Opcode, Operand, Slot,
+};
+use crate::mir::{BranchCond, MBlock};
+use crate::phys::{PhysFunction, PhysTerminator};
+use crate::Target;
+
+/// Why a function cannot be emitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmitError {
+    /// The function has no blocks.
+    #[error("kernel '{0}' has no blocks")]
+    NoBlocks(String),
+    /// A terminator names a block that does not exist.
+    #[error("block {block} branches to bb{target}, but the kernel has {blocks} blocks")]
+    BadTarget {
+        /// The branching block.
+        block: usize,
+        /// The missing successor.
+        target: u32,
+        /// Number of blocks.
+        blocks: usize,
+    },
+    /// An instruction in a block's list is a branch or `s_endpgm`; control flow belongs in the
+    /// terminator.
+    #[error("block {block} instruction {index}: {inst} is control flow; use the block terminator")]
+    ControlFlowInBlock {
+        /// Block.
+        block: usize,
+        /// Position in the block.
+        index: usize,
+        /// The instruction's text.
+        inst: String,
+    },
+    /// The encoder rejected an instruction.
+    #[error("block {block} instruction {index} ({inst}): {source}")]
+    Encode {
+        /// Block.
+        block: usize,
+        /// Position in the block.
+        index: usize,
+        /// The instruction (debug form: it may not print).
+        inst: String,
+        /// Why.
+        source: EncodeError,
+    },
+    /// A branch target is further than a signed 16-bit dword offset reaches.
+    #[error("branch from block {block} to bb{target} spans {dwords} dwords (more than simm16)")]
+    BranchOutOfRange {
+        /// The branching block.
+        block: usize,
+        /// The target.
+        target: u32,
+        /// The offset that does not fit.
+        dwords: i64,
+    },
+    /// The code object writer rejected the kernel (register counts beyond the target, bad
+    /// arguments, ...).
+    #[error("code object: {0}")]
+    Write(#[from] WriteError),
+}
+
+/// The resource summary of a compiled kernel: what `kjit dump --asm` prints first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelHeader {
+    /// Kernel name.
+    pub name: String,
+    /// Target.
+    pub target: Target,
+    /// Architectural VGPRs used (highest `v` + 1).
+    pub vgprs: u32,
+    /// SGPRs counted for allocation, including VCC/FLAT_SCRATCH/XNACK_MASK as the metadata's
+    /// `.sgpr_count` (and LLVM's resource remark) count them.
+    pub sgprs: u32,
+    /// SGPRs the code names (highest `s` + 1), without the reserved ones.
+    pub sgprs_used: u32,
+    /// AGPRs used (highest `a` + 1).
+    pub agprs: u32,
+    /// Static LDS bytes.
+    pub lds_bytes: u32,
+    /// Scratch bytes per work-item.
+    pub scratch_bytes: u32,
+    /// Values spilled (to AGPRs or scratch).
+    pub spills: u32,
+    /// Waves per SIMD the kernel's registers and LDS allow (at its largest workgroup).
+    pub occupancy: u32,
+    /// What limits the occupancy.
+    pub occupancy_limit: OccupancyLimit,
+    /// Instructions in `.text`, branches and `s_endpgm` included.
+    pub instructions: u32,
+    /// Bytes of machine code.
+    pub code_bytes: u32,
+}
+
+impl KernelHeader {
+    /// The header as lines without a comment marker.
+    pub fn lines(&self) -> Vec<String> {
+        let limit = match self.occupancy_limit {
+            OccupancyLimit::WaveSlots => "wave slots",
+            OccupancyLimit::Vgprs => "VGPRs",
+            OccupancyLimit::Sgprs => "SGPRs",
+            OccupancyLimit::Lds => "LDS/workgroup size",
+        };
+        vec![
+            format!("kernel {} for {}", self.name, self.target),
+            format!(
+                "VGPRs: {}  AGPRs: {}  SGPRs: {} ({} + VCC/FLAT_SCRATCH/XNACK_MASK)",
+                self.vgprs, self.agprs, self.sgprs, self.sgprs_used
+            ),
+            format!(
+                "LDS: {} bytes  scratch: {} bytes/lane  spills: {}",
+                self.lds_bytes, self.scratch_bytes, self.spills
+            ),
+            format!(
+                "occupancy: {} waves/SIMD (limited by {limit})",
+                self.occupancy
+            ),
+            format!(
+                "instructions: {} ({} bytes)",
+                self.instructions, self.code_bytes
+            ),
+        ]
+    }
+}
+
+impl fmt::Display for KernelHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for l in self.lines() {
+            writeln!(f, "{l}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What emission gives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Emitted {
+    /// The loadable code object (ELF, code object v5).
+    pub code_object: Vec<u8>,
+    /// LLVM-syntax assembly: header comment, labels, instructions.
+    pub asm: String,
+    /// The resource summary.
+    pub header: KernelHeader,
+    /// The kernel's machine code (its `.text`).
+    pub code: Vec<u8>,
+    /// Every emitted instruction with its byte offset in `code` (branches with resolved offsets).
+    pub insts: Vec<(u32, Inst)>,
+}
+
+/// One item of the linear code before branch offsets are known.
+enum Item {
+    /// A block starts here.
+    Block(usize),
+    /// An ordinary instruction, already encoded.
+    Inst(Inst, smallvec::SmallVec<[u32; 4]>),
+    /// A branch to a block (offset resolved later).
+    Branch(Opcode, MBlock),
+    /// `s_endpgm`.
+    Endpgm,
+}
+
+fn branch_opcode(cond: BranchCond) -> Opcode {
+    match cond {
+        BranchCond::Scc0 => Opcode::SCbranchScc0,
+        BranchCond::Scc1 => Opcode::SCbranchScc1,
+        BranchCond::Vccz => Opcode::SCbranchVccz,
+        BranchCond::Vccnz => Opcode::SCbranchVccnz,
+        BranchCond::Execz => Opcode::SCbranchExecz,
+        BranchCond::Execnz => Opcode::SCbranchExecnz,
+    }
+}
+
+/// The condition that holds exactly when `c` does not (SCC is a bit; VCCZ/EXECZ are flags the
+/// hardware keeps for the whole register).
+fn invert(c: BranchCond) -> BranchCond {
+    match c {
+        BranchCond::Scc0 => BranchCond::Scc1,
+        BranchCond::Scc1 => BranchCond::Scc0,
+        BranchCond::Vccz => BranchCond::Vccnz,
+        BranchCond::Vccnz => BranchCond::Vccz,
+        BranchCond::Execz => BranchCond::Execnz,
+        BranchCond::Execnz => BranchCond::Execz,
+    }
+}
+
+fn is_control_flow(op: Opcode) -> bool {
+    matches!(
+        op,
+        Opcode::SBranch
+            | Opcode::SCbranchScc0
+            | Opcode::SCbranchScc1
+            | Opcode::SCbranchVccz
+            | Opcode::SCbranchVccnz
+            | Opcode::SCbranchExecz
+            | Opcode::SCbranchExecnz
+            | Opcode::SEndpgm
+    )
+}
+
+/// The inline constant with the same 32-bit value as literal `v`, if any.
+fn inline_for(v: u32) -> Option<Operand> {
+    let i = v as i32;
+    if (-16..=64).contains(&i) {
+        return Some(Operand::InlineInt(i as i8));
+    }
+    InlineFloat::ALL
+        .into_iter()
+        .find(|c| (c.value() as f32).to_bits() == v)
+        .map(Operand::InlineFloat)
+}
+
+/// Replaces 32-bit literals that equal an inline constant by the constant, in source fields of
+/// 32-bit operands that are not 16-bit typed (where a literal's meaning is its 32 bits).
+fn canonicalize_literals(inst: &mut Inst) {
+    let infos = inst.operand_infos();
+    let fl = inst.info().flags;
+    for (o, info) in inst.operands.iter_mut().zip(infos) {
+        let Operand::Literal(v) = *o else { continue };
+        if !matches!(info.kind, Kind::VSrc | Kind::SSrc) || info.dwords != 1 {
+            continue;
+        }
+        let sixteen = match info.slot {
+            Slot::Src0 => fl & (flags::INT16_0 | flags::LIT16) != 0,
+            Slot::Src1 => fl & flags::INT16_1 != 0,
+            Slot::Src2 => fl & flags::INT16_2 != 0,
+            _ => false,
+        };
+        if sixteen {
+            continue;
+        }
+        if let Some(c) = inline_for(v) {
+            *o = c;
+        }
+    }
+}
+
+/// Emits `f`: machine code, code object, assembly and header.
+pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
+    let target = f.abi.target;
+    let name = f.abi.meta.name.clone();
+    let nblocks = f.blocks.len();
+    if nblocks == 0 {
+        return Err(EmitError::NoBlocks(name));
+    }
+
+    // 1. Linearise: instructions (encoded) and terminators as branches.
+    let mut items = Vec::new();
+    let mut branch_targets = vec![false; nblocks];
+    let mut uses_flat = false;
+    for (bi, block) in f.blocks.iter().enumerate() {
+        items.push(Item::Block(bi));
+        for (ii, inst) in block.insts.iter().enumerate() {
+            if is_control_flow(inst.op) {
+                return Err(EmitError::ControlFlowInBlock {
+                    block: bi,
+                    index: ii,
+                    inst: format!("{}", inst.display(target)),
+                });
+            }
+            let mut inst = inst.clone();
+            canonicalize_literals(&mut inst);
+            uses_flat |= matches!(
+                inst.info().format,
+                Format::Flat | Format::Global | Format::Scratch
+            );
+            let words = isa::encode(&inst, target).map_err(|source| EmitError::Encode {
+                block: bi,
+                index: ii,
+                inst: format!("{inst:?}"),
+                source,
+            })?;
+            items.push(Item::Inst(inst, words));
+        }
+        let next = MBlock::from_u32(bi as u32 + 1);
+        let check = |t: MBlock| {
+            if t.as_u32() as usize >= nblocks {
+                Err(EmitError::BadTarget {
+                    block: bi,
+                    target: t.as_u32(),
+                    blocks: nblocks,
+                })
+            } else {
+                Ok(t)
+            }
+        };
+        let mut branch = |op, t: MBlock, items: &mut Vec<Item>| {
+            branch_targets[t.as_u32() as usize] = true;
+            items.push(Item::Branch(op, t));
+        };
+        match block.term {
+            PhysTerminator::Return => items.push(Item::Endpgm),
+            PhysTerminator::Jump(t) => {
+                let t = check(t)?;
+                if t != next {
+                    branch(Opcode::SBranch, t, &mut items);
+                }
+            }
+            PhysTerminator::Branch {
+                cond,
+                taken,
+                not_taken,
+            } => {
+                let (taken, not_taken) = (check(taken)?, check(not_taken)?);
+                if taken == not_taken {
+                    // Both ways lead to the same block: the test is moot.
+                    if taken != next {
+                        branch(Opcode::SBranch, taken, &mut items);
+                    }
+                } else if not_taken == next {
+                    branch(branch_opcode(cond), taken, &mut items);
+                } else if taken == next {
+                    branch(branch_opcode(invert(cond)), not_taken, &mut items);
+                } else {
+                    branch(branch_opcode(cond), taken, &mut items);
+                    branch(Opcode::SBranch, not_taken, &mut items);
+                }
+            }
+        }
+    }
+
+    // 2. Block offsets in dwords.
+    let mut block_at = vec![0i64; nblocks];
+    let mut pc = 0i64;
+    for it in &items {
+        match it {
+            Item::Block(b) => block_at[*b] = pc,
+            Item::Inst(_, w) => pc += w.len() as i64,
+            Item::Branch(..) | Item::Endpgm => pc += 1,
+        }
+    }
+
+    // 3. Encode branches, collect code and text.
+    let mut code: Vec<u8> = Vec::with_capacity(pc as usize * 4);
+    let mut insts: Vec<(u32, Inst)> = Vec::new();
+    let mut body = String::new();
+    let mut cur_block = 0usize;
+    for it in items {
+        let here = (code.len() / 4) as i64;
+        match it {
+            Item::Block(b) => {
+                cur_block = b;
+                if b == 0 {
+                    continue;
+                }
+                if branch_targets[b] {
+                    let _ = writeln!(body, ".LBB{b}:");
+                } else {
+                    let _ = writeln!(body, "; %bb.{b}:");
+                }
+            }
+            Item::Inst(inst, words) => {
+                let _ = writeln!(body, "\t{}", inst.display(target));
+                for w in &words {
+                    code.extend_from_slice(&w.to_le_bytes());
+                }
+                insts.push(((here * 4) as u32, inst));
+            }
+            Item::Endpgm => {
+                let inst = Inst::new(Opcode::SEndpgm, &[Operand::Imm(0)]);
+                let w = isa::encode(&inst, target).map_err(|source| EmitError::Encode {
+                    block: cur_block,
+                    index: usize::MAX,
+                    inst: "s_endpgm".into(),
+                    source,
+                })?;
+                let _ = writeln!(body, "\t{}", inst.display(target));
+                for w in &w {
+                    code.extend_from_slice(&w.to_le_bytes());
+                }
+                insts.push(((here * 4) as u32, inst));
+            }
+            Item::Branch(op, t) => {
+                let dwords = block_at[t.as_u32() as usize] - (here + 1);
+                if !(i16::MIN as i64..=i16::MAX as i64).contains(&dwords) {
+                    return Err(EmitError::BranchOutOfRange {
+                        block: cur_block,
+                        target: t.as_u32(),
+                        dwords,
+                    });
+                }
+                let inst = Inst::new(op, &[Operand::Imm(dwords)]);
+                let w = isa::encode(&inst, target).map_err(|source| EmitError::Encode {
+                    block: cur_block,
+                    index: usize::MAX,
+                    inst: format!("{inst:?}"),
+                    source,
+                })?;
+                let _ = writeln!(body, "\t{} .LBB{}", op.info().name_on(target), t.as_u32());
+                for w in &w {
+                    code.extend_from_slice(&w.to_le_bytes());
+                }
+                insts.push(((here * 4) as u32, inst));
+            }
+        }
+    }
+
+    // 4. Descriptor, metadata, code object.
+    let abi = &f.abi;
+    let u = &f.usage;
+    let spills = u.spills_to_registers + u.spills_to_scratch;
+    // The dispatcher writes the user and system SGPRs and the work-item id VGPRs whether the
+    // code reads them or not; the allocation must cover them.
+    let initial_sgprs = f.user_sgprs.count()
+        + abi.workgroup_ids.iter().filter(|&&b| b).count() as u32
+        + (u.scratch_bytes > 0 && !target.has_architected_flat_scratch()) as u32;
+    let initial_vgprs = if target.has_agprs() {
+        1
+    } else {
+        abi.workitem_dims.max(1) as u32
+    };
+    let params = DescriptorParams {
+        group_segment_fixed_size: abi.lds_bytes,
+        private_segment_fixed_size: u.scratch_bytes,
+        kernarg_size: abi.meta.kernarg_segment_size,
+        vgprs: u.vgprs.max(initial_vgprs),
+        agprs: if target.has_agprs() { u.agprs } else { 0 },
+        sgprs: u.sgprs.max(initial_sgprs),
+        reserve_vcc: true,
+        // FLAT_SCRATCH is only needed by flat/global/scratch instructions or flat scratch access.
+        reserve_flat_scratch: uses_flat,
+        user_sgprs: f.user_sgprs,
+        user_sgpr_count: None,
+        enable_private_segment: u.scratch_bytes > 0,
+        workgroup_id: abi.workgroup_ids,
+        workitem_id_dims: (abi.workitem_dims.max(1) - 1) as u32,
+        ..DescriptorParams::default()
+    };
+    let build = kernel_build(&abi.meta, code.clone(), params.clone(), spills);
+    let mut builder = CodeObjectBuilder::new(target);
+    builder.add_kernel(build);
+    let code_object = builder.build()?;
+
+    let tid: TargetId = builder.target_id();
+    let kd = KernelDescriptor::build(target, tid.xnack, &params).map_err(|source| {
+        EmitError::Write(WriteError::Descriptor {
+            name: name.clone(),
+            source,
+        })
+    })?;
+    let occ = Occupancy::from_counts(
+        target,
+        kd.registers_allocated(target),
+        params.total_sgprs(target, tid.xnack),
+        abi.lds_bytes,
+        Some(abi.meta.max_flat_workgroup_size.max(1)),
+    );
+    let header = KernelHeader {
+        name: name.clone(),
+        target,
+        vgprs: params.vgprs,
+        sgprs: params.total_sgprs(target, tid.xnack),
+        sgprs_used: params.sgprs,
+        agprs: params.agprs,
+        lds_bytes: abi.lds_bytes,
+        scratch_bytes: u.scratch_bytes,
+        spills,
+        occupancy: occ.waves_per_simd,
+        occupancy_limit: occ.limited_by,
+        instructions: insts.len() as u32,
+        code_bytes: code.len() as u32,
+    };
+
+    let mut asm = String::new();
+    for l in header.lines() {
+        let _ = writeln!(asm, "; {l}");
+    }
+    if is_label(&name) {
+        let _ = writeln!(asm, "{name}:");
+    }
+    asm.push_str(&body);
+
+    Ok(Emitted {
+        code_object,
+        asm,
+        header,
+        code,
+        insts,
+    })
+}
+
+/// Whether `s` can be an assembler label as written.
+fn is_label(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_' || ch == '.')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.')
+}
+
+/// The code object writer's view of the kernel: isel's metadata (name, arguments, workgroup
+/// limits) with the descriptor settings and spill count emission decided.
+fn kernel_build(
+    meta: &KernelMeta,
+    code: Vec<u8>,
+    descriptor: DescriptorParams,
+    spills: u32,
+) -> KernelBuild {
+    KernelBuild {
+        name: meta.name.clone(),
+        code,
+        descriptor,
+        args: meta.args.clone(),
+        kernarg_segment_align: meta.kernarg_segment_align.max(4),
+        max_flat_workgroup_size: meta.max_flat_workgroup_size,
+        sgpr_spill_count: 0,
+        vgpr_spill_count: spills,
+        reqd_workgroup_size: meta.reqd_workgroup_size,
+    }
+}
