@@ -1,0 +1,1198 @@
+//! Instruction selection: a verified `kjit_ir::Function` to a [`MachineFunction`] on virtual
+//! registers, by uniformity (see `docs/backend.md`).
+//!
+//! Uniform values live in SGPRs and are computed on the SALU where gfx9 has a scalar form (the
+//! VALU plus `v_readfirstlane` otherwise: floats, division); divergent values live in VGPRs.
+//! Divergent bools are 0/1 per lane in a VGPR (a lane mask is made where a branch, select or
+//! compare needs one), uniform bools 0/1 in an SGPR.
+//!
+//! # Control flow: mask-per-block linearization
+//! The IR blocks are laid out in one order ([`order`]): topological over forward edges, every
+//! loop contiguous. Each IR block `B` becomes a *section*: a head (`exec = M_B`; skip the body
+//! when EXEC is zero) and a body (the block's instructions under that EXEC). `M_B`, an SGPR-pair
+//! variable, collects the lanes that branched to `B`: a terminator ORs the lanes of each edge into
+//! its target's mask (`s_and_b64`/`s_andn2_b64` of EXEC with the condition's lane mask; for a
+//! uniform condition `s_cmp` + `s_cselect_b64`). After the last section of a loop a latch block
+//! jumps back to the header while its mask is non-zero (`s_cmp_lg_u64` + `s_cbranch_scc1`), so a
+//! loop with a divergent exit runs until no lane remains, and lanes that left wait in the exit
+//! block's mask. A `return` removes the lanes from the `alive` mask and ends the wave when none
+//! remain. This handles every reducible CFG the builder makes (if/else, loops with breaks and
+//! continues, early returns) with one mechanism; uniform branches give all-or-nothing masks so the
+//! skipped side costs a head.
+//!
+//! # Values across sections: SSA construction on the machine CFG
+//! IR values used outside their block, IR block parameters, the masks and `alive` are
+//! *variables*, put into SSA on the machine CFG with Braun et al.'s algorithm ([`ssa`]); the MIR
+//! block parameters it creates select by the path the *wave* took, never per lane. Per-lane
+//! merges are tied partial writes (`v_mov_b32` tied to the previous value, under the edge's
+//! EXEC): IR block parameters that are divergent, and divergent values defined in a loop and used
+//! after it (lanes that left earlier keep their last value). Each variable starts with an
+//! `ImplicitDef` (masks: 0) in the head of a section that dominates all its writes and is not
+//! inside a loop its uses are outside of.
+
+mod lower;
+mod order;
+mod ssa;
+mod valu;
+
+use std::collections::HashMap;
+
+use cranelift_entity::{EntityRef, SecondaryMap};
+use kjit_ir::{Block, Function, InstData, Type, Uniformity, Value};
+
+use crate::codeobj::metadata::{
+    hidden_args_v5, AddressSpace, ArgMeta, KernelMeta, ValueKind, HIDDEN_ARGS_V5,
+};
+use crate::mir::{
+    implicit, BranchCond, KernelAbi, MBlock, MInst, MOpcode, MOperand, MachineFunction, RegClass,
+    Terminator, VReg,
+};
+use crate::Target;
+
+pub use order::LoopInfo;
+
+/// Why a function cannot be selected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IselError {
+    /// The input does not verify.
+    #[error("kernel does not verify: {0}")]
+    Invalid(String),
+    /// A construct isel does not handle (yet), named.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+/// A value that crosses sections, put into SSA form on the machine CFG.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Var {
+    /// An IR value (instruction result or block parameter).
+    Val(Value),
+    /// The lanes waiting to run an IR block.
+    Mask(Block),
+    /// The lanes that have not returned.
+    Alive,
+}
+
+/// Selects machine instructions for `func` on `target`.
+pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselError> {
+    kjit_ir::verify(func).map_err(|e| IselError::Invalid(e.to_string()))?;
+    let mut s = Isel::new(func, target)?;
+    s.run()?;
+    Ok(s.mf)
+}
+
+/// Where a kernel argument lives in the kernarg segment.
+#[derive(Clone, Copy, Debug)]
+struct ArgSlot {
+    offset: u32,
+    /// For buffers: offset of the `.len` argument.
+    len_offset: u32,
+}
+
+/// The kernarg layout and metadata of `func` (the kjit kernel ABI in `docs/backend.md`).
+fn kernel_meta(func: &Function) -> (KernelMeta, Vec<ArgSlot>) {
+    let mut meta = KernelMeta::new(&func.name);
+    meta.max_flat_workgroup_size = 1024;
+    meta.group_segment_fixed_size = func.lds_bytes() as u32;
+    let mut off = 0u32;
+    let mut slots = Vec::new();
+    for p in &func.params {
+        match p.ty {
+            Type::Buffer { elem, writable } => {
+                off = off.div_ceil(8) * 8;
+                let mut a = ArgMeta::new(off, 8, ValueKind::GlobalBuffer);
+                a.name = Some(p.name.clone());
+                a.type_name = Some(format!("{}*", elem));
+                a.address_space = Some(AddressSpace::Global);
+                a.is_const = !writable;
+                meta.args.push(a);
+                let addr = off;
+                off += 8;
+                let mut l = ArgMeta::new(off, 4, ValueKind::ByValue);
+                l.name = Some(format!("{}.len", p.name));
+                l.type_name = Some("uint".into());
+                meta.args.push(l);
+                slots.push(ArgSlot {
+                    offset: addr,
+                    len_offset: off,
+                });
+                off += 4;
+            }
+            t => {
+                let size = match t {
+                    Type::Bool => 4,
+                    t => t.bytes(),
+                };
+                off = off.div_ceil(size) * size;
+                let mut a = ArgMeta::new(off, size, ValueKind::ByValue);
+                a.name = Some(p.name.clone());
+                a.type_name = Some(t.to_string());
+                meta.args.push(a);
+                slots.push(ArgSlot {
+                    offset: off,
+                    len_offset: 0,
+                });
+                off += size;
+            }
+        }
+    }
+    let kinds: Vec<ValueKind> = HIDDEN_ARGS_V5.iter().map(|(k, _, _)| k.clone()).collect();
+    let (hidden, size) = hidden_args_v5(off, &kinds);
+    meta.args.extend(hidden);
+    meta.kernarg_segment_size = size;
+    (meta, slots)
+}
+
+/// Offset of the v5 hidden-argument block after the explicit arguments.
+fn hidden_base(meta: &KernelMeta) -> u32 {
+    meta.hidden_arg(&ValueKind::HiddenBlockCountX)
+        .map(|a| a.offset)
+        .unwrap_or(0)
+}
+
+/// The machine blocks of one IR block.
+#[derive(Clone, Copy, Debug, Default)]
+struct Section {
+    head: Option<MBlock>,
+    body: Option<MBlock>,
+}
+
+/// Instruction selection state for one function.
+pub(crate) struct Isel<'a> {
+    pub(crate) func: &'a Function,
+    pub(crate) target: Target,
+    pub(crate) uni: Uniformity,
+    pub(crate) mf: MachineFunction,
+    loops: LoopInfo,
+    /// Sections in layout order.
+    order: Vec<Block>,
+    pos: SecondaryMap<Block, usize>,
+    sections: SecondaryMap<Block, Section>,
+    /// Machine CFG predecessors.
+    preds: Vec<Vec<MBlock>>,
+    /// SSA construction state.
+    ssa: ssa::SsaState,
+    /// The block being filled.
+    pub(crate) cur: MBlock,
+    /// The EXEC mask of the current body (an SGPR-pair vreg).
+    pub(crate) cur_exec: Option<VReg>,
+    /// Values used only in their own block: their vreg.
+    local: HashMap<Value, VReg>,
+    /// Variables initialised in the head of each section.
+    inits: SecondaryMap<Block, Vec<Var>>,
+    /// Values that need tied partial writes (divergent, defined in a loop, used after it).
+    tied_vals: Vec<bool>,
+    /// Values used outside their defining block.
+    crossing: Vec<bool>,
+    /// Prologue values.
+    pub(crate) kernarg: Option<VReg>,
+    pub(crate) params: HashMap<Value, VReg>,
+    pub(crate) descs: HashMap<Value, VReg>,
+    pub(crate) lens: HashMap<Value, VReg>,
+    pub(crate) specials: HashMap<kjit_ir::SpecialReg, VReg>,
+    pub(crate) lane_id: Option<VReg>,
+    pub(crate) lds_base: SecondaryMap<kjit_ir::LdsArray, u32>,
+    slots: Vec<ArgSlot>,
+    /// Per-body cache of lane masks of divergent bools (valid in the current block only).
+    pub(crate) mask_cache: HashMap<Value, VReg>,
+    /// Latch block of each loop header.
+    latch: SecondaryMap<Block, Option<MBlock>>,
+    /// The EXEC each section's head set (the body runs under it).
+    exec_of: HashMap<Block, VReg>,
+}
+
+impl<'a> Isel<'a> {
+    fn new(func: &'a Function, target: Target) -> Result<Isel<'a>, IselError> {
+        let uni = Uniformity::compute(func);
+        let loops = LoopInfo::compute(func)?;
+        let order = order::layout(func, &loops)?;
+        let mut pos = SecondaryMap::new();
+        for (i, &b) in order.iter().enumerate() {
+            pos[b] = i;
+        }
+        let (meta, slots) = kernel_meta(func);
+        let mut lds_base = SecondaryMap::new();
+        let mut lds_off = 0u32;
+        for (a, d) in func.lds.iter() {
+            let size = d.elem.bytes();
+            lds_off = lds_off.div_ceil(size.max(4)) * size.max(4);
+            lds_base[a] = lds_off;
+            lds_off += d.len * size;
+        }
+        let mut uses_wg = [false; 3];
+        let mut item_dims = 0u8;
+        for b in &order {
+            for &i in &func.blocks[*b].insts {
+                if let InstData::Special { reg } = func.insts[i] {
+                    match reg {
+                        kjit_ir::SpecialReg::WorkgroupId(d) => uses_wg[d.index()] = true,
+                        kjit_ir::SpecialReg::WorkitemId(d) => {
+                            item_dims = item_dims.max(d.index() as u8 + 1)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let mut meta = meta;
+        meta.group_segment_fixed_size = lds_off;
+        let abi = KernelAbi {
+            target,
+            meta,
+            workgroup_ids: uses_wg,
+            workitem_dims: item_dims,
+            lds_bytes: lds_off,
+        };
+        let nvals = func.values.len();
+        Ok(Isel {
+            func,
+            target,
+            uni,
+            mf: MachineFunction::new(abi),
+            loops,
+            order,
+            pos,
+            sections: SecondaryMap::new(),
+            preds: Vec::new(),
+            ssa: ssa::SsaState::default(),
+            cur: MBlock::new(0),
+            cur_exec: None,
+            local: HashMap::new(),
+            inits: SecondaryMap::new(),
+            tied_vals: vec![false; nvals],
+            crossing: vec![false; nvals],
+            kernarg: None,
+            params: HashMap::new(),
+            descs: HashMap::new(),
+            lens: HashMap::new(),
+            specials: HashMap::new(),
+            lane_id: None,
+            lds_base,
+            slots,
+            mask_cache: HashMap::new(),
+            latch: SecondaryMap::new(),
+            exec_of: HashMap::new(),
+        })
+    }
+
+    /// The register class of an IR value.
+    pub(crate) fn class_of(&self, v: Value) -> RegClass {
+        if self.uni.is_uniform(v) {
+            RegClass::Sgpr
+        } else {
+            RegClass::Vgpr
+        }
+    }
+
+    /// Dwords of an IR value in registers.
+    pub(crate) fn dwords_of(&self, v: Value) -> u8 {
+        match self.func.value_type(v) {
+            Type::I64 | Type::U64 | Type::F64 | Type::Buffer { .. } => 2,
+            _ => 1,
+        }
+    }
+
+    fn run(&mut self) -> Result<(), IselError> {
+        self.analyse_values();
+        self.build_skeleton();
+        self.plan_inits();
+        let rpo = self.machine_rpo();
+        let mut filled = vec![false; self.mf.blocks.len()];
+        for mb in rpo {
+            self.try_seal_all(&filled);
+            self.fill(mb)?;
+            filled[mb.index()] = true;
+        }
+        self.try_seal_all(&filled);
+        ssa::remove_trivial_params(&mut self.mf);
+        Ok(())
+    }
+
+    /// Which values cross blocks and which need tied partial writes.
+    fn analyse_values(&mut self) {
+        let func = self.func;
+        let mut def_block: SecondaryMap<Value, Option<Block>> = SecondaryMap::new();
+        for &b in &self.order {
+            for &p in &func.blocks[b].params {
+                def_block[p] = Some(b);
+            }
+            for &i in &func.blocks[b].insts {
+                for &r in &func.results[i] {
+                    def_block[r] = Some(b);
+                }
+            }
+        }
+        for &b in &self.order {
+            for &i in &func.blocks[b].insts {
+                for &r in &func.results[i] {
+                    if matches!(
+                        func.insts[i],
+                        InstData::Const { .. }
+                            | InstData::Special { .. }
+                            | InstData::BufferLen { .. }
+                    ) {
+                        // Materialized where used, or defined in the prologue.
+                        def_block[r] = None;
+                    }
+                }
+            }
+        }
+        for &b in &self.order {
+            for &i in &func.blocks[b].insts {
+                func.insts[i].for_each_arg(|a| {
+                    let Some(db) = def_block[a] else { return };
+                    if db != b {
+                        self.crossing[a.index()] = true;
+                        if self.uni.is_divergent(a) && !self.loops.same_or_inner_all(db, b) {
+                            self.tied_vals[a.index()] = true;
+                        }
+                    }
+                });
+            }
+        }
+        // Block parameters of non-entry blocks are always variables.
+        let entry = func.entry();
+        for &b in &self.order {
+            if Some(b) == entry {
+                continue;
+            }
+            for &p in &func.blocks[b].params {
+                self.crossing[p.index()] = true;
+                if self.uni.is_divergent(p) {
+                    self.tied_vals[p.index()] = true;
+                }
+            }
+        }
+    }
+
+    fn new_block(&mut self, depth: u32, partial: bool) -> MBlock {
+        let b = self.mf.block();
+        self.mf.blocks[b].loop_depth = depth;
+        self.mf.blocks[b].exec_partial = partial;
+        b
+    }
+
+    /// Creates the machine blocks and their terminators (without arguments) for the layout.
+    fn build_skeleton(&mut self) {
+        let func = self.func;
+        let n = self.order.len();
+        let entry = self.order[0];
+        // Main chain in layout order.
+        let mut chain: Vec<MBlock> = Vec::new();
+        for (i, &b) in self.order.clone().iter().enumerate() {
+            let depth = self.loops.depth(b);
+            let partial = self.uni.in_divergent_region(b);
+            let head = if i == 0 {
+                None
+            } else {
+                Some(self.new_block(depth, true))
+            };
+            let body = self.new_block(depth, partial || i > 0 && self.any_partial_before(i));
+            if let Some(h) = head {
+                chain.push(h);
+            }
+            chain.push(body);
+            self.sections[b] = Section {
+                head,
+                body: Some(body),
+            };
+            // Latches of loops whose last section this is, innermost first.
+            for h in self.loops.loops_ending_at(b, &self.order, &self.pos) {
+                let l = self.new_block(self.loops.depth(h).saturating_sub(1), true);
+                self.latch[h] = Some(l);
+                chain.push(l);
+            }
+        }
+        let end = self.new_block(0, false);
+        chain.push(end);
+        let next_of = |mb: MBlock, chain: &[MBlock]| -> MBlock {
+            let k = chain.iter().position(|&x| x == mb).unwrap_or(0);
+            chain[(k + 1).min(chain.len() - 1)]
+        };
+        // Terminators.
+        for i in 0..n {
+            let b = self.order[i];
+            let sec = self.sections[b];
+            let body = sec.body.unwrap_or(end);
+            let after = next_of(body, &chain);
+            if let Some(h) = sec.head {
+                let skip = self.new_block(self.loops.depth(b), true);
+                self.mf.blocks[skip].term = Terminator::Jump {
+                    target: after,
+                    args: vec![],
+                };
+                self.mf.blocks[h].term = Terminator::Branch {
+                    cond: BranchCond::Execz,
+                    taken: skip,
+                    taken_args: vec![],
+                    not_taken: body,
+                    not_taken_args: vec![],
+                };
+            } else if i == 0 {
+                // The prologue is the entry's body.
+                let _ = entry;
+            }
+            let is_ret = func
+                .terminator(b)
+                .map(|t| matches!(func.insts[t], InstData::Return))
+                .unwrap_or(false);
+            self.mf.blocks[body].term = if is_ret && after != end {
+                let ret = self.new_block(0, false);
+                self.mf.blocks[ret].term = Terminator::Return;
+                Terminator::Branch {
+                    cond: BranchCond::Scc0,
+                    taken: ret,
+                    taken_args: vec![],
+                    not_taken: after,
+                    not_taken_args: vec![],
+                }
+            } else {
+                Terminator::Jump {
+                    target: after,
+                    args: vec![],
+                }
+            };
+        }
+        for &h in self.loops.headers() {
+            let Some(l) = self.latch[h] else { continue };
+            let after = next_of(l, &chain);
+            let hb = self.sections[h]
+                .head
+                .expect("a loop header is not the entry");
+            self.mf.blocks[l].term = Terminator::Branch {
+                cond: BranchCond::Scc1,
+                taken: hb,
+                taken_args: vec![],
+                not_taken: after,
+                not_taken_args: vec![],
+            };
+        }
+        self.mf.blocks[end].term = Terminator::Return;
+        self.split_critical_edges();
+        self.compute_preds();
+    }
+
+    fn any_partial_before(&self, i: usize) -> bool {
+        self.order[..i]
+            .iter()
+            .any(|&b| self.uni.in_divergent_region(b) || self.uni.is_divergent_branch(b))
+    }
+
+    fn split_critical_edges(&mut self) {
+        let mut npred = vec![0usize; self.mf.blocks.len()];
+        for (_, d) in self.mf.blocks.iter() {
+            for (s, _) in d.term.successors() {
+                npred[s.index()] += 1;
+            }
+        }
+        let blocks: Vec<MBlock> = self.mf.blocks.keys().collect();
+        for b in blocks {
+            let succs: Vec<MBlock> = self.mf.blocks[b]
+                .term
+                .successors()
+                .iter()
+                .map(|x| x.0)
+                .collect();
+            if succs.len() < 2 {
+                continue;
+            }
+            for s in succs {
+                if npred[s.index()] < 2 {
+                    continue;
+                }
+                let depth = self.mf.blocks[s].loop_depth;
+                let split = self.new_block(depth, true);
+                self.mf.blocks[split].term = Terminator::Jump {
+                    target: s,
+                    args: vec![],
+                };
+                match &mut self.mf.blocks[b].term {
+                    Terminator::Branch {
+                        taken, not_taken, ..
+                    } => {
+                        if *taken == s {
+                            *taken = split;
+                        } else if *not_taken == s {
+                            *not_taken = split;
+                        }
+                    }
+                    _ => unreachable!("only branches have two successors"),
+                }
+            }
+        }
+    }
+
+    fn compute_preds(&mut self) {
+        self.preds = vec![Vec::new(); self.mf.blocks.len()];
+        for (b, d) in self.mf.blocks.iter() {
+            for (s, _) in d.term.successors() {
+                self.preds[s.index()].push(b);
+            }
+        }
+    }
+
+    fn machine_rpo(&self) -> Vec<MBlock> {
+        let n = self.mf.blocks.len();
+        let mut seen = vec![false; n];
+        let mut post = Vec::new();
+        let mut stack: Vec<(MBlock, usize)> = vec![(self.mf.entry(), 0)];
+        seen[0] = true;
+        while let Some((b, k)) = stack.pop() {
+            let succs = self.mf.blocks[b].term.successors();
+            // Visit the not-taken (fall-through) successor first so layout order is kept.
+            let ordered: Vec<MBlock> = succs.iter().rev().map(|x| x.0).collect();
+            if k < ordered.len() {
+                stack.push((b, k + 1));
+                let s = ordered[k];
+                if !seen[s.index()] {
+                    seen[s.index()] = true;
+                    stack.push((s, 0));
+                }
+            } else {
+                post.push(b);
+            }
+        }
+        post.reverse();
+        post
+    }
+
+    /// Decides in which section's head each variable starts.
+    fn plan_inits(&mut self) {
+        let func = self.func;
+        let entry = self.order[0];
+        // Writers and readers (IR blocks) per variable.
+        let mut wr: HashMap<Var, (Vec<Block>, Vec<Block>)> = HashMap::new();
+        for &b in &self.order {
+            let t = func.terminator(b);
+            for &s in func.successors(b).iter() {
+                let e = wr.entry(Var::Mask(s)).or_default();
+                e.0.push(b);
+                e.1.push(s);
+            }
+            if let Some(t) = t {
+                for call in func.insts[t].branch_targets() {
+                    for &p in &func.blocks[call.block].params {
+                        let e = wr.entry(Var::Val(p)).or_default();
+                        e.0.push(b);
+                    }
+                }
+            }
+            for &i in &func.blocks[b].insts {
+                for &r in &func.results[i] {
+                    if self.crossing[r.index()] {
+                        wr.entry(Var::Val(r)).or_default().0.push(b);
+                    }
+                }
+                func.insts[i].for_each_arg(|a| {
+                    if self.crossing[a.index()] && func.param_index(a).is_none() {
+                        wr.entry(Var::Val(a)).or_default().1.push(b);
+                    }
+                });
+            }
+        }
+        let _ = entry;
+        let mut vars: Vec<(Var, (Vec<Block>, Vec<Block>))> = wr.into_iter().collect();
+        vars.sort_by_key(|(v, _)| match v {
+            Var::Val(x) => (0, x.index()),
+            Var::Mask(b) => (1, b.index()),
+            Var::Alive => (2, 0),
+        });
+        for (var, (w, r)) in vars {
+            if w.is_empty() {
+                continue;
+            }
+            let mut x = w.iter().map(|b| self.pos[*b]).min().unwrap_or(0);
+            loop {
+                let xb = self.order[x];
+                let bad = self
+                    .loops
+                    .loops_containing(xb)
+                    .into_iter()
+                    .find(|&h| !w.iter().chain(r.iter()).all(|&b| self.loops.contains(h, b)));
+                match bad {
+                    Some(h) => x = self.pos[h].saturating_sub(1),
+                    None => break,
+                }
+            }
+            self.inits[self.order[x]].push(var);
+        }
+    }
+
+    fn try_seal_all(&mut self, filled: &[bool]) {
+        for b in self.mf.blocks.keys().collect::<Vec<_>>() {
+            if self.ssa.is_sealed(b) {
+                continue;
+            }
+            if self.preds[b.index()].iter().all(|p| filled[p.index()]) {
+                self.seal(b);
+            }
+        }
+    }
+
+    /// The IR block whose head or body `mb` is, if any.
+    fn section_of(&self, mb: MBlock) -> Option<(Block, bool)> {
+        for &b in &self.order {
+            let s = self.sections[b];
+            if s.head == Some(mb) {
+                return Some((b, true));
+            }
+            if s.body == Some(mb) {
+                return Some((b, false));
+            }
+        }
+        None
+    }
+
+    fn fill(&mut self, mb: MBlock) -> Result<(), IselError> {
+        self.cur = mb;
+        self.mask_cache.clear();
+        if mb == self.mf.entry() {
+            self.prologue()?;
+            let entry = self.order[0];
+            self.emit_inits(entry);
+            self.body(entry)?;
+            return Ok(());
+        }
+        if let Some((b, is_head)) = self.section_of(mb) {
+            if is_head {
+                self.emit_inits(b);
+                let m = self.read(Var::Mask(b));
+                self.set_exec(m);
+                self.exec_of.insert(b, m);
+                if self.loops.is_header(b) {
+                    let z = self.s_zero64();
+                    self.write(Var::Mask(b), z);
+                }
+            } else {
+                self.body(b)?;
+            }
+            return Ok(());
+        }
+        if let Some(h) = self
+            .loops
+            .headers()
+            .iter()
+            .copied()
+            .find(|&h| self.latch[h] == Some(mb))
+        {
+            let m = self.read(Var::Mask(h));
+            let mut i = MInst::isa(
+                op("s_cmp_lg_u64"),
+                &[
+                    MOperand::Use(m),
+                    MOperand::Phys(crate::isa::Operand::InlineInt(0)),
+                ],
+            );
+            i.implicit_defs = implicit::SCC;
+            self.push(i);
+        }
+        Ok(())
+    }
+
+    fn emit_inits(&mut self, b: Block) {
+        let vars = std::mem::take(&mut self.inits[b]);
+        for &v in &vars {
+            let r = match v {
+                Var::Mask(_) | Var::Alive => self.s_zero64(),
+                Var::Val(x) => {
+                    let r = self.new_vreg(self.class_of(x), self.dwords_of(x));
+                    self.push(MInst::pseudo(MOpcode::ImplicitDef, &[MOperand::Def(r)]));
+                    r
+                }
+            };
+            self.write(v, r);
+        }
+        self.inits[b] = vars;
+    }
+
+    /// The current value of a variable in the current block.
+    pub(crate) fn read(&mut self, var: Var) -> VReg {
+        let b = self.cur;
+        self.read_in(var, b)
+    }
+
+    /// Writes a new value of a variable in the current block.
+    pub(crate) fn write(&mut self, var: Var, v: VReg) {
+        let b = self.cur;
+        self.ssa.write(b, var, v);
+    }
+
+    /// A new virtual register.
+    pub(crate) fn new_vreg(&mut self, class: RegClass, dwords: u8) -> VReg {
+        self.mf.vreg(class, dwords)
+    }
+
+    /// Appends an instruction to the current block.
+    pub(crate) fn push(&mut self, i: MInst) {
+        let b = self.cur;
+        self.mf.blocks[b].insts.push(i);
+    }
+
+    pub(crate) fn s_zero64(&mut self) -> VReg {
+        let z = self.new_vreg(RegClass::Sgpr, 2);
+        self.push(MInst::isa(
+            op("s_mov_b64"),
+            &[
+                MOperand::Def(z),
+                MOperand::Phys(crate::isa::Operand::InlineInt(0)),
+            ],
+        ));
+        z
+    }
+
+    /// `exec = m`.
+    pub(crate) fn set_exec(&mut self, m: VReg) {
+        let mut i = MInst::isa(
+            op("s_mov_b64"),
+            &[
+                MOperand::Phys(crate::isa::Operand::Special(crate::isa::SpecialReg::Exec)),
+                MOperand::Use(m),
+            ],
+        );
+        i.implicit_defs = implicit::EXEC;
+        self.push(i);
+    }
+
+    /// The vreg of an IR value at the current point (constants are materialized here).
+    pub(crate) fn val(&mut self, v: Value) -> VReg {
+        if let Some(&r) = self.params.get(&v) {
+            return r;
+        }
+        if let Some(&r) = self.local.get(&v) {
+            return r;
+        }
+        if let Some(def) = self.const_of(v) {
+            return self.materialize_const(v, def);
+        }
+        self.read(Var::Val(v))
+    }
+
+    /// Records the result of an IR instruction.
+    pub(crate) fn def(&mut self, v: Value, r: VReg) {
+        if !self.crossing[v.index()] {
+            self.local.insert(v, r);
+            return;
+        }
+        if self.tied_vals[v.index()] {
+            self.write_partial(Var::Val(v), r);
+        } else {
+            self.write(Var::Val(v), r);
+        }
+    }
+
+    /// Per-lane write of a VGPR variable under the current EXEC: lanes outside keep the old value.
+    pub(crate) fn write_partial(&mut self, var: Var, src: VReg) {
+        let prev = self.read(var);
+        let data = self.mf.vregs[prev];
+        let src = self.to_class(src, data.class);
+        let new = self.new_vreg(data.class, data.dwords);
+        let mut i = if data.dwords == 2 {
+            MInst::isa(
+                op("v_lshlrev_b64"),
+                &[
+                    MOperand::Def(new),
+                    MOperand::Phys(crate::isa::Operand::InlineInt(0)),
+                    MOperand::Use(src),
+                    MOperand::Use(prev),
+                ],
+            )
+        } else {
+            let mut i = MInst::isa(
+                op("v_mov_b32"),
+                &[MOperand::Def(new), MOperand::Use(src), MOperand::Use(prev)],
+            );
+            i.encoding = crate::isa::Encoding::Native;
+            i
+        };
+        i.tied = Some((0, (i.ops.len() - 1) as u8));
+        i.implicit_uses = implicit::EXEC;
+        self.push(i);
+        self.write(var, new);
+    }
+
+    fn seal(&mut self, b: MBlock) {
+        let pending = self.ssa.begin_seal(b);
+        let mut pending = std::collections::VecDeque::from(pending);
+        loop {
+            while let Some((var, p)) = pending.pop_front() {
+                self.add_param_args(b, var, p);
+            }
+            let more = self.ssa.take_incomplete(b);
+            if more.is_empty() {
+                break;
+            }
+            pending.extend(more);
+        }
+        self.ssa.finish_seal(b);
+    }
+
+    fn read_in(&mut self, var: Var, b: MBlock) -> VReg {
+        if let Some(v) = self.ssa.current(b, var) {
+            return v;
+        }
+        let (class, dwords) = self.var_shape(var);
+        let v = if !self.ssa.is_sealed(b) {
+            let p = self.new_vreg(class, dwords);
+            self.mf.blocks[b].params.push(p);
+            self.ssa.add_incomplete(b, var, p);
+            p
+        } else if self.preds[b.index()].len() == 1 {
+            let pb = self.preds[b.index()][0];
+            self.read_in(var, pb)
+        } else if self.preds[b.index()].is_empty() {
+            // No definition reaches: an undefined value.
+            let r = self.new_vreg(class, dwords);
+            self.mf.blocks[b]
+                .insts
+                .insert(0, MInst::pseudo(MOpcode::ImplicitDef, &[MOperand::Def(r)]));
+            r
+        } else {
+            let p = self.new_vreg(class, dwords);
+            self.mf.blocks[b].params.push(p);
+            self.ssa.write(b, var, p);
+            self.add_param_args(b, var, p);
+            p
+        };
+        self.ssa.write(b, var, v);
+        v
+    }
+
+    fn add_param_args(&mut self, b: MBlock, var: Var, _p: VReg) {
+        for pb in self.preds[b.index()].clone() {
+            let a = self.read_in(var, pb);
+            push_arg(&mut self.mf.blocks[pb].term, b, a);
+        }
+    }
+
+    fn var_shape(&self, var: Var) -> (RegClass, u8) {
+        match var {
+            Var::Val(v) => (self.class_of(v), self.dwords_of(v)),
+            Var::Mask(_) | Var::Alive => (RegClass::Sgpr, 2),
+        }
+    }
+
+    /// Loads kernel arguments, builds buffer descriptors and reads the ABI values.
+    fn prologue(&mut self) -> Result<(), IselError> {
+        use crate::isa::Operand as O;
+        let func = self.func;
+        let ka = self.new_vreg(RegClass::Sgpr, 2);
+        self.push(MInst::pseudo(
+            MOpcode::LiveIn(crate::mir::AbiValue::KernargPtr),
+            &[MOperand::Def(ka)],
+        ));
+        self.kernarg = Some(ka);
+        // ABI live-ins first.
+        for d in 0..3u8 {
+            if self.mf.abi.workgroup_ids[d as usize] {
+                let r = self.new_vreg(RegClass::Sgpr, 1);
+                self.push(MInst::pseudo(
+                    MOpcode::LiveIn(crate::mir::AbiValue::WorkgroupId(d)),
+                    &[MOperand::Def(r)],
+                ));
+                self.specials.insert(
+                    kjit_ir::SpecialReg::WorkgroupId(kjit_ir::Dim::ALL[d as usize]),
+                    r,
+                );
+            }
+        }
+        let dims = self.mf.abi.workitem_dims;
+        let mut item_regs = Vec::new();
+        if dims > 0 {
+            if self.target == Target::Gfx900 {
+                for d in 0..dims {
+                    let r = self.new_vreg(RegClass::Vgpr, 1);
+                    self.push(MInst::pseudo(
+                        MOpcode::LiveIn(crate::mir::AbiValue::WorkitemId(d)),
+                        &[MOperand::Def(r)],
+                    ));
+                    item_regs.push(r);
+                }
+            } else {
+                let r = self.new_vreg(RegClass::Vgpr, 1);
+                self.push(MInst::pseudo(
+                    MOpcode::LiveIn(crate::mir::AbiValue::WorkitemId(0)),
+                    &[MOperand::Def(r)],
+                ));
+                for d in 0..dims {
+                    let x = self.new_vreg(RegClass::Vgpr, 1);
+                    self.vop3(
+                        "v_bfe_u32",
+                        x,
+                        &[
+                            valu::Src::R(r),
+                            valu::Src::Imm(10 * d as u32),
+                            valu::Src::Imm(10),
+                        ],
+                    );
+                    item_regs.push(x);
+                }
+            }
+            for (d, r) in item_regs.iter().enumerate() {
+                self.specials
+                    .insert(kjit_ir::SpecialReg::WorkitemId(kjit_ir::Dim::ALL[d]), *r);
+            }
+        }
+        // The launch EXEC is the first alive mask.
+        let e0 = self.new_vreg(RegClass::Sgpr, 2);
+        self.push(MInst::isa(
+            op("s_mov_b64"),
+            &[
+                MOperand::Def(e0),
+                MOperand::Phys(O::Special(crate::isa::SpecialReg::Exec)),
+            ],
+        ));
+        self.cur_exec = Some(e0);
+        self.write(Var::Alive, e0);
+        // Arguments.
+        let entry = self.order[0];
+        let params: Vec<Value> = func.blocks[entry].params.clone();
+        let hb = hidden_base(&self.mf.abi.meta);
+        for (k, &p) in params.iter().enumerate() {
+            let slot = self.slots[k];
+            match func.value_type(p) {
+                Type::Buffer { elem, .. } => {
+                    let addr = self.s_load(slot.offset, 2);
+                    let len = self.s_load(slot.len_offset, 1);
+                    self.lens.insert(p, len);
+                    let lo = self.new_vreg(RegClass::Sgpr, 1);
+                    let hi = self.new_vreg(RegClass::Sgpr, 1);
+                    self.push(MInst::pseudo(
+                        MOpcode::Extract(0),
+                        &[MOperand::Def(lo), MOperand::Use(addr)],
+                    ));
+                    self.push(MInst::pseudo(
+                        MOpcode::Extract(1),
+                        &[MOperand::Def(hi), MOperand::Use(addr)],
+                    ));
+                    let hi16 = self.sop2("s_and_b32", &[valu::Src::R(hi), valu::Src::Imm(0xffff)]);
+                    let shift = elem.bytes().trailing_zeros();
+                    let nrec = self.sop2("s_lshl_b32", &[valu::Src::R(len), valu::Src::Imm(shift)]);
+                    let w3 = self.s_mov32(0x0002_7000);
+                    let desc = self.new_vreg(RegClass::Sgpr, 4);
+                    self.push(MInst::pseudo(
+                        MOpcode::Build,
+                        &[
+                            MOperand::Def(desc),
+                            MOperand::Use(lo),
+                            MOperand::Use(hi16),
+                            MOperand::Use(nrec),
+                            MOperand::Use(w3),
+                        ],
+                    ));
+                    self.descs.insert(p, desc);
+                }
+                t => {
+                    let dw = if t.bytes() == 8 { 2 } else { 1 };
+                    let aligned = slot.offset & !3;
+                    let mut r = self.s_load(aligned, dw);
+                    if t == Type::F16 {
+                        if slot.offset & 2 != 0 {
+                            r = self.sop2("s_lshr_b32", &[valu::Src::R(r), valu::Src::Imm(16)]);
+                        }
+                        r = self.sop2("s_and_b32", &[valu::Src::R(r), valu::Src::Imm(0xffff)]);
+                    }
+                    let r = if self.uni.is_uniform(p) {
+                        r
+                    } else {
+                        self.to_class(r, RegClass::Vgpr)
+                    };
+                    self.params.insert(p, r);
+                }
+            }
+        }
+        // Launch sizes used anywhere.
+        for &b in &self.order.clone() {
+            for &i in &func.blocks[b].insts {
+                if matches!(
+                    func.insts[i],
+                    InstData::WaveReduce { .. } | InstData::WaveScan { .. }
+                ) && self.lane_id.is_none()
+                {
+                    let l = self.lane_id_reg();
+                    self.lane_id = Some(l);
+                }
+                if let InstData::Special { reg } = func.insts[i] {
+                    if self.specials.contains_key(&reg) {
+                        continue;
+                    }
+                    let r = match reg {
+                        kjit_ir::SpecialReg::WorkgroupSize(d) => {
+                            let off = hb + 12 + 2 * d.index() as u32;
+                            let w = self.s_load(off & !3, 1);
+                            if off & 2 != 0 {
+                                self.sop2("s_lshr_b32", &[valu::Src::R(w), valu::Src::Imm(16)])
+                            } else {
+                                self.sop2("s_and_b32", &[valu::Src::R(w), valu::Src::Imm(0xffff)])
+                            }
+                        }
+                        kjit_ir::SpecialReg::NumWorkgroups(d) => {
+                            self.s_load(hb + 4 * d.index() as u32, 1)
+                        }
+                        kjit_ir::SpecialReg::LaneId => match self.lane_id {
+                            Some(l) => l,
+                            None => {
+                                let l = self.lane_id_reg();
+                                self.lane_id = Some(l);
+                                l
+                            }
+                        },
+                        _ => continue,
+                    };
+                    self.specials.insert(reg, r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The lane id (`v_mbcnt_lo/hi` of all ones).
+    fn lane_id_reg(&mut self) -> VReg {
+        let t = self.new_vreg(RegClass::Vgpr, 1);
+        self.vop3(
+            "v_mbcnt_lo_u32_b32",
+            t,
+            &[valu::Src::Imm(u32::MAX), valu::Src::Imm(0)],
+        );
+        let l = self.new_vreg(RegClass::Vgpr, 1);
+        self.vop3(
+            "v_mbcnt_hi_u32_b32",
+            l,
+            &[valu::Src::Imm(u32::MAX), valu::Src::R(t)],
+        );
+        l
+    }
+
+    /// `s_load_dword{,x2}` from the kernarg segment.
+    fn s_load(&mut self, offset: u32, dwords: u8) -> VReg {
+        let ka = self
+            .kernarg
+            .expect("prologue loads the kernarg pointer first");
+        let r = self.new_vreg(RegClass::Sgpr, dwords);
+        let name = match dwords {
+            1 => "s_load_dword",
+            2 => "s_load_dwordx2",
+            _ => "s_load_dwordx4",
+        };
+        self.push(MInst::isa(
+            op(name),
+            &[
+                MOperand::Def(r),
+                MOperand::Use(ka),
+                MOperand::Phys(crate::isa::Operand::Imm(offset as i64)),
+            ],
+        ));
+        r
+    }
+
+    /// The instructions of one IR block and its terminator's mask and argument updates.
+    fn body(&mut self, b: Block) -> Result<(), IselError> {
+        let func = self.func;
+        if b != self.order[0] {
+            self.cur_exec = Some(self.exec_of[&b]);
+        }
+        for &i in &func.blocks[b].insts {
+            let data = &func.insts[i];
+            if data.is_terminator() {
+                self.terminator(b, i)?;
+            } else {
+                self.lower(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn terminator(&mut self, b: Block, i: kjit_ir::Inst) -> Result<(), IselError> {
+        let func = self.func;
+        let exec = self.cur_exec.expect("a body has an EXEC");
+        match &func.insts[i] {
+            InstData::Jump { dest } => {
+                self.edge(dest, exec, exec)?;
+            }
+            InstData::Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                if then_dest.block == else_dest.block {
+                    return Err(IselError::Unsupported(
+                        "brif with both targets the same block".into(),
+                    ));
+                }
+                let cm = self.lane_mask(*cond);
+                let t = self.sop2("s_and_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
+                let e = self.sop2("s_andn2_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
+                self.edge(then_dest, t, exec)?;
+                self.edge(else_dest, e, exec)?;
+            }
+            InstData::Return => {
+                let alive = self.read(Var::Alive);
+                let a = self.sop2("s_andn2_b64", &[valu::Src::R(alive), valu::Src::R(exec)]);
+                self.write(Var::Alive, a);
+            }
+            _ => unreachable!("not a terminator"),
+        }
+        let _ = b;
+        Ok(())
+    }
+
+    /// One CFG edge taken by `lanes`: its arguments (per lane under those lanes) and the target's mask.
+    fn edge(
+        &mut self,
+        call: &kjit_ir::BlockCall,
+        lanes: VReg,
+        exec: VReg,
+    ) -> Result<(), IselError> {
+        let func = self.func;
+        let params = func.blocks[call.block].params.clone();
+        if !params.is_empty() {
+            // Read every argument before writing any parameter (a parameter may feed another).
+            let args: Vec<VReg> = call.args.iter().map(|&a| self.val(a)).collect();
+            let any_div = params.iter().any(|&p| self.tied_vals[p.index()]);
+            if any_div && lanes != exec {
+                self.set_exec(lanes);
+            }
+            for (&p, &a) in params.iter().zip(&args) {
+                if self.tied_vals[p.index()] {
+                    self.write_partial(Var::Val(p), a);
+                } else {
+                    let a = self.to_class(a, self.class_of(p));
+                    self.write(Var::Val(p), a);
+                }
+            }
+            if any_div && lanes != exec {
+                self.set_exec(exec);
+            }
+        }
+        let m = self.read(Var::Mask(call.block));
+        let m2 = self.sop2("s_or_b64", &[valu::Src::R(m), valu::Src::R(lanes)]);
+        self.write(Var::Mask(call.block), m2);
+        Ok(())
+    }
+}
+
+/// Appends `a` to the arguments `term` passes to `succ`.
+fn push_arg(term: &mut Terminator, succ: MBlock, a: VReg) {
+    match term {
+        Terminator::Jump { target, args } if *target == succ => args.push(a),
+        Terminator::Branch {
+            taken,
+            taken_args,
+            not_taken,
+            not_taken_args,
+            ..
+        } => {
+            if *taken == succ {
+                taken_args.push(a)
+            } else if *not_taken == succ {
+                not_taken_args.push(a)
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The opcode named `name` (a name from the table; isel only uses names it knows exist).
+pub(crate) fn op(name: &str) -> crate::isa::Opcode {
+    crate::isa::Opcode::from_name(name)
+        .unwrap_or_else(|| panic!("isel names unknown opcode {name}"))
+}
