@@ -452,8 +452,16 @@ fn optimize_block(
         let pos = k as i64;
         // Live-out pure values are materialized before the terminator.
         if d.is_terminator() {
-            for (&v, &id) in &class_of {
-                if live_out.contains(&v) {
+            // In value order: iterating the hash map would order the materialized
+            // instructions differently from run to run (non-deterministic code).
+            let mut outs: Vec<(Value, Id)> = class_of
+                .iter()
+                .filter(|(v, _)| live_out.contains(*v))
+                .map(|(&v, &id)| (v, id))
+                .collect();
+            outs.sort_by_key(|&(v, _)| v);
+            for (v, id) in outs {
+                {
                     match rb.materialize(&mut scratch, id, pos) {
                         Some(n) => {
                             local.insert(v, n);
