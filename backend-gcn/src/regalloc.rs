@@ -295,6 +295,13 @@ pub fn allocate(
         scratch_bytes += 4 * dw as u32;
     }
     let scratch = scratch_bytes > 0;
+    if scratch_bytes > 4096 {
+        // MUBUF offsets have 12 bits, scratch_* 13 signed bits; beyond that a base register
+        // adjustment would be needed.
+        return Err(RegallocError::Unsupported(format!(
+            "{scratch_bytes} bytes of spill slots per lane (at most 4096)"
+        )));
+    }
     if aweb_size as u32 + vgprs.div_ceil(4) * 4 > budget && aweb_size > 0 {
         return Err(RegallocError::BudgetTooSmall {
             budget,
@@ -668,7 +675,7 @@ impl Ctx<'_> {
 
     fn wrap(&self, out: &mut Vec<Inst>, body: Vec<Inst>, whole_wave: bool) {
         match (whole_wave, self.exec_save) {
-            (true, Some(s)) if !body.is_empty() => {
+            (true, Some(s)) if !body.is_empty() && std::env::var_os("KJIT_RA_NOWRAP").is_none() => {
                 let exec = Operand::Special(SpecialReg::Exec);
                 out.push(mov(Opcode::SMovB64, Operand::sr(s, 2), exec));
                 out.push(mov(Opcode::SMovB64, exec, Operand::InlineInt(-1)));

@@ -67,7 +67,7 @@ fn pressure_kernel(t: Target, n: u32) -> kjit_backend_gcn::mir::MachineFunction 
         push(
             &mut mf,
             e,
-            isa(Opcode::VMulLoU32, &[d(k), u(tid), lit(i * 7 + 3)]),
+            isa(Opcode::VMulLoU32, &[d(k), u(tid), c((i % 60) as i8 + 3)]),
         );
         let v = vadd(&mut mf, e, lit(i * 1000 + 1), u(k));
         vals.push(v);
@@ -345,7 +345,7 @@ fn exec_partial_moves_are_whole_wave_and_ties_keep_inactive_lanes() {
                 push(
                     &mut mf,
                     e,
-                    isa(Opcode::VMulLoU32, &[d(v), u(tid), lit(k + 2)]),
+                    isa(Opcode::VMulLoU32, &[d(v), u(tid), c(k as i8 + 2)]),
                 );
                 live.push(v);
             }
@@ -353,7 +353,7 @@ fn exec_partial_moves_are_whole_wave_and_ties_keep_inactive_lanes() {
             push(
                 &mut mf,
                 e,
-                e64(isa(Opcode::VCmpLtU32, &[d(cmp), u(tid), lit(3)])),
+                e64(isa(Opcode::VCmpLtU32, &[d(cmp), u(tid), c(3)])),
             );
             let saved = mf.vreg(RegClass::Sgpr, 2);
             let mut se = isa(Opcode::SAndSaveexecB64, &[d(saved), u(cmp)]);
@@ -376,7 +376,7 @@ fn exec_partial_moves_are_whole_wave_and_ties_keep_inactive_lanes() {
                 push(
                     &mut mf,
                     then,
-                    isa(Opcode::VAddU32, &[d(v), u(live[k as usize]), lit(k)]),
+                    isa(Opcode::VAddU32, &[d(v), lit(k), u(live[k as usize])]),
                 );
                 inner.push(v);
             }
@@ -423,6 +423,9 @@ fn exec_partial_moves_are_whole_wave_and_ties_keep_inactive_lanes() {
                 })
                 .count();
             eprintln!("{t} {budget:?}: {:?}, {wraps} whole-wave wraps", f.usage);
+            if std::env::var_os("KJIT_RA_LIST").is_some() {
+                eprintln!("{}", listing(&f));
+            }
             if budget.is_some() {
                 assert!(f.usage.spill_insts > 0);
                 assert!(wraps > 0, "{}", listing(&f));

@@ -645,6 +645,17 @@ pub fn alloc_and_compare(mf: &MachineFunction, budget: Option<u32>, inp: Inputs)
     )
     .unwrap_or_else(|e| panic!("allocation failed: {e}"));
     check_registers(&f);
+    for b in &f.blocks {
+        for i in &b.insts {
+            kjit_backend_gcn::isa::encode(i, f.abi.target).unwrap_or_else(|e| {
+                panic!(
+                    "{} does not encode on {}: {e}",
+                    i.display(f.abi.target),
+                    f.abi.target
+                )
+            });
+        }
+    }
     if let Some(b) = budget {
         let v = if t_has_agprs(f.abi.target) {
             f.usage.vgprs.div_ceil(4) * 4 + f.usage.agprs
