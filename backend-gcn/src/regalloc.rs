@@ -675,7 +675,7 @@ impl Ctx<'_> {
 
     fn wrap(&self, out: &mut Vec<Inst>, body: Vec<Inst>, whole_wave: bool) {
         match (whole_wave, self.exec_save) {
-            (true, Some(s)) if !body.is_empty() && std::env::var_os("KJIT_RA_NOWRAP").is_none() => {
+            (true, Some(s)) if !body.is_empty() => {
                 let exec = Operand::Special(SpecialReg::Exec);
                 out.push(mov(Opcode::SMovB64, Operand::sr(s, 2), exec));
                 out.push(mov(Opcode::SMovB64, exec, Operand::InlineInt(-1)));
