@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod codeobj;
+pub mod compile;
 pub mod emit;
 pub mod hazards;
 pub mod isa;
