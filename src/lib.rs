@@ -6,6 +6,8 @@
 //! `runtime` (devices: kjit's software GCN device, and HIP on machines with an AMD GPU).
 #![deny(missing_docs)]
 
+pub mod exec;
+
 pub use kjit_backend_gcn as backend_gcn;
 pub use kjit_frontend as frontend;
 pub use kjit_ir as ir;

@@ -1,0 +1,184 @@
+//! Running a compiled kernel on a [`Device`] with the arguments of a [`kjit_kernels::Case`], the
+//! way the CLI's `kjit run` and the differential tests both do it.
+//!
+//! The kjit kernel ABI (docs/backend.md): a buffer parameter is two explicit arguments, its
+//! device address and its length in elements (`u32`); a `bool` is passed as a `u32` 0/1. Buffers
+//! are copied to the device with their case contents (output-only buffers already hold the
+//! case's poison pattern, so elements the kernel does not write show up), the kernel runs, and
+//! every buffer is read back, so the result can go straight to [`kjit_kernels::check`].
+
+use kjit_ir::interp::{Arg, BufferData};
+use kjit_ir::{Function, Type};
+use kjit_kernels::Case;
+use kjit_runtime::{ArgValue, Device, DeviceBuffer, DeviceError, LaunchDims, LaunchStats};
+
+/// Why a run did not happen or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The case's arguments do not fit the kernel's parameters.
+    #[error("kernel '{kernel}': {message}")]
+    BadArgs {
+        /// Kernel name.
+        kernel: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The device refused or the kernel faulted (hazards and memory violations included).
+    #[error("kernel '{kernel}' on {device}: {source}")]
+    Device {
+        /// Kernel name.
+        kernel: String,
+        /// Device name.
+        device: String,
+        /// The device's error.
+        #[source]
+        source: DeviceError,
+    },
+}
+
+/// What a run gives back.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// The case's arguments after the run: buffers hold what the device holds.
+    pub args: Vec<Arg>,
+    /// The buffers listed in `case.outputs`, in order.
+    pub outputs: Vec<BufferData>,
+    /// The device's counters.
+    pub stats: LaunchStats,
+}
+
+/// Checks that `args` fit `func`'s parameters (count, scalar types, buffer element types).
+pub fn check_args(func: &Function, args: &[Arg]) -> Result<(), String> {
+    if args.len() != func.params.len() {
+        return Err(format!(
+            "takes {} argument(s), {} given",
+            func.params.len(),
+            args.len()
+        ));
+    }
+    for (k, (p, a)) in func.params.iter().zip(args).enumerate() {
+        match (p.ty, a) {
+            (Type::Buffer { elem, .. }, Arg::Buffer(b)) => {
+                if b.elem() != elem {
+                    return Err(format!(
+                        "argument {k} ({}): a buffer of {} where {} is needed",
+                        p.name,
+                        b.elem(),
+                        p.ty
+                    ));
+                }
+                if b.len() > u32::MAX as usize / elem.bytes() as usize {
+                    return Err(format!(
+                        "argument {k} ({}): {} elements do not fit a 32-bit buffer",
+                        p.name,
+                        b.len()
+                    ));
+                }
+            }
+            (t, a) => {
+                if a.scalar_type() != Some(t) {
+                    let got = a
+                        .scalar_type()
+                        .map(|t| t.to_string())
+                        .unwrap_or_else(|| "a buffer".into());
+                    return Err(format!(
+                        "argument {k} ({}): {got} where {t} is needed",
+                        p.name
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scalar_arg(a: &Arg) -> ArgValue {
+    match a {
+        Arg::Bool(b) => ArgValue::U32(*b as u32),
+        Arg::I32(x) => ArgValue::I32(*x),
+        Arg::U32(x) => ArgValue::U32(*x),
+        Arg::I64(x) => ArgValue::I64(*x),
+        Arg::U64(x) => ArgValue::U64(*x),
+        Arg::F16(x) => ArgValue::F16(x.to_bits()),
+        Arg::F32(x) => ArgValue::F32(*x),
+        Arg::F64(x) => ArgValue::F64(*x),
+        Arg::Buffer(_) => unreachable!("buffers are passed as address and length"),
+    }
+}
+
+/// Runs kernel `func.name` of `code_object` on `device` with `case`'s arguments and launch shape.
+pub fn run_case(
+    device: &dyn Device,
+    code_object: &[u8],
+    func: &Function,
+    case: &Case,
+) -> Result<RunOutput, ExecError> {
+    let kernel = func.name.clone();
+    let bad = |message: String| ExecError::BadArgs {
+        kernel: kernel.clone(),
+        message,
+    };
+    check_args(func, &case.args).map_err(&bad)?;
+    for &o in &case.outputs {
+        if !matches!(case.args.get(o), Some(Arg::Buffer(_))) {
+            return Err(bad(format!("output {o} is not a buffer argument")));
+        }
+    }
+    let dev_err = |source: DeviceError| ExecError::Device {
+        kernel: kernel.clone(),
+        device: device.name(),
+        source,
+    };
+    let mut allocated: Vec<(usize, DeviceBuffer)> = Vec::new();
+    let result = (|| {
+        let mut argv = Vec::new();
+        for (k, a) in case.args.iter().enumerate() {
+            match a {
+                Arg::Buffer(b) => {
+                    let bytes = b.to_bytes();
+                    let buf = device.alloc(bytes.len().max(4) as u64).map_err(dev_err)?;
+                    allocated.push((k, buf));
+                    device.copy_to_device(buf, 0, &bytes).map_err(dev_err)?;
+                    argv.push(ArgValue::Buffer(buf));
+                    argv.push(ArgValue::U32(b.len() as u32));
+                }
+                s => argv.push(scalar_arg(s)),
+            }
+        }
+        let module = device.load_module(code_object).map_err(dev_err)?;
+        let dims = LaunchDims {
+            grid: case.launch.grid,
+            block: case.launch.block,
+            dynamic_lds: 0,
+        };
+        let stats = device
+            .launch(module, &kernel, dims, &argv)
+            .map_err(dev_err)?;
+        let mut args = case.args.clone();
+        for &(k, buf) in &allocated {
+            let Arg::Buffer(b) = &case.args[k] else {
+                continue;
+            };
+            let mut bytes = vec![0u8; b.to_bytes().len()];
+            device
+                .copy_from_device(buf, 0, &mut bytes)
+                .map_err(dev_err)?;
+            let data = BufferData::from_bytes(b.elem(), &bytes).map_err(&bad)?;
+            args[k] = Arg::Buffer(data);
+        }
+        let outputs = case
+            .outputs
+            .iter()
+            .filter_map(|&o| args[o].as_buffer().cloned())
+            .collect();
+        Ok(RunOutput {
+            args,
+            outputs,
+            stats,
+        })
+    })();
+    for (_, buf) in allocated {
+        let _ = device.free(buf);
+    }
+    result
+}
