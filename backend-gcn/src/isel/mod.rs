@@ -409,6 +409,15 @@ impl<'a> Isel<'a> {
             let k = chain.iter().position(|&x| x == mb).unwrap_or(0);
             chain[(k + 1).min(chain.len() - 1)]
         };
+        // A wave whose lanes all returned must end (`s_endpgm`) so that barriers the other
+        // waves reach later do not wait for it; without barriers the remaining sections are
+        // skipped by their heads anyway, so the early end is only built where it matters.
+        let early_end = self.order.iter().any(|&b| {
+            func.blocks[b]
+                .insts
+                .iter()
+                .any(|&i| matches!(func.insts[i], InstData::Barrier))
+        });
         // Terminators.
         for i in 0..n {
             let b = self.order[i];
@@ -436,7 +445,7 @@ impl<'a> Isel<'a> {
                 .terminator(b)
                 .map(|t| matches!(func.insts[t], InstData::Return))
                 .unwrap_or(false);
-            self.mf.blocks[body].term = if is_ret && after != end {
+            self.mf.blocks[body].term = if is_ret && after != end && early_end {
                 let ret = self.new_block(0, false);
                 self.mf.blocks[ret].term = Terminator::Return;
                 Terminator::Branch {
