@@ -169,7 +169,9 @@ pub fn allocate(
             need: min_f + 2 * min_v.max(1) + vweb_size + 1,
         });
     }
-    let n_f = 64.min(avail.saturating_sub(2 * n_v + u32::from(n_v > 0)));
+    // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
+    let n_temps = min_f;
+    let n_f = 64.min(avail.saturating_sub(2 * n_v + u32::from(n_v > 0) + n_temps));
     let _ = pres_f;
     if n_f < min_f {
         return Err(RegallocError::BudgetTooSmall {
@@ -207,6 +209,14 @@ pub fn allocate(
     for a in &out.allocs {
         if let Some(r) = a.as_reg() {
             used[r.class() as usize].insert(r.hw_enc());
+        }
+    }
+    for (i, inst) in func.insts.iter().enumerate() {
+        let allocs = out.inst_allocs(ra::Inst::new(i));
+        for (op, a) in inst.ops.iter().zip(allocs) {
+            if let Some(s) = a.as_stack() {
+                slot_class.insert(s.index(), op.class());
+            }
         }
     }
     for (_, Edit::Move { from, to }) in &out.edits {
@@ -267,13 +277,20 @@ pub fn allocate(
     let mut pending: Vec<(usize, u16)> = Vec::new();
     for &(s, dw) in &vec_slots {
         let base = top.next_multiple_of(dw);
-        if (base + dw) as u32 <= vgpr_cap {
+        if (base + dw) as u32 + n_temps <= vgpr_cap {
             slot_loc.insert(s, SlotLoc::Vgpr(base));
             top = base + dw;
         } else {
             pending.push((s, dw));
         }
     }
+    let temp_base = top;
+    let temps = if pending.iter().any(|&(_, dw)| dw == 1) {
+        n_temps as u16
+    } else {
+        0
+    };
+    top += temps;
     let vgprs = top as u32;
     let mut atop = aweb_size as u16;
     if target.has_agprs() {
@@ -357,6 +374,8 @@ pub fn allocate(
         private_seg: if uses_scratch_abi { Some(0) } else { None },
         wave_offset: lay.wave_offset,
         exec_save: None,
+        temp_base,
+        temps,
     };
     // Whether any whole-wave wrap is needed decides the exec save pair.
     let mut ctx = ctx;
@@ -591,6 +610,10 @@ struct Ctx<'a> {
     private_seg: Option<u16>,
     wave_offset: Option<u16>,
     exec_save: Option<u16>,
+    /// First of the VGPRs that carry operands left in AGPR or scratch slots.
+    temp_base: u16,
+    /// How many there are.
+    temps: u16,
 }
 
 /// `count` registers of `o` from its register `at`.
@@ -645,6 +668,9 @@ impl Ctx<'_> {
     }
 
     fn needs_exec_save(&self) -> bool {
+        if self.temps > 0 && self.p.partial_before.iter().any(|&x| x) {
+            return true;
+        }
         if self
             .out
             .edits
@@ -923,10 +949,13 @@ impl Ctx<'_> {
             match ra_inst.map[i] {
                 Some(x) => {
                     let a: Allocation = allocs[x];
-                    let r = a.as_reg().ok_or_else(|| {
-                        RegallocError::Regalloc2(format!("{v} not in a register"))
-                    })?;
-                    Ok(self.preg(r))
+                    if let Some(r) = a.as_reg() {
+                        return Ok(self.preg(r));
+                    }
+                    match a.as_stack().and_then(|s| self.slot_loc.get(&s.index())) {
+                        Some(SlotLoc::Vgpr(n)) => Ok(Operand::v(*n)),
+                        _ => Err(RegallocError::Regalloc2(format!("{v} not in a register"))),
+                    }
                 }
                 None => Ok(self.web_operand(v)),
             }
@@ -982,18 +1011,47 @@ impl Ctx<'_> {
             MOpcode::Isa(op) => {
                 let mut ops = smallvec::SmallVec::<[Operand; 4]>::new();
                 let encoded = mi.encoded_operand_count();
+                // Operands left in slots that are not VGPRs go through temporaries.
+                let (mut pre, mut post) = (Vec::new(), Vec::new());
+                let mut temps = 0u16;
                 for (i, o) in mi.ops.iter().enumerate().take(encoded) {
                     ops.push(match *o {
-                        MOperand::Def(v) | MOperand::Use(v) => operand(i, v)?,
+                        MOperand::Def(v) | MOperand::Use(v) => {
+                            let slot = ra_inst.map[i]
+                                .and_then(|x| allocs[x].as_stack())
+                                .and_then(|s| self.slot_loc.get(&s.index()).copied());
+                            match slot {
+                                Some(loc @ (SlotLoc::Agpr(_) | SlotLoc::Scratch(_))) => {
+                                    let t = Operand::v(self.temp_base + temps);
+                                    temps += 1;
+                                    usage.spill_insts += 1;
+                                    if matches!(o, MOperand::Use(_)) {
+                                        self.slot_access(t, loc, false, &mut pre);
+                                    } else {
+                                        self.slot_access(t, loc, true, &mut post);
+                                    }
+                                    t
+                                }
+                                _ => operand(i, v)?,
+                            }
+                        }
                         MOperand::Phys(x) => x,
                     });
                 }
+                if temps > self.temps {
+                    return Err(RegallocError::Regalloc2(format!(
+                        "{temps} operands in memory slots, {} temporaries",
+                        self.temps
+                    )));
+                }
+                self.wrap(out, pre, self.p.partial_before[gi as usize]);
                 out.push(isa::Inst {
                     op,
                     operands: ops,
                     encoding: mi.encoding,
                     mods: mi.mods,
                 });
+                self.wrap(out, post, self.p.partial_after[gi as usize]);
             }
         }
         Ok(())

@@ -84,12 +84,26 @@ pub fn build(p: &Prepared) -> RaFunc {
         for inst in &bd.insts {
             let mut ops = Vec::new();
             let mut map = vec![None; inst.ops.len()];
+            let is_isa = matches!(inst.opcode, MOpcode::Isa(_));
+            let tied_use = inst.tied.map(|(_, u)| u as usize);
+            let tied_def = inst.tied.map(|(d, _)| d as usize);
             // uses first, so that tie indices are known
             for (i, o) in inst.ops.iter().enumerate() {
                 if let MOperand::Use(v) = o {
                     if let Some(r) = rv(p, *v) {
                         map[i] = Some(ops.len());
-                        ops.push(Operand::reg_use(r));
+                        // A single VGPR read by a real instruction may stay in its spill slot:
+                        // a slot in a spare VGPR is read directly, others through a temporary.
+                        if is_isa && tied_use != Some(i) && r.class() == ra::RegClass::Float {
+                            ops.push(Operand::new(
+                                r,
+                                OperandConstraint::Any,
+                                OperandKind::Use,
+                                OperandPos::Early,
+                            ));
+                        } else {
+                            ops.push(Operand::reg_use(r));
+                        }
                     }
                 }
             }
@@ -119,6 +133,17 @@ pub fn build(p: &Prepared) -> RaFunc {
                                         OperandKind::Def,
                                         OperandPos::Early,
                                     ),
+                                    None if is_isa
+                                        && tied_def != Some(i)
+                                        && r.class() == ra::RegClass::Float =>
+                                    {
+                                        Operand::new(
+                                            r,
+                                            OperandConstraint::Any,
+                                            OperandKind::Def,
+                                            OperandPos::Late,
+                                        )
+                                    }
                                     None => Operand::reg_def(r),
                                 }
                             }
