@@ -29,6 +29,10 @@ enum Command {
     Devices(cli::devices::DevicesArgs),
     /// Run a library kernel on random inputs and check it against its CPU reference.
     Run(cli::kernels::RunArgs),
+    /// Print a library kernel's IR, optimized IR or compiled assembly.
+    Dump(cli::dump::DumpArgs),
+    /// Compile a library kernel and write its code object.
+    Build(cli::build::BuildArgs),
 }
 
 /// Runs the CLI; any error is one line on stderr and exit status 1 (no backtrace, even when
@@ -53,6 +57,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::List => cli::kernels::list()?,
         Command::Devices(args) => cli::devices::run(&args)?,
         Command::Run(args) => cli::kernels::run(&args)?,
+        Command::Dump(args) => cli::dump::run(&args)?,
+        Command::Build(args) => cli::build::run(&args)?,
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 use anyhow::{anyhow, bail};
 use kjit_ir::interp;
-use kjit_kernels::{all, check, find};
+use kjit_kernels::{all, check, find, KernelSpec};
 use std::time::Instant;
 
 /// Arguments of `kjit run`.
@@ -26,6 +26,19 @@ pub struct RunArgs {
     pub ir: bool,
 }
 
+/// The library kernel called `name`, or an error listing the known ones.
+pub fn find_kernel(name: &str) -> anyhow::Result<&'static KernelSpec> {
+    find(name).ok_or_else(|| {
+        let names: Vec<&str> = all().iter().map(|k| k.name).collect();
+        anyhow!("unknown kernel `{name}` (known: {})", names.join(", "))
+    })
+}
+
+/// Builds the kernel's IR.
+pub fn build_kernel(spec: &KernelSpec) -> anyhow::Result<kjit_ir::Function> {
+    (spec.build)().map_err(|e| anyhow!("building {}: {e}", spec.name))
+}
+
 /// Prints the kernel library.
 pub fn list() -> anyhow::Result<()> {
     for k in all() {
@@ -36,15 +49,8 @@ pub fn list() -> anyhow::Result<()> {
 
 /// Runs `kjit run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
-    let spec = find(&args.kernel).ok_or_else(|| {
-        let names: Vec<&str> = all().iter().map(|k| k.name).collect();
-        anyhow!(
-            "unknown kernel `{}` (known: {})",
-            args.kernel,
-            names.join(", ")
-        )
-    })?;
-    let mut func = (spec.build)().map_err(|e| anyhow!("{e}"))?;
+    let spec = find_kernel(&args.kernel)?;
+    let mut func = build_kernel(spec)?;
     if args.opt {
         let (g, report) = kjit_ir::opt::optimize(&func);
         kjit_ir::verify(&g).map_err(|e| anyhow!("optimized {} does not verify: {e}", spec.name))?;

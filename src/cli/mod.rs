@@ -1,6 +1,8 @@
 //! The `kjit` subcommands, one file each.
 
+pub mod build;
 pub mod devices;
 pub mod disasm;
+pub mod dump;
 pub mod emu;
 pub mod kernels;
