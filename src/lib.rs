@@ -9,6 +9,7 @@
 pub mod exec;
 
 pub use kjit_backend_gcn as backend_gcn;
+pub use kjit_backend_gcn::compile::{compile, CompileError, CompileOptions, CompiledKernel};
 pub use kjit_frontend as frontend;
 pub use kjit_ir as ir;
 pub use kjit_kernels as kernels;
