@@ -129,9 +129,11 @@ fn report(
     dims: LaunchDims,
     args: &[ArgValue],
 ) {
+    let cpu0 = process_cpu_seconds();
     let t = Instant::now();
     let s = dev.launch(m, k, dims, args).unwrap();
     let secs = t.elapsed().as_secs_f64();
+    let cpu = process_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
     let insts = s.salu + s.valu + s.vmem + s.smem + s.lds + s.branch + s.mfma;
     eprintln!(
         "emu bench {what}: {:.1} M wave-instructions/s, {:.1} M lane-operations/s ({} threads, {:.3} s)",
@@ -140,6 +142,30 @@ fn report(
         rayon::current_num_threads(),
         secs
     );
+    // On a shared machine the wall-clock rate depends on what else runs; the rate per CPU-second
+    // the launch actually got does much less, and times the thread count it estimates what
+    // dedicated cores would give (if the workgroups scale, which they do: no shared state).
+    if let Some(cpu) = cpu.filter(|c| *c > 0.0) {
+        eprintln!(
+            "emu bench {what}: {:.2} CPU-seconds ({:.2} cores busy on average): {:.1} M wave-instructions and {:.1} M lane-operations per CPU-second",
+            cpu,
+            cpu / secs,
+            insts as f64 / cpu / 1e6,
+            s.lane_ops as f64 / cpu / 1e6
+        );
+    }
+}
+
+/// User + system CPU time of this process so far, from `/proc/self/stat` (Linux; clock ticks
+/// of 1/100 s, the kernel's USER_HZ), or `None` elsewhere.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 criterion_group!(benches, bench);
