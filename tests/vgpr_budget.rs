@@ -112,9 +112,15 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
                 last_vgprs = h.vgprs;
                 if b == 64 {
                     spills_at_64 = h.spills;
+                    if h.scratch_bytes == 0 {
+                        failures.push(format!("{t} 64: {LIVE} live values without scratch?"));
+                    }
                 }
             } else {
                 no_budget_vgprs = h.vgprs;
+                if h.scratch_bytes != 0 {
+                    failures.push(format!("{t}: scratch without a budget"));
+                }
             }
             match run_case(&dev, &ck.code_object, &func, &c) {
                 Ok(out) => {

@@ -51,6 +51,7 @@
 
 mod prep;
 mod ra2;
+mod slots;
 mod webs;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -260,10 +261,14 @@ pub fn allocate(
         });
     }
     // Slots.
+    // Slots never live together share a location: locations are per color.
+    let color_of = slots::color(&func, &out, &slot_class);
+    let color_class: BTreeMap<usize, ra::RegClass> =
+        slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
     let mut slot_loc: HashMap<usize, SlotLoc> = HashMap::new();
     let mut scratch_bytes = 0u32;
     let mut sgpr_slots: Vec<usize> = Vec::new();
-    let vec_slots: Vec<(usize, u16)> = slot_class
+    let vec_slots: Vec<(usize, u16)> = color_class
         .iter()
         .filter_map(|(&s, &c)| match c {
             ra::RegClass::Int => {
@@ -359,6 +364,8 @@ pub fn allocate(
         slot_loc.insert(s, SlotLoc::Sgpr(r));
         taken.insert(r);
     }
+    let slot_loc: HashMap<usize, SlotLoc> =
+        color_of.iter().map(|(s, k)| (*s, slot_loc[k])).collect();
 
     let ctx = Ctx {
         p: &p,
