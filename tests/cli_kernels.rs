@@ -1,5 +1,6 @@
-//! `kjit list` names every library kernel; `kjit run` checks a kernel against its reference and
-//! fails on an unknown one.
+//! `kjit list` names every library kernel; `kjit run --interp` checks a kernel in the IR
+//! interpreter against its reference and fails on an unknown one (compiled runs are in
+//! `cli_compile.rs`).
 
 use std::process::Command;
 
@@ -25,9 +26,10 @@ fn list_names_every_kernel() {
 
 #[test]
 fn run_passes_with_and_without_the_optimizer() {
-    let (ok, text) = kjit(&["run", "saxpy", "-n", "1000", "--seed", "7"]);
+    let (ok, text) = kjit(&["run", "saxpy", "-n", "1000", "--seed", "7", "--interp"]);
     assert!(ok && text.contains("PASS saxpy"), "{text}");
-    let (ok, text) = kjit(&["run", "matmul", "-n", "20", "--opt", "--ir"]);
+    assert!(text.contains("in the IR interpreter"), "{text}");
+    let (ok, text) = kjit(&["run", "matmul", "-n", "20", "--opt", "--ir", "--interp"]);
     assert!(ok && text.contains("PASS matmul"), "{text}");
     assert!(
         text.contains("e-graph optimizer:") && text.contains("kernel matmul("),

@@ -1,10 +1,15 @@
 //! `kjit list` and `kjit run KERNEL`: the kernel library, and running one of its kernels on
-//! random inputs against its CPU reference. For now `run` executes in the IR interpreter (the
-//! semantic reference); the GCN backend will add compiled runs on a device.
+//! random inputs against its CPU reference. `run` compiles the kernel for the target and runs it
+//! on the default device (an AMD GPU through HIP when there is one, else kjit's software GCN
+//! device), printing the compile time, the resource header and the run's statistics; `--interp`
+//! runs it in the IR interpreter (the semantic reference) instead.
 
 use anyhow::{anyhow, bail};
+use kjit_backend_gcn::compile::{compile, CompileOptions};
+use kjit_backend_gcn::Target;
 use kjit_ir::interp;
-use kjit_kernels::{all, check, find, KernelSpec};
+use kjit_kernels::{all, check, find, Case, KernelSpec};
+use kjit_runtime::{device_for, DeviceKind};
 use std::time::Instant;
 
 /// Arguments of `kjit run`.
@@ -18,12 +23,31 @@ pub struct RunArgs {
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Run the e-graph optimizer first (and print its report).
+    /// Interpreter mode: run the e-graph optimizer first (and print its report). Compiled runs
+    /// always optimize unless `--no-opt`.
     #[arg(long)]
     pub opt: bool,
+    /// Compile without the e-graph optimizer.
+    #[arg(long, conflicts_with = "opt")]
+    pub no_opt: bool,
     /// Print the kernel's IR (after optimization with `--opt`).
     #[arg(long)]
     pub ir: bool,
+    /// Print the compiled assembly.
+    #[arg(long, conflicts_with = "interp")]
+    pub asm: bool,
+    /// Target processor (default: the device's, or gfx942 on the software device).
+    #[arg(long, conflicts_with = "interp")]
+    pub target: Option<Target>,
+    /// Most VGPRs (+AGPRs) per lane; the allocator spills to fit.
+    #[arg(long, conflicts_with = "interp")]
+    pub vgpr_budget: Option<u32>,
+    /// Device: hip or emu (default: HIP if an AMD GPU is present, else the software device).
+    #[arg(long, conflicts_with = "interp")]
+    pub device: Option<DeviceKind>,
+    /// Run in the IR interpreter instead of compiling.
+    #[arg(long)]
+    pub interp: bool,
 }
 
 /// The library kernel called `name`, or an error listing the known ones.
@@ -50,6 +74,92 @@ pub fn list() -> anyhow::Result<()> {
 /// Runs `kjit run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let spec = find_kernel(&args.kernel)?;
+    if args.interp {
+        run_interp(args, spec)
+    } else {
+        run_compiled(args, spec)
+    }
+}
+
+/// Compiles, runs on a device, checks.
+fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
+    let func = build_kernel(spec)?;
+    let chosen = device_for(args.device).map_err(|e| anyhow!("{e}"))?;
+    let device = chosen.device.as_ref();
+    let target = match (args.target, device.target()) {
+        (Some(t), Some(d)) if t != d => {
+            bail!(
+                "--target {t} does not match the device ({}, {d})",
+                device.name()
+            )
+        }
+        (Some(t), _) => t,
+        (None, Some(d)) => d,
+        (None, None) => Target::Gfx942,
+    };
+    let opts = CompileOptions {
+        optimize: !args.no_opt,
+        vgpr_budget: args.vgpr_budget,
+        check: false,
+    };
+    let k = compile(&func, target, &opts)
+        .map_err(|e| anyhow!("compiling {} for {target}: {e}", spec.name))?;
+    if args.ir {
+        print!("{func}");
+    }
+    if args.asm {
+        print!("{}", k.asm);
+    }
+    println!(
+        "{} for {target}: compiled in {}",
+        spec.name,
+        k.timings.summary()
+    );
+    for l in k.header.lines().iter().skip(1) {
+        println!("  {l}");
+    }
+    let n = args.n.unwrap_or(spec.default_n);
+    let case = (spec.make_case)(n, args.seed);
+    let t = Instant::now();
+    let out =
+        kjit::exec::run_case(device, &k.code_object, &func, &case).map_err(|e| anyhow!("{e}"))?;
+    let dt = t.elapsed();
+    let s = &out.stats;
+    println!(
+        "ran n={n} seed={} grid {:?} block {:?} on {} in {:.1} ms",
+        args.seed,
+        case.launch.grid,
+        case.launch.block,
+        device.name(),
+        dt.as_secs_f64() * 1e3
+    );
+    println!(
+        "  {} waves; wave-instructions: {} SALU, {} VALU, {} VMEM, {} SMEM, {} LDS, {} branch, {} MFMA; {} lane-ops; {} bytes read, {} written",
+        s.waves, s.salu, s.valu, s.vmem, s.smem, s.lds, s.branch, s.mfma, s.lane_ops, s.bytes_read, s.bytes_written
+    );
+    verdict(spec, &case, &out.args)
+}
+
+/// The comparison with the CPU reference: PASS, or FAIL with the first mismatch and an error.
+fn verdict(spec: &KernelSpec, case: &Case, got: &[kjit_ir::interp::Arg]) -> anyhow::Result<()> {
+    let want = (spec.reference)(case);
+    match check(case, got, &want, spec.tolerance) {
+        Ok(()) => {
+            println!(
+                "PASS {} (tolerance abs {:e}, rel {:e})",
+                spec.name, spec.tolerance.abs, spec.tolerance.rel
+            );
+            Ok(())
+        }
+        Err(m) => {
+            println!("FAIL {}: {m}", spec.name);
+            bail!("{} does not match its CPU reference", spec.name)
+        }
+    }
+}
+
+/// Runs in the IR interpreter, checks.
+fn run_interp(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
     let mut func = build_kernel(spec)?;
     if args.opt {
         let (g, report) = kjit_ir::opt::optimize(&func);
@@ -79,18 +189,5 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         stats.lane_insts,
         dt.as_secs_f64() * 1e3
     );
-    let want = (spec.reference)(&case);
-    match check(&case, &run_args, &want, spec.tolerance) {
-        Ok(()) => {
-            println!(
-                "PASS {} (tolerance abs {:e}, rel {:e})",
-                spec.name, spec.tolerance.abs, spec.tolerance.rel
-            );
-            Ok(())
-        }
-        Err(m) => {
-            println!("FAIL {}: {m}", spec.name);
-            bail!("{} does not match its CPU reference", spec.name)
-        }
-    }
+    verdict(spec, &case, &run_args)
 }
