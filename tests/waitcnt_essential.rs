@@ -337,3 +337,113 @@ fn hand_built_kernels_run_clean_and_every_inserted_wait_is_essential() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Part 2: every library kernel, compiled by the pipeline.
+
+/// Waits proven needed only on hardware, which the device cannot observe: `(target, kernel,
+/// wait text, why)`. Empty: every inserted wait is observable on the device.
+const HARDWARE_ONLY: &[(Target, &str, &str, &str)] = &[];
+
+fn essential_size(name: &str) -> usize {
+    match name {
+        "matmul" => 17,
+        "softmax" | "seed_2d" => 70,
+        _ => 67,
+    }
+}
+
+/// Runs `code` on `case`; `Ok(())` when it runs clean and matches the reference, else why not.
+fn run_checked(
+    dev: &GcnEmulator,
+    code: &[u8],
+    func: &kjit_ir::Function,
+    spec: &kjit_kernels::KernelSpec,
+    case: &kjit_kernels::Case,
+) -> Result<(), String> {
+    let out = kjit::exec::run_case(dev, code, func, case).map_err(|e| e.to_string())?;
+    let want = (spec.reference)(case);
+    kjit_kernels::check(case, &out.args, &want, spec.tolerance)
+        .map_err(|m| format!("wrong result: {m}"))
+}
+
+fn essential_for(targets: &[Target]) {
+    use kjit_backend_gcn::compile::{compile_to_phys, CompileOptions};
+    use kjit_backend_gcn::emit::emit;
+    let dev = GcnEmulator::new();
+    let (mut total, mut essential) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    for &target in targets {
+        for spec in kjit_kernels::all() {
+            let func = (spec.build)().expect("kernel builds");
+            let opts = CompileOptions {
+                optimize: true,
+                vgpr_budget: None,
+                check: false,
+            };
+            let phys = match compile_to_phys(&func, target, &opts) {
+                Ok(p) => p,
+                Err(e) => {
+                    failures.push(format!("{target} {}: compile: {e}", spec.name));
+                    continue;
+                }
+            };
+            let case = (spec.make_case)(essential_size(spec.name), 11);
+            let code = emit(&phys).expect("emit").code_object;
+            if let Err(e) = run_checked(&dev, &code, &func, spec, &case) {
+                failures.push(format!("{target} {}: with all waits: {e}", spec.name));
+                continue;
+            }
+            let ws = waits(&phys);
+            let mut mine = 0;
+            for &at in &ws {
+                total += 1;
+                let text = phys.blocks[at.0].insts[at.1].display(target).to_string();
+                let g = without(&phys, at);
+                let code = emit(&g).expect("emit").code_object;
+                match run_checked(&dev, &code, &func, spec, &case) {
+                    Err(e) if is_reported(&e) || e.starts_with("wrong result") => {
+                        essential += 1;
+                        mine += 1;
+                    }
+                    Err(e) => failures.push(format!(
+                        "{target} {}: without `{text}` at {at:?}: unexpected error {e}",
+                        spec.name
+                    )),
+                    Ok(()) => {
+                        if HARDWARE_ONLY
+                            .iter()
+                            .any(|h| h.0 == target && h.1 == spec.name && h.2 == text)
+                        {
+                            essential += 1;
+                            mine += 1;
+                        } else {
+                            failures.push(format!(
+                                "{target} {}: `{text}` at {at:?} is not essential",
+                                spec.name
+                            ));
+                        }
+                    }
+                }
+            }
+            println!(
+                "{target} {:24} {mine:3} of {:3} waits essential",
+                spec.name,
+                ws.len()
+            );
+        }
+    }
+    println!("{essential} of {total} waits essential");
+    assert!(total > 0, "no waits inserted at all");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_wait_in_every_library_kernel_is_essential_on_gfx942() {
+    essential_for(&[Target::Gfx942]);
+}
+
+#[test]
+fn every_wait_in_every_library_kernel_is_essential_on_gfx90a_and_gfx900() {
+    essential_for(&[Target::Gfx90a, Target::Gfx900]);
+}

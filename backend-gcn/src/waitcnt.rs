@@ -33,6 +33,10 @@
 //! flight. gfx900 has neither the automatic wait nor back-off barriers, so LLVM waits for every
 //! counter to reach zero before `s_barrier` there; kjit does the same.
 //! `s_endpgm` needs no wait.
+//!
+//! Loops: scalar-memory results still in flight when a loop is entered and touched inside it
+//! are waited for once at the end of the preheader, not on every iteration inside the loop
+//! (vector-memory results are not: a loop that keeps loads in flight waits `vmcnt(N)` inside).
 
 use crate::isa::{Access, Format, Inst, Opcode, Operand, SpecialReg};
 use crate::mir::BranchCond;
@@ -353,6 +357,21 @@ impl Brackets {
         w
     }
 
+    /// The wait at the end of a block: for the branch condition, and (in a loop preheader) for
+    /// scalar-memory results the loop touches.
+    fn needed_at_end(&self, term: &PhysTerminator, flush: Option<&[bool]>) -> Wait {
+        let mut w = match *term {
+            PhysTerminator::Branch { cond, .. } => self.needed_for_branch(cond),
+            _ => Wait::default(),
+        };
+        if let Some(fl) = flush {
+            if self.ool_out && self.ool.iter().zip(fl).any(|(p, t)| *p && *t) {
+                w.lgkm = Some(0);
+            }
+        }
+        w
+    }
+
     /// The effect of executing `s_waitcnt` with counts `w`.
     fn apply_wait(&mut self, w: &Wait) {
         if let Some(n) = w.vm {
@@ -475,6 +494,52 @@ impl Brackets {
     }
 }
 
+/// For each block that enters a loop through a forward edge (a preheader): the register units
+/// the loop touches. Scalar-memory results still in flight there are waited for once at the end
+/// of the preheader (`lgkmcnt(0)`) instead of inside the loop, where the wait would run on every
+/// iteration and, on the paths that skip ahead (`s_cbranch_execz` flow blocks), several times.
+/// Loops are found from back edges in layout order (`latch → header` with `header <= latch`);
+/// the body is the layout range `header..=latch`, which is what the structurizer lays out.
+fn preheader_flush_sets(f: &PhysFunction) -> Vec<Option<Vec<bool>>> {
+    let n = f.blocks.len();
+    let mut loop_end = vec![None::<usize>; n];
+    for (l, b) in f.blocks.iter().enumerate() {
+        for s in b.term.successors() {
+            let h = s.as_u32() as usize;
+            if h <= l && h < n {
+                loop_end[h] = Some(loop_end[h].map_or(l, |e: usize| e.max(l)));
+            }
+        }
+    }
+    let mut touched_by_loop: Vec<Option<Vec<bool>>> = vec![None; n];
+    for h in 0..n {
+        if let Some(end) = loop_end[h] {
+            let mut t = vec![false; UNITS];
+            for b in &f.blocks[h..=end] {
+                for inst in &b.insts {
+                    for_each_access(inst, |u, _, _| t[u] = true);
+                }
+            }
+            touched_by_loop[h] = Some(t);
+        }
+    }
+    let mut out: Vec<Option<Vec<bool>>> = vec![None; n];
+    for (p, b) in f.blocks.iter().enumerate() {
+        for s in b.term.successors() {
+            let h = s.as_u32() as usize;
+            if h > p && h < n {
+                if let Some(t) = &touched_by_loop[h] {
+                    let o = out[p].get_or_insert_with(|| vec![false; UNITS]);
+                    for (x, y) in o.iter_mut().zip(t) {
+                        *x |= *y;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Inserts every `s_waitcnt` `f` needs (see the module docs). Existing waits are kept and
 /// taken into account, so running the pass twice inserts nothing the second time.
 pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
@@ -484,6 +549,7 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     if n == 0 {
         return stats;
     }
+    let flush = preheader_flush_sets(f);
     // Predecessor-merged entry states, to a fixed point (blocks in layout order; a change
     // re-queues the successors).
     let mut entry: Vec<Option<Brackets>> = vec![None; n];
@@ -499,10 +565,8 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
         for inst in &f.blocks[b].insts {
             s.step(inst, target);
         }
-        if let PhysTerminator::Branch { cond, .. } = f.blocks[b].term {
-            let w = s.needed_for_branch(cond);
-            s.apply_wait(&w);
-        }
+        let w = s.needed_at_end(&f.blocks[b].term, flush[b].as_deref());
+        s.apply_wait(&w);
         for succ in f.blocks[b].term.successors() {
             let si = succ.as_u32() as usize;
             if si >= n {
@@ -540,12 +604,10 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
             }
             out.push(inst);
         }
-        if let PhysTerminator::Branch { cond, .. } = block.term {
-            let w = s.needed_for_branch(cond);
-            if !w.is_empty() {
-                stats.inserted += 1;
-                out.push(w.inst(target));
-            }
+        let w = s.needed_at_end(&block.term, flush[b].as_deref());
+        if !w.is_empty() {
+            stats.inserted += 1;
+            out.push(w.inst(target));
         }
         block.insts = out;
     }
