@@ -163,15 +163,15 @@ pub fn allocate(
     } else {
         0
     };
-    n_v = n_v.min(avail.saturating_sub(min_f + 1) / 2);
+    // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
+    let n_temps = min_f;
+    n_v = n_v.min(avail.saturating_sub(min_f + n_temps + 1) / 2);
     if has_pairs && n_v < min_v.max(1) {
         return Err(RegallocError::BudgetTooSmall {
             budget,
             need: min_f + 2 * min_v.max(1) + vweb_size + 1,
         });
     }
-    // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
-    let n_temps = min_f;
     let n_f = 64.min(avail.saturating_sub(2 * n_v + u32::from(n_v > 0) + n_temps));
     let _ = pres_f;
     if n_f < min_f {
@@ -221,9 +221,11 @@ pub fn allocate(
         }
     }
     for (_, Edit::Move { from, to }) in &out.edits {
+        for r in [from.as_reg(), to.as_reg()].into_iter().flatten() {
+            used[r.class() as usize].insert(r.hw_enc());
+        }
         let reg = from.as_reg().or(to.as_reg());
         if let Some(r) = reg {
-            used[r.class() as usize].insert(r.hw_enc());
             for s in [from.as_stack(), to.as_stack()].into_iter().flatten() {
                 slot_class.insert(s.index(), r.class());
             }

@@ -368,14 +368,25 @@ pub fn prepare(input: &MachineFunction) -> Prepared {
                     (inst.ops[d as usize], inst.ops[u as usize])
                 {
                     let data = mf.vregs[uv];
-                    if kind_of(data.class, data.dwords) == Kind::Web {
+                    let web = kind_of(data.class, data.dwords) == Kind::Web;
+                    // A tied use whose vreg the instruction also reads elsewhere gets its own
+                    // copy: the reused register is overwritten while the other operand still
+                    // names the value (regalloc2 does not model that case).
+                    let shared = inst
+                        .ops
+                        .iter()
+                        .enumerate()
+                        .any(|(k, o)| k != u as usize && *o == MOperand::Use(uv));
+                    if web || shared {
                         let t = mf.vregs.push(data);
                         out.push(MInst::pseudo(
                             MOpcode::Copy,
                             &[MOperand::Def(t), MOperand::Use(uv)],
                         ));
                         inst.ops[u as usize] = MOperand::Use(t);
-                        mandatory.push((dv, t));
+                        if web {
+                            mandatory.push((dv, t));
+                        }
                     }
                 }
             }

@@ -94,7 +94,17 @@ pub fn build(p: &Prepared) -> RaFunc {
                         map[i] = Some(ops.len());
                         // A single VGPR read by a real instruction may stay in its spill slot:
                         // a slot in a spare VGPR is read directly, others through a temporary.
-                        if is_isa && tied_use != Some(i) && r.class() == ra::RegClass::Float {
+                        let repeated = inst
+                            .ops
+                            .iter()
+                            .filter(|o| matches!(o, MOperand::Use(x) | MOperand::Def(x) if x == v))
+                            .count()
+                            > 1;
+                        if is_isa
+                            && tied_use != Some(i)
+                            && !repeated
+                            && r.class() == ra::RegClass::Float
+                        {
                             ops.push(Operand::new(
                                 r,
                                 OperandConstraint::Any,

@@ -636,11 +636,21 @@ pub fn check_registers(f: &PhysFunction) {
 
 /// Allocates with the checker, checks registers and compares runs under `inp`.
 pub fn alloc_and_compare(mf: &MachineFunction, budget: Option<u32>, inp: Inputs) -> PhysFunction {
+    alloc_and_compare_with(mf, budget, inp, true)
+}
+
+/// [`alloc_and_compare`] with the checker on or off.
+pub fn alloc_and_compare_with(
+    mf: &MachineFunction,
+    budget: Option<u32>,
+    inp: Inputs,
+    checker: bool,
+) -> PhysFunction {
     let f = allocate(
         mf,
         &RegallocOptions {
             vgpr_budget: budget,
-            run_checker: true,
+            run_checker: checker,
         },
     )
     .unwrap_or_else(|e| panic!("allocation failed: {e}"));
