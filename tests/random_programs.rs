@@ -11,7 +11,7 @@ use kjit::exec::run_case;
 use kjit::{compile, CompileOptions};
 use kjit_backend_gcn::target::ALL_TARGETS;
 use kjit_backend_gcn::Target;
-use kjit_frontend::{Buffer, Dim, Function, KernelBuilder, Val, Var};
+use kjit_frontend::{f16, Buffer, Dim, Function, KernelBuilder, Lds, ReduceOp, Val, Var};
 use kjit_ir::interp::{Arg, BufferData, LaunchDims};
 use kjit_kernels::Case;
 use kjit_runtime::emu::GcnEmulator;
@@ -58,6 +58,17 @@ struct Gen<'k> {
     outf: Buffer<'k, f32>,
     /// Whether loads and divisions are generated.
     div: bool,
+    /// 64-bit and f16 variables (always stored; only changed in `wide` programs).
+    vu64: Var<'k, u64>,
+    vi64: Var<'k, i64>,
+    vd: Var<'k, f64>,
+    vh: Var<'k, f16>,
+    wide: bool,
+    /// Wave operations, LDS and atomics.
+    cross: bool,
+    lds: Lds<'k, u32>,
+    lid: Val<'k, u32>,
+    returned: std::cell::Cell<bool>,
 }
 
 const U_CONSTS: [u32; 10] = [0, 1, 2, 3, 7, 31, 32, 0x8000_0000, 0xffff_ffff, 1000];
@@ -221,6 +232,175 @@ impl<'k> Gen<'k> {
         }
     }
 
+    fn e64u(&self, d: u32) -> Val<'k, u64> {
+        let k = self.k;
+        let pick = if d == 0 { self.r(4) } else { self.r(14) };
+        match pick {
+            0 => self.vu64.get(),
+            1 => k.lit(
+                [
+                    0u64,
+                    1,
+                    63,
+                    0xffff_ffff,
+                    0x1_0000_0000,
+                    u64::MAX,
+                    0x8000_0000_0000_0000,
+                ][self.r(7) as usize],
+            ),
+            2 => self.eu(0).cast::<u64>(),
+            3 => self.vi64.get().cast::<u64>(),
+            4 => self.e64u(d - 1) + self.e64u(d - 1),
+            5 => self.e64u(d - 1) - self.e64u(d - 1),
+            6 => self.e64u(d - 1) * self.e64u(d - 1),
+            7 => self.e64u(d - 1) ^ self.e64u(d - 1),
+            8 => self.e64u(d - 1) << (self.e64u(d - 1) & 127u64),
+            9 => self.e64u(d - 1) >> self.e64u(d - 1),
+            10 => self.e64u(d - 1).min(self.e64u(d - 1)),
+            11 => k.select(self.eb(1), self.e64u(d - 1), self.e64u(d - 1)),
+            12 => !self.e64u(d - 1),
+            _ => self.e64u(d - 1).max(self.e64u(d - 1)) | self.e64u(d - 1),
+        }
+    }
+
+    fn e64i(&self, d: u32) -> Val<'k, i64> {
+        let k = self.k;
+        let pick = if d == 0 { self.r(3) } else { self.r(10) };
+        match pick {
+            0 => self.vi64.get(),
+            1 => self.ei(0).cast::<i64>(),
+            2 => k.lit(-(self.r(1000) as i64) * 1_000_003),
+            3 => self.e64i(d - 1) + self.e64i(d - 1),
+            4 => self.e64i(d - 1) * self.e64i(d - 1),
+            5 => self.e64i(d - 1) >> (self.e64i(d - 1) & 63i64),
+            6 => self.e64i(d - 1).min(self.e64i(d - 1)),
+            7 => self.e64i(d - 1).abs(),
+            8 => -self.e64i(d - 1),
+            _ => self.e64u(d - 1).cast::<i64>(),
+        }
+    }
+
+    fn ed(&self, d: u32) -> Val<'k, f64> {
+        let k = self.k;
+        let pick = if d == 0 { self.r(3) } else { self.r(11) };
+        match pick {
+            0 => self.vd.get(),
+            1 => k.lit([0.0f64, -0.0, 1.5, -3.25, 1e300, 1e-300, 0.1][self.r(7) as usize]),
+            2 => self.ef(0).cast::<f64>(),
+            3 => self.ed(d - 1) + self.ed(d - 1),
+            4 => self.ed(d - 1) - self.ed(d - 1),
+            5 => self.ed(d - 1) * self.ed(d - 1),
+            6 => self.ed(d - 1).min(self.ed(d - 1)),
+            7 => self.ed(d - 1).fma(self.ed(d - 1), self.ed(d - 1)),
+            8 => self.ei(d - 1).cast::<f64>(),
+            9 => k.select(self.eb(1), self.ed(d - 1), self.ed(d - 1)),
+            _ => -self.ed(d - 1).abs(),
+        }
+    }
+
+    fn eh(&self, d: u32) -> Val<'k, f16> {
+        let k = self.k;
+        let pick = if d == 0 { self.r(3) } else { self.r(10) };
+        match pick {
+            0 => self.vh.get(),
+            1 => k.lit(f16::from_f32(
+                [0.0f32, -0.0, 1.5, -3.25, 65504.0, 0.099975586, 1e-5][self.r(7) as usize],
+            )),
+            2 => self.ef(0).cast::<f16>(),
+            3 => self.eh(d - 1) + self.eh(d - 1),
+            4 => self.eh(d - 1) - self.eh(d - 1),
+            5 => self.eh(d - 1) * self.eh(d - 1),
+            6 => self.eh(d - 1).max(self.eh(d - 1)),
+            7 => self.eh(d - 1).fma(self.eh(d - 1), self.eh(d - 1)),
+            8 => self.ed(d - 1).cast::<f32>().cast::<f16>(),
+            _ => k.select(self.eb(1), self.eh(d - 1), -self.eh(d - 1)),
+        }
+    }
+
+    /// A statement with wave operations, LDS or atomics.
+    fn cross_stmt(&self, depth: u32) {
+        let k = self.k;
+        let t = self.r(NU as u64) as usize;
+        let mut pick = self.r(7);
+        if let Ok(only) = std::env::var("KJIT_CROSS_ONLY") {
+            pick = only.parse().unwrap_or(pick);
+        }
+        match pick {
+            0 => {
+                let v = k.wave_shuffle(self.eu(1), self.eu(1));
+                self.vu[t].set(v);
+            }
+            1 => {
+                let v = k.wave_broadcast(self.eu(1), self.r(64) as u8);
+                self.vu[t].set(v);
+            }
+            2 => {
+                let op = [ReduceOp::Add, ReduceOp::Min, ReduceOp::Max][self.r(3) as usize];
+                let v = if self.r(2) == 0 {
+                    k.wave_reduce(op, self.eu(1))
+                } else {
+                    k.wave_scan(op, self.eu(1))
+                };
+                self.vu[t].set(v);
+            }
+            3 => {
+                let op = [ReduceOp::Min, ReduceOp::Max][self.r(2) as usize];
+                let v = if self.r(2) == 0 {
+                    k.wave_reduce(op, self.ef(1))
+                } else {
+                    k.wave_scan(op, self.ef(1))
+                };
+                self.vf[self.r(NF as u64) as usize].set(v);
+            }
+            4 => {
+                // Own LDS slot: written, then read back (no cross-lane traffic).
+                k.store(&self.lds, self.lid, self.eu(1));
+                let v = k.load(&self.lds, self.lid) + self.vu[t].get();
+                self.vu[t].set(v);
+            }
+            5 => {
+                // Atomics on this work-item's own slots: deterministic old values.
+                let s = self.slot((NU + NI + NF) as u32 + self.r(4) as u32);
+                let x = self.eu(1);
+                let old = match self.r(5) {
+                    0 => k.atomic_add(&self.out, s, x),
+                    1 => k.atomic_min(&self.out, s, x),
+                    2 => k.atomic_max(&self.out, s, x),
+                    3 => k.atomic_xchg(&self.out, s, x),
+                    _ => k.atomic_cas(&self.out, s, self.eu(1), x),
+                };
+                self.vu[t].set(old);
+                k.store(&self.lds, self.lid, self.eu(1));
+                let o2 = k.atomic_add(&self.lds, self.lid, self.eu(0));
+                let v = o2 ^ self.vu[t].get();
+                self.vu[t].set(v);
+            }
+            _ => {
+                if depth == 0 && !self.returned.get() {
+                    // Every work-item writes its slot; after the barrier, read a neighbour's.
+                    k.store(&self.lds, self.lid, self.eu(1));
+                    k.barrier();
+                    let n = (self.lid + 1u32) % k.group_size(Dim::X);
+                    let v = k.load(&self.lds, n);
+                    self.vu[t].set(v);
+                    k.barrier();
+                } else {
+                    let v = k.wave_broadcast(self.eu(1), 0);
+                    self.vu[t].set(v);
+                }
+            }
+        }
+    }
+
+    fn wide_stmt(&self) {
+        match self.r(4) {
+            0 => self.vu64.set(self.e64u(3)),
+            1 => self.vi64.set(self.e64i(3)),
+            2 => self.vd.set(self.ed(3)),
+            _ => self.vh.set(self.eh(3)),
+        }
+    }
+
     fn slot(&self, s: u32) -> Val<'k, u32> {
         self.gid * SLOTS + s
     }
@@ -233,6 +413,17 @@ impl<'k> Gen<'k> {
 
     fn stmt(&self, depth: u32) {
         let k = self.k;
+        if self.wide && self.r(3) == 0 {
+            self.wide_stmt();
+            return;
+        }
+        // Cross-lane statements only before any early return: after one, the interpreter runs
+        // the paths of a branch whose post-dominator is the exit apart (reconverging at the
+        // exit), while the device reconverges them at their join (see docs/backend.md).
+        if self.cross && !self.returned.get() && self.r(3) == 0 {
+            self.cross_stmt(depth);
+            return;
+        }
         let choice = if depth >= 3 { self.r(5) } else { self.r(10) };
         match choice {
             0 | 1 => {
@@ -284,6 +475,7 @@ impl<'k> Gen<'k> {
             _ => {
                 if self.rng.borrow_mut().chance(3) {
                     let c = self.eb(1);
+                    self.returned.set(true);
                     k.return_if(c);
                 } else {
                     let v = self.eu(2);
@@ -297,13 +489,24 @@ impl<'k> Gen<'k> {
 /// A random kernel from `seed`: `(a: buf<u32>, b: buf<f32>, out: buf_mut<u32>,
 /// outf: buf_mut<f32>, su: u32, sf: f32)`.
 fn random_kernel(seed: u64, div: bool) -> Function {
+    random_kernel_with(seed, div, false, false)
+}
+
+/// Program flavours: `div` loads and division, `wide` 64-bit and f16 values, `cross` wave
+/// operations, LDS, atomics and barriers.
+fn random_kernel_with(seed: u64, div: bool, wide: bool, cross: bool) -> Function {
     let k = KernelBuilder::new("random");
     let a = k.buffer::<u32>("a");
     let b = k.buffer::<f32>("b");
     let out = k.buffer_mut::<u32>("out");
     let outf = k.buffer_mut::<f32>("outf");
+    let out64 = k.buffer_mut::<u64>("out64");
+    let outd = k.buffer_mut::<f64>("outd");
+    let outh = k.buffer_mut::<f16>("outh");
     let su = k.arg::<u32>("su");
     let sf = k.arg::<f32>("sf");
+    let lds = k.lds::<u32>("scratch", 256);
+    let lid = k.local_id(Dim::X);
     let gid = k.global_id(Dim::X);
     let mut rng = Rng(seed);
     let vu: Vec<_> = (0..NU)
@@ -323,7 +526,20 @@ fn random_kernel(seed: u64, div: bool) -> Function {
             _ => k.var(gid.cast::<f32>() * 0.25f32),
         })
         .collect();
+    let vu64 = k.var(gid.cast::<u64>() * 0x1_0000_0001u64);
+    let vi64 = k.var(gid.cast::<i64>() - 7i64);
+    let vd = k.var(gid.cast::<f64>() * 0.5f64);
+    let vh = k.var(gid.cast::<f32>().cast::<f16>());
     let g = Gen {
+        vu64,
+        vi64,
+        vd,
+        vh,
+        wide,
+        cross,
+        lds,
+        lid,
+        returned: std::cell::Cell::new(false),
         k: &k,
         rng: RefCell::new(rng),
         vu,
@@ -338,7 +554,10 @@ fn random_kernel(seed: u64, div: bool) -> Function {
         outf,
         div,
     };
-    let n = 2 + g.r(6) as u32;
+    let mut n = 2 + g.r(6) as u32;
+    if let Ok(m) = std::env::var("KJIT_MAX_STMTS") {
+        n = n.min(m.parse().unwrap_or(n));
+    }
     g.stmts(n, 0);
     for (j, v) in g.vu.iter().enumerate() {
         k.store(&g.out, g.slot(j as u32), v.get());
@@ -349,6 +568,10 @@ fn random_kernel(seed: u64, div: bool) -> Function {
     for (j, v) in g.vf.iter().enumerate() {
         k.store(&g.outf, g.slot((NU + NI + j) as u32), v.get());
     }
+    k.store(&out64, gid * 2u32, g.vu64.get());
+    k.store(&out64, gid * 2u32 + 1u32, g.vi64.get().cast::<u64>());
+    k.store(&outd, gid, g.vd.get());
+    k.store(&outh, gid, g.vh.get());
     drop(g);
     k.finish().expect("generated kernel builds")
 }
@@ -377,6 +600,12 @@ fn random_case(seed: u64) -> Case {
                 );
                 len
             ])),
+            Arg::Buffer(BufferData::U64(vec![0xdead_beef_dead_beef; 2 * n])),
+            Arg::Buffer(BufferData::F64(vec![
+                f64::from_bits(0x7ff4_dead_beef_0000);
+                n
+            ])),
+            Arg::Buffer(BufferData::F16(vec![f16::from_bits(0x7e55); n])),
             Arg::U32(rng.below(9) as u32),
             Arg::F32(F_CONSTS[rng.below(10) as usize]),
         ],
@@ -384,7 +613,7 @@ fn random_case(seed: u64) -> Case {
             grid: [groups, 1, 1],
             block: [block, 1, 1],
         },
-        outputs: vec![2, 3],
+        outputs: vec![2, 3, 4, 5, 6],
     }
 }
 
@@ -393,7 +622,17 @@ const SKIPPED: &str = "skipped";
 
 /// Compiles and runs the program of `seed` on `target`; `Err` describes the first difference.
 fn check_seed(seed: u64, target: Target, div: bool, optimize: bool) -> Result<(), String> {
-    let func = random_kernel(seed, div);
+    check_flavour(seed, target, (div, false, false), optimize)
+}
+
+/// [`check_seed`] for a flavour `(div, wide, cross)` of [`random_kernel_with`].
+fn check_flavour(
+    seed: u64,
+    target: Target,
+    (div, wide, cross): (bool, bool, bool),
+    optimize: bool,
+) -> Result<(), String> {
+    let func = random_kernel_with(seed, div, wide, cross);
     let case = random_case(seed);
     let mut want = case.args.clone();
     kjit_ir::interp::run(&func, &case.launch, &mut want)
@@ -430,11 +669,17 @@ fn check_seed(seed: u64, target: Target, div: bool, optimize: bool) -> Result<()
         };
         for i in 0..w.len() {
             let (gb, wb) = (g.get_bits(i), w.get_bits(i));
-            let both_nan = matches!(w, BufferData::F32(_))
-                && f32::from_bits(gb as u32).is_nan()
-                && f32::from_bits(wb as u32).is_nan()
-                && (gb as u32 == kjit_kernels::POISON_F32)
-                    == (wb as u32 == kjit_kernels::POISON_F32);
+            let nan = |b: u64| match w {
+                BufferData::F16(_) => f16::from_bits(b as u16).is_nan(),
+                BufferData::F32(_) => f32::from_bits(b as u32).is_nan(),
+                BufferData::F64(_) => f64::from_bits(b).is_nan(),
+                _ => false,
+            };
+            // Poison stays bit-exact; computed NaNs may differ in payload.
+            let poison = |b: u64| {
+                b as u32 == kjit_kernels::POISON_F32 || b == 0x7ff4_dead_beef_0000 || b == 0x7e55
+            };
+            let both_nan = nan(gb) && nan(wb) && poison(gb) == poison(wb);
             if gb != wb && !both_nan {
                 return Err(format!(
                     "seed {seed:#x} {target} opt={optimize}: output {o} [{i}] (work-item {}, slot {}): device {gb:#x}, interpreter {wb:#x}\n{func}\n{}",
@@ -455,14 +700,19 @@ fn reproduce_seed_from_env() {
     };
     let seed = u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex seed");
     if std::env::var("KJIT_PRINT_MIR").is_ok() {
-        let f = random_kernel(seed, std::env::var("KJIT_DIV").is_ok());
+        let f = random_kernel_with(seed, true, false, std::env::var("KJIT_FLAVOUR").is_ok());
         println!("{f}");
         let mf = kjit_backend_gcn::isel::select(&f, Target::Gfx942).expect("isel");
         println!("{}", kjit_backend_gcn::mir_verify::DisplayMir(&mf));
     }
+    let flavours: Vec<(bool, bool, bool)> = match std::env::var("KJIT_FLAVOUR").as_deref() {
+        Ok("wide") => vec![(true, true, false)],
+        Ok("cross") => vec![(true, false, true)],
+        _ => vec![(false, false, false), (true, false, false)],
+    };
     for t in ALL_TARGETS {
-        for div in [false, true] {
-            if let Err(e) = check_seed(seed, t, div, false) {
+        for &fl in &flavours {
+            if let Err(e) = check_flavour(seed, t, fl, false) {
                 panic!("{e}");
             }
         }
@@ -486,6 +736,30 @@ proptest! {
     fn with_loads_and_division(seed in any::<u64>()) {
         let t = ALL_TARGETS[(seed % 3) as usize];
         if let Err(e) = check_seed(seed, t, true, false) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// 64-bit integers, f64 and f16 next to the 32-bit program.
+    #[test]
+    fn wide_types(seed in any::<u64>()) {
+        let t = ALL_TARGETS[(seed % 3) as usize];
+        if let Err(e) = check_flavour(seed, t, (true, true, false), false) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+
+    /// Wave shuffles, broadcasts, reductions and scans under divergence; LDS; atomics;
+    /// barriers in uniform control flow.
+    #[test]
+    fn cross_lane(seed in any::<u64>()) {
+        let t = ALL_TARGETS[(seed % 3) as usize];
+        let div = std::env::var("KJIT_NODIV").is_err();
+        if let Err(e) = check_flavour(seed, t, (div, false, true), false) {
             prop_assert!(false, "{}", e);
         }
     }

@@ -1281,10 +1281,6 @@ impl Isel<'_> {
         if is64(t) {
             return unsupported(format!("wave reductions on {t}"));
         }
-        let lane = match self.lane_id {
-            Some(l) => l,
-            None => return unsupported("wave reduction without a lane id".into()),
-        };
         let ident = kjit_ir::semantics::reduce_identity(o, t) as u32;
         let bop = match o {
             ReduceOp::Add => BinaryOp::Add,
@@ -1307,6 +1303,8 @@ impl Isel<'_> {
         i.implicit_uses = implicit::EXEC;
         self.push(i);
         self.set_exec(all);
+        // The lane id in every lane (the prologue's is only valid in launched lanes).
+        let lane = self.lane_id_reg();
         let mut acc = t1;
         for k in [1u32, 2, 4, 8, 16, 32] {
             let u = if scan {

@@ -412,12 +412,19 @@ impl<'a> Isel<'a> {
         // A wave whose lanes all returned must end (`s_endpgm`) so that barriers the other
         // waves reach later do not wait for it; without barriers the remaining sections are
         // skipped by their heads anyway, so the early end is only built where it matters.
-        let early_end = self.order.iter().any(|&b| {
+        let is_ret = |b: Block| {
+            func.terminator(b)
+                .is_some_and(|t| matches!(func.insts[t], InstData::Return))
+        };
+        let has_barrier = |b: Block| {
             func.blocks[b]
                 .insts
                 .iter()
                 .any(|&i| matches!(func.insts[i], InstData::Barrier))
-        });
+        };
+        let first_ret = self.order.iter().position(|&b| is_ret(b));
+        let last_barrier = self.order.iter().rposition(|&b| has_barrier(b));
+        let early_end = matches!((first_ret, last_barrier), (Some(r), Some(l)) if r < l);
         // Terminators.
         for i in 0..n {
             let b = self.order[i];
@@ -760,6 +767,9 @@ impl<'a> Isel<'a> {
         );
         i.implicit_defs = implicit::EXEC;
         self.push(i);
+        // Moves the allocator puts in this block must be whole-wave from here on.
+        let b = self.cur;
+        self.mf.blocks[b].exec_partial = true;
     }
 
     /// The vreg of an IR value at the current point (constants are materialized here).
@@ -1012,14 +1022,6 @@ impl<'a> Isel<'a> {
         // Launch sizes used anywhere.
         for &b in &self.order.clone() {
             for &i in &func.blocks[b].insts {
-                if matches!(
-                    func.insts[i],
-                    InstData::WaveReduce { .. } | InstData::WaveScan { .. }
-                ) && self.lane_id.is_none()
-                {
-                    let l = self.lane_id_reg();
-                    self.lane_id = Some(l);
-                }
                 if let InstData::Special { reg } = func.insts[i] {
                     if self.specials.contains_key(&reg) {
                         continue;
@@ -1055,7 +1057,7 @@ impl<'a> Isel<'a> {
     }
 
     /// The lane id (`v_mbcnt_lo/hi` of all ones).
-    fn lane_id_reg(&mut self) -> VReg {
+    pub(crate) fn lane_id_reg(&mut self) -> VReg {
         let t = self.new_vreg(RegClass::Vgpr, 1);
         self.vop3(
             "v_mbcnt_lo_u32_b32",
