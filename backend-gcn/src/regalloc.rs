@@ -924,8 +924,9 @@ impl Ctx<'_> {
                 let after = take(&mut e, ProgPoint::after(inst));
                 self.flush(after, &mut insts, usage);
             }
+            let orig = |b: &MBlock| self.p.orig_of[b.index()];
             let term = match &bd.term {
-                Terminator::Jump { target, .. } => PhysTerminator::Jump(*target),
+                Terminator::Jump { target, .. } => PhysTerminator::Jump(orig(target)),
                 Terminator::Branch {
                     cond,
                     taken,
@@ -933,14 +934,16 @@ impl Ctx<'_> {
                     ..
                 } => PhysTerminator::Branch {
                     cond: *cond,
-                    taken: *taken,
-                    not_taken: *not_taken,
+                    taken: orig(taken),
+                    not_taken: orig(not_taken),
                 },
                 Terminator::Return => PhysTerminator::Return,
             };
-            blocks.push(PhysBlock { insts, term });
+            blocks.push((orig(&b), PhysBlock { insts, term }));
         }
-        Ok(blocks)
+        // Back to the input's layout (split edges after the input's blocks).
+        blocks.sort_by_key(|(o, _)| *o);
+        Ok(blocks.into_iter().map(|(_, b)| b).collect())
     }
 
     fn inst(

@@ -41,8 +41,12 @@ pub type MandatoryMerge = (VReg, VReg);
 
 /// The prepared function: blocks `0..original` are the input's, the rest split edges.
 pub struct Prepared {
-    /// The working copy.
+    /// The working copy, its blocks in reverse postorder (regalloc2's checker visits blocks
+    /// in index order first and needs predecessors before successors).
     pub mf: MachineFunction,
+    /// For each working block, the block it is in the output (input blocks keep their
+    /// numbers, split edges follow them).
+    pub orig_of: Vec<MBlock>,
     /// Web merges required by tuple phis and ties.
     pub mandatory: Vec<MandatoryMerge>,
     /// Per block: the first global instruction index; the block's instructions are
@@ -395,7 +399,64 @@ pub fn prepare(input: &MachineFunction) -> Prepared {
         mf.blocks[b].insts = out;
     }
 
-    // 4. Numbering and EXEC state.
+    // 4. Reverse postorder; unreachable blocks last, in layout order.
+    let mut order: Vec<usize> = Vec::with_capacity(nblocks);
+    {
+        let mut seen = vec![false; nblocks];
+        let mut post = Vec::with_capacity(nblocks);
+        let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+        seen[0] = true;
+        while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+            let succs = mf.blocks[MBlock::new(b)].term.successors();
+            if let Some((s, _)) = succs.get(*k) {
+                *k += 1;
+                let s = s.index();
+                if !seen[s] {
+                    seen[s] = true;
+                    stack.push((s, 0));
+                }
+            } else {
+                post.push(b);
+                stack.pop();
+            }
+        }
+        order.extend(post.into_iter().rev());
+        order.extend((0..nblocks).filter(|&b| !seen[b]));
+    }
+    let mut new_of = vec![0usize; nblocks];
+    for (n, &o) in order.iter().enumerate() {
+        new_of[o] = n;
+    }
+    let remap = |b: MBlock| MBlock::new(new_of[b.index()]);
+    let mut blocks = cranelift_entity::PrimaryMap::new();
+    for &o in &order {
+        let mut bd = mf.blocks[MBlock::new(o)].clone();
+        bd.term = match bd.term {
+            Terminator::Jump { target, args } => Terminator::Jump {
+                target: remap(target),
+                args,
+            },
+            Terminator::Branch {
+                cond,
+                taken,
+                taken_args,
+                not_taken,
+                not_taken_args,
+            } => Terminator::Branch {
+                cond,
+                taken: remap(taken),
+                taken_args,
+                not_taken: remap(not_taken),
+                not_taken_args,
+            },
+            Terminator::Return => Terminator::Return,
+        };
+        blocks.push(bd);
+    }
+    mf.blocks = blocks;
+    let orig_of: Vec<MBlock> = order.iter().map(|&o| MBlock::new(o)).collect();
+
+    // 5. Numbering and EXEC state.
     let mut first_inst = Vec::with_capacity(nblocks);
     let mut partial_before = Vec::new();
     let mut partial_after = Vec::new();
@@ -415,6 +476,7 @@ pub fn prepare(input: &MachineFunction) -> Prepared {
     let preds = preds_of(&mf);
     Prepared {
         mf,
+        orig_of,
         mandatory,
         first_inst,
         num_insts: n,
