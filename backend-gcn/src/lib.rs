@@ -14,6 +14,7 @@ pub mod mir;
 pub mod mir_verify;
 pub mod phys;
 pub mod regalloc;
+pub mod schedule;
 pub mod target;
 pub mod waitcnt;
 

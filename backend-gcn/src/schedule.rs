@@ -1,0 +1,351 @@
+//! Latency-aware list scheduling within blocks, on machine IR before register allocation.
+//!
+//! Takes a [`MachineFunction`] and reorders the instructions of each block (never across
+//! blocks, never the terminator) so that long-latency operations — vector-memory, LDS and
+//! scalar-memory loads — issue as early as their operands allow and their consumers as late as
+//! the dependences allow, which gives `InsertWaitcnt` room for `vmcnt(N>0)` waits.
+//!
+//! The dependence DAG keeps every ordering the program relies on:
+//! - virtual registers: definition before uses (SSA), and a tied partial write keeps its place
+//!   relative to the other readers of the register it overwrites (the allocator gives both the
+//!   same register);
+//! - physical registers and special registers named by operands or implicitly (EXEC, VCC, SCC,
+//!   M0): read-after-write, write-after-read and write-after-write. Every vector instruction
+//!   reads EXEC; every scalar ALU instruction other than a plain move is taken to read and
+//!   write SCC (conservative where isel did not say);
+//! - memory: within one address space (global: buffer/global/flat/scratch and scalar loads;
+//!   LDS: `ds_*` and flat) a load never passes a store or atomic and stores/atomics keep their
+//!   order; FLAT counts as both spaces;
+//! - side effects (`s_barrier`, `s_waitcnt`, messages, `s_setreg`, cache controls, GDS, LDS
+//!   DMA, anything of the program-control format but `s_nop`): nothing moves across them;
+//! - `LiveIn` pseudo-instructions stay at the start of the entry block.
+//!
+//! Priority: the longest latency path to the end of the block (loads weigh most), then the
+//! original order, so instructions that only feed the terminator (its SCC/VCC/EXEC producers)
+//! stay last.
+
+use crate::isa::{self, Format, Opcode};
+use crate::mir::{implicit, MInst, MOpcode, MOperand, MachineFunction, VReg};
+use crate::waitcnt::{units, UNITS};
+
+/// SCC as an extra register unit after the scoreboard's.
+const SCC: usize = UNITS;
+const NRES: usize = UNITS + 1;
+const EXEC: [usize; 2] = [126, 127];
+const VCC: [usize; 2] = [106, 107];
+const M0: usize = 124;
+
+/// Reorders the instructions of every block of `mf` (see the module docs). Semantics are kept.
+pub fn schedule(mf: &mut MachineFunction) {
+    let keys: Vec<_> = mf.blocks.keys().collect();
+    for b in keys {
+        let insts = std::mem::take(&mut mf.blocks[b].insts);
+        mf.blocks[b].insts = schedule_block(insts);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mem {
+    None,
+    Load,
+    Store,
+}
+
+/// What one instruction touches, for the DAG.
+struct Node {
+    reads: Vec<usize>,
+    writes: Vec<usize>,
+    uses: Vec<VReg>,
+    defs: Vec<VReg>,
+    tied_use: Option<VReg>,
+    global: Mem,
+    lds: Mem,
+    fence: bool,
+    live_in: bool,
+    latency: u32,
+}
+
+fn is_vector(op: Opcode) -> bool {
+    matches!(
+        op.format(),
+        Format::Vop1
+            | Format::Vop2
+            | Format::Vopc
+            | Format::Vop3
+            | Format::Vop3p
+            | Format::Ds
+            | Format::Mubuf
+            | Format::Mtbuf
+            | Format::Flat
+            | Format::Global
+            | Format::Scratch
+    )
+}
+
+fn node(i: &MInst) -> Node {
+    let mut n = Node {
+        reads: Vec::new(),
+        writes: Vec::new(),
+        uses: i.uses().collect(),
+        defs: i.defs().collect(),
+        tied_use: i.tied.and_then(|(_, u)| match i.ops.get(u as usize) {
+            Some(MOperand::Use(v)) => Some(*v),
+            _ => None,
+        }),
+        global: Mem::None,
+        lds: Mem::None,
+        fence: false,
+        live_in: matches!(i.opcode, MOpcode::LiveIn(_)),
+        latency: 0,
+    };
+    let bits = |b: u8, out: &mut Vec<usize>| {
+        if b & implicit::EXEC != 0 {
+            out.extend(EXEC);
+        }
+        if b & implicit::VCC != 0 {
+            out.extend(VCC);
+        }
+        if b & implicit::SCC != 0 {
+            out.push(SCC);
+        }
+        if b & implicit::M0 != 0 {
+            out.push(M0);
+        }
+    };
+    bits(i.implicit_uses, &mut n.reads);
+    bits(i.implicit_defs, &mut n.writes);
+    let MOpcode::Isa(op) = i.opcode else {
+        // Pseudo-instructions: physical operands are read or written as their position says
+        // (a `Phys` destination comes first).
+        for (k, o) in i.ops.iter().enumerate() {
+            if let MOperand::Phys(p) = o {
+                let target = if k == 0 && i.defs().next().is_none() {
+                    &mut n.writes
+                } else {
+                    &mut n.reads
+                };
+                target.extend(units(p));
+            }
+        }
+        return n;
+    };
+    let infos = isa::operand_infos(op, i.encoding, i.mods.glc);
+    for (o, oi) in i.ops.iter().zip(infos) {
+        if let MOperand::Phys(p) = o {
+            if oi.access.reads() {
+                n.reads.extend(units(p));
+            }
+            if oi.access.writes() {
+                n.writes.extend(units(p));
+            }
+        }
+    }
+    let info = op.info();
+    let name = info.name;
+    let fmt = info.format;
+    if is_vector(op) {
+        n.reads.extend(EXEC);
+    }
+    if matches!(
+        fmt,
+        Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc
+    ) && !matches!(op, Opcode::SMovB32 | Opcode::SMovB64 | Opcode::SMovkI32)
+    {
+        n.reads.push(SCC);
+        n.writes.push(SCC);
+    }
+    let atomic = name.contains("_atomic");
+    let vm_kind = if name.contains("_load") && !atomic {
+        Mem::Load
+    } else {
+        Mem::Store
+    };
+    match fmt {
+        Format::Mubuf | Format::Mtbuf | Format::Global | Format::Scratch => {
+            n.global = vm_kind;
+            n.latency = if vm_kind == Mem::Load { 200 } else { 4 };
+            if i.mods.lds {
+                n.fence = true;
+            }
+        }
+        Format::Flat => {
+            n.global = vm_kind;
+            n.lds = vm_kind;
+            n.latency = if vm_kind == Mem::Load { 200 } else { 4 };
+        }
+        Format::Ds => {
+            let load = name.starts_with("ds_read")
+                || name.starts_with("ds_load")
+                || name.contains("permute")
+                || name.starts_with("ds_swizzle");
+            n.lds = if load { Mem::Load } else { Mem::Store };
+            n.latency = if load { 64 } else { 4 };
+            if i.mods.gds {
+                n.fence = true;
+            }
+        }
+        Format::Smem => {
+            if name.starts_with("s_load") || name.starts_with("s_buffer_load") {
+                n.global = Mem::Load;
+                n.latency = 40;
+            } else {
+                n.fence = true;
+            }
+        }
+        Format::Sopp => n.fence = op != Opcode::SNop,
+        Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc => {
+            n.latency = 1;
+            if name.starts_with("s_setreg")
+                || name.starts_with("s_getreg")
+                || name.starts_with("s_sendmsg")
+                || name.starts_with("s_set_gpr_idx")
+                || name.starts_with("s_movrel")
+                || name.starts_with("s_memtime")
+                || name.starts_with("s_memrealtime")
+            {
+                n.fence = true;
+            }
+        }
+        _ => {
+            n.latency = if info.is_mfma() {
+                64
+            } else if name.contains("f64") || name.contains("rcp") || name.contains("sqrt") {
+                16
+            } else {
+                4
+            };
+        }
+    }
+    n
+}
+
+/// Schedules one block's instruction list.
+fn schedule_block(insts: Vec<MInst>) -> Vec<MInst> {
+    let n = insts.len();
+    if n < 3 {
+        return insts;
+    }
+    let nodes: Vec<Node> = insts.iter().map(node).collect();
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut npred = vec![0usize; n];
+    let edge = |a: usize, b: usize, succs: &mut Vec<Vec<usize>>, npred: &mut Vec<usize>| {
+        if a != b && !succs[a].contains(&b) {
+            succs[a].push(b);
+            npred[b] += 1;
+        }
+    };
+    let mut def_at: std::collections::HashMap<VReg, usize> = Default::default();
+    let mut users: std::collections::HashMap<VReg, Vec<usize>> = Default::default();
+    let mut last_write: Vec<Option<usize>> = vec![None; NRES];
+    let mut reads_since: Vec<Vec<usize>> = vec![Vec::new(); NRES];
+    let mut mem_global: Vec<(usize, Mem)> = Vec::new();
+    let mut mem_lds: Vec<(usize, Mem)> = Vec::new();
+    let mut last_fence: Option<usize> = None;
+    let mut live_ins: Vec<usize> = Vec::new();
+    let mut tied_writers: std::collections::HashMap<VReg, Vec<usize>> = Default::default();
+    for (k, nd) in nodes.iter().enumerate() {
+        for &l in &live_ins {
+            edge(l, k, &mut succs, &mut npred);
+        }
+        if nd.live_in {
+            live_ins.push(k);
+        }
+        if let Some(f) = last_fence {
+            edge(f, k, &mut succs, &mut npred);
+        }
+        if nd.fence {
+            for j in 0..k {
+                edge(j, k, &mut succs, &mut npred);
+            }
+            last_fence = Some(k);
+        }
+        for v in &nd.uses {
+            if let Some(&d) = def_at.get(v) {
+                edge(d, k, &mut succs, &mut npred);
+            }
+        }
+        if let Some(t) = nd.tied_use {
+            // Earlier readers of the overwritten register stay before the partial write.
+            if let Some(us) = users.get(&t) {
+                for &u in us {
+                    edge(u, k, &mut succs, &mut npred);
+                }
+            }
+        }
+        for v in &nd.uses {
+            users.entry(*v).or_default().push(k);
+        }
+        for v in &nd.defs {
+            def_at.insert(*v, k);
+        }
+        // Later readers of a register tied into an earlier partial write stay after it.
+        for v in &nd.uses {
+            if let Some(ws) = tied_writers.get(v) {
+                for &j in ws {
+                    edge(j, k, &mut succs, &mut npred);
+                }
+            }
+        }
+        if let Some(t) = nd.tied_use {
+            tied_writers.entry(t).or_default().push(k);
+        }
+        for &r in &nd.reads {
+            if let Some(w) = last_write[r] {
+                edge(w, k, &mut succs, &mut npred);
+            }
+        }
+        for &w in &nd.writes {
+            if let Some(p) = last_write[w] {
+                edge(p, k, &mut succs, &mut npred);
+            }
+            for &r in &reads_since[w] {
+                edge(r, k, &mut succs, &mut npred);
+            }
+        }
+        for &r in &nd.reads {
+            reads_since[r].push(k);
+        }
+        for &w in &nd.writes {
+            last_write[w] = Some(k);
+            reads_since[w].clear();
+        }
+        for (list, kind) in [(&mut mem_global, nd.global), (&mut mem_lds, nd.lds)] {
+            if kind == Mem::None {
+                continue;
+            }
+            for &(j, other) in list.iter() {
+                if kind == Mem::Store || other == Mem::Store {
+                    edge(j, k, &mut succs, &mut npred);
+                }
+            }
+            list.push((k, kind));
+        }
+    }
+    // Heights: longest latency path to the end of the block.
+    let mut height = vec![0u64; n];
+    for k in (0..n).rev() {
+        let below = succs[k].iter().map(|&s| height[s]).max().unwrap_or(0);
+        height[k] = below + nodes[k].latency.max(1) as u64;
+    }
+    // List scheduling: the ready instruction with the greatest height, then the earliest.
+    let mut ready: std::collections::BinaryHeap<(u64, std::cmp::Reverse<usize>)> = (0..n)
+        .filter(|&k| npred[k] == 0)
+        .map(|k| (height[k], std::cmp::Reverse(k)))
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some((_, std::cmp::Reverse(k))) = ready.pop() {
+        order.push(k);
+        for &s in &succs[k] {
+            npred[s] -= 1;
+            if npred[s] == 0 {
+                ready.push((height[s], std::cmp::Reverse(s)));
+            }
+        }
+    }
+    if order.len() != n {
+        // A cycle cannot happen (edges go forward in the original order); keep the input.
+        return insts;
+    }
+    let mut slots: Vec<Option<MInst>> = insts.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|k| slots[k].take()).collect()
+}
