@@ -270,10 +270,62 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
     }
 
     // 1. Linearise: instructions (encoded) and terminators as branches.
+    // Targets must exist before anything follows them.
+    for (bi, block) in f.blocks.iter().enumerate() {
+        for t in block.term.successors() {
+            if t.as_u32() as usize >= nblocks {
+                return Err(EmitError::BadTarget {
+                    block: bi,
+                    target: t.as_u32(),
+                    blocks: nblocks,
+                });
+            }
+        }
+    }
+    // Jump threading: a block with no instructions that only jumps (the critical-edge blocks
+    // the allocator splits off and leaves empty) is never emitted; branches go straight to
+    // where it leads. Every terminator names its fall-through successor explicitly, so leaving
+    // a block out never changes where another falls through.
+    let threaded = |b: MBlock| -> Option<MBlock> {
+        let blk = &f.blocks[b.as_u32() as usize];
+        match blk.term {
+            PhysTerminator::Jump(t) if blk.insts.is_empty() && t != b => Some(t),
+            _ => None,
+        }
+    };
+    // Where a branch to `b` really goes; a chain of empty blocks that loops (an empty infinite
+    // loop) is left as it is.
+    let resolve = |b: MBlock| -> MBlock {
+        let mut seen = vec![b];
+        let mut cur = b;
+        while let Some(t) = threaded(cur) {
+            if seen.contains(&t) {
+                return b;
+            }
+            seen.push(t);
+            cur = t;
+        }
+        cur
+    };
+    let emitted: Vec<bool> = (0..nblocks)
+        .map(|i| {
+            let b = MBlock::from_u32(i as u32);
+            i == 0 || threaded(b).is_none() || resolve(b) == b
+        })
+        .collect();
+    let next_emitted = |bi: usize| -> Option<MBlock> {
+        (bi + 1..nblocks)
+            .find(|&b| emitted[b])
+            .map(|b| MBlock::from_u32(b as u32))
+    };
+
     let mut items = Vec::new();
     let mut branch_targets = vec![false; nblocks];
     let mut uses_flat = false;
     for (bi, block) in f.blocks.iter().enumerate() {
+        if !emitted[bi] {
+            continue;
+        }
         items.push(Item::Block(bi));
         for (ii, inst) in block.insts.iter().enumerate() {
             if is_control_flow(inst.op) {
@@ -297,18 +349,7 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
             })?;
             items.push(Item::Inst(inst, words));
         }
-        let next = MBlock::from_u32(bi as u32 + 1);
-        let check = |t: MBlock| {
-            if t.as_u32() as usize >= nblocks {
-                Err(EmitError::BadTarget {
-                    block: bi,
-                    target: t.as_u32(),
-                    blocks: nblocks,
-                })
-            } else {
-                Ok(t)
-            }
-        };
+        let next = next_emitted(bi);
         let mut branch = |op, t: MBlock, items: &mut Vec<Item>| {
             branch_targets[t.as_u32() as usize] = true;
             items.push(Item::Branch(op, t));
@@ -316,8 +357,8 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
         match block.term {
             PhysTerminator::Return => items.push(Item::Endpgm),
             PhysTerminator::Jump(t) => {
-                let t = check(t)?;
-                if t != next {
+                let t = resolve(t);
+                if Some(t) != next {
                     branch(Opcode::SBranch, t, &mut items);
                 }
             }
@@ -326,15 +367,15 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
                 taken,
                 not_taken,
             } => {
-                let (taken, not_taken) = (check(taken)?, check(not_taken)?);
+                let (taken, not_taken) = (resolve(taken), resolve(not_taken));
                 if taken == not_taken {
                     // Both ways lead to the same block: the test is moot.
-                    if taken != next {
+                    if Some(taken) != next {
                         branch(Opcode::SBranch, taken, &mut items);
                     }
-                } else if not_taken == next {
+                } else if Some(not_taken) == next {
                     branch(branch_opcode(cond), taken, &mut items);
-                } else if taken == next {
+                } else if Some(taken) == next {
                     branch(branch_opcode(invert(cond)), not_taken, &mut items);
                 } else {
                     branch(branch_opcode(cond), taken, &mut items);
@@ -529,5 +570,230 @@ fn kernel_build(
         sgpr_spill_count: 0,
         vgpr_spill_count: spills,
         reqd_workgroup_size: meta.reqd_workgroup_size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codeobj::UserSgprs;
+    use crate::mir::KernelAbi;
+    use crate::phys::{PhysBlock, RegUsage};
+
+    fn nop() -> Inst {
+        Inst::new(Opcode::SNop, &[Operand::Imm(0)])
+    }
+
+    fn func(blocks: Vec<(usize, PhysTerminator)>) -> PhysFunction {
+        let mut meta = KernelMeta::new("k");
+        meta.kernarg_segment_size = 0;
+        PhysFunction {
+            abi: KernelAbi {
+                target: Target::Gfx942,
+                meta,
+                workgroup_ids: [true, false, false],
+                workitem_dims: 1,
+                lds_bytes: 0,
+            },
+            user_sgprs: UserSgprs {
+                kernarg_segment_ptr: true,
+                ..Default::default()
+            },
+            scratch_wave_offset_sgpr: None,
+            blocks: blocks
+                .into_iter()
+                .map(|(n, term)| PhysBlock {
+                    insts: vec![nop(); n],
+                    term,
+                })
+                .collect(),
+            usage: RegUsage {
+                sgprs: 4,
+                vgprs: 1,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn b(n: u32) -> MBlock {
+        MBlock::from_u32(n)
+    }
+
+    /// (mnemonic, byte offset, branch target byte offset) of every branch.
+    fn branches(e: &Emitted) -> Vec<(&'static str, u32, u32)> {
+        e.insts
+            .iter()
+            .filter_map(|(at, i)| match i.operands.first() {
+                Some(Operand::Imm(d)) if i.op != Opcode::SEndpgm && i.op != Opcode::SNop => {
+                    Some((i.op.name(), *at, (*at as i64 + 4 + 4 * d) as u32))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fall_through_is_dropped_and_a_taken_fall_through_is_inverted() {
+        // bb0 (1 nop) --scc1--> bb2, else bb1; bb1 (2 nops) -> bb2; bb2 returns.
+        let f = func(vec![
+            (
+                1,
+                PhysTerminator::Branch {
+                    cond: BranchCond::Scc1,
+                    taken: b(2),
+                    not_taken: b(1),
+                },
+            ),
+            (2, PhysTerminator::Jump(b(2))),
+            (0, PhysTerminator::Return),
+        ]);
+        let e = emit(&f).unwrap();
+        assert_eq!(branches(&e), vec![("s_cbranch_scc1", 4, 16)]);
+        assert!(e.asm.contains("s_cbranch_scc1 .LBB2\n"), "{}", e.asm);
+        assert_eq!(e.header.instructions, 5);
+        // the same branch with the sides swapped: taken falls through, so it is inverted
+        let f = func(vec![
+            (
+                1,
+                PhysTerminator::Branch {
+                    cond: BranchCond::Execz,
+                    taken: b(1),
+                    not_taken: b(2),
+                },
+            ),
+            (2, PhysTerminator::Jump(b(2))),
+            (0, PhysTerminator::Return),
+        ]);
+        let e = emit(&f).unwrap();
+        assert_eq!(branches(&e), vec![("s_cbranch_execnz", 4, 16)]);
+    }
+
+    #[test]
+    fn neither_side_following_needs_two_branches_and_backward_offsets_are_negative() {
+        // bb0: loop head; bb1 -> (vccnz) bb0 else bb2, bb2 returns, placed so that neither follows
+        let f = func(vec![
+            (3, PhysTerminator::Jump(b(1))),
+            (
+                1,
+                PhysTerminator::Branch {
+                    cond: BranchCond::Vccnz,
+                    taken: b(0),
+                    not_taken: b(3),
+                },
+            ),
+            (1, PhysTerminator::Return),
+            (0, PhysTerminator::Return),
+        ]);
+        let e = emit(&f).unwrap();
+        assert_eq!(
+            branches(&e),
+            vec![("s_cbranch_vccnz", 16, 0), ("s_branch", 20, 32)]
+        );
+        let (_, at, _) = branches(&e)[0];
+        let i = &e.insts.iter().find(|(a, _)| *a == at).unwrap().1;
+        assert_eq!(i.operands[0], Operand::Imm(-5));
+    }
+
+    #[test]
+    fn empty_jump_blocks_are_threaded_away() {
+        // bb0 --scc0--> bb3 (empty, jumps to bb4), else bb1; bb1 -> bb2 (empty) -> bb4
+        let f = func(vec![
+            (
+                1,
+                PhysTerminator::Branch {
+                    cond: BranchCond::Scc0,
+                    taken: b(3),
+                    not_taken: b(1),
+                },
+            ),
+            (1, PhysTerminator::Jump(b(2))),
+            (0, PhysTerminator::Jump(b(4))),
+            (0, PhysTerminator::Jump(b(4))),
+            (1, PhysTerminator::Return),
+        ]);
+        let e = emit(&f).unwrap();
+        // bb0: nop, cbranch -> bb4; bb1: nop (falls to bb4 after threading); bb4: nop, endpgm
+        assert_eq!(branches(&e), vec![("s_cbranch_scc0", 4, 12)]);
+        assert_eq!(e.header.instructions, 5);
+        assert!(
+            !e.asm.contains("LBB3") && !e.asm.contains("bb.2"),
+            "{}",
+            e.asm
+        );
+    }
+
+    #[test]
+    fn an_empty_infinite_loop_is_kept() {
+        let f = func(vec![
+            (1, PhysTerminator::Jump(b(1))),
+            (0, PhysTerminator::Jump(b(2))),
+            (0, PhysTerminator::Jump(b(1))),
+        ]);
+        let e = emit(&f).unwrap();
+        let br = branches(&e);
+        // bb1 falls into bb2, which branches back to bb1: nothing was threaded into a void
+        assert_eq!(br, vec![("s_branch", 4, 4)]);
+    }
+
+    #[test]
+    fn a_branch_beyond_simm16_is_an_error() {
+        let f = func(vec![
+            (
+                0,
+                PhysTerminator::Branch {
+                    cond: BranchCond::Scc0,
+                    taken: b(2),
+                    not_taken: b(1),
+                },
+            ),
+            (40_000, PhysTerminator::Jump(b(2))),
+            (0, PhysTerminator::Return),
+        ]);
+        assert!(matches!(
+            emit(&f),
+            Err(EmitError::BranchOutOfRange {
+                block: 0,
+                target: 2,
+                dwords: 40_000
+            })
+        ));
+    }
+
+    #[test]
+    fn literals_equal_to_inline_constants_become_inline() {
+        let mut i = Inst::new(
+            Opcode::VAddF32,
+            &[Operand::v(0), Operand::Literal(0x3f80_0000), Operand::v(1)],
+        );
+        canonicalize_literals(&mut i);
+        assert_eq!(i.operands[1], Operand::InlineFloat(InlineFloat::One));
+        let mut i = Inst::new(
+            Opcode::SAddU32,
+            &[Operand::s(0), Operand::s(1), Operand::Literal(0xffff_fff0)],
+        );
+        canonicalize_literals(&mut i);
+        assert_eq!(i.operands[2], Operand::InlineInt(-16));
+        let mut i = Inst::new(
+            Opcode::SAddU32,
+            &[Operand::s(0), Operand::s(1), Operand::Literal(65)],
+        );
+        canonicalize_literals(&mut i);
+        assert_eq!(i.operands[2], Operand::Literal(65));
+    }
+
+    #[test]
+    fn descriptor_covers_the_dispatcher_registers() {
+        // the code names no SGPR beyond s1, but s2 (workgroup id x) is written at dispatch
+        let mut f = func(vec![(1, PhysTerminator::Return)]);
+        f.usage.sgprs = 0;
+        f.usage.vgprs = 0;
+        let e = emit(&f).unwrap();
+        assert_eq!(e.header.sgprs_used, 3);
+        assert_eq!(e.header.vgprs, 1);
+        let co = crate::codeobj::CodeObject::parse(&e.code_object).unwrap();
+        let k = &co.kernels[0];
+        assert_eq!(k.descriptor.user_sgpr_count(), 2);
+        assert!(k.descriptor.enable_sgpr_workgroup_id_x());
+        assert_eq!(k.code, e.code);
     }
 }
