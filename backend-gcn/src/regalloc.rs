@@ -32,7 +32,12 @@
 //! `accum_offset`, counted as `align4(vgprs) + agprs`), and in scratch memory
 //! (gfx900/gfx90a: `buffer_store/load_dword` on the private segment buffer `s[0:3]` plus the
 //! wave offset SGPR; gfx942: `scratch_store/load_dword` with architected flat scratch).
-//! `Int` slots go to spare SGPRs.
+//! `Int` slots go to spare SGPRs. Single-VGPR operands are `Any` in regalloc2, so a value left in
+//! a spare-VGPR slot is used in place (AGPR/scratch slots go through reserved temporaries), and
+//! slots that are never live together share a location ([`slots`]).
+//!
+//! regalloc2 sees the blocks in reverse postorder (its checker needs predecessors first); the
+//! output keeps the input's layout with split edges appended. Details: `docs/regalloc.md`.
 //!
 //! # ABI registers
 //!

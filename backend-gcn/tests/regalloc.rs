@@ -452,3 +452,39 @@ fn malformed_functions_are_errors_not_panics() {
     let r = allocate(&mf, &RegallocOptions::default());
     assert!(matches!(r, Err(RegallocError::Malformed(_))), "{r:?}");
 }
+
+/// Past 256 VGPRs the spare-register tier continues in AGPRs on gfx90a/gfx942 (counted in the
+/// unified file) and in scratch on gfx900.
+#[test]
+fn beyond_256_vgprs_slots_go_to_agprs_or_scratch() {
+    for t in ALL_TARGETS {
+        let mf = pressure_kernel(t, 300);
+        let f = alloc_and_compare(&mf, None, Inputs::default());
+        eprintln!("{t}: {:?}", f.usage);
+        assert_eq!(f.usage.vgprs, 256, "{t}: {:?}", f.usage);
+        if t.has_agprs() {
+            assert!(
+                f.usage.agprs > 0 && f.usage.scratch_bytes == 0,
+                "{t}: {:?}",
+                f.usage
+            );
+            assert!(count_op(&f, Opcode::VAccvgprReadB32) > 0);
+            assert!(count_op(&f, Opcode::VAccvgprWriteB32) > 0);
+        } else {
+            assert!(
+                f.usage.agprs == 0 && f.usage.scratch_bytes > 0,
+                "{t}: {:?}",
+                f.usage
+            );
+        }
+        // under a budget of 300 the AGPRs stop at 300 - 256
+        if t.has_agprs() {
+            let f = alloc_and_compare(&mf, Some(300), Inputs::default());
+            assert!(
+                f.usage.agprs <= 44 && f.usage.scratch_bytes > 0,
+                "{t}: {:?}",
+                f.usage
+            );
+        }
+    }
+}
