@@ -2,7 +2,7 @@
 //! assembly, resource header), running the backend's stages in order and timing each.
 //!
 //! ```text
-//!  (optimize: kjit_ir::opt) → isel::select → regalloc::allocate
+//!  (optimize: kjit_ir::opt) → isel::select → schedule::schedule → regalloc::allocate
 //!        → waitcnt::insert_waitcnt → hazards::insert_wait_states → emit::emit
 //! ```
 //! With [`CompileOptions::check`] every stage's verifier runs after it (IR verifier, MIR
@@ -91,6 +91,8 @@ pub struct StageTimings {
     pub optimize: Duration,
     /// Instruction selection.
     pub isel: Duration,
+    /// List scheduling on machine IR.
+    pub schedule: Duration,
     /// Register allocation.
     pub regalloc: Duration,
     /// `s_waitcnt` insertion.
@@ -110,10 +112,11 @@ impl StageTimings {
     pub fn summary(&self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let mut s = format!(
-            "{:.3} ms (opt {:.3}, isel {:.3}, regalloc {:.3}, waitcnt {:.3}, hazards {:.3}, emit {:.3}",
+            "{:.3} ms (opt {:.3}, isel {:.3}, sched {:.3}, regalloc {:.3}, waitcnt {:.3}, hazards {:.3}, emit {:.3}",
             ms(self.total),
             ms(self.optimize),
             ms(self.isel),
+            ms(self.schedule),
             ms(self.regalloc),
             ms(self.waitcnt),
             ms(self.hazards),
@@ -196,11 +199,20 @@ fn to_phys(
     } else {
         func
     };
-    let mf = timed(&mut t.isel, || select(func, target))?;
+    let mut mf = timed(&mut t.isel, || select(func, target))?;
     if opts.check {
         timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
             CompileError::Mir {
                 stage: "instruction selection",
+                source,
+            }
+        })?;
+    }
+    timed(&mut t.schedule, || crate::schedule::schedule(&mut mf));
+    if opts.check {
+        timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
+            CompileError::Mir {
+                stage: "scheduling",
                 source,
             }
         })?;
