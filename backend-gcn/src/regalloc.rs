@@ -34,7 +34,7 @@
 //! wave offset SGPR; gfx942: `scratch_store/load_dword` with architected flat scratch).
 //! `Int` slots go to spare SGPRs. Single-VGPR operands are `Any` in regalloc2, so a value left in
 //! a spare-VGPR slot is used in place (AGPR/scratch slots go through reserved temporaries), and
-//! slots that are never live together share a location ([`slots`]).
+//! slots that are never live together share a location (`regalloc/slots.rs`).
 //!
 //! regalloc2 sees the blocks in reverse postorder (its checker needs predecessors first); the
 //! output keeps the input's layout with split edges appended. Details: `docs/regalloc.md`.
@@ -331,7 +331,7 @@ pub fn allocate(
             "{scratch_bytes} bytes of spill slots per lane (at most 4096)"
         )));
     }
-    if aweb_size as u32 + vgprs.div_ceil(4) * 4 > budget && aweb_size > 0 {
+    if aweb_size + vgprs.div_ceil(4) * 4 > budget && aweb_size > 0 {
         return Err(RegallocError::BudgetTooSmall {
             budget,
             need: aweb_size + vgprs.div_ceil(4) * 4,

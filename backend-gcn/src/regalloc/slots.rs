@@ -113,12 +113,12 @@ pub fn color(
     }
     // Interference: at each write, the written slot against every slot live after it.
     let mut adj = vec![BitSet::new(n); n];
-    for b in 0..nb {
+    for (b, bevs) in evs.iter().enumerate() {
         let mut live = BitSet::new(n);
         for s in func.block_succs(ra::Block::new(b)) {
             live.union_with(&live_in[s.index()]);
         }
-        for ev in evs[b].iter().rev() {
+        for ev in bevs.iter().rev() {
             if ev.write {
                 for x in live.iter() {
                     if x != ev.slot {

@@ -6,7 +6,7 @@
 //! The interpreter knows a handful of opcodes; their semantics only need to be deterministic
 //! functions of the operands (both runs use the same ones), e.g. `s_load_dwordx4` returns a
 //! hash of its address.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop)]
 
 use std::collections::HashMap;
 
@@ -346,7 +346,7 @@ fn exec_isa(m: &mut Machine, op: Opcode, ops: &[Vec<Src>], offset: i32) {
                     }
                 }
                 None => {
-                    let tag = offset + s(m, 2, 0) as i32 * 0;
+                    let tag = offset;
                     let vals = (0..LANES)
                         .filter(|l| mask >> l & 1 != 0)
                         .map(|l| data[l])
@@ -370,7 +370,7 @@ fn exec_isa(m: &mut Machine, op: Opcode, ops: &[Vec<Src>], offset: i32) {
                     *x = *m
                         .scratch
                         .get(&(base.wrapping_add(offset as u32), l))
-                        .unwrap_or(&0xBAD_5C);
+                        .unwrap_or(&0x000B_AD5C);
                 }
             }
             write_lanes(m, ops[0][0], r, mask);
