@@ -10,10 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use criterion::{black_box, Criterion};
+use criterion::Criterion;
 use kjit::{compile, CompileOptions};
 use kjit_backend_gcn::llvm_oracle::{find, run, Tool};
 use kjit_backend_gcn::Target;
+use std::hint::black_box;
 
 const TARGET: Target = Target::Gfx942;
 

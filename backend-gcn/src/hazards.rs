@@ -47,46 +47,55 @@ use crate::waitcnt::{units, UNITS};
 use crate::Target;
 
 const FAR: u8 = u8::MAX;
+const NEVER: u32 = 0;
+/// No rule needs more wait states than this.
+const HORIZON: u32 = 64;
+/// The clock value of normalized states (block entries).
+const BASE: u32 = 1 << 16;
 const V_BASE: usize = 128;
 const EXEC: std::ops::Range<usize> = 126..128;
 const VCC: std::ops::Range<usize> = 106..108;
 const M0: usize = 124;
 
-/// Wait states since the last event of each kind, per register unit (`FAR`: long ago).
+/// When the last event of each kind happened, per register unit, as a stamp on a wait-state
+/// clock (`now`; `NEVER`: long ago). The distance of an event is `now - stamp`; distances of
+/// [`HORIZON`] or more do not matter to any rule and count as `FAR`.
 #[derive(Clone, PartialEq, Eq)]
 struct Dist {
+    now: u32,
     /// VALU wrote the scalar unit (any VALU).
-    valu_sgpr: Vec<u8>,
+    valu_sgpr: Vec<u32>,
     /// VALU of the gfx942 SGPR-forwarding class wrote the scalar unit.
-    valu_sgpr_fwd: Vec<u8>,
+    valu_sgpr_fwd: Vec<u32>,
     /// VALU wrote the vector unit.
-    valu_vgpr: Vec<u8>,
+    valu_vgpr: Vec<u32>,
     /// Transcendental VALU wrote the vector unit.
-    trans_vgpr: Vec<u8>,
+    trans_vgpr: Vec<u32>,
     /// VALU with a partial destination (SDWA dst_sel, op_sel dst) wrote the unit.
-    dstsel_vgpr: Vec<u8>,
+    dstsel_vgpr: Vec<u32>,
     /// MFMA wrote the unit; with its pass count and written range.
-    mfma_write: Vec<u8>,
+    mfma_write: Vec<u32>,
     mfma_write_passes: Vec<u8>,
     mfma_write_range: Vec<(u16, u16)>,
     /// MFMA read the unit as SrcC; with its pass count.
-    mfma_srcc: Vec<u8>,
+    mfma_srcc: Vec<u32>,
     mfma_srcc_passes: Vec<u8>,
     /// A store of more than 8 bytes read the unit as data.
-    wide_store: Vec<u8>,
-    valu_exec: u8,
-    cmpx_exec: u8,
-    salu_m0: u8,
-    setreg: u8,
+    wide_store: Vec<u32>,
+    valu_exec: u32,
+    cmpx_exec: u32,
+    salu_m0: u32,
+    setreg: u32,
 }
 
-fn vec_far(n: usize) -> Vec<u8> {
-    vec![FAR; n]
+fn vec_far(n: usize) -> Vec<u32> {
+    vec![NEVER; n]
 }
 
 impl Dist {
     fn new() -> Dist {
         Dist {
+            now: BASE,
             valu_sgpr: vec_far(V_BASE),
             valu_sgpr_fwd: vec_far(V_BASE),
             valu_vgpr: vec_far(UNITS),
@@ -98,14 +107,14 @@ impl Dist {
             mfma_srcc: vec_far(UNITS),
             mfma_srcc_passes: vec![0; UNITS],
             wide_store: vec_far(UNITS),
-            valu_exec: FAR,
-            cmpx_exec: FAR,
-            salu_m0: FAR,
-            setreg: FAR,
+            valu_exec: NEVER,
+            cmpx_exec: NEVER,
+            salu_m0: NEVER,
+            setreg: NEVER,
         }
     }
 
-    fn all_mut(&mut self) -> [&mut Vec<u8>; 8] {
+    fn all_mut(&mut self) -> [&mut Vec<u32>; 8] {
         [
             &mut self.valu_sgpr,
             &mut self.valu_sgpr_fwd,
@@ -120,22 +129,42 @@ impl Dist {
 
     /// `n` wait states pass.
     fn advance(&mut self, n: u32) {
-        let n = n.min(254) as u8;
-        let add = |x: &mut u8| {
-            if *x != FAR {
-                *x = x.saturating_add(n).min(FAR - 1);
-            }
-        };
-        for v in self.all_mut() {
-            v.iter_mut().for_each(add);
-        }
-        add(&mut self.valu_exec);
-        add(&mut self.cmpx_exec);
-        add(&mut self.salu_m0);
-        add(&mut self.setreg);
+        self.now += n;
     }
 
-    /// Join: the smallest distance of either path; for MFMA records, the larger pass count.
+    /// The distance of an event stamped `stamp`.
+    fn at(&self, stamp: u32) -> u8 {
+        if stamp == NEVER || self.now - stamp >= HORIZON {
+            FAR
+        } else {
+            (self.now - stamp) as u8
+        }
+    }
+
+    /// The same state on the clock [`BASE`] (so states of different blocks compare and merge).
+    fn normalized(&self) -> Dist {
+        let mut d = self.clone();
+        let re = |x: u32| {
+            let dist = if x == NEVER || self.now - x >= HORIZON {
+                None
+            } else {
+                Some(self.now - x)
+            };
+            dist.map_or(NEVER, |k| BASE - k)
+        };
+        d.now = BASE;
+        for v in d.all_mut() {
+            v.iter_mut().for_each(|x| *x = re(*x));
+        }
+        d.valu_exec = re(self.valu_exec);
+        d.cmpx_exec = re(self.cmpx_exec);
+        d.salu_m0 = re(self.salu_m0);
+        d.setreg = re(self.setreg);
+        d
+    }
+
+    /// Join of two normalized states: the smallest distance (latest stamp) of either path; for
+    /// MFMA records, the larger pass count.
     fn merge(&mut self, o: &Dist) {
         for (a, b) in self.all_mut().into_iter().zip([
             &o.valu_sgpr,
@@ -148,7 +177,7 @@ impl Dist {
             &o.wide_store,
         ]) {
             for (x, y) in a.iter_mut().zip(b) {
-                *x = (*x).min(*y);
+                *x = (*x).max(*y);
             }
         }
         for i in 0..UNITS {
@@ -159,10 +188,10 @@ impl Dist {
                 self.mfma_write_range[i] = (u16::MAX, 0);
             }
         }
-        self.valu_exec = self.valu_exec.min(o.valu_exec);
-        self.cmpx_exec = self.cmpx_exec.min(o.cmpx_exec);
-        self.salu_m0 = self.salu_m0.min(o.salu_m0);
-        self.setreg = self.setreg.min(o.setreg);
+        self.valu_exec = self.valu_exec.max(o.valu_exec);
+        self.cmpx_exec = self.cmpx_exec.max(o.cmpx_exec);
+        self.salu_m0 = self.salu_m0.max(o.salu_m0);
+        self.setreg = self.setreg.max(o.setreg);
     }
 }
 
@@ -325,19 +354,19 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
             // Scalar units.
             if reads {
                 if vmem {
-                    n = n.max(need(d.valu_sgpr[u], 5));
+                    n = n.max(need(d.at(d.valu_sgpr[u]), 5));
                 }
                 if is_lane_op(inst) && slot == Slot::Src1 {
-                    n = n.max(need(d.valu_sgpr[u], 4));
+                    n = n.max(need(d.at(d.valu_sgpr[u]), 4));
                     if gfx942 {
-                        n = n.max(need(d.valu_sgpr_fwd[u], 4));
+                        n = n.max(need(d.at(d.valu_sgpr_fwd[u]), 4));
                     }
                 }
                 if gfx942 && valu && !is_carry_in(inst, slot) {
-                    n = n.max(need(d.valu_sgpr_fwd[u], 2));
+                    n = n.max(need(d.at(d.valu_sgpr_fwd[u]), 2));
                 }
                 if gfx942 && valu && EXEC.contains(&u) {
-                    n = n.max(need(d.cmpx_exec, 2));
+                    n = n.max(need(d.at(d.cmpx_exec), 2));
                 }
             }
             continue;
@@ -345,22 +374,22 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
         // Vector units.
         if reads {
             if dpp && slot == Slot::Src0 {
-                n = n.max(need(d.valu_vgpr[u], 2));
+                n = n.max(need(d.at(d.valu_vgpr[u]), 2));
             }
             if cdna && mfma {
-                n = n.max(need(d.valu_vgpr[u], 2));
+                n = n.max(need(d.at(d.valu_vgpr[u]), 2));
             }
             if gfx942 && inst.op == Opcode::VReadlaneB32 {
-                n = n.max(need(d.valu_vgpr[u], 1));
+                n = n.max(need(d.at(d.valu_vgpr[u]), 1));
             }
             if gfx942 && valu && !is_trans(inst) {
-                n = n.max(need(d.trans_vgpr[u], 1));
+                n = n.max(need(d.at(d.trans_vgpr[u]), 1));
             }
             if gfx942 && valu {
-                n = n.max(need(d.dstsel_vgpr[u], 1));
+                n = n.max(need(d.at(d.dstsel_vgpr[u]), 1));
             }
         }
-        if cdna && d.mfma_write[u] != FAR {
+        if cdna && d.at(d.mfma_write[u]) != FAR {
             let p = d.mfma_write_passes[u] as u32;
             if mfma && slot == Slot::Src2 && reads {
                 let same = srcc_range.as_ref().is_some_and(|r| {
@@ -376,32 +405,32 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
                 } else {
                     p + 1
                 };
-                n = n.max(need(d.mfma_write[u], req));
+                n = n.max(need(d.at(d.mfma_write[u]), req));
             } else if (mfma && reads) || (valu && !mfma && (reads || writes)) || (mem && reads) {
                 // (An MFMA's own write of an MFMA result is ordered by the matrix pipeline; its
                 // reads are what the rules cover.)
-                n = n.max(need(d.mfma_write[u], p + 3));
+                n = n.max(need(d.at(d.mfma_write[u]), p + 3));
             }
         }
         if writes {
-            if cdna && valu && !mfma && d.mfma_srcc[u] != FAR {
+            if cdna && valu && !mfma && d.at(d.mfma_srcc[u]) != FAR {
                 let p = d.mfma_srcc_passes[u] as u32;
-                n = n.max(need(d.mfma_srcc[u], p.saturating_sub(1)));
+                n = n.max(need(d.at(d.mfma_srcc[u]), p.saturating_sub(1)));
             }
             let wide = if valu && gfx942 { 2 } else { 1 };
-            n = n.max(need(d.wide_store[u], wide));
+            n = n.max(need(d.at(d.wide_store[u]), wide));
         }
     }
     if inst.op == Opcode::VDivFmasF32 || inst.op == Opcode::VDivFmasF64 {
         for u in VCC {
-            n = n.max(need(d.valu_sgpr[u], 4));
+            n = n.max(need(d.at(d.valu_sgpr[u]), 4));
         }
     }
     if dpp {
-        n = n.max(need(d.valu_exec, 5));
+        n = n.max(need(d.at(d.valu_exec), 5));
     }
     if cdna && mfma {
-        n = n.max(need(d.cmpx_exec, 4));
+        n = n.max(need(d.at(d.cmpx_exec), 4));
     }
     if gfx942
         && matches!(
@@ -409,7 +438,7 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
             Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32 | Opcode::VWritelaneB32
         )
     {
-        n = n.max(need(d.cmpx_exec, 4));
+        n = n.max(need(d.at(d.cmpx_exec), 4));
     }
     let name = inst.op.name();
     let m0_reader = name.starts_with("s_sendmsg")
@@ -417,10 +446,10 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
         || (inst.op.format() == Format::Ds && inst.mods.gds)
         || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds);
     if m0_reader {
-        n = n.max(need(d.salu_m0, 1));
+        n = n.max(need(d.at(d.salu_m0), 1));
     }
     if name.starts_with("s_getreg") || name.starts_with("s_setreg") {
-        n = n.max(need(d.setreg, 2));
+        n = n.max(need(d.at(d.setreg), 2));
     }
     n
 }
@@ -457,6 +486,7 @@ fn wide_store_data(inst: &Inst) -> Option<Vec<usize>> {
 /// Records what `inst` produces (after the wait states it needed have passed).
 fn record(d: &mut Dist, inst: &Inst) {
     let valu = is_valu(inst);
+    let now = d.now;
     let mfma = is_mfma(inst);
     let acc = accesses(inst);
     let passes = if mfma { mfma_passes(inst) } else { 0 };
@@ -475,49 +505,49 @@ fn record(d: &mut Dist, inst: &Inst) {
     for &(u, slot, reads, writes) in &acc {
         if writes && valu {
             if u < V_BASE {
-                d.valu_sgpr[u] = 0;
+                d.valu_sgpr[u] = now;
                 if is_sgpr_fwd_class(inst) {
-                    d.valu_sgpr_fwd[u] = 0;
+                    d.valu_sgpr_fwd[u] = now;
                 }
                 if EXEC.contains(&u) {
-                    d.valu_exec = 0;
+                    d.valu_exec = now;
                     if is_cmpx(inst) {
-                        d.cmpx_exec = 0;
+                        d.cmpx_exec = now;
                     }
                 }
             } else {
                 // The latest producer of the unit decides; MFMA results have their own rules.
-                d.valu_vgpr[u] = if mfma { FAR } else { 0 };
-                d.trans_vgpr[u] = if is_trans(inst) { 0 } else { FAR };
-                d.dstsel_vgpr[u] = if has_partial_dst(inst) { 0 } else { FAR };
+                d.valu_vgpr[u] = if mfma { NEVER } else { now };
+                d.trans_vgpr[u] = if is_trans(inst) { now } else { NEVER };
+                d.dstsel_vgpr[u] = if has_partial_dst(inst) { now } else { NEVER };
                 if mfma {
-                    d.mfma_write[u] = 0;
+                    d.mfma_write[u] = now;
                     d.mfma_write_passes[u] = passes;
                     d.mfma_write_range[u] = dst_range.unwrap_or((u16::MAX, 0));
                 } else {
-                    d.mfma_write[u] = FAR;
+                    d.mfma_write[u] = NEVER;
                 }
             }
         }
         if writes && is_salu(inst) && u == M0 {
-            d.salu_m0 = 0;
+            d.salu_m0 = now;
         }
         if reads && mfma && slot == Slot::Src2 && u >= V_BASE {
-            d.mfma_srcc[u] = 0;
+            d.mfma_srcc[u] = now;
             d.mfma_srcc_passes[u] = passes;
         }
     }
     // `v_cmpx` on the 32-bit encoding writes EXEC implicitly (not an operand in every form).
     if valu && is_cmpx(inst) {
-        d.valu_exec = 0;
-        d.cmpx_exec = 0;
+        d.valu_exec = now;
+        d.cmpx_exec = now;
     }
     if is_salu(inst) && inst.op.name().starts_with("s_setreg") {
-        d.setreg = 0;
+        d.setreg = now;
     }
     if let Some(units) = wide_store_data(inst) {
         for u in units {
-            d.wide_store[u] = 0;
+            d.wide_store[u] = now;
         }
     }
 }
@@ -575,6 +605,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     if n == 0 {
         return 0;
     }
+    // Entry states are normalized (clock at BASE).
     let mut entry: Vec<Option<Dist>> = vec![None; n];
     entry[0] = Some(Dist::new());
     let mut queued = vec![false; n];
@@ -584,6 +615,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
         queued[b] = false;
         let mut d = entry[b].clone().unwrap_or_else(Dist::new);
         run_block(&mut d, &f.blocks[b].insts, target, None);
+        let d = d.normalized();
         for s in f.blocks[b].term.successors() {
             let si = s.as_u32() as usize;
             if si >= n {
