@@ -130,3 +130,90 @@ fn every_library_kernel_is_covered() {
         );
     }
 }
+
+/// Runs a hand-built kernel on every target and compares all buffers with the interpreter.
+fn run_custom(func: &kjit_ir::Function, case: &kjit_kernels::Case) {
+    let mut want = case.args.clone();
+    kjit_ir::interp::run(func, &case.launch, &mut want).expect("interpreter runs");
+    let dev = GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let opts = CompileOptions {
+            optimize: false,
+            vgpr_budget: None,
+            check: true,
+        };
+        let ck = compile(func, t, &opts).expect("compiles");
+        let out = run_case(&dev, &ck.code_object, func, case).expect("runs without faults");
+        assert_eq!(out.args, want, "{} on {t}", func.name);
+    }
+}
+
+/// A wave whose lanes all return ends (`s_endpgm`) instead of skipping the barrier the other
+/// wave of its workgroup waits at.
+#[test]
+fn a_wave_that_returns_does_not_hold_back_a_barrier() {
+    use kjit_frontend::{Dim, KernelBuilder};
+    use kjit_ir::interp::{Arg, BufferData, LaunchDims};
+    let k = KernelBuilder::new("early_wave_exit");
+    let a = k.buffer::<u32>("a");
+    let o = k.buffer_mut::<u32>("o");
+    let lds = k.lds::<u32>("t", 128);
+    let g = k.global_id(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let x = k.load(&a, g);
+    // Wave-uniform, but different for the two waves of a workgroup.
+    let first = k.wave_broadcast(lid, 0);
+    k.return_if(first.ge(k.lit(64u32)));
+    k.store(&lds, lid, x);
+    k.barrier();
+    let y = k.load(&lds, (lid + 1u32) & 63u32);
+    k.store(&o, g, y);
+    let f = k.finish().expect("builds");
+    let n = 200;
+    let case = kjit_kernels::Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::U32((0..n as u32).map(|i| i * 3 + 1).collect())),
+            Arg::Buffer(BufferData::U32(vec![kjit_kernels::POISON_U32; n])),
+        ],
+        launch: LaunchDims {
+            grid: [2, 1, 1],
+            block: [100, 1, 1],
+        },
+        outputs: vec![1],
+    };
+    run_custom(&f, &case);
+}
+
+/// Launch arguments that do not fit the kernel are refused with a message naming the problem.
+#[test]
+fn bad_arguments_are_clear_errors() {
+    use kjit_ir::interp::{Arg, BufferData};
+    let spec = kjit_kernels::find("saxpy").expect("saxpy");
+    let func = (spec.build)().expect("builds");
+    let ck = compile(&func, ALL_TARGETS[0], &CompileOptions::default()).expect("compiles");
+    let dev = GcnEmulator::new();
+    let good = (spec.make_case)(100, 1);
+    let mut fewer = good.clone();
+    fewer.args.pop();
+    let e = run_case(&dev, &ck.code_object, &func, &fewer).unwrap_err();
+    assert!(e.to_string().contains("argument(s)"), "{e}");
+    let mut wrong = good.clone();
+    let scalar = wrong
+        .args
+        .iter()
+        .position(|a| a.scalar_type().is_some())
+        .expect("saxpy has a scalar");
+    wrong.args[scalar] = Arg::U32(1);
+    let e = run_case(&dev, &ck.code_object, &func, &wrong).unwrap_err();
+    assert!(e.to_string().contains("u32 where f32 is needed"), "{e}");
+    let mut buf = good.clone();
+    let b = buf
+        .args
+        .iter()
+        .position(|a| a.as_buffer().is_some())
+        .expect("saxpy has buffers");
+    buf.args[b] = Arg::Buffer(BufferData::U32(vec![0; 4]));
+    let e = run_case(&dev, &ck.code_object, &func, &buf).unwrap_err();
+    assert!(e.to_string().contains("a buffer of u32"), "{e}");
+}
