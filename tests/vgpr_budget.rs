@@ -145,3 +145,27 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Allocation time per library kernel (printed; `cargo test --test vgpr_budget -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn regalloc_time_per_kernel() {
+    for spec in kjit_kernels::all() {
+        let func = (spec.build)().expect("kernel builds");
+        let opts = CompileOptions {
+            optimize: true,
+            vgpr_budget: None,
+            check: false,
+        };
+        let mut best = std::time::Duration::MAX;
+        let mut summary = String::new();
+        for _ in 0..20 {
+            let ck = compile(&func, kjit_backend_gcn::Target::Gfx942, &opts).expect("compiles");
+            if ck.timings.regalloc < best {
+                best = ck.timings.regalloc;
+                summary = ck.timings.summary();
+            }
+        }
+        eprintln!("{:24} regalloc {:?}  ({summary})", spec.name, best);
+    }
+}
