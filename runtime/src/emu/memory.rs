@@ -135,13 +135,22 @@ pub struct MemoryView {
     stripes: Arc<[Mutex<()>; STRIPES]>,
 }
 
-/// The last allocation an access hit; checked first by the next access.
+/// The last allocation an access hit; checked first by the next access. It holds the
+/// allocation's index in the view rather than a reference count: cloning an `Arc` on every
+/// access made the host threads fight over the count's cache line. An index from another view
+/// is harmless: the range check against whatever allocation it names decides.
 #[derive(Default)]
 pub struct AddrCache {
-    hit: Option<Arc<Allocation>>,
+    hit: Option<usize>,
 }
 
 impl MemoryView {
+    /// The cached allocation, if the cache names one of this view.
+    #[inline(always)]
+    fn cached(&self, cache: &AddrCache) -> Option<&Allocation> {
+        cache.hit.and_then(|i| self.allocs.get(i)).map(|a| &**a)
+    }
+
     /// The allocation containing `[addr, addr+size)`, if one does.
     #[inline]
     pub fn find(
@@ -150,13 +159,13 @@ impl MemoryView {
         addr: u64,
         size: u64,
         write: bool,
-    ) -> Result<Arc<Allocation>, MemFault> {
-        if let Some(a) = &cache.hit {
+    ) -> Result<&Allocation, MemFault> {
+        if let Some(a) = self.cached(cache) {
             if addr >= a.base
                 && addr.wrapping_add(size) <= a.end()
                 && addr.checked_add(size).is_some()
             {
-                return Ok(a.clone());
+                return Ok(a);
             }
         }
         let fault = MemFault { addr, size, write };
@@ -167,8 +176,8 @@ impl MemoryView {
         let a = &self.allocs[idx - 1];
         match addr.checked_add(size) {
             Some(end) if end <= a.end() => {
-                cache.hit = Some(a.clone());
-                Ok(a.clone())
+                cache.hit = Some(idx - 1);
+                Ok(a)
             }
             _ => Err(fault),
         }
@@ -184,26 +193,25 @@ impl MemoryView {
         write: bool,
         f: impl FnOnce(&Allocation, u64) -> R,
     ) -> Result<R, MemFault> {
-        if let Some(a) = &cache.hit {
+        if let Some(a) = self.cached(cache) {
             if addr >= a.base && addr <= a.end() && size <= a.end() - addr {
                 return Ok(f(a, addr - a.base));
             }
         }
         let a = self.find(cache, addr, size, write)?;
-        Ok(f(&a, addr - a.base))
+        Ok(f(a, addr - a.base))
     }
 
     /// The allocation that holds all of `[lo, hi)`, if one does (for accesses of a whole wave
     /// that fall in one buffer: one lookup instead of one per lane).
     #[inline]
-    pub fn span(&self, cache: &mut AddrCache, lo: u64, hi: u64) -> Option<Arc<Allocation>> {
-        if let Some(a) = &cache.hit {
+    pub fn span(&self, cache: &mut AddrCache, lo: u64, hi: u64) -> Option<&Allocation> {
+        if let Some(a) = self.cached(cache) {
             if lo >= a.base && hi <= a.end() && lo <= hi {
-                return Some(a.clone());
+                return Some(a);
             }
         }
-        let a = self.find(cache, lo, hi.checked_sub(lo)?, false).ok()?;
-        Some(a)
+        self.find(cache, lo, hi.checked_sub(lo)?, false).ok()
     }
 
     /// Loads a little-endian dword.

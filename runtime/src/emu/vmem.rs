@@ -731,36 +731,45 @@ pub fn atomic_apply(op: AtomicOp, wide: bool, old: u64, data: u64, cmp: u64) -> 
 /// instruction offset included, when every active lane's `n` dwords fall in one allocation at
 /// dword alignment: the common case, served with one allocation lookup per instruction.
 #[inline]
-fn global_fast_path(
+fn global_fast_path<'m>(
     w: &Wave,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'m>,
     i: &VmemInst,
     a: &Addressing,
     exec: u64,
     n: usize,
     addrs: &mut [u64; LANES],
-) -> Option<std::sync::Arc<super::memory::Allocation>> {
+) -> Option<&'m super::memory::Allocation> {
     if exec == 0 || !matches!(i.seg, Segment::Global | Segment::Flat) {
         return None;
     }
     let (mut lo, mut hi, mut or) = (u64::MAX, 0u64, 0u64);
-    for l in 0..LANES {
-        if exec >> l & 1 == 0 {
-            continue;
-        }
-        let base = match (i.saddr, i.vaddr) {
-            (Some(_), Some(v)) => a.saddr.wrapping_add(w.vgpr[v as usize][l] as u64),
-            (Some(_), None) => a.saddr,
-            (None, Some(v)) => {
-                w.vgpr[v as usize][l] as u64 | (w.vgpr[v as usize + 1][l] as u64) << 32
+    let off = i.offset as i64 as u64;
+    // The addressing form is fixed per instruction: pick the lane loop once, not per lane.
+    let mut lanes = |addr_of: &dyn Fn(usize) -> u64| {
+        for l in 0..LANES {
+            if exec >> l & 1 == 0 {
+                continue;
             }
-            (None, None) => 0,
-        };
-        let addr = base.wrapping_add(i.offset as i64 as u64);
-        addrs[l] = addr;
-        lo = lo.min(addr);
-        hi = hi.max(addr);
-        or |= addr;
+            let addr = addr_of(l).wrapping_add(off);
+            addrs[l] = addr;
+            lo = lo.min(addr);
+            hi = hi.max(addr);
+            or |= addr;
+        }
+    };
+    let vgpr = |v: u16| w.vgpr.get(v as usize);
+    match (i.saddr, i.vaddr) {
+        (Some(_), Some(v)) => {
+            let v = vgpr(v)?;
+            lanes(&|l| a.saddr.wrapping_add(v[l] as u64))
+        }
+        (Some(_), None) => lanes(&|_| a.saddr),
+        (None, Some(v)) => {
+            let (vlo, vhi) = (vgpr(v)?, vgpr(v + 1)?);
+            lanes(&|l| vlo[l] as u64 | (vhi[l] as u64) << 32)
+        }
+        (None, None) => lanes(&|_| 0),
     }
     if or & 3 != 0 {
         return None;
@@ -775,7 +784,8 @@ fn global_fast_path(
             return None;
         }
     }
-    ctx.mem.span(ctx.cache, lo, end)
+    let mem: &'m super::memory::MemoryView = ctx.mem;
+    mem.span(ctx.cache, lo, end)
 }
 
 /// Executes one vector memory instruction: memory is read or written now; loaded data is handed
@@ -811,14 +821,12 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                 None
             };
             if let Some(alloc) = &fast {
-                for l in 0..LANES {
-                    if exec >> l & 1 == 0 {
-                        continue;
-                    }
-                    active += 1;
-                    let off = addrs[l] - alloc.base;
-                    for k in 0..n {
-                        data[k * LANES + l] = alloc.word(off + 4 * k as u64);
+                active = exec.count_ones() as u64;
+                for (k, dk) in data.chunks_exact_mut(LANES).enumerate() {
+                    for l in 0..LANES {
+                        if exec >> l & 1 != 0 {
+                            dk[l] = alloc.word(addrs[l] - alloc.base + 4 * k as u64);
+                        }
                     }
                 }
             } else {
