@@ -494,6 +494,16 @@ impl Wave {
         if r + 1 >= self.vgpr.len() {
             return Err(self.beyond(r, 2));
         }
+        if mask == u64::MAX {
+            // Full EXEC: a straight split, no per-lane test.
+            let (lo, hi) = self.vgpr.split_at_mut(r + 1);
+            let (lo, hi) = (&mut lo[r], &mut hi[0]);
+            for l in 0..LANES {
+                lo[l] = vals[l] as u32;
+                hi[l] = (vals[l] >> 32) as u32;
+            }
+            return Ok(());
+        }
         for l in 0..LANES {
             if mask >> l & 1 != 0 {
                 self.vgpr[r][l] = vals[l] as u32;

@@ -105,12 +105,90 @@ fn unsupported(what: String) -> EmuError {
     EmuError::unsupported(what)
 }
 
+/// A 32-bit source seen in place: a VGPR borrowed from the wave, or a broadcast scalar. The
+/// common operand forms (no DPP/SDWA/op_sel/abs/neg, no AGPR) are read this way instead of being
+/// copied into a fresh 64-lane array per source.
+#[derive(Clone, Copy)]
+enum S32<'a> {
+    V(&'a Lanes),
+    K(u32),
+}
+
+impl S32<'_> {
+    #[inline(always)]
+    fn at(&self, l: usize) -> u32 {
+        match self {
+            S32::V(v) => v[l],
+            S32::K(k) => *k,
+        }
+    }
+}
+
+/// A 64-bit source seen in place: a VGPR pair or a broadcast scalar pair/constant.
+#[derive(Clone, Copy)]
+enum S64<'a> {
+    V(&'a Lanes, &'a Lanes),
+    K(u64),
+}
+
+impl S64<'_> {
+    #[inline(always)]
+    fn at(&self, l: usize) -> u64 {
+        match self {
+            S64::V(lo, hi) => lo[l] as u64 | (hi[l] as u64) << 32,
+            S64::K(k) => *k,
+        }
+    }
+}
+
 impl X<'_> {
     fn vop3(&self) -> bool {
         matches!(self.i.form, Form::Vop3 | Form::Vop3p)
     }
 
     // ---------------------------------------------------------------- operand reading
+
+    /// Source `n` in place when nothing transforms it (see [`S32`]); `None` sends the caller to
+    /// the general path ([`X::rd`]), which also reports bad operands.
+    #[inline(always)]
+    fn plain(&self, n: usize, ty: SrcType) -> Option<S32<'_>> {
+        let i = self.i;
+        if !matches!(i.form, Form::E32 | Form::Vop3)
+            || (i.abs | i.neg) >> n & 1 != 0
+            || i.acc >> (n + 1) & 1 != 0
+        {
+            return None;
+        }
+        // op_sel only matters for 16-bit types, which never come here.
+        let c = i.src[n];
+        if c >= code::VGPR0 {
+            self.w.vgpr.get((c - code::VGPR0) as usize).map(S32::V)
+        } else {
+            self.w.read_scalar(c, i.literal, ty).ok().map(S32::K)
+        }
+    }
+
+    /// 64-bit source `n` in place (see [`X::plain`]); for raw-bit types only (no abs/neg).
+    #[inline(always)]
+    fn plain64(&self, n: usize, ty: SrcType) -> Option<S64<'_>> {
+        let i = self.i;
+        if !matches!(i.form, Form::E32 | Form::Vop3) || i.acc >> (n + 1) & 1 != 0 {
+            return None;
+        }
+        if ty == SrcType::F64 && (i.abs | i.neg) >> n & 1 != 0 {
+            return None;
+        }
+        let c = i.src[n];
+        if c >= code::VGPR0 {
+            let r = (c - code::VGPR0) as usize;
+            match (self.w.vgpr.get(r), self.w.vgpr.get(r + 1)) {
+                (Some(lo), Some(hi)) => Some(S64::V(lo, hi)),
+                _ => None,
+            }
+        } else {
+            self.w.read_scalar64(c, i.literal, ty).ok().map(S64::K)
+        }
+    }
 
     /// Raw 32-bit source `n` (VGPR, AGPR or broadcast scalar), before any modifier.
     fn raw(&self, n: usize, ty: SrcType) -> Result<Lanes, EmuError> {
@@ -264,13 +342,18 @@ impl X<'_> {
     /// Writes a 32-bit result (SDWA destination select applied).
     fn wr(&mut self, vals: &Lanes) -> Result<(), EmuError> {
         self.check_dst(1)?;
-        let mut v = *vals;
-        if let Form::Sdwa(sd) = self.i.form {
+        let sdwa;
+        let v = if let Form::Sdwa(sd) = self.i.form {
             let old = self.dst_old()?;
+            let mut x = *vals;
             for l in 0..LANES {
-                v[l] = lanes::sdwa_insert(v[l], old[l], sd.dst_sel, sd.dst_unused);
+                x[l] = lanes::sdwa_insert(x[l], old[l], sd.dst_sel, sd.dst_unused);
             }
-        }
+            sdwa = x;
+            &sdwa
+        } else {
+            vals
+        };
         let r = self.i.vdst as usize;
         if self.i.acc & 1 != 0 {
             let dst = &mut self.w.agpr[r];
@@ -280,7 +363,7 @@ impl X<'_> {
                 }
             }
         } else {
-            self.w.write_vgpr(r, &v, self.write);
+            self.w.write_vgpr(r, v, self.write);
         }
         Ok(())
     }
@@ -357,6 +440,15 @@ impl X<'_> {
     }
 
     fn f32_2(&mut self, op: impl Fn(f32, f32) -> f32) -> Result<(), EmuError> {
+        if let (Some(a), Some(b)) = (self.plain(0, SrcType::F32), self.plain(1, SrcType::F32)) {
+            let fl_in = !self.mode.f32_denorm_in;
+            let inp = |x: u32| if fl_in { fl::flush_f32(x) } else { x };
+            let mut r = [0u32; LANES];
+            for l in 0..LANES {
+                r[l] = op(f(inp(a.at(l))), f(inp(b.at(l)))).to_bits();
+            }
+            return self.fin32(r);
+        }
         let mut a = self.rd(0, T::F)?;
         let mut b = self.rd(1, T::F)?;
         self.flush_in32(&mut a);
@@ -405,17 +497,42 @@ impl X<'_> {
     }
 
     fn u32_1(&mut self, op: impl Fn(u32) -> u32) -> Result<(), EmuError> {
+        if let Some(a) = self.plain(0, SrcType::B32) {
+            let mut r = [0u32; LANES];
+            for l in 0..LANES {
+                r[l] = op(a.at(l));
+            }
+            return self.wr(&r);
+        }
         let a = self.rd(0, T::B)?;
         self.wr(&map1(&a, op))
     }
 
     fn u32_2(&mut self, op: impl Fn(u32, u32) -> u32) -> Result<(), EmuError> {
+        if let (Some(a), Some(b)) = (self.plain(0, SrcType::B32), self.plain(1, SrcType::B32)) {
+            let mut r = [0u32; LANES];
+            for l in 0..LANES {
+                r[l] = op(a.at(l), b.at(l));
+            }
+            return self.wr(&r);
+        }
         let a = self.rd(0, T::B)?;
         let b = self.rd(1, T::B)?;
         self.wr(&map2(&a, &b, op))
     }
 
     fn u32_3(&mut self, op: impl Fn(u32, u32, u32) -> u32) -> Result<(), EmuError> {
+        if let (Some(a), Some(b), Some(c)) = (
+            self.plain(0, SrcType::B32),
+            self.plain(1, SrcType::B32),
+            self.plain(2, SrcType::B32),
+        ) {
+            let mut r = [0u32; LANES];
+            for l in 0..LANES {
+                r[l] = op(a.at(l), b.at(l), c.at(l));
+            }
+            return self.wr(&r);
+        }
         let a = self.rd(0, T::B)?;
         let b = self.rd(1, T::B)?;
         let c = self.rd(2, T::B)?;
@@ -1224,6 +1341,17 @@ impl X<'_> {
             AndOrB32 => self.u32_3(|a, b, c| (a & b) | c),
             Or3B32 => self.u32_3(|a, b, c| a | b | c),
             LshlAddU64 => {
+                if let (Some(a), Some(b), Some(c)) = (
+                    self.plain64(0, SrcType::B64),
+                    self.plain(1, SrcType::B32),
+                    self.plain64(2, SrcType::B64),
+                ) {
+                    let mut r = [0u64; LANES];
+                    for l in 0..LANES {
+                        r[l] = (a.at(l) << (b.at(l) & 7)).wrapping_add(c.at(l));
+                    }
+                    return self.wr64(&r);
+                }
                 let a = self.rd64(0, SrcType::B64)?;
                 let b = self.rd(1, T::B)?;
                 let c = self.rd64(2, SrcType::B64)?;
@@ -1286,6 +1414,20 @@ impl X<'_> {
                 self.wr(&r)
             }
             LshlrevB64 | LshrrevB64 | AshrrevI64 => {
+                if let (Some(s), Some(x)) =
+                    (self.plain(0, SrcType::B32), self.plain64(1, SrcType::B64))
+                {
+                    let mut r = [0u64; LANES];
+                    for l in 0..LANES {
+                        let (sh, x) = (s.at(l) & 63, x.at(l));
+                        r[l] = match op {
+                            LshlrevB64 => x << sh,
+                            LshrrevB64 => x >> sh,
+                            _ => ((x as i64) >> sh) as u64,
+                        };
+                    }
+                    return self.wr64(&r);
+                }
                 let s = self.rd(0, T::B)?;
                 let x = self.rd64(1, SrcType::B64)?;
                 let mut r = [0u64; LANES];
