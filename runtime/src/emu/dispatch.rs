@@ -245,6 +245,37 @@ pub fn initial_wave(
     w
 }
 
+/// The user SGPR values of a wave, built without a heap allocation (at most 16 are loaded;
+/// the documented fields add up to at most 17, the excess is dropped as the CP drops it).
+#[derive(Default)]
+struct UserSgprs {
+    v: [u32; 20],
+    n: usize,
+}
+
+impl UserSgprs {
+    fn extend_from_slice(&mut self, vals: &[u32]) {
+        for &x in vals {
+            self.push(x);
+        }
+    }
+
+    fn push(&mut self, x: u32) {
+        if self.n < self.v.len() {
+            self.v[self.n] = x;
+            self.n += 1;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.n.min(16)
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        &self.v[..self.len()]
+    }
+}
+
 /// [`initial_wave`] into an existing wave, reusing its host memory.
 #[allow(clippy::too_many_arguments)]
 pub fn init_wave(
@@ -273,7 +304,7 @@ pub fn init_wave(
     w.mode = setup.initial_mode();
 
     // User SGPRs, dense from s0.
-    let mut s: Vec<u32> = Vec::with_capacity(16);
+    let mut s = UserSgprs::default();
     let kp = setup.code_properties;
     let lo = |v: u64| v as u32;
     let hi = |v: u64| (v >> 32) as u32;
@@ -301,10 +332,8 @@ pub fn init_wave(
         s.push(addrs.scratch_per_lane);
     }
     // Only the first 16 user SGPRs are initialised by the CP.
-    s.truncate(16);
-    for (i, v) in s.iter().enumerate() {
-        w.sgpr[i] = *v;
-    }
+    let s = s.as_slice();
+    w.sgpr[..s.len()].copy_from_slice(s);
 
     // System SGPRs after USER_SGPR_COUNT.
     let mut n = setup.user_sgpr_count().max(s.len() as u32) as usize;
@@ -339,15 +368,27 @@ pub fn init_wave(
     let packed = matches!(target, Target::Gfx90a | Target::Gfx942);
     let ids = setup.vgpr_workitem_id();
     let mut exec = 0u64;
+    // (x, y, z) of the wave's first work-item, then stepped per lane: three divisions per wave
+    // instead of three per lane (they were a visible part of a short kernel's set-up).
+    let first = wave_idx * LANES as u32;
+    let (mut x, mut y, mut z) = (first % bx, (first / bx) % by, first / (bx * by));
     for l in 0..LANES as u32 {
-        let flat = wave_idx * LANES as u32 + l;
+        let flat = first + l;
         if flat >= items {
-            continue;
+            break;
+        }
+        if l > 0 {
+            x += 1;
+            if x == bx {
+                x = 0;
+                y += 1;
+                if y == by {
+                    y = 0;
+                    z += 1;
+                }
+            }
         }
         exec |= 1 << l;
-        let x = flat % bx;
-        let y = (flat / bx) % by;
-        let z = flat / (bx * by);
         let l = l as usize;
         if packed {
             let y = if ids >= 1 { y } else { 0 };
