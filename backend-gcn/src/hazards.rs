@@ -93,20 +93,20 @@ fn vec_far(n: usize) -> Vec<u32> {
 }
 
 impl Dist {
-    fn new() -> Dist {
+    fn new(k: usize) -> Dist {
         Dist {
             now: BASE,
-            valu_sgpr: vec_far(V_BASE),
-            valu_sgpr_fwd: vec_far(V_BASE),
-            valu_vgpr: vec_far(UNITS),
-            trans_vgpr: vec_far(UNITS),
-            dstsel_vgpr: vec_far(UNITS),
-            mfma_write: vec_far(UNITS),
-            mfma_write_passes: vec![0; UNITS],
-            mfma_write_range: vec![(0, 0); UNITS],
-            mfma_srcc: vec_far(UNITS),
-            mfma_srcc_passes: vec![0; UNITS],
-            wide_store: vec_far(UNITS),
+            valu_sgpr: vec_far(k),
+            valu_sgpr_fwd: vec_far(k),
+            valu_vgpr: vec_far(k),
+            trans_vgpr: vec_far(k),
+            dstsel_vgpr: vec_far(k),
+            mfma_write: vec_far(k),
+            mfma_write_passes: vec![0; k],
+            mfma_write_range: vec![(0, 0); k],
+            mfma_srcc: vec_far(k),
+            mfma_srcc_passes: vec![0; k],
+            wide_store: vec_far(k),
             valu_exec: NEVER,
             cmpx_exec: NEVER,
             salu_m0: NEVER,
@@ -180,7 +180,7 @@ impl Dist {
                 *x = (*x).max(*y);
             }
         }
-        for i in 0..UNITS {
+        for i in 0..self.mfma_write_passes.len() {
             self.mfma_write_passes[i] = self.mfma_write_passes[i].max(o.mfma_write_passes[i]);
             self.mfma_srcc_passes[i] = self.mfma_srcc_passes[i].max(o.mfma_srcc_passes[i]);
             if self.mfma_write_range[i] != o.mfma_write_range[i] {
@@ -329,7 +329,7 @@ fn need(dist: u8, required: u32) -> u32 {
 }
 
 /// Wait states `inst` still needs given `d`.
-fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
+fn required(d: &Dist, map: &[u32], inst: &Inst, target: Target) -> u32 {
     let cdna = target != Target::Gfx900;
     let gfx942 = target == Target::Gfx942;
     let valu = is_valu(inst);
@@ -350,20 +350,21 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
         None
     };
     for &(u, slot, reads, writes) in &acc {
+        let c = map[u] as usize;
         if u < V_BASE {
             // Scalar units.
             if reads {
                 if vmem {
-                    n = n.max(need(d.at(d.valu_sgpr[u]), 5));
+                    n = n.max(need(d.at(d.valu_sgpr[c]), 5));
                 }
                 if is_lane_op(inst) && slot == Slot::Src1 {
-                    n = n.max(need(d.at(d.valu_sgpr[u]), 4));
+                    n = n.max(need(d.at(d.valu_sgpr[c]), 4));
                     if gfx942 {
-                        n = n.max(need(d.at(d.valu_sgpr_fwd[u]), 4));
+                        n = n.max(need(d.at(d.valu_sgpr_fwd[c]), 4));
                     }
                 }
                 if gfx942 && valu && !is_carry_in(inst, slot) {
-                    n = n.max(need(d.at(d.valu_sgpr_fwd[u]), 2));
+                    n = n.max(need(d.at(d.valu_sgpr_fwd[c]), 2));
                 }
                 if gfx942 && valu && EXEC.contains(&u) {
                     n = n.max(need(d.at(d.cmpx_exec), 2));
@@ -374,26 +375,26 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
         // Vector units.
         if reads {
             if dpp && slot == Slot::Src0 {
-                n = n.max(need(d.at(d.valu_vgpr[u]), 2));
+                n = n.max(need(d.at(d.valu_vgpr[c]), 2));
             }
             if cdna && mfma {
-                n = n.max(need(d.at(d.valu_vgpr[u]), 2));
+                n = n.max(need(d.at(d.valu_vgpr[c]), 2));
             }
             if gfx942 && inst.op == Opcode::VReadlaneB32 {
-                n = n.max(need(d.at(d.valu_vgpr[u]), 1));
+                n = n.max(need(d.at(d.valu_vgpr[c]), 1));
             }
             if gfx942 && valu && !is_trans(inst) {
-                n = n.max(need(d.at(d.trans_vgpr[u]), 1));
+                n = n.max(need(d.at(d.trans_vgpr[c]), 1));
             }
             if gfx942 && valu {
-                n = n.max(need(d.at(d.dstsel_vgpr[u]), 1));
+                n = n.max(need(d.at(d.dstsel_vgpr[c]), 1));
             }
         }
-        if cdna && d.at(d.mfma_write[u]) != FAR {
-            let p = d.mfma_write_passes[u] as u32;
+        if cdna && d.at(d.mfma_write[c]) != FAR {
+            let p = d.mfma_write_passes[c] as u32;
             if mfma && slot == Slot::Src2 && reads {
                 let same = srcc_range.as_ref().is_some_and(|r| {
-                    let (lo, len) = d.mfma_write_range[u];
+                    let (lo, len) = d.mfma_write_range[c];
                     r.start == lo as usize && r.len() == len as usize
                 });
                 let req = if same {
@@ -405,25 +406,26 @@ fn required(d: &Dist, inst: &Inst, target: Target) -> u32 {
                 } else {
                     p + 1
                 };
-                n = n.max(need(d.at(d.mfma_write[u]), req));
+                n = n.max(need(d.at(d.mfma_write[c]), req));
             } else if (mfma && reads) || (valu && !mfma && (reads || writes)) || (mem && reads) {
                 // (An MFMA's own write of an MFMA result is ordered by the matrix pipeline; its
                 // reads are what the rules cover.)
-                n = n.max(need(d.at(d.mfma_write[u]), p + 3));
+                n = n.max(need(d.at(d.mfma_write[c]), p + 3));
             }
         }
         if writes {
-            if cdna && valu && !mfma && d.at(d.mfma_srcc[u]) != FAR {
-                let p = d.mfma_srcc_passes[u] as u32;
-                n = n.max(need(d.at(d.mfma_srcc[u]), p.saturating_sub(1)));
+            if cdna && valu && !mfma && d.at(d.mfma_srcc[c]) != FAR {
+                let p = d.mfma_srcc_passes[c] as u32;
+                n = n.max(need(d.at(d.mfma_srcc[c]), p.saturating_sub(1)));
             }
             let wide = if valu && gfx942 { 2 } else { 1 };
-            n = n.max(need(d.at(d.wide_store[u]), wide));
+            n = n.max(need(d.at(d.wide_store[c]), wide));
         }
     }
     if inst.op == Opcode::VDivFmasF32 || inst.op == Opcode::VDivFmasF64 {
         for u in VCC {
-            n = n.max(need(d.at(d.valu_sgpr[u]), 4));
+            let c = map[u] as usize;
+            n = n.max(need(d.at(d.valu_sgpr[c]), 4));
         }
     }
     if dpp {
@@ -484,7 +486,7 @@ fn wide_store_data(inst: &Inst) -> Option<Vec<usize>> {
 }
 
 /// Records what `inst` produces (after the wait states it needed have passed).
-fn record(d: &mut Dist, inst: &Inst) {
+fn record(d: &mut Dist, map: &[u32], inst: &Inst) {
     let valu = is_valu(inst);
     let now = d.now;
     let mfma = is_mfma(inst);
@@ -503,11 +505,12 @@ fn record(d: &mut Dist, inst: &Inst) {
         }
     }
     for &(u, slot, reads, writes) in &acc {
+        let c = map[u] as usize;
         if writes && valu {
             if u < V_BASE {
-                d.valu_sgpr[u] = now;
+                d.valu_sgpr[c] = now;
                 if is_sgpr_fwd_class(inst) {
-                    d.valu_sgpr_fwd[u] = now;
+                    d.valu_sgpr_fwd[c] = now;
                 }
                 if EXEC.contains(&u) {
                     d.valu_exec = now;
@@ -517,15 +520,15 @@ fn record(d: &mut Dist, inst: &Inst) {
                 }
             } else {
                 // The latest producer of the unit decides; MFMA results have their own rules.
-                d.valu_vgpr[u] = if mfma { NEVER } else { now };
-                d.trans_vgpr[u] = if is_trans(inst) { now } else { NEVER };
-                d.dstsel_vgpr[u] = if has_partial_dst(inst) { now } else { NEVER };
+                d.valu_vgpr[c] = if mfma { NEVER } else { now };
+                d.trans_vgpr[c] = if is_trans(inst) { now } else { NEVER };
+                d.dstsel_vgpr[c] = if has_partial_dst(inst) { now } else { NEVER };
                 if mfma {
-                    d.mfma_write[u] = now;
-                    d.mfma_write_passes[u] = passes;
-                    d.mfma_write_range[u] = dst_range.unwrap_or((u16::MAX, 0));
+                    d.mfma_write[c] = now;
+                    d.mfma_write_passes[c] = passes;
+                    d.mfma_write_range[c] = dst_range.unwrap_or((u16::MAX, 0));
                 } else {
-                    d.mfma_write[u] = NEVER;
+                    d.mfma_write[c] = NEVER;
                 }
             }
         }
@@ -533,8 +536,8 @@ fn record(d: &mut Dist, inst: &Inst) {
             d.salu_m0 = now;
         }
         if reads && mfma && slot == Slot::Src2 && u >= V_BASE {
-            d.mfma_srcc[u] = now;
-            d.mfma_srcc_passes[u] = passes;
+            d.mfma_srcc[c] = now;
+            d.mfma_srcc_passes[c] = passes;
         }
     }
     // `v_cmpx` on the 32-bit encoding writes EXEC implicitly (not an operand in every form).
@@ -547,7 +550,7 @@ fn record(d: &mut Dist, inst: &Inst) {
     }
     if let Some(units) = wide_store_data(inst) {
         for u in units {
-            d.wide_store[u] = now;
+            d.wide_store[map[u] as usize] = now;
         }
     }
 }
@@ -576,10 +579,16 @@ fn nops(mut n: u32) -> Vec<Inst> {
 }
 
 /// Runs one block from `d`; with `out`, materializes the `s_nop`s. Returns wait states added.
-fn run_block(d: &mut Dist, insts: &[Inst], target: Target, mut out: Option<&mut Vec<Inst>>) -> u32 {
+fn run_block(
+    d: &mut Dist,
+    map: &[u32],
+    insts: &[Inst],
+    target: Target,
+    mut out: Option<&mut Vec<Inst>>,
+) -> u32 {
     let mut added = 0;
     for inst in insts {
-        let n = required(d, inst, target);
+        let n = required(d, map, inst, target);
         if n > 0 {
             added += n;
             d.advance(n);
@@ -590,7 +599,7 @@ fn run_block(d: &mut Dist, insts: &[Inst], target: Target, mut out: Option<&mut 
         // The instruction is itself wait states for everything produced before it; what it
         // produces starts at distance 0 (the next instruction follows with none between).
         d.advance(wait_states(inst));
-        record(d, inst);
+        record(d, map, inst);
         if let Some(o) = out.as_deref_mut() {
             o.push(inst.clone());
         }
@@ -605,16 +614,36 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     if n == 0 {
         return 0;
     }
+    // The register units the function touches, numbered densely: the tables are that long.
+    let mut map = vec![u32::MAX; UNITS];
+    let mut k = 0usize;
+    let mut number = |u: usize, map: &mut Vec<u32>| {
+        if map[u] == u32::MAX {
+            map[u] = k as u32;
+            k += 1;
+        }
+    };
+    for u in VCC.chain(EXEC).chain(std::iter::once(M0)) {
+        number(u, &mut map);
+    }
+    for b in &f.blocks {
+        for inst in &b.insts {
+            for (u, ..) in accesses(inst) {
+                number(u, &mut map);
+            }
+        }
+    }
+    let k = k;
     // Entry states are normalized (clock at BASE).
     let mut entry: Vec<Option<Dist>> = vec![None; n];
-    entry[0] = Some(Dist::new());
+    entry[0] = Some(Dist::new(k));
     let mut queued = vec![false; n];
     let mut work = std::collections::VecDeque::from([0usize]);
     queued[0] = true;
     while let Some(b) = work.pop_front() {
         queued[b] = false;
-        let mut d = entry[b].clone().unwrap_or_else(Dist::new);
-        run_block(&mut d, &f.blocks[b].insts, target, None);
+        let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
+        run_block(&mut d, &map, &f.blocks[b].insts, target, None);
         let d = d.normalized();
         for s in f.blocks[b].term.successors() {
             let si = s.as_u32() as usize;
@@ -640,9 +669,9 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     }
     let mut total = 0;
     for (b, block) in f.blocks.iter_mut().enumerate() {
-        let mut d = entry[b].clone().unwrap_or_else(Dist::new);
+        let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
         let mut out = Vec::with_capacity(block.insts.len());
-        total += run_block(&mut d, &block.insts, target, Some(&mut out));
+        total += run_block(&mut d, &map, &block.insts, target, Some(&mut out));
         block.insts = out;
     }
     total
