@@ -115,3 +115,53 @@ pub fn run(tool: &std::path::Path, args: &[&str], stdin: Option<&[u8]>) -> Resul
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// How [`compile_opencl`] calls clang-19.
+#[derive(Clone, Debug, Default)]
+pub struct OpenClBuild<'a> {
+    /// Extra clang arguments (`-I..`, `-D..`, `-cl-fp32-correctly-rounded-divide-sqrt`, ...).
+    pub extra_args: &'a [&'a str],
+    /// Directory for the `.o` and `.hsaco` (default: a per-process directory under the temp dir).
+    pub out_dir: Option<PathBuf>,
+}
+
+/// Compiles OpenCL C file `src` for `target` with `clang-19 -x cl -cl-std=CL2.0 -target
+/// amdgcn-amd-amdhsa -mcpu=<target> -nogpulib -O3` and links it with `ld.lld-19 -shared` into a
+/// loadable code object, returning its path. `clang`/`lld` come from [`require_all`].
+pub fn compile_opencl(
+    clang: &std::path::Path,
+    lld: &std::path::Path,
+    src: &std::path::Path,
+    target: &str,
+    build: &OpenClBuild<'_>,
+) -> Result<PathBuf, String> {
+    let dir = build.out_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("kjit-opencl-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let stem = src
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or_else(|| format!("{}: no file name", src.display()))?;
+    let obj = dir.join(format!("{stem}-{target}.o"));
+    let so = dir.join(format!("{stem}-{target}.hsaco"));
+    let cpu = format!("-mcpu={target}");
+    let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let (src_s, obj_s, so_s) = (path(src), path(&obj), path(&so));
+    let mut args = vec![
+        "-x",
+        "cl",
+        "-cl-std=CL2.0",
+        "-target",
+        "amdgcn-amd-amdhsa",
+        &cpu,
+        "-nogpulib",
+        "-O3",
+    ];
+    args.extend_from_slice(build.extra_args);
+    args.extend_from_slice(&["-c", &src_s, "-o", &obj_s]);
+    run(clang, &args, None).map_err(|e| format!("clang-19 {stem} for {target}: {e}"))?;
+    run(lld, &["-shared", &obj_s, "-o", &so_s], None)
+        .map_err(|e| format!("ld.lld-19 {stem} for {target}: {e}"))?;
+    Ok(so)
+}

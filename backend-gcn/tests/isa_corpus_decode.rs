@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use kjit_backend_gcn::codeobj::CodeObject;
 use kjit_backend_gcn::isa;
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, run, OpenClBuild, Tool};
 use kjit_backend_gcn::target::ALL_TARGETS;
 use kjit_backend_gcn::Target;
 
@@ -96,40 +96,12 @@ fn kjit_lines(target: Target, text: &[u8], address: u64) -> Result<Vec<Line>, St
 
 /// Compiles `file` for `target` into a linked code object.
 fn compile(clang: &Path, lld: &Path, file: &Path, target: Target) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kjit-isa-corpus-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let stem = file.file_stem().unwrap().to_str().unwrap();
-    let o = dir.join(format!("{stem}-{}.o", target.name()));
-    let so = dir.join(format!("{stem}-{}.hsaco", target.name()));
-    let cpu = format!("-mcpu={}", target.name());
     let inc = format!("-I{}", corpus_dir().display());
-    run(
-        clang,
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &cpu,
-            "-nogpulib",
-            "-O3",
-            &inc,
-            "-c",
-            file.to_str().unwrap(),
-            "-o",
-            o.to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("clang-19 {stem}.cl for {target:?}: {e}"));
-    run(
-        lld,
-        &["-shared", o.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("ld.lld-19 {stem} for {target:?}: {e}"));
-    so
+    let build = OpenClBuild {
+        extra_args: &[&inc],
+        out_dir: Some(std::env::temp_dir().join(format!("kjit-isa-corpus-{}", std::process::id()))),
+    };
+    compile_opencl(clang, lld, file, target.name(), &build).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

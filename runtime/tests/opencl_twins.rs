@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use kjit_backend_gcn::codeobj::CodeObject;
 use kjit_backend_gcn::isa;
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_ir::interp::{Arg, BufferData};
 use kjit_kernels::{Case, KernelSpec};
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
@@ -38,36 +38,8 @@ fn build_twin(kernel: &str, target: &str) -> Option<Vec<u8>> {
         "kernel '{kernel}' has no OpenCL twin at {}",
         src.display()
     );
-    let tmp = std::env::temp_dir().join(format!("kjit-twins-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let obj = tmp.join(format!("{kernel}-{target}.o"));
-    let so = tmp.join(format!("{kernel}-{target}.hsaco"));
-    let cpu = format!("-mcpu={target}");
-    run(
-        &tools[0],
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &cpu,
-            "-nogpulib",
-            "-O3",
-            "-c",
-            src.to_str().unwrap(),
-            "-o",
-            obj.to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("clang-19 {kernel}.cl for {target}: {e}"));
-    run(
-        &tools[1],
-        &["-shared", obj.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("ld.lld-19 {kernel}.cl for {target}: {e}"));
+    let so = compile_opencl(&tools[0], &tools[1], &src, target, &OpenClBuild::default())
+        .unwrap_or_else(|e| panic!("{e}"));
     Some(std::fs::read(&so).unwrap())
 }
 
