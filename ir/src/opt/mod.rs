@@ -179,6 +179,23 @@ fn inst_of(op: NodeOp, args: &[Value], ty: Type) -> InstData {
     }
 }
 
+/// The rule set, built once per process: parsing and compiling the patterns of ~60 rules cost
+/// more than rewriting the small blocks of a typical kernel did.
+fn rule_set(contract: bool) -> &'static [egg::Rewrite<Node, KernelAnalysis>] {
+    use std::sync::OnceLock;
+    static BASE: OnceLock<Vec<egg::Rewrite<Node, KernelAnalysis>>> = OnceLock::new();
+    static ALL: OnceLock<Vec<egg::Rewrite<Node, KernelAnalysis>>> = OnceLock::new();
+    if contract {
+        ALL.get_or_init(|| {
+            let mut r = rules::base_rules();
+            r.extend(rules::contraction_rules());
+            r
+        })
+    } else {
+        BASE.get_or_init(rules::base_rules)
+    }
+}
+
 /// Optimizes `func` with default limits.
 pub fn optimize(func: &Function) -> (Function, OptReport) {
     optimize_with(func, &OptOptions::default())
@@ -186,10 +203,7 @@ pub fn optimize(func: &Function) -> (Function, OptReport) {
 
 /// Optimizes `func`.
 pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
-    let mut rules = rules::base_rules();
-    if func.flags.contract {
-        rules.extend(rules::contraction_rules());
-    }
+    let rules = rule_set(func.flags.contract);
     let uni = Uniformity::compute(func);
     let mut out = func.clone();
     let mut report = OptReport {
@@ -226,7 +240,7 @@ pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport
             b,
             &uni,
             &live_out,
-            &rules,
+            rules,
             opts,
             &mut subst,
             &mut report.folded_offsets,
