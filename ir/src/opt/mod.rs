@@ -196,6 +196,52 @@ fn rule_set(contract: bool) -> &'static [egg::Rewrite<Node, KernelAnalysis>] {
     }
 }
 
+/// egg's default scheduler (backoff), except that the limits are checked once after all rules
+/// were searched instead of after each rule. Searching does not change the e-graph, so the
+/// outcome is the same; what goes away is a clock read per rule (egg's limit check reads the
+/// time), which was ~7% of the optimizer on softmax/matmul.
+struct OncePerSearch(egg::BackoffScheduler);
+
+impl egg::RewriteScheduler<Node, KernelAnalysis> for OncePerSearch {
+    fn can_stop(&mut self, iteration: usize) -> bool {
+        egg::RewriteScheduler::<Node, KernelAnalysis>::can_stop(&mut self.0, iteration)
+    }
+
+    fn search_rewrite<'a>(
+        &mut self,
+        iteration: usize,
+        egraph: &KGraph,
+        rewrite: &'a egg::Rewrite<Node, KernelAnalysis>,
+    ) -> Vec<egg::SearchMatches<'a, Node>> {
+        self.0.search_rewrite(iteration, egraph, rewrite)
+    }
+
+    fn search_rewrites<'a>(
+        &mut self,
+        iteration: usize,
+        egraph: &KGraph,
+        rewrites: &[&'a egg::Rewrite<Node, KernelAnalysis>],
+        limits: &egg::RunnerLimits,
+    ) -> egg::RunnerResult<Vec<Vec<egg::SearchMatches<'a, Node>>>> {
+        let matches = rewrites
+            .iter()
+            .map(|rw| self.0.search_rewrite(iteration, egraph, rw))
+            .collect();
+        limits.check_limits(iteration, egraph)?;
+        Ok(matches)
+    }
+
+    fn apply_rewrite(
+        &mut self,
+        iteration: usize,
+        egraph: &mut KGraph,
+        rewrite: &egg::Rewrite<Node, KernelAnalysis>,
+        matches: Vec<egg::SearchMatches<Node>>,
+    ) -> usize {
+        self.0.apply_rewrite(iteration, egraph, rewrite, matches)
+    }
+}
+
 /// Optimizes `func` with default limits.
 pub fn optimize(func: &Function) -> (Function, OptReport) {
     optimize_with(func, &OptOptions::default())
@@ -429,6 +475,7 @@ fn optimize_block(
         return rep;
     }
     let runner = Runner::default()
+        .with_scheduler(OncePerSearch(egg::BackoffScheduler::default()))
         .with_egraph(g)
         .with_node_limit(opts.node_limit)
         .with_iter_limit(opts.iter_limit)
