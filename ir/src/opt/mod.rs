@@ -493,8 +493,13 @@ fn optimize_block(
     rep.nodes = g.total_number_of_nodes();
     rep.classes = g.number_of_classes();
 
-    // Rebuild into a scratch copy; commit only if every value could be extracted.
-    let mut scratch = out.clone();
+    // Rebuild in place, but commit the block only if every value could be extracted. New
+    // instructions are appended to `out` as they are made; if the block is kept after all they
+    // stay orphans outside every block, which the final renumbering drops. Rewritten
+    // non-pure instructions wait in `pending`. (A clone of the whole function per block cost
+    // more than rewriting it on small blocks.)
+    let scratch = out;
+    let mut pending: Vec<(crate::entities::Inst, InstData)> = Vec::new();
     let mut rb = Rebuild {
         g: &g,
         ex: Extractor::new(&g, GcnCost { egraph: &g }),
@@ -523,7 +528,7 @@ fn optimize_block(
             outs.sort_by_key(|&(v, _)| v);
             for (v, id) in outs {
                 {
-                    match rb.materialize(&mut scratch, id, pos) {
+                    match rb.materialize(scratch, id, pos) {
                         Some(n) => {
                             local.insert(v, n);
                         }
@@ -574,7 +579,7 @@ fn optimize_block(
                     }
                 }
                 if let Some((_, x, new_off)) = choice {
-                    match rb.materialize(&mut scratch, x, pos) {
+                    match rb.materialize(scratch, x, pos) {
                         Some(v) => {
                             *index = v;
                             *offset = new_off;
@@ -593,7 +598,7 @@ fn optimize_block(
         let mut mapped = Vec::new();
         for a in args {
             let n = match class_of.get(&a) {
-                Some(&id) => match rb.materialize(&mut scratch, id, pos) {
+                Some(&id) => match rb.materialize(scratch, id, pos) {
                     Some(n) => n,
                     None => {
                         ok = false;
@@ -606,7 +611,7 @@ fn optimize_block(
         }
         let mut it = mapped.into_iter();
         data.map_args(|a| it.next().unwrap_or(a));
-        scratch.insts[i] = data;
+        pending.push((i, data));
         rb.insts.push(i);
     }
     if !ok {
@@ -617,8 +622,10 @@ fn optimize_block(
     for &v in class_of.keys() {
         scratch.values[v].def = ValueDef::Detached;
     }
+    for (i, data) in pending {
+        scratch.insts[i] = data;
+    }
     scratch.blocks[b].insts = std::mem::take(&mut rb.insts);
-    *out = scratch;
     subst.extend(local);
     *folded += folded_here;
     rep.rebuilt = true;
