@@ -11,7 +11,8 @@
 //!   same register);
 //! - physical registers and special registers named by operands or implicitly (EXEC, VCC, SCC,
 //!   M0): read-after-write, write-after-read and write-after-write. Every vector instruction
-//!   reads EXEC; every scalar ALU instruction other than a plain move is taken to read and
+//!   reads EXEC, and so does every pseudo-instruction but `LiveIn` (VGPR copies, builds and
+//!   extracts become `v_mov`s); every scalar ALU instruction other than a plain move is taken to read and
 //!   write SCC (conservative where isel did not say);
 //! - memory: within one address space (global: buffer/global/flat/scratch and scalar loads;
 //!   LDS: `ds_*` and flat) a load never passes a store or atomic and stores/atomics keep their
@@ -115,6 +116,12 @@ fn node(i: &MInst) -> Node {
     bits(i.implicit_uses, &mut n.reads);
     bits(i.implicit_defs, &mut n.writes);
     let MOpcode::Isa(op) = i.opcode else {
+        // Copies, builds and extracts of VGPR tuples become `v_mov`s, which write only the
+        // active lanes: they must not cross an EXEC write (moved into a divergent region they
+        // leave the inactive lanes' value unwritten). Taken as reading EXEC for every class.
+        if !matches!(i.opcode, MOpcode::LiveIn(_)) {
+            n.reads.extend(EXEC);
+        }
         // Pseudo-instructions: physical operands are read or written as their position says
         // (a `Phys` destination comes first).
         for (k, o) in i.ops.iter().enumerate() {
