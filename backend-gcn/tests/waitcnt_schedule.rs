@@ -148,3 +148,37 @@ fn scc_producer_and_consumer_keep_their_order() {
     let s = n.iter().position(|s| s == "s_cselect_b32").unwrap();
     assert_eq!(s, c + 1, "{n:?}");
 }
+
+/// Regression (random_programs, u64 output): a VGPR `Build` (two `v_mov`s after allocation)
+/// was not taken to read EXEC, so the latency priority of a load behind an EXEC write pulled
+/// the write above it and the build ran under the narrowed mask, leaving inactive lanes stale.
+#[test]
+fn a_vgpr_build_never_moves_below_an_exec_write() {
+    use kjit_backend_gcn::isa::SpecialReg;
+    use kjit_backend_gcn::mir::MOpcode;
+    let mut f = mf();
+    let b = f.block();
+    let rsrc = f.vreg(RegClass::Sgpr, 4);
+    let mask = f.vreg(RegClass::Sgpr, 2);
+    let (lo, hi) = (f.vreg(RegClass::Vgpr, 1), f.vreg(RegClass::Vgpr, 1));
+    let pair = f.vreg(RegClass::Vgpr, 2);
+    let l = f.vreg(RegClass::Vgpr, 1);
+    f.blocks[b].insts = vec![
+        MInst::pseudo(MOpcode::ImplicitDef, &[Def(rsrc)]),
+        MInst::pseudo(MOpcode::ImplicitDef, &[Def(mask)]),
+        MInst::isa(Opcode::VMovB32, &[Def(lo), Phys(Operand::InlineInt(1))]),
+        MInst::isa(Opcode::VMovB32, &[Def(hi), Phys(Operand::InlineInt(2))]),
+        MInst::pseudo(MOpcode::Build, &[Def(pair), Use(lo), Use(hi)]),
+        MInst::isa(
+            Opcode::SMovB64,
+            &[Phys(Operand::Special(SpecialReg::Exec)), Use(mask)],
+        ),
+        buffer_load(l, lo, rsrc),
+    ];
+    schedule(&mut f);
+    let n = names(&f);
+    let build = n.iter().position(|s| s == "Build").unwrap();
+    let exec = n.iter().position(|s| s == "s_mov_b64").unwrap();
+    assert!(build < exec, "{n:?}");
+    kjit_backend_gcn::mir_verify::verify(&f).unwrap();
+}
