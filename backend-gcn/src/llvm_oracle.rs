@@ -121,7 +121,7 @@ pub fn run(tool: &std::path::Path, args: &[&str], stdin: Option<&[u8]>) -> Resul
 pub struct OpenClBuild<'a> {
     /// Extra clang arguments (`-I..`, `-D..`, `-cl-fp32-correctly-rounded-divide-sqrt`, ...).
     pub extra_args: &'a [&'a str],
-    /// Directory for the `.o` and `.hsaco` (default: a per-process directory under the temp dir).
+    /// Directory for the `.o` and `.hsaco` (default: a fresh directory per call under the temp dir).
     pub out_dir: Option<PathBuf>,
 }
 
@@ -135,8 +135,12 @@ pub fn compile_opencl(
     target: &str,
     build: &OpenClBuild<'_>,
 ) -> Result<PathBuf, String> {
+    // Without a directory, one per call: tests run in parallel and may build the same source,
+    // and a shared output path would race (lld replaces the file while another test reads it).
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = build.out_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("kjit-opencl-{}", std::process::id()))
+        let k = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::env::temp_dir().join(format!("kjit-opencl-{}-{k}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let stem = src

@@ -17,7 +17,11 @@ const N: usize = 64 * 40;
 fn build(file: &str, target: &str, extra: &[&str]) -> Option<Vec<u8>> {
     let tools = require_all(&[Tool::Clang, Tool::Lld], "valu kernels")?;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/valu");
-    let tmp = std::env::temp_dir().join(format!("kjit-valu-kernels-{}", std::process::id()));
+    // One directory per build: tests run in parallel and may build the same file with other
+    // flags, so shared output paths would race.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = std::env::temp_dir().join(format!("kjit-valu-kernels-{}-{k}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let stem = format!("{}-{target}", file.trim_end_matches(".cl"));
     let (obj, so) = (
