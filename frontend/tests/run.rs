@@ -36,7 +36,11 @@ fn variables_merge_across_if_else_and_loops() {
     };
     for (i, &x) in v.iter().enumerate() {
         let i = i as u32;
-        let base = if i.is_multiple_of(3) { i * 10 } else { i + 1000 };
+        let base = if i.is_multiple_of(3) {
+            i * 10
+        } else {
+            i + 1000
+        };
         let want = if i == 7 {
             u32::MAX
         } else {
