@@ -9,13 +9,12 @@
 //! resolve branches, write the code object).
 //! Part 2 does the same for every kernel of `kjit_kernels` compiled by the backend pipeline.
 
-use kjit_backend_gcn::codeobj::descriptor::UserSgprs;
 use kjit_backend_gcn::codeobj::metadata::KernelMeta;
 use kjit_backend_gcn::codeobj::write::{CodeObjectBuilder, KernargLayout, KernelBuild};
 use kjit_backend_gcn::hazards::insert_wait_states;
 use kjit_backend_gcn::isa::{self, Inst, Opcode, Operand};
 use kjit_backend_gcn::mir::{BranchCond, KernelAbi, MBlock};
-use kjit_backend_gcn::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
+use kjit_backend_gcn::phys::{PhysFunction, PhysTerminator};
 use kjit_backend_gcn::target::ALL_TARGETS;
 use kjit_backend_gcn::waitcnt::insert_waitcnt;
 use kjit_backend_gcn::Target;
@@ -140,25 +139,14 @@ fn run(code: &[u8], name: &str, x: &[u32], ny: usize, block: u32) -> Result<Vec<
 }
 
 fn func(target: Target, lds: u32, blocks: Vec<(Vec<Inst>, PhysTerminator)>) -> PhysFunction {
-    PhysFunction {
-        abi: KernelAbi {
-            target,
-            meta: KernelMeta::new("k"),
-            workgroup_ids: [true, false, false],
-            workitem_dims: 1,
-            lds_bytes: lds,
-        },
-        user_sgprs: UserSgprs {
-            kernarg_segment_ptr: true,
-            ..Default::default()
-        },
-        scratch_wave_offset_sgpr: None,
-        blocks: blocks
-            .into_iter()
-            .map(|(insts, term)| PhysBlock { insts, term })
-            .collect(),
-        usage: RegUsage::default(),
-    }
+    let abi = KernelAbi {
+        target,
+        meta: KernelMeta::new("k"),
+        workgroup_ids: [true, false, false],
+        workitem_dims: 1,
+        lds_bytes: lds,
+    };
+    PhysFunction::from_blocks(abi, blocks)
 }
 
 fn gload(dst: u16, addr: u16) -> Inst {

@@ -86,3 +86,27 @@ pub struct PhysFunction {
     /// Registers and spills.
     pub usage: RegUsage,
 }
+
+impl PhysFunction {
+    /// A function of `blocks` (instructions and terminator each) with only the kernarg pointer
+    /// as user SGPR, no scratch and zero usage — what hand-written tests of the late stages start
+    /// from; the allocator fills the real values.
+    pub fn from_blocks(
+        abi: KernelAbi,
+        blocks: Vec<(Vec<isa::Inst>, PhysTerminator)>,
+    ) -> PhysFunction {
+        PhysFunction {
+            abi,
+            user_sgprs: UserSgprs {
+                kernarg_segment_ptr: true,
+                ..Default::default()
+            },
+            scratch_wave_offset_sgpr: None,
+            blocks: blocks
+                .into_iter()
+                .map(|(insts, term)| PhysBlock { insts, term })
+                .collect(),
+            usage: RegUsage::default(),
+        }
+    }
+}

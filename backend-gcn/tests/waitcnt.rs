@@ -4,36 +4,26 @@
 //! counter saturation. (Running such functions on kjit's GCN device is in the root crate's
 //! `tests/waitcnt_essential.rs`, which can depend on the runtime.)
 
-use kjit_backend_gcn::codeobj::descriptor::UserSgprs;
 use kjit_backend_gcn::codeobj::metadata::KernelMeta;
 use kjit_backend_gcn::isa::{Inst, Opcode, Operand};
 use kjit_backend_gcn::mir::{BranchCond, KernelAbi, MBlock};
-use kjit_backend_gcn::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
+use kjit_backend_gcn::phys::{PhysFunction, PhysTerminator};
 use kjit_backend_gcn::waitcnt::{insert_waitcnt, Wait};
 use kjit_backend_gcn::Target;
 
 use Operand as O;
 
 fn func(target: Target, blocks: Vec<(Vec<Inst>, PhysTerminator)>) -> PhysFunction {
-    PhysFunction {
-        abi: KernelAbi {
+    PhysFunction::from_blocks(
+        KernelAbi {
             target,
             meta: KernelMeta::new("t"),
             workgroup_ids: [true, false, false],
             workitem_dims: 1,
             lds_bytes: 1024,
         },
-        user_sgprs: UserSgprs {
-            kernarg_segment_ptr: true,
-            ..Default::default()
-        },
-        scratch_wave_offset_sgpr: None,
-        blocks: blocks
-            .into_iter()
-            .map(|(insts, term)| PhysBlock { insts, term })
-            .collect(),
-        usage: RegUsage::default(),
-    }
+        blocks,
+    )
 }
 
 fn b(n: u32) -> MBlock {

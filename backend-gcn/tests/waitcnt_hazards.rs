@@ -2,36 +2,26 @@
 //! exact `s_nop`s, independent instructions in between count, block boundaries are counted
 //! conservatively (loops included), and targets differ where the manuals say so.
 
-use kjit_backend_gcn::codeobj::descriptor::UserSgprs;
 use kjit_backend_gcn::codeobj::metadata::KernelMeta;
 use kjit_backend_gcn::hazards::insert_wait_states;
 use kjit_backend_gcn::isa::{Encoding, Inst, Opcode, Operand, SpecialReg};
 use kjit_backend_gcn::mir::{BranchCond, KernelAbi, MBlock};
-use kjit_backend_gcn::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
+use kjit_backend_gcn::phys::{PhysFunction, PhysTerminator};
 use kjit_backend_gcn::Target;
 
 use Operand as O;
 
 fn func(target: Target, blocks: Vec<(Vec<Inst>, PhysTerminator)>) -> PhysFunction {
-    PhysFunction {
-        abi: KernelAbi {
+    PhysFunction::from_blocks(
+        KernelAbi {
             target,
             meta: KernelMeta::new("t"),
             workgroup_ids: [true, false, false],
             workitem_dims: 1,
             lds_bytes: 0,
         },
-        user_sgprs: UserSgprs {
-            kernarg_segment_ptr: true,
-            ..Default::default()
-        },
-        scratch_wave_offset_sgpr: None,
-        blocks: blocks
-            .into_iter()
-            .map(|(insts, term)| PhysBlock { insts, term })
-            .collect(),
-        usage: RegUsage::default(),
-    }
+        blocks,
+    )
 }
 
 fn one(target: Target, insts: Vec<Inst>) -> PhysFunction {
