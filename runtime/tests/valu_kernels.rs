@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use half::f16;
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_runtime::emu::GcnEmulator;
 use kjit_runtime::{ArgValue, Device, DeviceBuffer, LaunchDims, ModuleId};
 
@@ -16,39 +16,15 @@ const N: usize = 64 * 40;
 
 fn build(file: &str, target: &str, extra: &[&str]) -> Option<Vec<u8>> {
     let tools = require_all(&[Tool::Clang, Tool::Lld], "valu kernels")?;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/valu");
-    // One directory per build: tests run in parallel and may build the same file with other
-    // flags, so shared output paths would race.
-    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let k = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = std::env::temp_dir().join(format!("kjit-valu-kernels-{}-{k}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let stem = format!("{}-{target}", file.trim_end_matches(".cl"));
-    let (obj, so) = (
-        tmp.join(format!("{stem}.o")),
-        tmp.join(format!("{stem}.hsaco")),
-    );
-    let cpu = format!("-mcpu={target}");
-    let src = dir.join(file);
-    let mut args = vec![
-        "-x",
-        "cl",
-        "-cl-std=CL2.0",
-        "-target",
-        "amdgcn-amd-amdhsa",
-        &cpu,
-        "-nogpulib",
-        "-O3",
-    ];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["-c", src.to_str().unwrap(), "-o", obj.to_str().unwrap()]);
-    run(&tools[0], &args, None).unwrap_or_else(|e| panic!("clang-19 {file} for {target}: {e}"));
-    run(
-        &tools[1],
-        &["-shared", obj.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("ld.lld-19 {file} for {target}: {e}"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/valu")
+        .join(file);
+    let build = OpenClBuild {
+        extra_args: extra,
+        out_dir: None,
+    };
+    let so = compile_opencl(&tools[0], &tools[1], &src, target, &build)
+        .unwrap_or_else(|e| panic!("{e}"));
     Some(std::fs::read(&so).unwrap())
 }
 
