@@ -33,6 +33,8 @@ enum Command {
     Dump(cli::dump::DumpArgs),
     /// Compile a library kernel and write its code object.
     Build(cli::build::BuildArgs),
+    /// Compile latency of library kernels per pipeline stage (warm medians).
+    Bench(cli::bench::BenchArgs),
 }
 
 /// Runs the CLI; any error is one line on stderr and exit status 1 (no backtrace, even when
@@ -59,6 +61,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => cli::kernels::run(&args)?,
         Command::Dump(args) => cli::dump::run(&args)?,
         Command::Build(args) => cli::build::run(&args)?,
+        Command::Bench(args) => cli::bench::run(&args)?,
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The `kjit` subcommands, one file each.
 
+pub mod bench;
 pub mod build;
 pub mod devices;
 pub mod disasm;
