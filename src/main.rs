@@ -65,3 +65,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// mimalloc rather than glibc malloc: the compiler allocates many small short-lived vectors and
+/// maps, and `perf` put glibc's malloc/free at ~20% of a compile (docs/performance-log.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
