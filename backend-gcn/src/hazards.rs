@@ -32,7 +32,7 @@
 //! | MFMA of P passes reads SrcC | VALU writes those registers | P − 1 | gfx90a, gfx942 |
 //! | VALU (`v_readlane`, `v_readfirstlane`, `v_cmp`, `v_add*`/`v_sub*`, `v_div_scale`) writes SGPR/VCC | VALU reads it as a constant (not as carry) | 2 | gfx942 |
 //! | same | `v_readlane`/`v_writelane` lane select | 4 | gfx942 |
-//! | VALU writes VGPR | `v_readlane` reads it | 1 | gfx942 |
+//! | VALU writes VGPR | `v_readlane`/`v_readfirstlane` reads it | 1 | gfx942 |
 //! | `v_cmpx` writes EXEC | VALU reads EXEC explicitly | 2 | gfx942 |
 //! | `v_cmpx` writes EXEC | `v_readlane`/`v_readfirstlane`/`v_writelane` | 4 | gfx942 |
 //! | transcendental VALU writes VGPR | non-transcendental VALU reads it | 1 | gfx942 |
@@ -380,7 +380,7 @@ fn required(d: &Dist, map: &[u32], inst: &Inst, target: Target) -> u32 {
             if cdna && mfma {
                 n = n.max(need(d.at(d.valu_vgpr[c]), 2));
             }
-            if gfx942 && inst.op == Opcode::VReadlaneB32 {
+            if gfx942 && matches!(inst.op, Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32) {
                 n = n.max(need(d.at(d.valu_vgpr[c]), 1));
             }
             if gfx942 && valu && !is_trans(inst) {

@@ -251,3 +251,43 @@ fn lds_dma_read_before_vmcnt_is_reported() {
         expect_hazard(e, &["hazard: LDS[", "s_waitcnt vmcnt(0)", "ds_read_b32"]);
     }
 }
+
+/// Wait states (`s_nop`): each kernel runs clean and correct with its `s_nop`, and without it the
+/// device reports the wait-state hazard, naming the register and the `s_nop` that is missing.
+/// `(kernel, targets, register, expected output of lane i)`.
+#[test]
+fn missing_wait_states_are_reported() {
+    let add1 = |i: u32| i * 10 + 4;
+    let cases: &[(&str, &[&str], &str, &dyn Fn(u32) -> u32)] = &[
+        ("ws_vmem_sgpr", ALL, "hazard: s5", &add1),
+        ("ws_lane_select", ALL, "hazard: s9", &add1),
+        ("ws_forward_const", &["gfx942"], "hazard: s9", &add1),
+        ("ws_trans", &["gfx942"], "hazard: v3", &add1),
+        ("ws_wide_store", ALL, "hazard: v4", &|j: u32| {
+            (j / 4) * 10 + 4
+        }),
+    ];
+    for (name, targets, register, want) in cases {
+        for &t in *targets {
+            let Some(good) = assemble(name, t, 2, None) else {
+                return;
+            };
+            let out = run_in_out(&good, name, RunConfig::default())
+                .unwrap_or_else(|e| panic!("{name} {t} with its s_nop: {e}"));
+            assert_eq!(out, (0..128).map(want).collect::<Vec<u32>>(), "{name} {t}");
+            let bad = assemble(name, t, 2, Some("// NOP")).unwrap();
+            let e = run_in_out(&bad, name, RunConfig::default())
+                .expect_err(&format!("{name} {t}: missing s_nop not reported"));
+            expect_hazard(
+                e,
+                &[register, "wait-state rule", "missing `s_nop", "wave 0"],
+            );
+            // The check can be switched off (code meant for the device only).
+            let off = RunConfig {
+                check_wait_states: false,
+                ..RunConfig::default()
+            };
+            run_in_out(&bad, name, off).unwrap_or_else(|e| panic!("{name} {t} unchecked: {e}"));
+        }
+    }
+}

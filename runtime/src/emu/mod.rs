@@ -39,6 +39,7 @@ pub mod stats;
 pub mod translate;
 pub mod valu;
 pub mod vmem;
+pub mod wait_states;
 pub mod wave;
 
 pub use error::{At, EmuError, WaveId};

@@ -10,6 +10,7 @@ use super::smem::SmemInst;
 use super::stats::InstClass;
 use super::valu::ValuInst;
 use super::vmem::VmemInst;
+use super::wait_states::WaitRules;
 use super::wave::EmuError;
 
 /// What executes an instruction, with its operands resolved.
@@ -55,6 +56,8 @@ pub struct Decoded {
     pub text: String,
     /// Register operands beyond what the kernel descriptor allocates: executing this is an error.
     pub illegal: Option<String>,
+    /// Wait states it provides, produces and needs (see `wait_states`).
+    pub waits: WaitRules,
 }
 
 /// A kernel's decoded code.

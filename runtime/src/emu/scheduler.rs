@@ -27,6 +27,7 @@ use super::program::{Decoded, Op, Program};
 use super::scalar::{self, Flow};
 use super::scoreboard::Scoreboard;
 use super::stats::Counters;
+use super::wait_states::WaitClock;
 use super::wave::{At, EmuError, Wave, LANES};
 use super::{ds, smem, valu, vmem};
 use crate::device::LaunchDims;
@@ -67,6 +68,9 @@ pub struct RunConfig {
     pub max_instructions_per_wave: u64,
     /// Lock store data registers until their counter retires them (see `scoreboard`).
     pub strict_store_sources: bool,
+    /// Report instructions issued fewer wait states after their producer than gfx9 requires
+    /// (see `wait_states`).
+    pub check_wait_states: bool,
 }
 
 impl Default for RunConfig {
@@ -75,6 +79,7 @@ impl Default for RunConfig {
             schedule: Schedule::RoundRobin,
             max_instructions_per_wave: 100_000_000,
             strict_store_sources: false,
+            check_wait_states: true,
         }
     }
 }
@@ -129,6 +134,7 @@ struct Slot {
     cache: AddrCache,
     state: State,
     executed: u64,
+    clock: WaitClock,
 }
 
 /// A small, fast, seedable generator (SplitMix64).
@@ -172,6 +178,7 @@ fn step(l: &LaunchState, slot: &mut Slot, lds: &mut Lds, wave_index: u8) -> Resu
         lds,
         wave_index,
         &mut slot.executed,
+        &mut slot.clock,
     );
     r.map_err(|e| locate(e, w, Some(d), l.program.image_base))
 }
@@ -188,6 +195,7 @@ fn execute(
     lds: &mut Lds,
     wave_index: u8,
     executed: &mut u64,
+    clock: &mut WaitClock,
 ) -> Result<Flow, EmuError> {
     if *executed >= l.config.max_instructions_per_wave {
         return Err(EmuError::Budget {
@@ -200,6 +208,10 @@ fn execute(
         return Err(EmuError::illegal(msg.clone()));
     }
     sb.check(&d.reads, &d.writes, d.issuing)?;
+    if l.config.check_wait_states {
+        clock.check(&d.waits)?;
+        clock.issue(&d.waits);
+    }
     let lanes = if d.vector { w.exec.count_ones() } else { 1 };
     let flow = match &d.op {
         Op::Scalar(s) => scalar::execute(w, s)?,
@@ -297,6 +309,7 @@ pub fn run_workgroup_with(
             cache: AddrCache::default(),
             state: State::Done,
             executed: 0,
+            clock: WaitClock::default(),
         });
     }
     let slots = &mut pool[..nwaves];
@@ -320,6 +333,7 @@ pub fn run_workgroup_with(
         s.cache = AddrCache::default();
         s.state = State::Running;
         s.executed = 0;
+        s.clock.new_wave();
         init(&mut s.wave);
     }
     let mut running = nwaves;
@@ -515,6 +529,7 @@ mod program_tests {
                     class,
                     vector,
                     illegal: None,
+                    waits: Default::default(),
                 }
             })
             .collect();
@@ -841,6 +856,7 @@ mod perf_probe {
                     },
                     vector,
                     illegal: None,
+                    waits: Default::default(),
                 }
             })
             .collect();

@@ -22,6 +22,7 @@ use super::stats::InstClass;
 use super::valu::lanes::{SdwaSel, SdwaUnused};
 use super::valu::{Dpp, Form, Sdwa, ValuInst, ValuOp};
 use super::vmem::{Segment, VmemInst, VmemOp};
+use super::wait_states::WaitRules;
 use super::wave::code;
 
 /// The encoding format of an instruction, from the fixed bits of its first word.
@@ -233,7 +234,9 @@ pub fn translate(
         vector: parts.vector,
         text,
         illegal: None,
+        waits: WaitRules::default(),
     };
+    d.waits = WaitRules::of(name, words, &d, target);
     let all = d.reads.or(&d.writes);
     if let Some(h) = highest(&all.v) {
         if h >= limits.vgprs {
@@ -1022,6 +1025,7 @@ pub fn decode_program(
                     vector: false,
                     text: format!("<undecodable {:#010x}>", words[k]),
                     illegal: None,
+                    waits: WaitRules::default(),
                 });
                 k += 1;
             }
