@@ -8,6 +8,8 @@
 //! three targets, through a small emitter of this test's own (encode with the instruction layer,
 //! resolve branches, write the code object).
 //! Part 2 does the same for every kernel of `kjit_kernels` compiled by the backend pipeline.
+//! Part 4 does it for the `s_nop` wait states the hazards pass inserts: each one removed, or
+//! shortened by one wait state, is reported by the device's wait-state checks.
 
 use kjit_backend_gcn::codeobj::metadata::KernelMeta;
 use kjit_backend_gcn::codeobj::write::{CodeObjectBuilder, KernargLayout, KernelBuild};
@@ -500,4 +502,101 @@ fn scheduled_library_kernels_run_clean_and_match_the_reference() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 4: every `s_nop` the hazards pass inserts is needed, and exactly as long as needed.
+
+/// `s_nop`s the device cannot prove needed: `(target, kernel, block, why)`. The hazards pass
+/// counts conservatively across block boundaries (a branch is credited no wait state, a join
+/// keeps the nearest producer of any predecessor), so an `s_nop` at the top of a block may cover
+/// a path the device's run does not take or count differently.
+const WAIT_STATES_BY_PATH: &[(&str, &str)] = &[];
+
+fn nops(f: &PhysFunction) -> Vec<(usize, usize, i64)> {
+    let mut v = Vec::new();
+    for (b, bl) in f.blocks.iter().enumerate() {
+        for (k, i) in bl.insts.iter().enumerate() {
+            if i.op == Opcode::SNop {
+                let n = match i.operands.first() {
+                    Some(Operand::Imm(n)) => *n,
+                    Some(Operand::InlineInt(n)) => *n as i64,
+                    _ => 0,
+                };
+                v.push((b, k, n));
+            }
+        }
+    }
+    v
+}
+
+fn wait_states_essential_for(targets: &[Target]) {
+    use kjit_backend_gcn::compile::{compile_to_phys, CompileOptions};
+    use kjit_backend_gcn::emit::emit;
+    let dev = GcnEmulator::new();
+    let (mut total, mut essential, mut exact, mut shortened) = (0usize, 0usize, 0usize, 0usize);
+    let mut failures = Vec::new();
+    for &target in targets {
+        for spec in kjit_kernels::all() {
+            let func = (spec.build)().expect("kernel builds");
+            let opts = CompileOptions {
+                optimize: true,
+                vgpr_budget: None,
+                check: false,
+            };
+            let phys = compile_to_phys(&func, target, &opts).expect("compiles");
+            let case = (spec.make_case)(essential_size(spec.name), 11);
+            for (b, k, n) in nops(&phys) {
+                total += 1;
+                let at = (b, k);
+                // Removed.
+                let code = emit(&without(&phys, at)).expect("emit").code_object;
+                match run_checked(&dev, &code, &func, spec, &case) {
+                    Err(e) if e.contains("wait-state rule") || e.starts_with("wrong result") => {
+                        essential += 1
+                    }
+                    Err(e) => failures.push(format!(
+                        "{target} {} s_nop {n} at {at:?} removed: unexpected error {e}",
+                        spec.name
+                    )),
+                    Ok(()) => {
+                        if !WAIT_STATES_BY_PATH.contains(&(target.name(), spec.name)) {
+                            failures.push(format!(
+                                "{target} {}: s_nop {n} at {at:?} is not needed on the device",
+                                spec.name
+                            ))
+                        }
+                    }
+                }
+                // One wait state shorter.
+                if n > 0 {
+                    shortened += 1;
+                    let mut g = phys.clone();
+                    g.blocks[b].insts[k] = Inst::new(Opcode::SNop, &[O::Imm(n - 1)]);
+                    let code = emit(&g).expect("emit").code_object;
+                    match run_checked(&dev, &code, &func, spec, &case) {
+                        Err(e) if e.contains("wait-state rule") => exact += 1,
+                        other => failures.push(format!(
+                            "{target} {}: s_nop {} instead of s_nop {n} at {at:?}: {other:?}",
+                            spec.name,
+                            n - 1
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "{essential} of {total} s_nops needed on the device; {exact} of {shortened} longer than 1 \
+         reported when one wait state shorter"
+    );
+    assert!(total > 0, "no s_nop inserted at all");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// (The library kernels need `s_nop`s only under gfx942's rules today; gfx90a/gfx900 code has
+/// none, and the device's run of it — every differential test — shows none missing.)
+#[test]
+fn every_inserted_s_nop_is_needed_on_the_device() {
+    wait_states_essential_for(&ALL_TARGETS);
 }
