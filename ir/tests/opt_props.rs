@@ -409,3 +409,46 @@ block0(v0: f32, v1: f32, v2: f32, v3: buf_mut<f32>):
     assert!(optimize(&on).0.to_string().contains("fma v0, v1, v2"));
     assert!(!optimize(&off).0.to_string().contains("fma"));
 }
+
+/// A tool, not a check: with `KJIT_OPT_CORPUS=FILE`, writes the optimized text of a fixed,
+/// deterministic corpus of random programs (integer, float, contracted) to FILE, so that a
+/// change meant only to speed the optimizer up can be shown to leave its output unchanged
+/// (`diff` the files written before and after). Run with `--ignored`.
+#[test]
+#[ignore]
+fn write_optimized_corpus() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let Ok(path) = std::env::var("KJIT_OPT_CORPUS") else {
+        return;
+    };
+    let mut runner = TestRunner::deterministic();
+    let mut out = String::new();
+    for (floats, contract, n, len) in [
+        (false, false, 700, 4..60),
+        (true, false, 500, 4..60),
+        (true, true, 200, 4..60),
+        (false, false, 40, 150..400),
+        (true, false, 20, 150..400),
+    ] {
+        for _ in 0..n {
+            let steps = prop::collection::vec(step(), len.clone())
+                .new_tree(&mut runner)
+                .unwrap()
+                .current();
+            let f = build(&steps, floats, contract);
+            let (g, r) = optimize(&f);
+            out.push_str(&format!(
+                "# {} -> {} insts, {} -> {} cycles, {} folded\n{g}\n",
+                r.insts_before, r.insts_after, r.cycles_before, r.cycles_after, r.folded_offsets
+            ));
+            for b in &r.blocks {
+                out.push_str(&format!(
+                    "# {} {} {} {} {}\n",
+                    b.iterations, b.stop, b.nodes, b.classes, b.rebuilt
+                ));
+            }
+        }
+    }
+    std::fs::write(path, out).unwrap();
+}

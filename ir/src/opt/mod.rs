@@ -15,6 +15,7 @@
 pub mod cost;
 pub mod lang;
 pub mod rules;
+pub mod run;
 
 use crate::entities::{Block, Value};
 use crate::function::{Function, ValueDef};
@@ -22,7 +23,7 @@ use crate::instructions::{InstData, Mem};
 use crate::types::Type;
 use crate::uniformity::Uniformity;
 use cost::{Cost, GcnCost};
-use egg::{Extractor, Id, Language, Runner, StopReason};
+use egg::{Extractor, Id, Language};
 use lang::{ConstVal, KGraph, KernelAnalysis, LeafId, LeafInfo, Node, NodeOp, TyTag};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -193,52 +194,6 @@ fn rule_set(contract: bool) -> &'static [egg::Rewrite<Node, KernelAnalysis>] {
         })
     } else {
         BASE.get_or_init(rules::base_rules)
-    }
-}
-
-/// egg's default scheduler (backoff), except that the limits are checked once after all rules
-/// were searched instead of after each rule. Searching does not change the e-graph, so the
-/// outcome is the same; what goes away is a clock read per rule (egg's limit check reads the
-/// time), which was ~7% of the optimizer on softmax/matmul.
-struct OncePerSearch(egg::BackoffScheduler);
-
-impl egg::RewriteScheduler<Node, KernelAnalysis> for OncePerSearch {
-    fn can_stop(&mut self, iteration: usize) -> bool {
-        egg::RewriteScheduler::<Node, KernelAnalysis>::can_stop(&mut self.0, iteration)
-    }
-
-    fn search_rewrite<'a>(
-        &mut self,
-        iteration: usize,
-        egraph: &KGraph,
-        rewrite: &'a egg::Rewrite<Node, KernelAnalysis>,
-    ) -> Vec<egg::SearchMatches<'a, Node>> {
-        self.0.search_rewrite(iteration, egraph, rewrite)
-    }
-
-    fn search_rewrites<'a>(
-        &mut self,
-        iteration: usize,
-        egraph: &KGraph,
-        rewrites: &[&'a egg::Rewrite<Node, KernelAnalysis>],
-        limits: &egg::RunnerLimits,
-    ) -> egg::RunnerResult<Vec<Vec<egg::SearchMatches<'a, Node>>>> {
-        let matches = rewrites
-            .iter()
-            .map(|rw| self.0.search_rewrite(iteration, egraph, rw))
-            .collect();
-        limits.check_limits(iteration, egraph)?;
-        Ok(matches)
-    }
-
-    fn apply_rewrite(
-        &mut self,
-        iteration: usize,
-        egraph: &mut KGraph,
-        rewrite: &egg::Rewrite<Node, KernelAnalysis>,
-        matches: Vec<egg::SearchMatches<Node>>,
-    ) -> usize {
-        self.0.apply_rewrite(iteration, egraph, rewrite, matches)
     }
 }
 
@@ -474,22 +429,9 @@ fn optimize_block(
     if rep.pure_insts == 0 {
         return rep;
     }
-    let runner = Runner::default()
-        .with_scheduler(OncePerSearch(egg::BackoffScheduler::default()))
-        .with_egraph(g)
-        .with_node_limit(opts.node_limit)
-        .with_iter_limit(opts.iter_limit)
-        .with_time_limit(std::time::Duration::from_secs(3600))
-        .run(rules);
-    rep.iterations = runner.iterations.len();
-    rep.stop = match &runner.stop_reason {
-        Some(StopReason::Saturated) => "saturated".into(),
-        Some(StopReason::IterationLimit(n)) => format!("iteration limit {n}"),
-        Some(StopReason::NodeLimit(n)) => format!("node limit {n}"),
-        Some(other) => format!("{other:?}"),
-        None => "unknown".into(),
-    };
-    let g = runner.egraph;
+    let (iterations, stop) = run::saturate(&mut g, rules, opts.node_limit, opts.iter_limit);
+    rep.iterations = iterations;
+    rep.stop = stop.to_string();
     rep.nodes = g.total_number_of_nodes();
     rep.classes = g.number_of_classes();
 

@@ -14,25 +14,29 @@ fn var(s: &str) -> Var {
     s.parse().expect("a pattern variable")
 }
 
-fn ty_of(g: &KGraph, s: &Subst, v: &str) -> Option<Type> {
-    g[s[var(v)]].data.ty
+fn ty_of(g: &KGraph, s: &Subst, v: Var) -> Option<Type> {
+    g[s[v]].data.ty
 }
 
-fn konst(g: &KGraph, s: &Subst, v: &str) -> Option<(Type, u64)> {
-    let d = &g[s[var(v)]].data;
+fn konst(g: &KGraph, s: &Subst, v: Var) -> Option<(Type, u64)> {
+    let d = &g[s[v]].data;
     Some((d.ty?, d.konst?))
 }
 
 fn int(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_int())
 }
 fn int32(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| matches!(ty_of(g, s, v), Some(Type::I32 | Type::U32))
 }
 fn signed_or_float(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_float() || t.is_signed())
 }
 fn float(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_float())
 }
 /// Integer or bool zero; float +0 when `float_pos_zero`, -0 when `float_neg_zero`.
@@ -41,6 +45,7 @@ fn is_zero(
     float_pos_zero: bool,
     float_neg_zero: bool,
 ) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| match konst(g, s, v) {
         Some((t, b)) if t.is_float() => {
             let sign = 1u64 << (t.bits() - 1);
@@ -51,6 +56,7 @@ fn is_zero(
     }
 }
 fn is_one(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| match konst(g, s, v) {
         Some((t, b)) if t.is_float() => float_value(t, b) == 1.0,
         Some((t, b)) => t.is_int() && b == 1,
@@ -58,12 +64,14 @@ fn is_one(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
     }
 }
 fn is_all_ones(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| match konst(g, s, v) {
         Some((t, b)) => (t.is_int() || t == Type::Bool) && b == t.mask(),
         None => false,
     }
 }
 fn is_value(v: &'static str, x: f64) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
+    let v = var(v);
     move |g, _, s| match konst(g, s, v) {
         Some((t, b)) if t.is_float() => float_value(t, b) == x,
         Some((t, b)) if t.is_int() => {
@@ -80,8 +88,17 @@ where
     move |g, i, s| a(g, i, s) && b(g, i, s)
 }
 
+/// The pattern variables `?a`, `?b`, `?c` of computed rules, parsed once per rule set rather
+/// than once per match.
+#[derive(Clone, Copy)]
+struct Vars {
+    a: Var,
+    b: Var,
+    c: Var,
+}
+
 /// An applier whose right-hand side is computed (new constants), then unioned with the match.
-struct Computed(fn(&mut KGraph, &Subst) -> Option<Id>);
+struct Computed(fn(&mut KGraph, &Subst, Vars) -> Option<Id>, Vars);
 
 impl Applier<Node, KernelAnalysis> for Computed {
     fn apply_one(
@@ -92,7 +109,7 @@ impl Applier<Node, KernelAnalysis> for Computed {
         _: Option<&PatternAst<Node>>,
         _: Symbol,
     ) -> Vec<Id> {
-        match (self.0)(g, subst) {
+        match (self.0)(g, subst, self.1) {
             Some(id) if g.union(eclass, id) => vec![id],
             _ => vec![],
         }
@@ -107,16 +124,21 @@ fn add_const(g: &mut KGraph, ty: Type, bits: u64) -> Id {
 }
 
 /// Power-of-two constant `?c` (≥ 2) of an integer type: its log2.
-fn log2_of(g: &KGraph, s: &Subst, v: &str) -> Option<(Type, u32)> {
+fn log2_of(g: &KGraph, s: &Subst, v: Var) -> Option<(Type, u32)> {
     let (t, b) = konst(g, s, v)?;
     (t.is_int() && b >= 2 && b.is_power_of_two()).then(|| (t, b.trailing_zeros()))
 }
 
-fn computed(name: &str, lhs: &str, f: fn(&mut KGraph, &Subst) -> Option<Id>) -> Rule {
+fn computed(name: &str, lhs: &str, f: fn(&mut KGraph, &Subst, Vars) -> Option<Id>) -> Rule {
+    let v = Vars {
+        a: var("?a"),
+        b: var("?b"),
+        c: var("?c"),
+    };
     Rewrite::new(
         name,
         lhs.parse::<egg::Pattern<Node>>().expect("pattern"),
-        Computed(f),
+        Computed(f, v),
     )
     .expect("rule")
 }
@@ -179,68 +201,68 @@ pub fn base_rules() -> Vec<Rule> {
         rw!("lshl-or"; "(or (shl ?a ?b) ?c)" => "(lshl_or ?a ?b ?c)" if int32("?a")),
     ];
     r.extend([
-        computed("sub-self", "(sub ?a ?a)", |g, s| {
-            let t = ty_of(g, s, "?a").filter(|t| t.is_int())?;
+        computed("sub-self", "(sub ?a ?a)", |g, s, v| {
+            let t = ty_of(g, s, v.a).filter(|t| t.is_int())?;
             Some(add_const(g, t, 0))
         }),
-        computed("xor-self", "(xor ?a ?a)", |g, s| {
-            let t = ty_of(g, s, "?a")?;
+        computed("xor-self", "(xor ?a ?a)", |g, s, v| {
+            let t = ty_of(g, s, v.a)?;
             Some(add_const(g, t, 0))
         }),
-        computed("eq-self", "(eq ?a ?a)", |g, s| {
-            let t = ty_of(g, s, "?a").filter(|t| t.is_int() || *t == Type::Bool)?;
+        computed("eq-self", "(eq ?a ?a)", |g, s, v| {
+            let t = ty_of(g, s, v.a).filter(|t| t.is_int() || *t == Type::Bool)?;
             let _ = t;
             Some(add_const(g, Type::Bool, 1))
         }),
         // Strength reduction.
-        computed("mul-pow2", "(mul ?a ?c)", |g, s| {
-            let (t, k) = log2_of(g, s, "?c")?;
-            let a = s[var("?a")];
+        computed("mul-pow2", "(mul ?a ?c)", |g, s, v| {
+            let (t, k) = log2_of(g, s, v.c)?;
+            let a = s[v.a];
             let kc = add_const(g, t, k as u64);
             Some(g.add(Node::Shl([a, kc])))
         }),
-        computed("udiv-pow2", "(div ?a ?c)", |g, s| {
-            let (t, k) = log2_of(g, s, "?c")?;
+        computed("udiv-pow2", "(div ?a ?c)", |g, s, v| {
+            let (t, k) = log2_of(g, s, v.c)?;
             if t.is_signed() {
                 return None;
             }
-            let a = s[var("?a")];
+            let a = s[v.a];
             let kc = add_const(g, t, k as u64);
             Some(g.add(Node::Shr([a, kc])))
         }),
-        computed("urem-pow2", "(rem ?a ?c)", |g, s| {
-            let (t, k) = log2_of(g, s, "?c")?;
+        computed("urem-pow2", "(rem ?a ?c)", |g, s, v| {
+            let (t, k) = log2_of(g, s, v.c)?;
             if t.is_signed() {
                 return None;
             }
-            let a = s[var("?a")];
+            let a = s[v.a];
             let m = add_const(g, t, (1u64 << k) - 1);
             Some(g.add(Node::And([a, m])))
         }),
-        computed("mul-pow2-plus-one", "(mul ?a ?c)", |g, s| {
-            let (t, b) = konst(g, s, "?c")?;
+        computed("mul-pow2-plus-one", "(mul ?a ?c)", |g, s, v| {
+            let (t, b) = konst(g, s, v.c)?;
             if !t.is_int() || b < 3 || !(b - 1).is_power_of_two() {
                 return None;
             }
-            let a = s[var("?a")];
+            let a = s[v.a];
             let kc = add_const(g, t, (b - 1).trailing_zeros() as u64);
             let sh = g.add(Node::Shl([a, kc]));
             Some(g.add(Node::Add([sh, a])))
         }),
-        computed("mul-pow2-minus-one", "(mul ?a ?c)", |g, s| {
-            let (t, b) = konst(g, s, "?c")?;
+        computed("mul-pow2-minus-one", "(mul ?a ?c)", |g, s, v| {
+            let (t, b) = konst(g, s, v.c)?;
             let up = b.checked_add(1)?;
             if !t.is_int() || b < 3 || !up.is_power_of_two() || up.trailing_zeros() >= t.bits() {
                 return None;
             }
-            let a = s[var("?a")];
+            let a = s[v.a];
             let kc = add_const(g, t, up.trailing_zeros() as u64);
             let sh = g.add(Node::Shl([a, kc]));
             Some(g.add(Node::Sub([sh, a])))
         }),
-        computed("select-const", "(select ?c ?a ?b)", |g, s| {
-            let (_, c) = konst(g, s, "?c")?;
-            Some(if c != 0 { s[var("?a")] } else { s[var("?b")] })
+        computed("select-const", "(select ?c ?a ?b)", |g, s, v| {
+            let (_, c) = konst(g, s, v.c)?;
+            Some(if c != 0 { s[v.a] } else { s[v.b] })
         }),
     ]);
     r

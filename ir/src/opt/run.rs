@@ -1,0 +1,152 @@
+//! The rewrite loop: equality saturation under node and iteration limits.
+//!
+//! It does what `egg::Runner` with egg's `BackoffScheduler` did for the optimizer (same order of
+//! searches, applications, limit checks and rebuilds, same rule banning), so the e-graph at
+//! the end is the same, but without what a compiler in a JIT does not need: no clock reads
+//! (egg's runner read the time before and after every phase and in every limit check), no
+//! per-iteration records, no hooks, and rule statistics in a vector indexed by rule instead of
+//! a map keyed by rule name. On the small blocks of typical kernels that bookkeeping was a
+//! good part of the optimizer's time.
+
+use super::lang::{KGraph, KernelAnalysis, Node};
+use egg::{Rewrite, SearchMatches};
+
+/// Initial number of matches of one rule in one iteration above which the rule is banned
+/// (egg's `BackoffScheduler` default).
+const MATCH_LIMIT: usize = 1_000;
+/// Initial ban length in iterations (egg's `BackoffScheduler` default).
+const BAN_LENGTH: usize = 5;
+
+/// Why rewriting stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// No rule changed the e-graph in the last iteration (and no rule is banned).
+    Saturated,
+    /// The iteration limit was reached (the number of iterations run).
+    IterationLimit(usize),
+    /// The e-graph grew past the node limit (its size when seen).
+    NodeLimit(usize),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Saturated => write!(f, "saturated"),
+            Stop::IterationLimit(n) => write!(f, "iteration limit {n}"),
+            Stop::NodeLimit(n) => write!(f, "node limit {n}"),
+        }
+    }
+}
+
+/// Backoff state of one rule.
+#[derive(Clone, Copy, Default)]
+struct RuleStats {
+    banned_until: usize,
+    times_banned: usize,
+}
+
+/// Rewrites `g` with `rules` until saturation or a limit; returns the iterations run and why
+/// it stopped. The e-graph is clean (rebuilt) afterwards.
+pub fn saturate(
+    g: &mut KGraph,
+    rules: &[Rewrite<Node, KernelAnalysis>],
+    node_limit: usize,
+    iter_limit: usize,
+) -> (usize, Stop) {
+    let check = |i: usize, g: &KGraph| -> Result<(), Stop> {
+        let size = g.total_size();
+        if size > node_limit {
+            Err(Stop::NodeLimit(size))
+        } else if i >= iter_limit {
+            Err(Stop::IterationLimit(i))
+        } else {
+            Ok(())
+        }
+    };
+    let mut stats = vec![RuleStats::default(); rules.len()];
+    let mut matches: Vec<Vec<SearchMatches<Node>>> = Vec::with_capacity(rules.len());
+    g.rebuild();
+    let mut i = 0;
+    loop {
+        let mut result = check(i, g);
+        let nodes_before = g.total_size();
+        let classes_before = g.number_of_classes();
+        let mut applied = false;
+        if result.is_ok() {
+            matches.clear();
+            for (rw, st) in rules.iter().zip(stats.iter_mut()) {
+                matches.push(search(i, g, rw, st));
+            }
+            // Searching does not change the e-graph: the limits still hold here.
+            for (rw, ms) in rules.iter().zip(matches.drain(..)) {
+                if ms.is_empty() {
+                    continue;
+                }
+                if !rw.apply(g, &ms).is_empty() {
+                    applied = true;
+                }
+                if let Err(e) = check(i, g) {
+                    result = Err(e);
+                    break;
+                }
+            }
+            matches.clear();
+        }
+        g.rebuild();
+        let saturated = !applied
+            && can_stop(&mut stats, i)
+            && nodes_before == g.total_size()
+            && classes_before == g.number_of_classes();
+        if saturated && result.is_ok() {
+            result = Err(Stop::Saturated);
+        }
+        i += 1;
+        if let Err(stop) = result.and_then(|_| check(i, g)) {
+            return (i, stop);
+        }
+    }
+}
+
+/// Searches one rule unless it is banned; bans it (and drops its matches) when it matched
+/// more often than its current limit.
+fn search<'a>(
+    i: usize,
+    g: &KGraph,
+    rw: &'a Rewrite<Node, KernelAnalysis>,
+    st: &mut RuleStats,
+) -> Vec<SearchMatches<'a, Node>> {
+    if i < st.banned_until {
+        return Vec::new();
+    }
+    let threshold = MATCH_LIMIT
+        .checked_shl(st.times_banned as u32)
+        .unwrap_or(usize::MAX);
+    let ms = rw.search_with_limit(g, threshold.saturating_add(1));
+    let total: usize = ms.iter().map(|m| m.substs.len()).sum();
+    if total > threshold {
+        let ban = BAN_LENGTH << st.times_banned;
+        st.times_banned += 1;
+        st.banned_until = i + ban;
+        Vec::new()
+    } else {
+        ms
+    }
+}
+
+/// Whether the loop may stop as saturated: only when no rule is banned. Otherwise the bans
+/// are shortened so that the earliest-banned rule is searched again in the next iteration.
+fn can_stop(stats: &mut [RuleStats], i: usize) -> bool {
+    let Some(min_ban) = stats
+        .iter()
+        .filter(|s| s.banned_until > i)
+        .map(|s| s.banned_until)
+        .min()
+    else {
+        return true;
+    };
+    let delta = min_ban - i;
+    for s in stats.iter_mut().filter(|s| s.banned_until > i) {
+        s.banned_until -= delta;
+    }
+    false
+}
