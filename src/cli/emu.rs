@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// Instructions one wave may execute before the launch fails (catches infinite loops).
     #[arg(long, default_value_t = RunConfig::default().max_instructions_per_wave)]
     pub max_instructions: u64,
+    /// Do not check wait states (`s_nop` hazards): for code meant only for the software device,
+    /// or to measure what the checks cost.
+    #[arg(long)]
+    pub no_wait_state_checks: bool,
 }
 
 /// One parsed `--arg`.
@@ -193,6 +197,7 @@ fn run_kernel(a: RunArgs) -> Result<()> {
     let dev = GcnEmulator::with_config(RunConfig {
         schedule,
         max_instructions_per_wave: a.max_instructions,
+        check_wait_states: !a.no_wait_state_checks,
         ..RunConfig::default()
     });
     let module = dev.load_module(&code)?;

@@ -386,6 +386,8 @@ impl WaitRules {
 /// previous wave are far in the past without clearing the tables.
 pub struct WaitClock {
     now: u64,
+    /// The last stamp of each event on any register: most needs are settled by this alone.
+    last: [u64; SCALAR_EVENTS + VECTOR_EVENTS],
     scalar: Box<[[u64; 128]; SCALAR_EVENTS]>,
     vector: Box<[[u64; 256]; VECTOR_EVENTS]>,
 }
@@ -397,6 +399,7 @@ impl Default for WaitClock {
     fn default() -> Self {
         WaitClock {
             now: FAR,
+            last: [0; SCALAR_EVENTS + VECTOR_EVENTS],
             scalar: Box::new([[0; 128]; SCALAR_EVENTS]),
             vector: Box::new([[0; 256]; VECTOR_EVENTS]),
         }
@@ -448,6 +451,9 @@ impl WaitClock {
     #[inline]
     pub fn check(&self, rules: &WaitRules) -> Result<(), EmuError> {
         for n in &rules.needs {
+            if self.now - self.last[n.event as usize] >= n.wait as u64 {
+                continue;
+            }
             let mut bad: Option<(u32, u64)> = None;
             let mut test = |r: u32| {
                 if bad.is_none() {
@@ -491,6 +497,7 @@ impl WaitClock {
         self.now += rules.provides as u64;
         let now = self.now;
         for (e, regs) in &rules.produces {
+            self.last[*e as usize] = now;
             if e.is_scalar() {
                 let t = &mut self.scalar[*e as usize];
                 for_each_bit(&scalar_words(regs.s), |r| t[r as usize] = now);
