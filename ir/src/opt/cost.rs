@@ -198,15 +198,23 @@ impl CostFunction<Node> for GcnCost<'_> {
 /// costed by the table above (SALU when its result is uniform and integer), plus literal
 /// operands. Loops are not weighted; it compares forms of one kernel, nothing more.
 pub fn estimate_cycles(func: &crate::function::Function) -> u64 {
+    estimate_cycles_with(func, &crate::uniformity::Uniformity::compute(func))
+}
+
+/// [`estimate_cycles`] with the uniformity of `func` already computed.
+pub fn estimate_cycles_with(
+    func: &crate::function::Function,
+    u: &crate::uniformity::Uniformity,
+) -> u64 {
     use crate::instructions::InstData;
-    let u = crate::uniformity::Uniformity::compute(func);
-    let mut literal: std::collections::HashMap<crate::entities::Value, bool> = Default::default();
+    let mut literal: cranelift_entity::SecondaryMap<crate::entities::Value, bool> =
+        cranelift_entity::SecondaryMap::new();
     let mut total = 0u64;
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
             let d = &func.insts[i];
             if let InstData::Const { ty, bits } = d {
-                literal.insert(func.results[i][0], !is_inline_constant(*ty, *bits));
+                literal[func.results[i][0]] = !is_inline_constant(*ty, *bits);
                 continue;
             }
             let op = match d {
@@ -225,10 +233,7 @@ pub fn estimate_cycles(func: &crate::function::Function) -> u64 {
                 _ => func.values[args[0]].ty,
             };
             let scalar = u.is_uniform(func.results[i][0]) && ty.is_int();
-            let lits = args
-                .iter()
-                .filter(|a| literal.get(a).copied().unwrap_or(false))
-                .count() as u64;
+            let lits = args.iter().filter(|a| literal[**a]).count() as u64;
             total += op_cycles(op, ty, scalar).max(1) as u64 + lits * LITERAL as u64;
         }
     }

@@ -324,10 +324,20 @@ impl egg::Analysis<Node> for KernelAnalysis {
             _ => {
                 let op = enode.op().expect("operation node");
                 let ch = enode.children();
-                let tys: Vec<Option<Type>> = ch.iter().map(|c| egraph[*c].data.ty).collect();
-                let ks: Vec<Option<u64>> = ch.iter().map(|c| egraph[*c].data.konst).collect();
-                let uniform = ch.iter().all(|c| egraph[*c].data.uniform);
-                let avail = ch.iter().map(|c| egraph[*c].data.avail).max().unwrap_or(-1);
+                // At most three operands: fixed arrays instead of vectors (this runs for
+                // every node added).
+                let mut tys: [Option<Type>; 3] = [None; 3];
+                let mut ks: [Option<u64>; 3] = [None; 3];
+                let mut uniform = true;
+                let mut avail = -1;
+                for (k, c) in ch.iter().enumerate() {
+                    let d = &egraph[*c].data;
+                    tys[k] = d.ty;
+                    ks[k] = d.konst;
+                    uniform &= d.uniform;
+                    avail = avail.max(d.avail);
+                }
+                let (tys, ks) = (&tys[..ch.len()], &ks[..ch.len()]);
                 let ty = match (op, enode) {
                     (NodeOp::Cmp(_), _) => Some(Type::Bool),
                     (NodeOp::Select, _) => tys[1],
@@ -337,7 +347,7 @@ impl egg::Analysis<Node> for KernelAnalysis {
                     },
                     _ => tys[0],
                 };
-                let konst = ty.and_then(|t| fold(op, &tys, &ks, t));
+                let konst = ty.and_then(|t| fold(op, tys, ks, t));
                 ClassData {
                     ty,
                     konst,

@@ -14,6 +14,7 @@
 
 pub mod cost;
 pub mod lang;
+pub mod pattern;
 pub mod rules;
 pub mod run;
 
@@ -23,9 +24,9 @@ use crate::instructions::{InstData, Mem};
 use crate::types::Type;
 use crate::uniformity::Uniformity;
 use cost::{Cost, GcnCost};
-use egg::{Extractor, Id, Language};
+use cranelift_entity::SecondaryMap;
+use egg::{Id, Language};
 use lang::{ConstVal, KGraph, KernelAnalysis, LeafId, LeafInfo, Node, NodeOp, TyTag};
-use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// Limits of the optimizer.
@@ -225,30 +226,30 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     let mut out = func.clone();
     let mut report = OptReport {
         insts_before: func.inst_count(),
-        cycles_before: cost::estimate_cycles(func),
+        cycles_before: cost::estimate_cycles_with(func, &uni),
         rules: rules.len(),
         ..Default::default()
     };
     // Where each value is used outside its own block.
-    let mut def_block: HashMap<Value, Block> = HashMap::new();
+    let mut def_block: SecondaryMap<Value, Option<Block>> = SecondaryMap::new();
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
             for &r in &func.results[i] {
-                def_block.insert(r, b);
+                def_block[r] = Some(b);
             }
         }
     }
-    let mut live_out: HashSet<Value> = HashSet::new();
+    let mut live_out: SecondaryMap<Value, bool> = SecondaryMap::new();
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
             func.insts[i].for_each_arg(|a| {
-                if def_block.get(&a).is_some_and(|d| *d != b) {
-                    live_out.insert(a);
+                if def_block[a].is_some_and(|d| d != b) {
+                    live_out[a] = true;
                 }
             });
         }
     }
-    let mut subst: HashMap<Value, Value> = HashMap::new();
+    let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     for &b in &func.layout {
         let start = Instant::now();
         let r = optimize_block(
@@ -266,18 +267,84 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
         br.micros = start.elapsed().as_micros();
         report.blocks.push(br);
     }
-    out.replace_uses(|v| *subst.get(&v).unwrap_or(&v));
+    out.replace_uses(|v| subst[v].unwrap_or(v));
     let out = out.renumbered();
     report.insts_after = out.inst_count();
     report.cycles_after = cost::estimate_cycles(&out);
     (out, report)
 }
 
+/// The cheapest cost of each e-class, computed exactly as `egg::Extractor::new` does (passes
+/// over the classes in the e-graph's order until nothing improves; per class the first
+/// cheapest node), kept in a vector indexed by class id instead of a hash map, and without
+/// cloning the best node (only the costs are used).
+struct BestCosts {
+    costs: Vec<Option<Cost>>,
+}
+
+impl BestCosts {
+    fn new(g: &KGraph) -> BestCosts {
+        let n = g
+            .classes()
+            .map(|c| usize::from(c.id) + 1)
+            .max()
+            .unwrap_or(0);
+        let mut costs: Vec<Option<Cost>> = vec![None; n];
+        let cf = GcnCost { egraph: g };
+        loop {
+            let mut changed = false;
+            for class in g.classes() {
+                let mut best: Option<Option<Cost>> = None;
+                for node in class.iter() {
+                    let known = node
+                        .children()
+                        .iter()
+                        .all(|c| costs[usize::from(g.find(*c))].is_some());
+                    let c = known.then(|| {
+                        cf.node_cost(node, |c| {
+                            costs[usize::from(g.find(c))].expect("known above")
+                        })
+                    });
+                    // The first minimum, as `Iterator::min_by` (`None` costs most).
+                    let better = match (&best, &c) {
+                        (None, _) => true,
+                        (Some(None), Some(_)) => true,
+                        (Some(Some(b)), Some(c)) => {
+                            c.partial_cmp(b) == Some(std::cmp::Ordering::Less)
+                        }
+                        _ => false,
+                    };
+                    if better {
+                        best = Some(c);
+                    }
+                }
+                let k = usize::from(class.id);
+                if let Some(Some(new)) = best {
+                    if costs[k].is_none_or(|old| new < old) {
+                        costs[k] = Some(new);
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        BestCosts { costs }
+    }
+
+    fn find_best_cost(&self, g: &KGraph, id: Id) -> Cost {
+        self.costs[usize::from(g.find(id))].expect("every class has a cost")
+    }
+}
+
 struct Rebuild<'a> {
     g: &'a KGraph,
-    ex: Extractor<'a, GcnCost<'a>, Node, KernelAnalysis>,
-    memo: HashMap<Id, Value>,
-    busy: HashSet<Id>,
+    ex: BestCosts,
+    /// Per canonical class: the value made for it.
+    memo: Vec<Option<Value>>,
+    /// Per canonical class: being materialized (cycle guard).
+    busy: Vec<bool>,
     insts: Vec<crate::entities::Inst>,
 }
 
@@ -295,18 +362,20 @@ impl Rebuild<'_> {
     }
 
     fn cost_of(&self, n: &Node) -> Cost {
-        GcnCost { egraph: self.g }.node_cost(n, |c| self.ex.find_best_cost(c))
+        GcnCost { egraph: self.g }.node_cost(n, |c| self.ex.find_best_cost(self.g, c))
     }
 
     /// A value for class `id` usable by the instruction at index `pos` of the block.
     fn materialize(&mut self, out: &mut Function, id: Id, pos: i64) -> Option<Value> {
         let id = self.g.find(id);
-        if let Some(v) = self.memo.get(&id) {
-            return Some(*v);
+        let k = usize::from(id);
+        if let Some(v) = self.memo[k] {
+            return Some(v);
         }
-        if !self.busy.insert(id) {
+        if self.busy[k] {
             return None;
         }
+        self.busy[k] = true;
         let ty = self.g[id].data.ty?;
         let mut cands: Vec<(Cost, Node)> = self.g[id]
             .nodes
@@ -316,7 +385,7 @@ impl Rebuild<'_> {
             .filter(|n| {
                 n.children()
                     .iter()
-                    .all(|c| !self.busy.contains(&self.g.find(*c)))
+                    .all(|c| !self.busy[usize::from(self.g.find(*c))])
             })
             .map(|n| (self.cost_of(n), n.clone()))
             .collect();
@@ -328,9 +397,9 @@ impl Rebuild<'_> {
                 break;
             }
         }
-        self.busy.remove(&id);
+        self.busy[k] = false;
         let v = result?;
-        self.memo.insert(id, v);
+        self.memo[k] = Some(v);
         Some(v)
     }
 
@@ -371,10 +440,10 @@ fn optimize_block(
     out: &mut Function,
     b: Block,
     uni: &Uniformity,
-    live_out: &HashSet<Value>,
+    live_out: &SecondaryMap<Value, bool>,
     rules: &[egg::Rewrite<Node, KernelAnalysis>],
     opts: &OptOptions,
-    subst: &mut HashMap<Value, Value>,
+    subst: &mut SecondaryMap<Value, Option<Value>>,
     folded: &mut usize,
 ) -> BlockReport {
     let insts = &func.blocks[b].insts;
@@ -389,33 +458,35 @@ fn optimize_block(
         rebuilt: false,
     };
     // Position of each value defined by a non-pure instruction of this block.
-    let mut pos_of: HashMap<Value, i64> = HashMap::new();
+    let mut pos_of: SecondaryMap<Value, i64> = SecondaryMap::with_default(-1);
     for (k, &i) in insts.iter().enumerate() {
         if !is_pure(&func.insts[i]) {
             for &r in &func.results[i] {
-                pos_of.insert(r, k as i64);
+                pos_of[r] = k as i64;
             }
         }
     }
     let mut g = KGraph::new(KernelAnalysis::default());
-    let mut class_of: HashMap<Value, Id> = HashMap::new();
-    let mut leaf_of: HashMap<Value, Id> = HashMap::new();
-    let mut get = |g: &mut KGraph, class_of: &HashMap<Value, Id>, v: Value| -> Id {
-        if let Some(id) = class_of.get(&v) {
-            return *id;
+    // The class of each pure result of the block, and the pure results in order.
+    let mut class_of: SecondaryMap<Value, Option<Id>> = SecondaryMap::new();
+    let mut pure_results: Vec<(Value, Id)> = Vec::new();
+    let mut leaf_of: SecondaryMap<Value, Option<Id>> = SecondaryMap::new();
+    let mut get = |g: &mut KGraph, class_of: &SecondaryMap<Value, Option<Id>>, v: Value| -> Id {
+        if let Some(id) = class_of[v] {
+            return id;
         }
-        if let Some(id) = leaf_of.get(&v) {
-            return *id;
+        if let Some(id) = leaf_of[v] {
+            return id;
         }
         let k = g.analysis.leaves.len() as u32;
         g.analysis.leaves.push(LeafInfo {
             value: v,
             ty: func.values[v].ty,
             uniform: uni.is_uniform(v),
-            pos: *pos_of.get(&v).unwrap_or(&-1),
+            pos: pos_of[v],
         });
         let id = g.add(Node::Leaf(LeafId(k)));
-        leaf_of.insert(v, id);
+        leaf_of[v] = Some(id);
         id
     };
     for &i in insts {
@@ -440,7 +511,8 @@ fn optimize_block(
                 g.add(Node::from_op(op, &ch))
             }
         };
-        class_of.insert(r, id);
+        class_of[r] = Some(id);
+        pure_results.push((r, id));
     }
     if rep.pure_insts == 0 {
         return rep;
@@ -458,14 +530,19 @@ fn optimize_block(
     // more than rewriting it on small blocks.)
     let scratch = out;
     let mut pending: Vec<(crate::entities::Inst, InstData)> = Vec::new();
+    let ids = g
+        .classes()
+        .map(|c| usize::from(c.id) + 1)
+        .max()
+        .unwrap_or(0);
     let mut rb = Rebuild {
         g: &g,
-        ex: Extractor::new(&g, GcnCost { egraph: &g }),
-        memo: HashMap::new(),
-        busy: HashSet::new(),
+        ex: BestCosts::new(&g),
+        memo: vec![None; ids],
+        busy: vec![false; ids],
         insts: Vec::new(),
     };
-    let mut local: HashMap<Value, Value> = HashMap::new();
+    let mut local: Vec<(Value, Value)> = Vec::new();
     let mut folded_here = 0;
     let mut ok = true;
     'insts: for (k, &i) in insts.iter().enumerate() {
@@ -478,17 +555,17 @@ fn optimize_block(
         if d.is_terminator() {
             // In value order: iterating the hash map would order the materialized
             // instructions differently from run to run (non-deterministic code).
-            let mut outs: Vec<(Value, Id)> = class_of
+            let mut outs: Vec<(Value, Id)> = pure_results
                 .iter()
-                .filter(|(v, _)| live_out.contains(*v))
-                .map(|(&v, &id)| (v, id))
+                .filter(|(v, _)| live_out[*v])
+                .copied()
                 .collect();
             outs.sort_by_key(|&(v, _)| v);
             for (v, id) in outs {
                 {
                     match rb.materialize(scratch, id, pos) {
                         Some(n) => {
-                            local.insert(v, n);
+                            local.push((v, n));
                         }
                         None => {
                             ok = false;
@@ -510,7 +587,7 @@ fn optimize_block(
             mem, index, offset, ..
         } = &mut data
         {
-            if let Some(&id) = class_of.get(index) {
+            if let Some(id) = class_of[*index] {
                 let size = match mem {
                     Mem::Global(bv) => match func.values[*bv].ty {
                         Type::Buffer { elem, .. } => elem.bytes() as u64,
@@ -518,7 +595,7 @@ fn optimize_block(
                     },
                     Mem::Lds(a) => func.lds[*a].elem.bytes() as u64,
                 };
-                let best_plain = rb.ex.find_best_cost(id);
+                let best_plain = rb.ex.find_best_cost(&g, id);
                 let mut choice: Option<(Cost, Id, u32)> = None;
                 for n in &g[id].nodes {
                     if let Node::Add([x, c]) = n {
@@ -528,7 +605,7 @@ fn optimize_block(
                             if new_off * size > max_offset_bytes(mem) || rb.node_avail(n) >= pos {
                                 continue;
                             }
-                            let cx = rb.ex.find_best_cost(x);
+                            let cx = rb.ex.find_best_cost(&g, x);
                             if cx < best_plain && choice.as_ref().is_none_or(|(cc, _, _)| cx < *cc)
                             {
                                 choice = Some((cx, x, new_off as u32));
@@ -555,8 +632,8 @@ fn optimize_block(
         data.for_each_arg(|a| args.push(a));
         let mut mapped = Vec::new();
         for a in args {
-            let n = match class_of.get(&a) {
-                Some(&id) => match rb.materialize(scratch, id, pos) {
+            let n = match class_of[a] {
+                Some(id) => match rb.materialize(scratch, id, pos) {
                     Some(n) => n,
                     None => {
                         ok = false;
@@ -577,14 +654,16 @@ fn optimize_block(
         return rep;
     }
     // The original pure results are gone: detach them.
-    for &v in class_of.keys() {
+    for &(v, _) in &pure_results {
         scratch.values[v].def = ValueDef::Detached;
     }
     for (i, data) in pending {
         scratch.insts[i] = data;
     }
     scratch.blocks[b].insts = std::mem::take(&mut rb.insts);
-    subst.extend(local);
+    for (v, n) in local {
+        subst[v] = Some(n);
+    }
     *folded += folded_here;
     rep.rebuilt = true;
     rep

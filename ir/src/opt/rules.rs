@@ -4,14 +4,38 @@
 //! payloads); `a*b+c → fma` is only in the contraction set, used when the kernel allows it.
 
 use super::lang::{ConstVal, KGraph, KernelAnalysis, Node};
+use super::pattern::{Lhs, Rhs};
 use crate::semantics::float_value;
 use crate::types::Type;
-use egg::{rewrite as rw, Applier, Id, PatternAst, Rewrite, Subst, Symbol, Var};
+use egg::{Applier, Id, PatternAst, Rewrite, Subst, Symbol, Var};
 
 type Rule = Rewrite<Node, KernelAnalysis>;
 
 fn var(s: &str) -> Var {
     s.parse().expect("a pattern variable")
+}
+
+fn ast(s: &str) -> PatternAst<Node> {
+    s.parse().expect("a pattern")
+}
+
+fn lhs(s: &str) -> Lhs {
+    Lhs::new(ast(s)).expect("a left-hand side of the supported shape")
+}
+
+/// An unconditional rule.
+fn rule(name: &str, l: &str, r: &str) -> Rule {
+    Rewrite::new(name, lhs(l), Rhs::new(ast(r))).expect("rule")
+}
+
+/// A rule applied where `cond` holds.
+fn rule_if(
+    name: &str,
+    l: &str,
+    r: &str,
+    cond: impl Fn(&mut KGraph, Id, &Subst) -> bool + Send + Sync + 'static,
+) -> Rule {
+    Rewrite::new(name, lhs(l), Rhs::when(ast(r), Box::new(cond))).expect("rule")
 }
 
 fn ty_of(g: &KGraph, s: &Subst, v: Var) -> Option<Type> {
@@ -135,70 +159,125 @@ fn computed(name: &str, lhs: &str, f: fn(&mut KGraph, &Subst, Vars) -> Option<Id
         b: var("?b"),
         c: var("?c"),
     };
-    Rewrite::new(
-        name,
-        lhs.parse::<egg::Pattern<Node>>().expect("pattern"),
-        Computed(f, v),
-    )
-    .expect("rule")
+    Rewrite::new(name, self::lhs(lhs), Computed(f, v)).expect("rule")
 }
 
 /// The rules that hold for every kernel.
 pub fn base_rules() -> Vec<Rule> {
     let mut r: Vec<Rule> = vec![
         // Commutativity (float add/mul/min/max are commutative up to NaN payloads).
-        rw!("comm-add"; "(add ?a ?b)" => "(add ?b ?a)"),
-        rw!("comm-mul"; "(mul ?a ?b)" => "(mul ?b ?a)"),
-        rw!("comm-and"; "(and ?a ?b)" => "(and ?b ?a)"),
-        rw!("comm-or"; "(or ?a ?b)" => "(or ?b ?a)"),
-        rw!("comm-xor"; "(xor ?a ?b)" => "(xor ?b ?a)"),
-        rw!("comm-min"; "(min ?a ?b)" => "(min ?b ?a)"),
-        rw!("comm-max"; "(max ?a ?b)" => "(max ?b ?a)"),
-        rw!("comm-eq"; "(eq ?a ?b)" => "(eq ?b ?a)"),
-        rw!("comm-ne"; "(ne ?a ?b)" => "(ne ?b ?a)"),
-        rw!("lt-gt"; "(lt ?a ?b)" => "(gt ?b ?a)"),
-        rw!("gt-lt"; "(gt ?a ?b)" => "(lt ?b ?a)"),
-        rw!("le-ge"; "(le ?a ?b)" => "(ge ?b ?a)"),
-        rw!("ge-le"; "(ge ?a ?b)" => "(le ?b ?a)"),
+        rule("comm-add", "(add ?a ?b)", "(add ?b ?a)"),
+        rule("comm-mul", "(mul ?a ?b)", "(mul ?b ?a)"),
+        rule("comm-and", "(and ?a ?b)", "(and ?b ?a)"),
+        rule("comm-or", "(or ?a ?b)", "(or ?b ?a)"),
+        rule("comm-xor", "(xor ?a ?b)", "(xor ?b ?a)"),
+        rule("comm-min", "(min ?a ?b)", "(min ?b ?a)"),
+        rule("comm-max", "(max ?a ?b)", "(max ?b ?a)"),
+        rule("comm-eq", "(eq ?a ?b)", "(eq ?b ?a)"),
+        rule("comm-ne", "(ne ?a ?b)", "(ne ?b ?a)"),
+        rule("lt-gt", "(lt ?a ?b)", "(gt ?b ?a)"),
+        rule("gt-lt", "(gt ?a ?b)", "(lt ?b ?a)"),
+        rule("le-ge", "(le ?a ?b)", "(ge ?b ?a)"),
+        rule("ge-le", "(ge ?a ?b)", "(le ?b ?a)"),
         // Integer reassociation: lets extraction group uniform terms (SALU) apart from
         // divergent ones, and find constant sums.
-        rw!("assoc-add"; "(add (add ?a ?b) ?c)" => "(add ?a (add ?b ?c))" if int("?a")),
-        rw!("assoc-add-rev"; "(add ?a (add ?b ?c))" => "(add (add ?a ?b) ?c)" if int("?a")),
-        rw!("assoc-mul"; "(mul (mul ?a ?b) ?c)" => "(mul ?a (mul ?b ?c))" if int("?a")),
-        rw!("assoc-mul-rev"; "(mul ?a (mul ?b ?c))" => "(mul (mul ?a ?b) ?c)" if int("?a")),
-        rw!("distribute-mul-add"; "(mul (add ?a ?b) ?c)" => "(add (mul ?a ?c) (mul ?b ?c))" if int("?a")),
+        rule_if(
+            "assoc-add",
+            "(add (add ?a ?b) ?c)",
+            "(add ?a (add ?b ?c))",
+            int("?a"),
+        ),
+        rule_if(
+            "assoc-add-rev",
+            "(add ?a (add ?b ?c))",
+            "(add (add ?a ?b) ?c)",
+            int("?a"),
+        ),
+        rule_if(
+            "assoc-mul",
+            "(mul (mul ?a ?b) ?c)",
+            "(mul ?a (mul ?b ?c))",
+            int("?a"),
+        ),
+        rule_if(
+            "assoc-mul-rev",
+            "(mul ?a (mul ?b ?c))",
+            "(mul (mul ?a ?b) ?c)",
+            int("?a"),
+        ),
+        rule_if(
+            "distribute-mul-add",
+            "(mul (add ?a ?b) ?c)",
+            "(add (mul ?a ?c) (mul ?b ?c))",
+            int("?a"),
+        ),
         // Identities.
-        rw!("add-zero"; "(add ?a ?z)" => "?a" if is_zero("?z", false, true)),
-        rw!("sub-zero"; "(sub ?a ?z)" => "?a" if is_zero("?z", true, false)),
-        rw!("mul-one"; "(mul ?a ?o)" => "?a" if is_one("?o")),
-        rw!("div-one"; "(div ?a ?o)" => "?a" if is_one("?o")),
-        rw!("mul-zero"; "(mul ?a ?z)" => "?z" if both(int("?a"), is_zero("?z", false, false))),
-        rw!("mul-minus-one"; "(mul ?a ?m)" => "(neg ?a)" if is_value("?m", -1.0)),
-        rw!("mul-two"; "(mul ?a ?t)" => "(add ?a ?a)" if both(float("?a"), is_value("?t", 2.0))),
-        rw!("and-zero"; "(and ?a ?z)" => "?z" if is_zero("?z", false, false)),
-        rw!("and-ones"; "(and ?a ?m)" => "?a" if is_all_ones("?m")),
-        rw!("or-zero"; "(or ?a ?z)" => "?a" if is_zero("?z", false, false)),
-        rw!("or-ones"; "(or ?a ?m)" => "?m" if is_all_ones("?m")),
-        rw!("xor-zero"; "(xor ?a ?z)" => "?a" if is_zero("?z", false, false)),
-        rw!("shl-zero"; "(shl ?a ?z)" => "?a" if is_zero("?z", false, false)),
-        rw!("shr-zero"; "(shr ?a ?z)" => "?a" if is_zero("?z", false, false)),
-        rw!("and-self"; "(and ?a ?a)" => "?a"),
-        rw!("or-self"; "(or ?a ?a)" => "?a"),
-        rw!("min-self"; "(min ?a ?a)" => "?a"),
-        rw!("max-self"; "(max ?a ?a)" => "?a"),
-        rw!("neg-neg"; "(neg (neg ?a))" => "?a"),
-        rw!("not-not"; "(not (not ?a))" => "?a"),
+        rule_if("add-zero", "(add ?a ?z)", "?a", is_zero("?z", false, true)),
+        rule_if("sub-zero", "(sub ?a ?z)", "?a", is_zero("?z", true, false)),
+        rule_if("mul-one", "(mul ?a ?o)", "?a", is_one("?o")),
+        rule_if("div-one", "(div ?a ?o)", "?a", is_one("?o")),
+        rule_if(
+            "mul-zero",
+            "(mul ?a ?z)",
+            "?z",
+            both(int("?a"), is_zero("?z", false, false)),
+        ),
+        rule_if(
+            "mul-minus-one",
+            "(mul ?a ?m)",
+            "(neg ?a)",
+            is_value("?m", -1.0),
+        ),
+        rule_if(
+            "mul-two",
+            "(mul ?a ?t)",
+            "(add ?a ?a)",
+            both(float("?a"), is_value("?t", 2.0)),
+        ),
+        rule_if("and-zero", "(and ?a ?z)", "?z", is_zero("?z", false, false)),
+        rule_if("and-ones", "(and ?a ?m)", "?a", is_all_ones("?m")),
+        rule_if("or-zero", "(or ?a ?z)", "?a", is_zero("?z", false, false)),
+        rule_if("or-ones", "(or ?a ?m)", "?m", is_all_ones("?m")),
+        rule_if("xor-zero", "(xor ?a ?z)", "?a", is_zero("?z", false, false)),
+        rule_if("shl-zero", "(shl ?a ?z)", "?a", is_zero("?z", false, false)),
+        rule_if("shr-zero", "(shr ?a ?z)", "?a", is_zero("?z", false, false)),
+        rule("and-self", "(and ?a ?a)", "?a"),
+        rule("or-self", "(or ?a ?a)", "?a"),
+        rule("min-self", "(min ?a ?a)", "?a"),
+        rule("max-self", "(max ?a ?a)", "?a"),
+        rule("neg-neg", "(neg (neg ?a))", "?a"),
+        rule("not-not", "(not (not ?a))", "?a"),
         // Not for unsigned integers, where abs is the identity.
-        rw!("abs-neg"; "(abs (neg ?a))" => "(abs ?a)" if signed_or_float("?a")),
-        rw!("select-same"; "(select ?c ?a ?a)" => "?a"),
-        rw!("sub-neg"; "(sub ?a (neg ?b))" => "(add ?a ?b)" if int("?a")),
-        rw!("add-neg"; "(add ?a (neg ?b))" => "(sub ?a ?b)"),
-        rw!("not-lt"; "(not (lt ?a ?b))" => "(ge ?a ?b)" if int("?a")),
-        rw!("not-le"; "(not (le ?a ?b))" => "(gt ?a ?b)" if int("?a")),
+        rule_if(
+            "abs-neg",
+            "(abs (neg ?a))",
+            "(abs ?a)",
+            signed_or_float("?a"),
+        ),
+        rule("select-same", "(select ?c ?a ?a)", "?a"),
+        rule_if("sub-neg", "(sub ?a (neg ?b))", "(add ?a ?b)", int("?a")),
+        rule("add-neg", "(add ?a (neg ?b))", "(sub ?a ?b)"),
+        rule_if("not-lt", "(not (lt ?a ?b))", "(ge ?a ?b)", int("?a")),
+        rule_if("not-le", "(not (le ?a ?b))", "(gt ?a ?b)", int("?a")),
         // GCN three-operand shapes (v_lshl_add_u32, v_add3_u32, v_lshl_or_b32).
-        rw!("lshl-add"; "(add (shl ?a ?b) ?c)" => "(lshl_add ?a ?b ?c)" if int32("?a")),
-        rw!("add3"; "(add (add ?a ?b) ?c)" => "(add3 ?a ?b ?c)" if int32("?a")),
-        rw!("lshl-or"; "(or (shl ?a ?b) ?c)" => "(lshl_or ?a ?b ?c)" if int32("?a")),
+        rule_if(
+            "lshl-add",
+            "(add (shl ?a ?b) ?c)",
+            "(lshl_add ?a ?b ?c)",
+            int32("?a"),
+        ),
+        rule_if(
+            "add3",
+            "(add (add ?a ?b) ?c)",
+            "(add3 ?a ?b ?c)",
+            int32("?a"),
+        ),
+        rule_if(
+            "lshl-or",
+            "(or (shl ?a ?b) ?c)",
+            "(lshl_or ?a ?b ?c)",
+            int32("?a"),
+        ),
     ];
     r.extend([
         computed("sub-self", "(sub ?a ?a)", |g, s, v| {
@@ -271,7 +350,17 @@ pub fn base_rules() -> Vec<Rule> {
 /// Rules allowed only when the kernel allows contraction.
 pub fn contraction_rules() -> Vec<Rule> {
     vec![
-        rw!("fma-contract"; "(add (mul ?a ?b) ?c)" => "(fma ?a ?b ?c)" if float("?a")),
-        rw!("fma-contract-sub"; "(sub (mul ?a ?b) ?c)" => "(fma ?a ?b (neg ?c))" if float("?a")),
+        rule_if(
+            "fma-contract",
+            "(add (mul ?a ?b) ?c)",
+            "(fma ?a ?b ?c)",
+            float("?a"),
+        ),
+        rule_if(
+            "fma-contract-sub",
+            "(sub (mul ?a ?b) ?c)",
+            "(fma ?a ?b (neg ?c))",
+            float("?a"),
+        ),
     ]
 }
