@@ -80,3 +80,40 @@ fn identities_disappear() {
 fn rule_set_size_is_reported() {
     assert!(rule_count() >= 50, "{}", rule_count());
 }
+
+/// Regression (random_programs seed 0xd1b44d9b66467d09): a later block's value that the
+/// rewrites reduce to a pure value of an earlier block (here `not (not v4)` to `v4`) was
+/// replaced by that earlier value's *original* name, which the earlier block's rebuild had
+/// already replaced by a new instruction: the output used a value defined nowhere.
+#[test]
+fn values_reduced_to_an_earlier_blocks_pure_value_follow_its_rebuild() {
+    let text = "kernel k(x: buf<u32>, o: buf_mut<u32>) {
+block0(v0: buf<u32>, v1: buf_mut<u32>):
+    v2:u32 = lane_id
+    v3:u32 = const.u32 1
+    v4:u32 = add v2, v3
+    jump block1
+block1:
+    v5:u32 = not v4
+    v6:u32 = not v5
+    jump block2
+block2:
+    store v1[v2], v6
+    return
+}
+";
+    let f = parse_function(text).unwrap();
+    verify(&f).unwrap();
+    let (g, _) = optimize(&f);
+    verify(&g).unwrap_or_else(|e| panic!("{e}\n{g}"));
+    let out = g.to_string();
+    assert!(!out.contains("not"), "{out}");
+    // The store takes the rebuilt `add` of block0.
+    let add = out
+        .lines()
+        .find(|l| l.contains("= add"))
+        .and_then(|l| l.trim().split(':').next())
+        .unwrap_or_else(|| panic!("no add in\n{out}"))
+        .to_string();
+    assert!(out.contains(&format!("store v1[v2], {add}")), "{out}");
+}

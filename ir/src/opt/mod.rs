@@ -267,7 +267,20 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
         br.micros = start.elapsed().as_micros();
         report.blocks.push(br);
     }
-    out.replace_uses(|v| subst[v].unwrap_or(v));
+    // A replacement can itself be a pure value of an earlier rebuilt block (a later block's
+    // value reduced to a leaf, e.g. `not (not v)` to `v`): follow the chain to the value that
+    // is defined. Chains go strictly up the dominator tree (a leaf is defined in a block that
+    // dominates its use), so they end; the bound only guards against a bug looping.
+    out.replace_uses(|v| {
+        let mut v = v;
+        for _ in 0..=func.values.len() {
+            match subst[v] {
+                Some(n) if n != v => v = n,
+                _ => break,
+            }
+        }
+        v
+    });
     let out = out.renumbered();
     report.insts_after = out.inst_count();
     report.cycles_after = cost::estimate_cycles(&out);
