@@ -183,10 +183,10 @@ fn inst_of(op: NodeOp, args: &[Value], ty: Type) -> InstData {
 
 /// The rule set, built once per process: parsing and compiling the patterns of ~60 rules cost
 /// more than rewriting the small blocks of a typical kernel did.
-fn rule_set(contract: bool) -> &'static [egg::Rewrite<Node, KernelAnalysis>] {
+fn rule_set(contract: bool) -> &'static [rules::Rule] {
     use std::sync::OnceLock;
-    static BASE: OnceLock<Vec<egg::Rewrite<Node, KernelAnalysis>>> = OnceLock::new();
-    static ALL: OnceLock<Vec<egg::Rewrite<Node, KernelAnalysis>>> = OnceLock::new();
+    static BASE: OnceLock<Vec<rules::Rule>> = OnceLock::new();
+    static ALL: OnceLock<Vec<rules::Rule>> = OnceLock::new();
     if contract {
         ALL.get_or_init(|| {
             let mut r = rules::base_rules();
@@ -454,7 +454,7 @@ fn optimize_block(
     b: Block,
     uni: &Uniformity,
     live_out: &SecondaryMap<Value, bool>,
-    rules: &[egg::Rewrite<Node, KernelAnalysis>],
+    rules: &[rules::Rule],
     opts: &OptOptions,
     subst: &mut SecondaryMap<Value, Option<Value>>,
     folded: &mut usize,

@@ -5,19 +5,29 @@
 //! except at most one operand that is itself an operation over variables:
 //! `(add ?a ?b)`, `(sub ?a ?a)`, `(add (shl ?a ?b) ?c)`. For those shapes egg compiles a
 //! program (bind the root, compare repeated variables, bind the inner operation) and runs it
-//! in a fresh virtual machine per e-class, allocating registers and match vectors each time;
-//! on the small e-graphs of kernel blocks that set-up was most of the search. [`Lhs`] walks the
-//! same nodes in the same order (classes in `classes_for_op` order, nodes in class order, the
-//! inner operation's nodes in class order, limits counted the same way), so it finds the same
-//! matches in the same order and the rewriting is unchanged. [`Rhs`] instantiates a right-hand
-//! side as egg's `Pattern` applier (unconditional) or `ConditionalApplier` (conditional) did,
-//! including which of the two classes is passed first to `union`.
+//! in a fresh virtual machine per e-class, allocating registers, substitutions and match
+//! vectors each time; on the small e-graphs of kernel blocks that set-up was most of the
+//! search. [`Lhs`] walks the same nodes in the same order (classes in `classes_for_op` order,
+//! nodes in class order, the inner operation's nodes in class order, limits counted the same
+//! way), so it finds the same matches in the same order, and records each as the matched class
+//! and the operand classes in variable order ([`Match`]). [`Template`] instantiates a
+//! right-hand side bottom-up as egg's `apply_pat` did.
 
-use super::lang::{KGraph, KernelAnalysis, Node};
-use egg::{
-    Applier, ENodeOrVar, Id, Language, PatternAst, SearchMatches, Searcher, Subst, Symbol, Var,
-};
-use std::borrow::Cow;
+use super::lang::{KGraph, Node};
+use egg::{ENodeOrVar, Id, Language, PatternAst, Var};
+
+/// Most variables in one left-hand side.
+pub const MAX_VARS: usize = 3;
+
+/// One match: the matched class and the classes of the variables, in the left-hand side's
+/// variable order.
+#[derive(Clone, Copy, Debug)]
+pub struct Match {
+    /// The matched class.
+    pub class: Id,
+    /// The variables' classes.
+    pub regs: [Id; MAX_VARS],
+}
 
 /// What an operand position of a left-hand side holds.
 #[derive(Clone, Copy, Debug)]
@@ -33,7 +43,6 @@ enum Slot {
 /// A left-hand side `(op s0 s1 ..)` whose operands are variables and at most one inner
 /// operation over variables.
 pub struct Lhs {
-    ast: PatternAst<Node>,
     root: Node,
     root_slots: Vec<Slot>,
     inner: Option<(Node, Vec<Slot>)>,
@@ -41,11 +50,19 @@ pub struct Lhs {
     vars: Vec<Var>,
 }
 
-/// A condition of a conditional rule (as egg's `ConditionalApplier` takes it).
-pub type Cond = Box<dyn Fn(&mut KGraph, Id, &Subst) -> bool + Send + Sync>;
-
 impl Lhs {
     /// Parses a left-hand side; `None` if it is not of the supported shape.
+    pub fn parse(text: &str) -> Option<Lhs> {
+        Lhs::new(text.parse().ok()?)
+    }
+
+    /// The position of variable `name` (`"?a"`) among the matched operands.
+    pub fn var_index(&self, name: &str) -> Option<usize> {
+        let v: Var = name.parse().ok()?;
+        self.vars.iter().position(|w| *w == v)
+    }
+
+    /// A left-hand side from its pattern; `None` if it is not of the supported shape.
     pub fn new(ast: PatternAst<Node>) -> Option<Lhs> {
         let nodes = ast.as_ref();
         let ENodeOrVar::ENode(root) = nodes.last()? else {
@@ -91,21 +108,34 @@ impl Lhs {
                 Some((n, slots))
             }
         };
-        if vars.len() > 6 {
+        if vars.len() > MAX_VARS {
             return None;
         }
         Some(Lhs {
             root: root.clone(),
-            ast,
             root_slots,
             inner,
             vars,
         })
     }
 
-    /// Matches in class `eclass`, at most `limit`, appended to `out`.
-    fn search_class(&self, g: &KGraph, eclass: Id, limit: usize, out: &mut Vec<Subst>) {
-        let mut regs = [Id::from(0usize); 6];
+    /// All matches, at most `limit`, appended to `out` (which is empty on entry), in the order
+    /// egg's `Pattern::search_with_limit` found them.
+    pub fn search(&self, g: &KGraph, limit: usize, out: &mut Vec<Match>) {
+        let Some(classes) = g.classes_for_op(&self.root.discriminant()) else {
+            return;
+        };
+        for eclass in classes {
+            if out.len() >= limit {
+                break;
+            }
+            self.search_class(g, eclass, limit, out);
+        }
+    }
+
+    /// Matches in class `eclass` while `out` holds fewer than `limit`.
+    fn search_class(&self, g: &KGraph, eclass: Id, limit: usize, out: &mut Vec<Match>) {
+        let mut regs = [Id::from(0usize); MAX_VARS];
         let root_d = self.root.discriminant();
         for n in g[eclass].nodes.iter() {
             if out.len() >= limit {
@@ -136,26 +166,30 @@ impl Lhs {
                         }
                         let mut none = None;
                         if bind(slots, m.children(), g, &mut regs, &mut none) {
-                            out.push(self.subst(&regs));
+                            out.push(Match {
+                                class: eclass,
+                                regs,
+                            });
                         }
                     }
                 }
-                _ => out.push(self.subst(&regs)),
+                _ => out.push(Match {
+                    class: eclass,
+                    regs,
+                }),
             }
         }
-    }
-
-    fn subst(&self, regs: &[Id; 6]) -> Subst {
-        let mut s = Subst::with_capacity(self.vars.len());
-        for (k, v) in self.vars.iter().enumerate() {
-            s.insert(*v, regs[k]);
-        }
-        s
     }
 }
 
 /// Binds or compares the operands `ch` against `slots`; false if a repeated variable differs.
-fn bind(slots: &[Slot], ch: &[Id], g: &KGraph, regs: &mut [Id; 6], inner: &mut Option<Id>) -> bool {
+fn bind(
+    slots: &[Slot],
+    ch: &[Id],
+    g: &KGraph,
+    regs: &mut [Id; MAX_VARS],
+    inner: &mut Option<Id>,
+) -> bool {
     for (s, &c) in slots.iter().zip(ch) {
         match *s {
             Slot::Bind(k) => regs[k] = c,
@@ -170,154 +204,49 @@ fn bind(slots: &[Slot], ch: &[Id], g: &KGraph, regs: &mut [Id; 6], inner: &mut O
     true
 }
 
-impl Searcher<Node, KernelAnalysis> for Lhs {
-    fn search_eclass_with_limit(
-        &self,
-        g: &KGraph,
-        eclass: Id,
-        limit: usize,
-    ) -> Option<SearchMatches<'_, Node>> {
-        let mut substs = Vec::new();
-        self.search_class(g, eclass, limit, &mut substs);
-        (!substs.is_empty()).then(|| SearchMatches {
-            eclass,
-            substs,
-            ast: Some(Cow::Borrowed(&self.ast)),
-        })
-    }
-
-    fn search_with_limit(&self, g: &KGraph, mut limit: usize) -> Vec<SearchMatches<'_, Node>> {
-        let Some(classes) = g.classes_for_op(&self.root.discriminant()) else {
-            return Vec::new();
-        };
-        let mut ms = Vec::new();
-        for eclass in classes {
-            if limit == 0 {
-                break;
-            }
-            let mut substs = Vec::new();
-            self.search_class(g, eclass, limit, &mut substs);
-            if !substs.is_empty() {
-                limit -= substs.len();
-                ms.push(SearchMatches {
-                    eclass,
-                    substs,
-                    ast: Some(Cow::Borrowed(&self.ast)),
-                });
-            }
-        }
-        ms
-    }
-
-    fn get_pattern_ast(&self) -> Option<&PatternAst<Node>> {
-        Some(&self.ast)
-    }
-
-    fn vars(&self) -> Vec<Var> {
-        self.vars.clone()
-    }
+/// A node of a [`Template`].
+#[derive(Clone, Debug)]
+enum TNode {
+    /// The class matched by the left-hand side's variable at this position.
+    Var(usize),
+    /// An operation whose children index earlier template nodes.
+    Op(Node),
 }
 
-/// A right-hand side pattern, with the condition of a conditional rule.
-pub struct Rhs {
-    ast: PatternAst<Node>,
-    cond: Option<Cond>,
+/// A right-hand side: nodes in bottom-up order (as parsed), variables resolved to the
+/// left-hand side's operand positions.
+pub struct Template {
+    nodes: Vec<TNode>,
 }
 
-impl Rhs {
-    /// An unconditional right-hand side.
-    pub fn new(ast: PatternAst<Node>) -> Rhs {
-        Rhs { ast, cond: None }
-    }
-
-    /// A right-hand side applied only where `cond` holds.
-    pub fn when(ast: PatternAst<Node>, cond: Cond) -> Rhs {
-        Rhs {
-            ast,
-            cond: Some(cond),
+impl Template {
+    /// Parses `text` with the variables of `lhs`; `None` if it is malformed or uses a variable
+    /// the left-hand side does not bind.
+    pub fn parse(text: &str, lhs: &Lhs) -> Option<Template> {
+        let ast: PatternAst<Node> = text.parse().ok()?;
+        let mut nodes = Vec::new();
+        for n in ast.as_ref() {
+            nodes.push(match n {
+                ENodeOrVar::Var(v) => TNode::Var(lhs.vars.iter().position(|w| w == v)?),
+                ENodeOrVar::ENode(e) => TNode::Op(e.clone()),
+            });
         }
+        Some(Template { nodes })
     }
 
-    /// Adds the instantiated pattern to `g`; its class.
-    fn instantiate(&self, ids: &mut Vec<Id>, g: &mut KGraph, subst: &Subst) -> Id {
+    /// Adds the template instantiated with `regs` to `g` (`ids` is scratch); its class.
+    pub fn instantiate(&self, g: &mut KGraph, regs: &[Id; MAX_VARS], ids: &mut Vec<Id>) -> Id {
         ids.clear();
-        for n in self.ast.as_ref() {
+        for n in &self.nodes {
             let id = match n {
-                ENodeOrVar::Var(v) => subst[*v],
-                ENodeOrVar::ENode(e) => {
+                TNode::Var(k) => regs[*k],
+                TNode::Op(e) => {
                     let e = e.clone().map_children(|c| ids[usize::from(c)]);
                     g.add(e)
                 }
             };
             ids.push(id);
         }
-        *ids.last().expect("a non-empty pattern")
-    }
-}
-
-impl Applier<Node, KernelAnalysis> for Rhs {
-    fn apply_matches(
-        &self,
-        g: &mut KGraph,
-        matches: &[SearchMatches<Node>],
-        _rule: Symbol,
-    ) -> Vec<Id> {
-        let mut added = Vec::new();
-        let mut ids = Vec::with_capacity(self.ast.as_ref().len());
-        for mat in matches {
-            for subst in &mat.substs {
-                match &self.cond {
-                    // As egg's `Pattern` applier: union(new, matched).
-                    None => {
-                        let id = self.instantiate(&mut ids, g, subst);
-                        if g.union(id, mat.eclass) {
-                            added.push(id);
-                        }
-                    }
-                    // As egg's `ConditionalApplier` over a `Pattern`: union(matched, new).
-                    Some(cond) => {
-                        if cond(g, mat.eclass, subst) {
-                            let id = self.instantiate(&mut ids, g, subst);
-                            if g.union(mat.eclass, id) {
-                                added.push(mat.eclass);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        added
-    }
-
-    fn apply_one(
-        &self,
-        g: &mut KGraph,
-        eclass: Id,
-        subst: &Subst,
-        _: Option<&PatternAst<Node>>,
-        rule: Symbol,
-    ) -> Vec<Id> {
-        let m = [SearchMatches {
-            eclass,
-            substs: vec![subst.clone()],
-            ast: None,
-        }];
-        self.apply_matches(g, &m, rule)
-    }
-
-    fn get_pattern_ast(&self) -> Option<&PatternAst<Node>> {
-        Some(&self.ast)
-    }
-
-    fn vars(&self) -> Vec<Var> {
-        let mut vs = Vec::new();
-        for n in self.ast.as_ref() {
-            if let ENodeOrVar::Var(v) = n {
-                if !vs.contains(v) {
-                    vs.push(*v);
-                }
-            }
-        }
-        vs
+        *ids.last().expect("a non-empty template")
     }
 }

@@ -2,141 +2,196 @@
 //! makes it exact under the IR's semantics (integers wrap, shift amounts are taken modulo the
 //! width, floats round). Float rules are limited to identities that are bit-exact (up to NaN
 //! payloads); `a*b+c → fma` is only in the contraction set, used when the kernel allows it.
+//!
+//! A rule is a left-hand side ([`Lhs`]) and an [`Action`]: a right-hand side [`Template`]
+//! (unioned with the match, under [`Test`]s of the matched classes when conditional) or a
+//! computed right-hand side (new constants). Conditions are data, resolved to operand
+//! positions when the rule set is built, so that checking one costs a few loads.
 
-use super::lang::{ConstVal, KGraph, KernelAnalysis, Node};
-use super::pattern::{Lhs, Rhs};
+use super::lang::{ConstVal, KGraph, Node};
+use super::pattern::{Lhs, Template};
 use crate::semantics::float_value;
 use crate::types::Type;
-use egg::{Applier, Id, PatternAst, Rewrite, Subst, Symbol, Var};
+use egg::Id;
 
-type Rule = Rewrite<Node, KernelAnalysis>;
-
-fn var(s: &str) -> Var {
-    s.parse().expect("a pattern variable")
+/// A type or constant test of one matched class.
+#[derive(Clone, Copy, Debug)]
+pub enum Test {
+    /// An integer type.
+    Int,
+    /// `i32` or `u32`.
+    Int32,
+    /// A signed integer or float type.
+    SignedOrFloat,
+    /// A float type.
+    Float,
+    /// Integer or bool zero; float +0 when `pos`, -0 when `neg`.
+    Zero {
+        /// Float +0 counts.
+        pos: bool,
+        /// Float -0 counts.
+        neg: bool,
+    },
+    /// The constant one (integer or float).
+    One,
+    /// An integer or bool constant with all bits set.
+    AllOnes,
+    /// A constant equal to this number.
+    Value(f64),
 }
 
-fn ast(s: &str) -> PatternAst<Node> {
-    s.parse().expect("a pattern")
+impl Test {
+    /// Whether the class `id` passes.
+    pub fn holds(self, g: &KGraph, id: Id) -> bool {
+        match self {
+            Test::Int => ty_of(g, id).is_some_and(|t| t.is_int()),
+            Test::Int32 => matches!(ty_of(g, id), Some(Type::I32 | Type::U32)),
+            Test::SignedOrFloat => ty_of(g, id).is_some_and(|t| t.is_float() || t.is_signed()),
+            Test::Float => ty_of(g, id).is_some_and(|t| t.is_float()),
+            Test::Zero { pos, neg } => match konst(g, id) {
+                Some((t, b)) if t.is_float() => {
+                    let sign = 1u64 << (t.bits() - 1);
+                    (pos && b == 0) || (neg && b == sign)
+                }
+                Some((_, b)) => b == 0,
+                None => false,
+            },
+            Test::One => match konst(g, id) {
+                Some((t, b)) if t.is_float() => float_value(t, b) == 1.0,
+                Some((t, b)) => t.is_int() && b == 1,
+                None => false,
+            },
+            Test::AllOnes => match konst(g, id) {
+                Some((t, b)) => (t.is_int() || t == Type::Bool) && b == t.mask(),
+                None => false,
+            },
+            Test::Value(x) => match konst(g, id) {
+                Some((t, b)) if t.is_float() => float_value(t, b) == x,
+                Some((t, b)) if t.is_int() => {
+                    crate::semantics::eval_convert(t, Type::F64, b) == x.to_bits()
+                }
+                _ => false,
+            },
+        }
+    }
 }
 
-fn lhs(s: &str) -> Lhs {
-    Lhs::new(ast(s)).expect("a left-hand side of the supported shape")
+/// The variables `?a`, `?b`, `?c` of a computed rule, as operand positions of its match.
+#[derive(Clone, Copy, Debug)]
+pub struct Vars {
+    a: usize,
+    b: usize,
+    c: usize,
 }
 
-/// An unconditional rule.
-fn rule(name: &str, l: &str, r: &str) -> Rule {
-    Rewrite::new(name, lhs(l), Rhs::new(ast(r))).expect("rule")
+/// A computed right-hand side: given the matched operands, the class to union with the match.
+pub type ComputeFn = fn(&mut KGraph, &[Id], Vars) -> Option<Id>;
+
+/// What a rule does with a match.
+pub enum Action {
+    /// Add the template and union it with the matched class; when `tests` is `Some`, only
+    /// where every test holds (and the union takes the matched class first, as egg's
+    /// conditional applier did; the unconditional one took the new class first).
+    Rewrite {
+        /// The right-hand side.
+        rhs: Template,
+        /// Tests of operand positions, for a conditional rule.
+        tests: Option<Vec<(usize, Test)>>,
+    },
+    /// Union the match with what the function makes (if anything).
+    Compute(ComputeFn, Vars),
 }
 
-/// A rule applied where `cond` holds.
-fn rule_if(
-    name: &str,
-    l: &str,
-    r: &str,
-    cond: impl Fn(&mut KGraph, Id, &Subst) -> bool + Send + Sync + 'static,
-) -> Rule {
-    Rewrite::new(name, lhs(l), Rhs::when(ast(r), Box::new(cond))).expect("rule")
+/// A rewrite rule.
+pub struct Rule {
+    /// Its name.
+    pub name: &'static str,
+    /// Its left-hand side.
+    pub lhs: Lhs,
+    /// Its right-hand side.
+    pub action: Action,
 }
 
-fn ty_of(g: &KGraph, s: &Subst, v: Var) -> Option<Type> {
-    g[s[v]].data.ty
+fn ty_of(g: &KGraph, id: Id) -> Option<Type> {
+    g[id].data.ty
 }
 
-fn konst(g: &KGraph, s: &Subst, v: Var) -> Option<(Type, u64)> {
-    let d = &g[s[v]].data;
+fn konst(g: &KGraph, id: Id) -> Option<(Type, u64)> {
+    let d = &g[id].data;
     Some((d.ty?, d.konst?))
 }
 
-fn int(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_int())
+/// Tests of named variables (all must hold).
+struct Check(Vec<(&'static str, Test)>);
+
+fn int(v: &'static str) -> Check {
+    Check(vec![(v, Test::Int)])
 }
-fn int32(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| matches!(ty_of(g, s, v), Some(Type::I32 | Type::U32))
+fn int32(v: &'static str) -> Check {
+    Check(vec![(v, Test::Int32)])
 }
-fn signed_or_float(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_float() || t.is_signed())
+fn signed_or_float(v: &'static str) -> Check {
+    Check(vec![(v, Test::SignedOrFloat)])
 }
-fn float(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| ty_of(g, s, v).is_some_and(|t| t.is_float())
+fn float(v: &'static str) -> Check {
+    Check(vec![(v, Test::Float)])
 }
 /// Integer or bool zero; float +0 when `float_pos_zero`, -0 when `float_neg_zero`.
-fn is_zero(
-    v: &'static str,
-    float_pos_zero: bool,
-    float_neg_zero: bool,
-) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| match konst(g, s, v) {
-        Some((t, b)) if t.is_float() => {
-            let sign = 1u64 << (t.bits() - 1);
-            (float_pos_zero && b == 0) || (float_neg_zero && b == sign)
-        }
-        Some((_, b)) => b == 0,
-        None => false,
-    }
+fn is_zero(v: &'static str, float_pos_zero: bool, float_neg_zero: bool) -> Check {
+    Check(vec![(
+        v,
+        Test::Zero {
+            pos: float_pos_zero,
+            neg: float_neg_zero,
+        },
+    )])
 }
-fn is_one(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| match konst(g, s, v) {
-        Some((t, b)) if t.is_float() => float_value(t, b) == 1.0,
-        Some((t, b)) => t.is_int() && b == 1,
-        None => false,
-    }
+fn is_one(v: &'static str) -> Check {
+    Check(vec![(v, Test::One)])
 }
-fn is_all_ones(v: &'static str) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| match konst(g, s, v) {
-        Some((t, b)) => (t.is_int() || t == Type::Bool) && b == t.mask(),
-        None => false,
-    }
+fn is_all_ones(v: &'static str) -> Check {
+    Check(vec![(v, Test::AllOnes)])
 }
-fn is_value(v: &'static str, x: f64) -> impl Fn(&mut KGraph, Id, &Subst) -> bool {
-    let v = var(v);
-    move |g, _, s| match konst(g, s, v) {
-        Some((t, b)) if t.is_float() => float_value(t, b) == x,
-        Some((t, b)) if t.is_int() => {
-            crate::semantics::eval_convert(t, Type::F64, b) == x.to_bits()
-        }
-        _ => false,
-    }
+fn is_value(v: &'static str, x: f64) -> Check {
+    Check(vec![(v, Test::Value(x))])
 }
-fn both<A, B>(a: A, b: B) -> impl Fn(&mut KGraph, Id, &Subst) -> bool
-where
-    A: Fn(&mut KGraph, Id, &Subst) -> bool,
-    B: Fn(&mut KGraph, Id, &Subst) -> bool,
-{
-    move |g, i, s| a(g, i, s) && b(g, i, s)
+fn both(a: Check, b: Check) -> Check {
+    let mut t = a.0;
+    t.extend(b.0);
+    Check(t)
 }
 
-/// The pattern variables `?a`, `?b`, `?c` of computed rules, parsed once per rule set rather
-/// than once per match.
-#[derive(Clone, Copy)]
-struct Vars {
-    a: Var,
-    b: Var,
-    c: Var,
+fn lhs(s: &str) -> Lhs {
+    Lhs::parse(s).expect("a left-hand side of the supported shape")
 }
 
-/// An applier whose right-hand side is computed (new constants), then unioned with the match.
-struct Computed(fn(&mut KGraph, &Subst, Vars) -> Option<Id>, Vars);
+/// An unconditional rule.
+fn rule(name: &'static str, l: &str, r: &str) -> Rule {
+    let lhs = lhs(l);
+    let rhs = Template::parse(r, &lhs).expect("a right-hand side over the left's variables");
+    Rule {
+        name,
+        lhs,
+        action: Action::Rewrite { rhs, tests: None },
+    }
+}
 
-impl Applier<Node, KernelAnalysis> for Computed {
-    fn apply_one(
-        &self,
-        g: &mut KGraph,
-        eclass: Id,
-        subst: &Subst,
-        _: Option<&PatternAst<Node>>,
-        _: Symbol,
-    ) -> Vec<Id> {
-        match (self.0)(g, subst, self.1) {
-            Some(id) if g.union(eclass, id) => vec![id],
-            _ => vec![],
-        }
+/// A rule applied where `check` holds.
+fn rule_if(name: &'static str, l: &str, r: &str, check: Check) -> Rule {
+    let lhs = lhs(l);
+    let rhs = Template::parse(r, &lhs).expect("a right-hand side over the left's variables");
+    let tests = check
+        .0
+        .into_iter()
+        .map(|(v, t)| (lhs.var_index(v).expect("a variable of the left side"), t))
+        .collect();
+    Rule {
+        name,
+        lhs,
+        action: Action::Rewrite {
+            rhs,
+            tests: Some(tests),
+        },
     }
 }
 
@@ -147,19 +202,26 @@ fn add_const(g: &mut KGraph, ty: Type, bits: u64) -> Id {
     }))
 }
 
-/// Power-of-two constant `?c` (≥ 2) of an integer type: its log2.
-fn log2_of(g: &KGraph, s: &Subst, v: Var) -> Option<(Type, u32)> {
-    let (t, b) = konst(g, s, v)?;
+/// Power-of-two constant (≥ 2) of an integer type: its log2.
+fn log2_of(g: &KGraph, id: Id) -> Option<(Type, u32)> {
+    let (t, b) = konst(g, id)?;
     (t.is_int() && b >= 2 && b.is_power_of_two()).then(|| (t, b.trailing_zeros()))
 }
 
-fn computed(name: &str, lhs: &str, f: fn(&mut KGraph, &Subst, Vars) -> Option<Id>) -> Rule {
+fn computed(name: &'static str, l: &str, f: ComputeFn) -> Rule {
+    let lhs = lhs(l);
+    // Variables a rule does not have get an unused position (never read by its function).
+    let at = |v: &str| lhs.var_index(v).unwrap_or(usize::MAX);
     let v = Vars {
-        a: var("?a"),
-        b: var("?b"),
-        c: var("?c"),
+        a: at("?a"),
+        b: at("?b"),
+        c: at("?c"),
     };
-    Rewrite::new(name, self::lhs(lhs), Computed(f, v)).expect("rule")
+    Rule {
+        name,
+        lhs,
+        action: Action::Compute(f, v),
+    }
 }
 
 /// The rules that hold for every kernel.
@@ -280,68 +342,68 @@ pub fn base_rules() -> Vec<Rule> {
         ),
     ];
     r.extend([
-        computed("sub-self", "(sub ?a ?a)", |g, s, v| {
-            let t = ty_of(g, s, v.a).filter(|t| t.is_int())?;
+        computed("sub-self", "(sub ?a ?a)", |g, r, v| {
+            let t = ty_of(g, r[v.a]).filter(|t| t.is_int())?;
             Some(add_const(g, t, 0))
         }),
-        computed("xor-self", "(xor ?a ?a)", |g, s, v| {
-            let t = ty_of(g, s, v.a)?;
+        computed("xor-self", "(xor ?a ?a)", |g, r, v| {
+            let t = ty_of(g, r[v.a])?;
             Some(add_const(g, t, 0))
         }),
-        computed("eq-self", "(eq ?a ?a)", |g, s, v| {
-            let t = ty_of(g, s, v.a).filter(|t| t.is_int() || *t == Type::Bool)?;
+        computed("eq-self", "(eq ?a ?a)", |g, r, v| {
+            let t = ty_of(g, r[v.a]).filter(|t| t.is_int() || *t == Type::Bool)?;
             let _ = t;
             Some(add_const(g, Type::Bool, 1))
         }),
         // Strength reduction.
-        computed("mul-pow2", "(mul ?a ?c)", |g, s, v| {
-            let (t, k) = log2_of(g, s, v.c)?;
-            let a = s[v.a];
+        computed("mul-pow2", "(mul ?a ?c)", |g, r, v| {
+            let (t, k) = log2_of(g, r[v.c])?;
+            let a = r[v.a];
             let kc = add_const(g, t, k as u64);
             Some(g.add(Node::Shl([a, kc])))
         }),
-        computed("udiv-pow2", "(div ?a ?c)", |g, s, v| {
-            let (t, k) = log2_of(g, s, v.c)?;
+        computed("udiv-pow2", "(div ?a ?c)", |g, r, v| {
+            let (t, k) = log2_of(g, r[v.c])?;
             if t.is_signed() {
                 return None;
             }
-            let a = s[v.a];
+            let a = r[v.a];
             let kc = add_const(g, t, k as u64);
             Some(g.add(Node::Shr([a, kc])))
         }),
-        computed("urem-pow2", "(rem ?a ?c)", |g, s, v| {
-            let (t, k) = log2_of(g, s, v.c)?;
+        computed("urem-pow2", "(rem ?a ?c)", |g, r, v| {
+            let (t, k) = log2_of(g, r[v.c])?;
             if t.is_signed() {
                 return None;
             }
-            let a = s[v.a];
+            let a = r[v.a];
             let m = add_const(g, t, (1u64 << k) - 1);
             Some(g.add(Node::And([a, m])))
         }),
-        computed("mul-pow2-plus-one", "(mul ?a ?c)", |g, s, v| {
-            let (t, b) = konst(g, s, v.c)?;
+        computed("mul-pow2-plus-one", "(mul ?a ?c)", |g, r, v| {
+            let (t, b) = konst(g, r[v.c])?;
             if !t.is_int() || b < 3 || !(b - 1).is_power_of_two() {
                 return None;
             }
-            let a = s[v.a];
+            let a = r[v.a];
             let kc = add_const(g, t, (b - 1).trailing_zeros() as u64);
             let sh = g.add(Node::Shl([a, kc]));
             Some(g.add(Node::Add([sh, a])))
         }),
-        computed("mul-pow2-minus-one", "(mul ?a ?c)", |g, s, v| {
-            let (t, b) = konst(g, s, v.c)?;
+        computed("mul-pow2-minus-one", "(mul ?a ?c)", |g, r, v| {
+            let (t, b) = konst(g, r[v.c])?;
             let up = b.checked_add(1)?;
             if !t.is_int() || b < 3 || !up.is_power_of_two() || up.trailing_zeros() >= t.bits() {
                 return None;
             }
-            let a = s[v.a];
+            let a = r[v.a];
             let kc = add_const(g, t, up.trailing_zeros() as u64);
             let sh = g.add(Node::Shl([a, kc]));
             Some(g.add(Node::Sub([sh, a])))
         }),
-        computed("select-const", "(select ?c ?a ?b)", |g, s, v| {
-            let (_, c) = konst(g, s, v.c)?;
-            Some(if c != 0 { s[v.a] } else { s[v.b] })
+        computed("select-const", "(select ?c ?a ?b)", |g, r, v| {
+            let (_, c) = konst(g, r[v.c])?;
+            Some(if c != 0 { r[v.a] } else { r[v.b] })
         }),
     ]);
     r

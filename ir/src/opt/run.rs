@@ -8,8 +8,9 @@
 //! a map keyed by rule name. On the small blocks of typical kernels that bookkeeping was a
 //! good part of the optimizer's time.
 
-use super::lang::{KGraph, KernelAnalysis, Node};
-use egg::{Rewrite, SearchMatches};
+use super::lang::KGraph;
+use super::pattern::Match;
+use super::rules::{Action, Rule};
 
 /// Initial number of matches of one rule in one iteration above which the rule is banned
 /// (egg's `BackoffScheduler` default).
@@ -49,7 +50,7 @@ struct RuleStats {
 /// it stopped. The e-graph is clean (rebuilt) afterwards.
 pub fn saturate(
     g: &mut KGraph,
-    rules: &[Rewrite<Node, KernelAnalysis>],
+    rules: &[Rule],
     node_limit: usize,
     iter_limit: usize,
 ) -> (usize, Stop) {
@@ -64,7 +65,8 @@ pub fn saturate(
         }
     };
     let mut stats = vec![RuleStats::default(); rules.len()];
-    let mut matches: Vec<Vec<SearchMatches<Node>>> = Vec::with_capacity(rules.len());
+    let mut matches: Vec<Vec<Match>> = rules.iter().map(|_| Vec::new()).collect();
+    let mut ids = Vec::new();
     g.rebuild();
     let mut i = 0;
     loop {
@@ -73,16 +75,16 @@ pub fn saturate(
         let classes_before = g.number_of_classes();
         let mut applied = false;
         if result.is_ok() {
-            matches.clear();
-            for (rw, st) in rules.iter().zip(stats.iter_mut()) {
-                matches.push(search(i, g, rw, st));
+            for ((rw, st), ms) in rules.iter().zip(stats.iter_mut()).zip(matches.iter_mut()) {
+                ms.clear();
+                search(i, g, rw, st, ms);
             }
             // Searching does not change the e-graph: the limits still hold here.
-            for (rw, ms) in rules.iter().zip(matches.drain(..)) {
+            for (rw, ms) in rules.iter().zip(matches.iter()) {
                 if ms.is_empty() {
                     continue;
                 }
-                if !rw.apply(g, &ms).is_empty() {
+                if apply(g, rw, ms, &mut ids) {
                     applied = true;
                 }
                 if let Err(e) = check(i, g) {
@@ -90,7 +92,6 @@ pub fn saturate(
                     break;
                 }
             }
-            matches.clear();
         }
         g.rebuild();
         let saturated = !applied
@@ -107,30 +108,52 @@ pub fn saturate(
     }
 }
 
-/// Searches one rule unless it is banned; bans it (and drops its matches) when it matched
-/// more often than its current limit.
-fn search<'a>(
-    i: usize,
-    g: &KGraph,
-    rw: &'a Rewrite<Node, KernelAnalysis>,
-    st: &mut RuleStats,
-) -> Vec<SearchMatches<'a, Node>> {
+/// Searches one rule into `out` unless it is banned; bans it (and drops its matches) when it
+/// matched more often than its current limit.
+fn search(i: usize, g: &KGraph, rw: &Rule, st: &mut RuleStats, out: &mut Vec<Match>) {
     if i < st.banned_until {
-        return Vec::new();
+        return;
     }
     let threshold = MATCH_LIMIT
         .checked_shl(st.times_banned as u32)
         .unwrap_or(usize::MAX);
-    let ms = rw.search_with_limit(g, threshold.saturating_add(1));
-    let total: usize = ms.iter().map(|m| m.substs.len()).sum();
-    if total > threshold {
+    rw.lhs.search(g, threshold.saturating_add(1), out);
+    if out.len() > threshold {
         let ban = BAN_LENGTH << st.times_banned;
         st.times_banned += 1;
         st.banned_until = i + ban;
-        Vec::new()
-    } else {
-        ms
+        out.clear();
     }
+}
+
+/// Applies one rule to its matches, in order; whether any union changed the e-graph.
+fn apply(g: &mut KGraph, rw: &Rule, ms: &[Match], ids: &mut Vec<egg::Id>) -> bool {
+    let mut changed = false;
+    for m in ms {
+        match &rw.action {
+            // As egg's `Pattern` applier: union(new, matched).
+            Action::Rewrite { rhs, tests: None } => {
+                let id = rhs.instantiate(g, &m.regs, ids);
+                changed |= g.union(id, m.class);
+            }
+            // As egg's `ConditionalApplier` over a `Pattern`: union(matched, new).
+            Action::Rewrite {
+                rhs,
+                tests: Some(tests),
+            } => {
+                if tests.iter().all(|&(k, t)| t.holds(g, m.regs[k])) {
+                    let id = rhs.instantiate(g, &m.regs, ids);
+                    changed |= g.union(m.class, id);
+                }
+            }
+            Action::Compute(f, vars) => {
+                if let Some(id) = f(g, &m.regs, *vars) {
+                    changed |= g.union(m.class, id);
+                }
+            }
+        }
+    }
+    changed
 }
 
 /// Whether the loop may stop as saturated: only when no rule is banned. Otherwise the bans
