@@ -183,18 +183,18 @@ fn inst_of(op: NodeOp, args: &[Value], ty: Type) -> InstData {
 
 /// The rule set, built once per process: parsing and compiling the patterns of ~60 rules cost
 /// more than rewriting the small blocks of a typical kernel did.
-fn rule_set(contract: bool) -> &'static [rules::Rule] {
+fn rule_set(contract: bool) -> &'static rules::RuleSet {
     use std::sync::OnceLock;
-    static BASE: OnceLock<Vec<rules::Rule>> = OnceLock::new();
-    static ALL: OnceLock<Vec<rules::Rule>> = OnceLock::new();
+    static BASE: OnceLock<rules::RuleSet> = OnceLock::new();
+    static ALL: OnceLock<rules::RuleSet> = OnceLock::new();
     if contract {
         ALL.get_or_init(|| {
             let mut r = rules::base_rules();
             r.extend(rules::contraction_rules());
-            r
+            rules::RuleSet::new(r)
         })
     } else {
-        BASE.get_or_init(rules::base_rules)
+        BASE.get_or_init(|| rules::RuleSet::new(rules::base_rules()))
     }
 }
 
@@ -227,7 +227,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     let mut report = OptReport {
         insts_before: func.inst_count(),
         cycles_before: cost::estimate_cycles_with(func, &uni),
-        rules: rules.len(),
+        rules: rules.rules.len(),
         ..Default::default()
     };
     // Where each value is used outside its own block.
@@ -454,7 +454,7 @@ fn optimize_block(
     b: Block,
     uni: &Uniformity,
     live_out: &SecondaryMap<Value, bool>,
-    rules: &[rules::Rule],
+    rules: &rules::RuleSet,
     opts: &OptOptions,
     subst: &mut SecondaryMap<Value, Option<Value>>,
     folded: &mut usize,

@@ -119,30 +119,20 @@ impl Lhs {
         })
     }
 
-    /// All matches, at most `limit`, appended to `out` (which is empty on entry), in the order
-    /// egg's `Pattern::search_with_limit` found them.
-    pub fn search(&self, g: &KGraph, limit: usize, out: &mut Vec<Match>) {
-        let Some(classes) = g.classes_for_op(&self.root.discriminant()) else {
-            return;
-        };
-        for eclass in classes {
-            if out.len() >= limit {
-                break;
-            }
-            self.search_class(g, eclass, limit, out);
-        }
+    /// The root operation (its operands are meaningless).
+    pub fn root(&self) -> &Node {
+        &self.root
     }
 
-    /// Matches in class `eclass` while `out` holds fewer than `limit`.
-    fn search_class(&self, g: &KGraph, eclass: Id, limit: usize, out: &mut Vec<Match>) {
+    /// All matches, at most `limit`, appended to `out` (which is empty on entry), in the order
+    /// egg's `Pattern::search_with_limit` found them. `roots` are the e-graph's nodes with this
+    /// left-hand side's root operation, with their classes, in that search order
+    /// ([`root_nodes`]).
+    pub fn search(&self, g: &KGraph, roots: &[(Id, Node)], limit: usize, out: &mut Vec<Match>) {
         let mut regs = [Id::from(0usize); MAX_VARS];
-        let root_d = self.root.discriminant();
-        for n in g[eclass].nodes.iter() {
+        for (eclass, n) in roots {
             if out.len() >= limit {
                 return;
-            }
-            if n.discriminant() != root_d {
-                continue;
             }
             let mut inner_class = None;
             if !bind(
@@ -167,16 +157,34 @@ impl Lhs {
                         let mut none = None;
                         if bind(slots, m.children(), g, &mut regs, &mut none) {
                             out.push(Match {
-                                class: eclass,
+                                class: *eclass,
                                 regs,
                             });
                         }
                     }
                 }
                 _ => out.push(Match {
-                    class: eclass,
+                    class: *eclass,
                     regs,
                 }),
+            }
+        }
+    }
+}
+
+/// The nodes of `g` with operation `op`, with their classes, in the order egg's pattern search
+/// visits them (classes in `classes_for_op` order, nodes in class order), into `out`. Built
+/// once per iteration and shared by all rules with that root operation.
+pub fn root_nodes(g: &KGraph, op: &Node, out: &mut Vec<(Id, Node)>) {
+    out.clear();
+    let d = op.discriminant();
+    let Some(classes) = g.classes_for_op(&d) else {
+        return;
+    };
+    for eclass in classes {
+        for n in g[eclass].nodes.iter() {
+            if n.discriminant() == d {
+                out.push((eclass, n.clone()));
             }
         }
     }

@@ -112,6 +112,42 @@ pub struct Rule {
     pub action: Action,
 }
 
+/// A rule set, with the distinct root operations of its left-hand sides (the search of one
+/// iteration lists the e-graph's nodes of each root operation once, for all rules).
+pub struct RuleSet {
+    /// The rules, in application order.
+    pub rules: Vec<Rule>,
+    /// The distinct root operations.
+    pub roots: Vec<Node>,
+    /// Per rule: the index of its root operation in `roots`.
+    pub root_of: Vec<usize>,
+}
+
+impl RuleSet {
+    /// Indexes `rules`.
+    pub fn new(rules: Vec<Rule>) -> RuleSet {
+        use egg::Language;
+        let mut roots: Vec<Node> = Vec::new();
+        let mut root_of = Vec::with_capacity(rules.len());
+        for r in &rules {
+            let d = r.lhs.root().discriminant();
+            let k = match roots.iter().position(|n| n.discriminant() == d) {
+                Some(k) => k,
+                None => {
+                    roots.push(r.lhs.root().clone());
+                    roots.len() - 1
+                }
+            };
+            root_of.push(k);
+        }
+        RuleSet {
+            rules,
+            roots,
+            root_of,
+        }
+    }
+}
+
 fn ty_of(g: &KGraph, id: Id) -> Option<Type> {
     g[id].data.ty
 }

@@ -9,8 +9,8 @@
 //! good part of the optimizer's time.
 
 use super::lang::KGraph;
-use super::pattern::Match;
-use super::rules::{Action, Rule};
+use super::pattern::{root_nodes, Match};
+use super::rules::{Action, Rule, RuleSet};
 
 /// Initial number of matches of one rule in one iteration above which the rule is banned
 /// (egg's `BackoffScheduler` default).
@@ -50,7 +50,7 @@ struct RuleStats {
 /// it stopped. The e-graph is clean (rebuilt) afterwards.
 pub fn saturate(
     g: &mut KGraph,
-    rules: &[Rule],
+    set: &RuleSet,
     node_limit: usize,
     iter_limit: usize,
 ) -> (usize, Stop) {
@@ -64,7 +64,10 @@ pub fn saturate(
             Ok(())
         }
     };
+    let rules = &set.rules[..];
     let mut stats = vec![RuleStats::default(); rules.len()];
+    let mut table: Vec<Vec<(egg::Id, super::lang::Node)>> =
+        set.roots.iter().map(|_| Vec::new()).collect();
     let mut matches: Vec<Vec<Match>> = rules.iter().map(|_| Vec::new()).collect();
     let mut ids = Vec::new();
     g.rebuild();
@@ -75,9 +78,17 @@ pub fn saturate(
         let classes_before = g.number_of_classes();
         let mut applied = false;
         if result.is_ok() {
-            for ((rw, st), ms) in rules.iter().zip(stats.iter_mut()).zip(matches.iter_mut()) {
+            for (op, nodes) in set.roots.iter().zip(table.iter_mut()) {
+                root_nodes(g, op, nodes);
+            }
+            for (k, ((rw, st), ms)) in rules
+                .iter()
+                .zip(stats.iter_mut())
+                .zip(matches.iter_mut())
+                .enumerate()
+            {
                 ms.clear();
-                search(i, g, rw, st, ms);
+                search(i, g, rw, &table[set.root_of[k]], st, ms);
             }
             // Searching does not change the e-graph: the limits still hold here.
             for (rw, ms) in rules.iter().zip(matches.iter()) {
@@ -110,14 +121,21 @@ pub fn saturate(
 
 /// Searches one rule into `out` unless it is banned; bans it (and drops its matches) when it
 /// matched more often than its current limit.
-fn search(i: usize, g: &KGraph, rw: &Rule, st: &mut RuleStats, out: &mut Vec<Match>) {
+fn search(
+    i: usize,
+    g: &KGraph,
+    rw: &Rule,
+    roots: &[(egg::Id, super::lang::Node)],
+    st: &mut RuleStats,
+    out: &mut Vec<Match>,
+) {
     if i < st.banned_until {
         return;
     }
     let threshold = MATCH_LIMIT
         .checked_shl(st.times_banned as u32)
         .unwrap_or(usize::MAX);
-    rw.lhs.search(g, threshold.saturating_add(1), out);
+    rw.lhs.search(g, roots, threshold.saturating_add(1), out);
     if out.len() > threshold {
         let ban = BAN_LENGTH << st.times_banned;
         st.times_banned += 1;
