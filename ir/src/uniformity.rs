@@ -23,7 +23,74 @@ use crate::entities::{Block, Value};
 use crate::function::Function;
 use crate::instructions::{InstData, SpecialReg};
 use cranelift_entity::SecondaryMap;
-use std::collections::HashSet;
+
+/// What a divergent branch implies, from the CFG alone.
+#[derive(Clone, Debug, Default)]
+struct BranchRegion {
+    /// Blocks between the branch and its immediate post-dominator (which may run with part of
+    /// the wave).
+    region: Vec<Block>,
+    /// Blocks reached from two or more of the branch's successors (before the post-dominator)
+    /// with several predecessors: their parameters merge lanes from different paths.
+    joins: Vec<Block>,
+    /// When the branch leaves a loop: the blocks of the region that lead back to it.
+    cycle: Option<SecondaryMap<Block, bool>>,
+}
+
+impl BranchRegion {
+    fn new(cfg: &ControlFlowGraph, pdt: &PostDominatorTree, d: Block) -> Self {
+        let post = pdt.ipdom(d);
+        // Label every block reachable from each successor before the post-dominator.
+        let mut labels: SecondaryMap<Block, u8> = SecondaryMap::new();
+        let mut work = Vec::new();
+        for (k, &s) in cfg.succs[d].iter().enumerate() {
+            let bit = 1u8 << k;
+            work.push(s);
+            while let Some(b) = work.pop() {
+                if labels[b] & bit != 0 {
+                    continue;
+                }
+                labels[b] |= bit;
+                if Some(b) == post {
+                    continue;
+                }
+                work.extend(cfg.succs[b].iter().copied());
+            }
+        }
+        let mut r = BranchRegion::default();
+        let mut in_region: SecondaryMap<Block, bool> = SecondaryMap::new();
+        for &b in &cfg.rpo {
+            if labels[b] == 0 {
+                continue;
+            }
+            if Some(b) != post {
+                r.region.push(b);
+                in_region[b] = true;
+            }
+            if labels[b].count_ones() >= 2 && cfg.preds[b].len() >= 2 {
+                r.joins.push(b);
+            }
+        }
+        // A loop left through this branch: the blocks of the region that lead back to it.
+        if in_region[d] {
+            let mut cycle: SecondaryMap<Block, bool> = SecondaryMap::new();
+            let mut work = vec![d];
+            while let Some(b) = work.pop() {
+                if cycle[b] {
+                    continue;
+                }
+                cycle[b] = true;
+                for &p in &cfg.preds[b] {
+                    if in_region[p] {
+                        work.push(p);
+                    }
+                }
+            }
+            r.cycle = Some(cycle);
+        }
+        r
+    }
+}
 
 /// The result of the analysis.
 #[derive(Clone, Debug, Default)]
@@ -53,6 +120,7 @@ impl Uniformity {
                 func.insts[i].for_each_arg(|a| uses.push((a, b)));
             }
         }
+        let mut regions: SecondaryMap<Block, Option<BranchRegion>> = SecondaryMap::new();
         loop {
             let mut changed = false;
             fn mark_in(u: &mut Uniformity, changed: &mut bool, v: Value) {
@@ -116,55 +184,25 @@ impl Uniformity {
                     u.divergent_branch[d] = true;
                     changed = true;
                 }
-                let post = pdt.ipdom(d);
-                // Label every block reachable from each successor before the post-dominator.
-                let mut labels: SecondaryMap<Block, u8> = SecondaryMap::new();
-                for (k, &s) in cfg.succs[d].iter().enumerate() {
-                    let bit = 1u8 << k;
-                    let mut work = vec![s];
-                    while let Some(b) = work.pop() {
-                        if labels[b] & bit != 0 {
-                            continue;
-                        }
-                        labels[b] |= bit;
-                        if Some(b) == post {
-                            continue;
-                        }
-                        work.extend(cfg.succs[b].iter().copied());
-                    }
-                }
-                let mut region: HashSet<Block> = HashSet::new();
-                for &b in &cfg.rpo {
-                    if labels[b] == 0 {
-                        continue;
-                    }
-                    if Some(b) != post {
-                        region.insert(b);
+                // What the branch implies depends only on the CFG: computed once per branch,
+                // the first time the branch is found divergent.
+                if regions[d].is_none() {
+                    let r = BranchRegion::new(&cfg, &pdt, d);
+                    for &b in &r.region {
                         u.divergent_region[b] = true;
                     }
-                    if labels[b].count_ones() >= 2 && cfg.preds[b].len() >= 2 {
-                        for &p in &func.blocks[b].params {
-                            mark!(&mut u, p);
-                        }
+                    regions[d] = Some(r);
+                }
+                let r = regions[d].as_ref().expect("computed above");
+                for &b in &r.joins {
+                    for &p in &func.blocks[b].params {
+                        mark!(&mut u, p);
                     }
                 }
-                // A loop left through this branch: the blocks of the region that lead back to it.
-                if region.contains(&d) {
-                    let mut cycle: HashSet<Block> = HashSet::new();
-                    let mut work = vec![d];
-                    while let Some(b) = work.pop() {
-                        if !cycle.insert(b) {
-                            continue;
-                        }
-                        for &p in &cfg.preds[b] {
-                            if region.contains(&p) {
-                                work.push(p);
-                            }
-                        }
-                    }
+                if let Some(cycle) = &r.cycle {
                     for &(v, ub) in &uses {
                         if let Some(db) = def_block[v] {
-                            if cycle.contains(&db) && !cycle.contains(&ub) {
+                            if cycle[db] && !cycle[ub] {
                                 mark!(&mut u, v);
                             }
                         }
