@@ -59,7 +59,7 @@ mod ra2;
 mod slots;
 mod webs;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 
 use cranelift_entity::EntityRef;
 use regalloc2 as ra;
@@ -127,6 +127,79 @@ enum SlotLoc {
 }
 
 const MAX_SGPRS: u16 = 102;
+
+/// "No register" in the PReg → register tables below.
+const NO_REG: u16 = u16::MAX;
+
+/// The set bits of `mask`, ascending.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let b = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        Some(b)
+    })
+}
+
+/// A set of SGPR numbers (all below [`MAX_SGPRS`]) as a bit mask.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct SgprSet(u128);
+
+impl SgprSet {
+    fn insert(&mut self, r: u16) {
+        self.0 |= 1 << r;
+    }
+    fn contains(&self, r: u16) -> bool {
+        self.0 >> r & 1 != 0
+    }
+    fn len(&self) -> u32 {
+        self.0.count_ones()
+    }
+    /// One past the highest member (0 when empty).
+    fn end(&self) -> u32 {
+        128 - self.0.leading_zeros()
+    }
+}
+
+thread_local! {
+    /// regalloc2's working memory, kept between allocations on this thread: a fresh
+    /// `regalloc2::Ctx` allocates its per-register tables, live-range and bundle arrays anew
+    /// on every run, which was a large part of a small kernel's allocation time. The output
+    /// does not depend on what the context held before (`regalloc2::run_with_ctx` resets it).
+    static RA_CTX: std::cell::RefCell<Option<ra::Ctx>> = const { std::cell::RefCell::new(None) };
+}
+
+/// This thread's reusable regalloc2 context, given back to the thread when dropped (on every
+/// return path of [`allocate`], errors included).
+struct CtxGuard(Option<ra::Ctx>);
+
+impl CtxGuard {
+    fn take() -> CtxGuard {
+        let ctx = RA_CTX
+            .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.take()))
+            .ok()
+            .flatten();
+        CtxGuard(ctx)
+    }
+
+    fn ctx(&mut self) -> &mut ra::Ctx {
+        self.0.get_or_insert_with(ra::Ctx::default)
+    }
+}
+
+impl Drop for CtxGuard {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0.take() {
+            let _ = RA_CTX.try_with(|c| {
+                if let Ok(mut c) = c.try_borrow_mut() {
+                    *c = Some(ctx);
+                }
+            });
+        }
+    }
+}
 
 /// Allocates registers of `mf`.
 pub fn allocate(
@@ -199,8 +272,9 @@ pub fn allocate(
         validate_ssa: opts.run_checker,
         algorithm: ra::Algorithm::Ion,
     };
-    let out =
-        ra::run(&func, &env, &ra_opts).map_err(|e| RegallocError::Regalloc2(e.to_string()))?;
+    let mut ra_ctx = CtxGuard::take();
+    let out = ra::run_with_ctx(&func, &env, &ra_opts, ra_ctx.ctx())
+        .map_err(|e| RegallocError::Regalloc2(e.to_string()))?;
     if opts.run_checker {
         let mut checker = ra::checker::Checker::new(&func, &env);
         checker.prepare(&out);
@@ -210,24 +284,27 @@ pub fn allocate(
     }
 
     // Which PRegs and slots were used.
-    let mut used: [BTreeSet<usize>; 3] = Default::default();
+    // `PReg::hw_enc` is below 64: one bit mask per class.
+    let mut used = [0u64; 3];
     let mut slot_class: BTreeMap<usize, ra::RegClass> = BTreeMap::new();
     for a in &out.allocs {
         if let Some(r) = a.as_reg() {
-            used[r.class() as usize].insert(r.hw_enc());
+            used[r.class() as usize] |= 1 << r.hw_enc();
         }
     }
-    for (i, inst) in func.insts.iter().enumerate() {
-        let allocs = out.inst_allocs(ra::Inst::new(i));
-        for (op, a) in inst.ops.iter().zip(allocs) {
-            if let Some(s) = a.as_stack() {
-                slot_class.insert(s.index(), op.class());
+    if out.num_spillslots > 0 {
+        for i in 0..ra::Function::num_insts(&func) {
+            let allocs = out.inst_allocs(ra::Inst::new(i));
+            for (op, a) in func.ops.get(i).iter().zip(allocs) {
+                if let Some(s) = a.as_stack() {
+                    slot_class.insert(s.index(), op.class());
+                }
             }
         }
     }
     for (_, Edit::Move { from, to }) in &out.edits {
         for r in [from.as_reg(), to.as_reg()].into_iter().flatten() {
-            used[r.class() as usize].insert(r.hw_enc());
+            used[r.class() as usize] |= 1 << r.hw_enc();
         }
         let reg = from.as_reg().or(to.as_reg());
         if let Some(r) = reg {
@@ -238,22 +315,22 @@ pub fn allocate(
     }
 
     // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
-    let mut float_map: HashMap<usize, u16> = HashMap::new();
+    let mut float_map = [NO_REG; 64];
     let mut next = abi_n as u16;
-    for &h in &used[ra::RegClass::Float as usize] {
+    for h in bits(used[ra::RegClass::Float as usize]) {
         if (h as u32) < abi_n {
-            float_map.insert(h, h as u16);
+            float_map[h] = h as u16;
         } else {
-            float_map.insert(h, next);
+            float_map[h] = next;
             next += 1;
         }
     }
     let mut top = next.max(abi_n as u16);
-    let mut pair_map: HashMap<usize, u16> = HashMap::new();
-    if !used[ra::RegClass::Vector as usize].is_empty() {
+    let mut pair_map = [NO_REG; 64];
+    if used[ra::RegClass::Vector as usize] != 0 {
         top = top.next_multiple_of(2);
-        for &h in &used[ra::RegClass::Vector as usize] {
-            pair_map.insert(h, top);
+        for h in bits(used[ra::RegClass::Vector as usize]) {
+            pair_map[h] = top;
             top += 2;
         }
     }
@@ -272,7 +349,8 @@ pub fn allocate(
     let color_of = slots::color(&func, &out, &slot_class);
     let color_class: BTreeMap<usize, ra::RegClass> =
         slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
-    let mut slot_loc: HashMap<usize, SlotLoc> = HashMap::new();
+    // Indexed by color (colors are numbered below the number of slots).
+    let mut slot_loc: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
     let mut scratch_bytes = 0u32;
     let mut sgpr_slots: Vec<usize> = Vec::new();
     let vec_slots: Vec<(usize, u16)> = color_class
@@ -290,7 +368,7 @@ pub fn allocate(
     for &(s, dw) in &vec_slots {
         let base = top.next_multiple_of(dw);
         if (base + dw) as u32 + n_temps <= vgpr_cap {
-            slot_loc.insert(s, SlotLoc::Vgpr(base));
+            slot_loc[s] = Some(SlotLoc::Vgpr(base));
             top = base + dw;
         } else {
             pending.push((s, dw));
@@ -311,7 +389,7 @@ pub fn allocate(
         for (s, dw) in pending {
             let base = atop.next_multiple_of(dw);
             if base + dw <= agpr_cap {
-                slot_loc.insert(s, SlotLoc::Agpr(base));
+                slot_loc[s] = Some(SlotLoc::Agpr(base));
                 atop = base + dw;
             } else {
                 rest.push((s, dw));
@@ -320,7 +398,7 @@ pub fn allocate(
         pending = rest;
     }
     for (s, dw) in pending {
-        slot_loc.insert(s, SlotLoc::Scratch(scratch_bytes));
+        slot_loc[s] = Some(SlotLoc::Scratch(scratch_bytes));
         scratch_bytes += 4 * dw as u32;
     }
     let scratch = scratch_bytes > 0;
@@ -341,26 +419,24 @@ pub fn allocate(
     // SGPR layout for the real scratch decision.
     let uses_scratch_abi = scratch && target != Target::Gfx942;
     let lay = sgpr_layout(&p, &mut w, kernarg_vreg, uses_scratch_abi)?;
-    let mut taken: BTreeSet<u16> = lay.taken.clone();
-    let mut int_map: HashMap<usize, u16> = HashMap::new();
+    let mut taken = lay.taken;
+    let mut int_map = [NO_REG; 64];
     for &(d, pos) in &lay.wg_fixed {
         if livein_vreg(&p, AbiValue::WorkgroupId(d)).is_some() {
-            int_map.insert(ra2::wg_preg(d).hw_enc(), pos);
+            int_map[ra2::wg_preg(d).hw_enc()] = pos;
         }
     }
-    let mut free = (0..MAX_SGPRS)
-        .filter(|x| !taken.contains(x))
-        .collect::<Vec<_>>()
-        .into_iter();
-    for &h in &used[ra::RegClass::Int as usize] {
-        if int_map.contains_key(&h) {
+    let before = taken;
+    let mut free = (0..MAX_SGPRS).filter(move |&x| !before.contains(x));
+    for h in bits(used[ra::RegClass::Int as usize]) {
+        if int_map[h] != NO_REG {
             continue;
         }
         let r = free.next().ok_or(RegallocError::OutOfRegisters {
             file: "SGPR",
             limit: MAX_SGPRS as u32,
         })?;
-        int_map.insert(h, r);
+        int_map[h] = r;
         taken.insert(r);
     }
     for &s in &sgpr_slots {
@@ -368,11 +444,14 @@ pub fn allocate(
             file: "SGPR",
             limit: MAX_SGPRS as u32,
         })?;
-        slot_loc.insert(s, SlotLoc::Sgpr(r));
+        slot_loc[s] = Some(SlotLoc::Sgpr(r));
         taken.insert(r);
     }
-    let slot_loc: HashMap<usize, SlotLoc> =
-        color_of.iter().map(|(s, k)| (*s, slot_loc[k])).collect();
+    let mut by_slot: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
+    for (&s, &k) in &color_of {
+        by_slot[s] = slot_loc[k];
+    }
+    let slot_loc = by_slot;
 
     let ctx = Ctx {
         p: &p,
@@ -396,7 +475,7 @@ pub fn allocate(
     let needs_save = ctx.needs_exec_save();
     if needs_save {
         let mut r = 0u16;
-        while r + 1 < MAX_SGPRS && (taken.contains(&r) || taken.contains(&(r + 1))) {
+        while r + 1 < MAX_SGPRS && (taken.contains(r) || taken.contains(r + 1)) {
             r += 2;
         }
         if r + 1 >= MAX_SGPRS {
@@ -410,18 +489,20 @@ pub fn allocate(
         ctx.exec_save = Some(r);
     }
     let mut usage = RegUsage {
-        sgprs: taken.iter().next_back().map(|x| *x as u32 + 1).unwrap_or(0),
+        sgprs: taken.end(),
         vgprs: vgprs.max(abi_n),
         agprs: atop as u32,
         scratch_bytes,
         spills_to_registers: ctx
             .slot_loc
-            .values()
+            .iter()
+            .flatten()
             .filter(|l| !matches!(l, SlotLoc::Scratch(_)))
             .count() as u32,
         spills_to_scratch: ctx
             .slot_loc
-            .values()
+            .iter()
+            .flatten()
             .filter(|l| matches!(l, SlotLoc::Scratch(_)))
             .count() as u32,
         spill_insts: 0,
@@ -471,43 +552,51 @@ fn abi_vgprs(p: &Prepared) -> u32 {
 /// pressure, whether there are pairs).
 fn demand(p: &Prepared, lv: &prep::Liveness) -> (u32, u32, u32, u32, bool) {
     let mf = &p.mf;
-    let kind = |v: crate::mir::VReg| {
-        let d = mf.vregs[v];
-        kind_of(d.class, d.dwords)
-    };
-    let (mut mf1, mut mv1, mut pf, mut pv) = (0u32, 0u32, 0u32, 0u32);
-    let has_pairs = mf
+    // Kind per vreg, looked up once (it is needed for every operand and live vreg).
+    let kinds: Vec<Kind> = mf
         .vregs
         .values()
-        .any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
+        .map(|d| kind_of(d.class, d.dwords))
+        .collect();
+    let (mut mf1, mut mv1, mut pf, mut pv) = (0u32, 0u32, 0u32, 0u32);
+    let has_pairs = kinds.contains(&Kind::Pair);
+    // Float/Pair counts of the live set are kept up to date as vregs enter and leave it
+    // instead of recounting the whole set after every instruction.
+    let bump = |k: Kind, f: &mut u32, v: &mut u32, up: bool| {
+        let c = match k {
+            Kind::Float => f,
+            Kind::Pair => v,
+            _ => return,
+        };
+        if up {
+            *c += 1;
+        } else {
+            *c -= 1;
+        }
+    };
+    let mut live = prep::BitSet::new(mf.vregs.len());
+    let mut seen: smallvec::SmallVec<[crate::mir::VReg; 8]> = smallvec::SmallVec::new();
     for (b, bd) in mf.blocks.iter() {
-        let mut live = lv.live_out[b.index()].clone();
+        live.clone_from(&lv.live_out[b.index()]);
         for (_, args) in bd.term.successors() {
             for a in args {
                 live.insert(a.index());
             }
         }
-        let count = |live: &prep::BitSet| {
-            let (mut f, mut v) = (0, 0);
-            for x in live.iter() {
-                match kind(crate::mir::VReg::new(x)) {
-                    Kind::Float => f += 1,
-                    Kind::Pair => v += 1,
-                    _ => {}
-                }
-            }
-            (f, v)
-        };
+        let (mut lf, mut lvv) = (0u32, 0u32);
+        for x in live.iter() {
+            bump(kinds[x], &mut lf, &mut lvv, true);
+        }
         for inst in bd.insts.iter().rev() {
             let (mut f, mut v) = (0, 0);
-            let mut seen = Vec::new();
+            seen.clear();
             for o in &inst.ops {
                 if let MOperand::Def(x) | MOperand::Use(x) = o {
                     if seen.contains(x) {
                         continue;
                     }
                     seen.push(*x);
-                    match kind(*x) {
+                    match kinds[x.index()] {
                         Kind::Float => f += 1,
                         Kind::Pair => v += 1,
                         _ => {}
@@ -517,14 +606,17 @@ fn demand(p: &Prepared, lv: &prep::Liveness) -> (u32, u32, u32, u32, bool) {
             mf1 = mf1.max(f);
             mv1 = mv1.max(v);
             for d in inst.defs() {
-                live.remove(d.index());
+                if live.remove_old(d.index()) {
+                    bump(kinds[d.index()], &mut lf, &mut lvv, false);
+                }
             }
             for u in inst.uses() {
-                live.insert(u.index());
+                if live.insert_new(u.index()) {
+                    bump(kinds[u.index()], &mut lf, &mut lvv, true);
+                }
             }
-            let (f, v) = count(&live);
-            pf = pf.max(f);
-            pv = pv.max(v);
+            pf = pf.max(lf);
+            pv = pv.max(lvv);
         }
     }
     (mf1, mv1, pf, pv, has_pairs)
@@ -552,7 +644,7 @@ fn machine_env(n_int: usize, n_f: usize, n_v: usize) -> MachineEnv {
 
 struct SgprLayout {
     /// SGPRs not available to singles: tuple webs, user/system SGPRs that are reserved.
-    taken: BTreeSet<u16>,
+    taken: SgprSet,
     /// (workgroup dimension, system SGPR).
     wg_fixed: Vec<(u8, u16)>,
     wave_offset: Option<u16>,
@@ -597,8 +689,10 @@ fn sgpr_layout(
         // tuples do not reuse them (they may).
     }
     let used = webs::assign(w, RegClass::Sgpr, p.mf.abi.target, MAX_SGPRS, &blocked)?;
-    let mut taken: BTreeSet<u16> = used.into_iter().collect();
-    taken.extend(blocked);
+    let mut taken = SgprSet::default();
+    for r in used.into_iter().chain(blocked) {
+        taken.insert(r);
+    }
     if kernarg.is_none() {
         taken.insert(kernarg_at);
         taken.insert(kernarg_at + 1);
@@ -616,11 +710,13 @@ struct Ctx<'a> {
     w: &'a webs::Webs,
     func: &'a ra2::RaFunc,
     out: &'a ra::Output,
-    int_map: HashMap<usize, u16>,
-    float_map: HashMap<usize, u16>,
-    pair_map: HashMap<usize, u16>,
+    /// Register of each `Int`/`Float`/`Vector` PReg (by `hw_enc`): SGPR, VGPR, first VGPR.
+    int_map: [u16; 64],
+    float_map: [u16; 64],
+    pair_map: [u16; 64],
     vweb_base: u16,
-    slot_loc: HashMap<usize, SlotLoc>,
+    /// Location of each regalloc2 spill slot (indexed by slot).
+    slot_loc: Vec<Option<SlotLoc>>,
     private_seg: Option<u16>,
     wave_offset: Option<u16>,
     exec_save: Option<u16>,
@@ -645,11 +741,17 @@ fn mov(op: Opcode, d: Operand, s: Operand) -> Inst {
 }
 
 impl Ctx<'_> {
+    /// Where spill slot `s` lives (every slot regalloc2 used has a location).
+    fn slot_at(&self, s: usize) -> SlotLoc {
+        debug_assert!(self.slot_loc[s].is_some(), "spill slot {s} has no location");
+        self.slot_loc[s].unwrap_or(SlotLoc::Scratch(0))
+    }
+
     fn preg(&self, r: PReg) -> Operand {
         match r.class() {
-            ra::RegClass::Int => Operand::s(self.int_map[&r.hw_enc()]),
-            ra::RegClass::Float => Operand::v(self.float_map[&r.hw_enc()]),
-            ra::RegClass::Vector => Operand::vr(self.pair_map[&r.hw_enc()], 2),
+            ra::RegClass::Int => Operand::s(self.int_map[r.hw_enc()]),
+            ra::RegClass::Float => Operand::v(self.float_map[r.hw_enc()]),
+            ra::RegClass::Vector => Operand::vr(self.pair_map[r.hw_enc()], 2),
         }
     }
 
@@ -801,7 +903,7 @@ impl Ctx<'_> {
                         body.push(mov(Opcode::VMovB32, self.preg(t), self.preg(f)))
                     }
                     ra::RegClass::Vector => {
-                        let (a, b) = (self.pair_map[&f.hw_enc()], self.pair_map[&t.hw_enc()]);
+                        let (a, b) = (self.pair_map[f.hw_enc()], self.pair_map[t.hw_enc()]);
                         for k in 0..2 {
                             body.push(mov(Opcode::VMovB32, Operand::v(b + k), Operand::v(a + k)));
                         }
@@ -810,12 +912,12 @@ impl Ctx<'_> {
             }
             (Some(f), None) => {
                 usage.spill_insts += 1;
-                let slot = self.slot_loc[&to.as_stack().map(|s| s.index()).unwrap_or(0)];
+                let slot = self.slot_at(to.as_stack().map(|s| s.index()).unwrap_or(0));
                 self.slot_access(self.preg(f), slot, true, body);
             }
             (None, Some(t)) => {
                 usage.spill_insts += 1;
-                let slot = self.slot_loc[&from.as_stack().map(|s| s.index()).unwrap_or(0)];
+                let slot = self.slot_at(from.as_stack().map(|s| s.index()).unwrap_or(0));
                 self.slot_access(self.preg(t), slot, false, body);
             }
             (None, None) => {}
@@ -961,16 +1063,19 @@ impl Ctx<'_> {
     ) -> Result<(), RegallocError> {
         let mi = &self.p.mf.blocks[MBlock::new(bi)].insts[k];
         let allocs = self.out.inst_allocs(ra::Inst::new(gi as usize));
-        let ra_inst = &self.func.insts[gi as usize];
+        let ra_map = self.func.map.get(gi as usize);
         let operand = |i: usize, v: crate::mir::VReg| -> Result<Operand, RegallocError> {
-            match ra_inst.map[i] {
+            match ra_map[i] {
                 Some(x) => {
-                    let a: Allocation = allocs[x];
+                    let a: Allocation = allocs[x as usize];
                     if let Some(r) = a.as_reg() {
                         return Ok(self.preg(r));
                     }
-                    match a.as_stack().and_then(|s| self.slot_loc.get(&s.index())) {
-                        Some(SlotLoc::Vgpr(n)) => Ok(Operand::v(*n)),
+                    match a
+                        .as_stack()
+                        .and_then(|s| self.slot_loc.get(s.index()).copied().flatten())
+                    {
+                        Some(SlotLoc::Vgpr(n)) => Ok(Operand::v(n)),
                         _ => Err(RegallocError::Regalloc2(format!("{v} not in a register"))),
                     }
                 }
@@ -984,7 +1089,7 @@ impl Ctx<'_> {
                     let (dop, sop) = (operand(0, *d)?, operand(1, *s)?);
                     if dop != sop {
                         let mut body = Vec::new();
-                        if ra_inst.map[0].is_some() {
+                        if ra_map[0].is_some() {
                             return Err(RegallocError::Regalloc2(
                                 "a copy's reuse constraint was not honoured".into(),
                             ));
@@ -1034,9 +1139,9 @@ impl Ctx<'_> {
                 for (i, o) in mi.ops.iter().enumerate().take(encoded) {
                     ops.push(match *o {
                         MOperand::Def(v) | MOperand::Use(v) => {
-                            let slot = ra_inst.map[i]
-                                .and_then(|x| allocs[x].as_stack())
-                                .and_then(|s| self.slot_loc.get(&s.index()).copied());
+                            let slot = ra_map[i]
+                                .and_then(|x| allocs[x as usize].as_stack())
+                                .and_then(|s| self.slot_loc.get(s.index()).copied().flatten());
                             match slot {
                                 Some(loc @ (SlotLoc::Agpr(_) | SlotLoc::Scratch(_))) => {
                                     let t = Operand::v(self.temp_base + temps);

@@ -364,6 +364,9 @@ pub fn prepare(input: &MachineFunction) -> Prepared {
     // one range; the copy is coalesced away when the use dies at the tie.
     for bi in 0..nblocks {
         let b = MBlock::new(bi);
+        if mf.blocks[b].insts.iter().all(|i| i.tied.is_none()) {
+            continue;
+        }
         let insts = std::mem::take(&mut mf.blocks[b].insts);
         let mut out = Vec::with_capacity(insts.len());
         for mut inst in insts {
@@ -428,9 +431,16 @@ pub fn prepare(input: &MachineFunction) -> Prepared {
         new_of[o] = n;
     }
     let remap = |b: MBlock| MBlock::new(new_of[b.index()]);
-    let mut blocks = cranelift_entity::PrimaryMap::new();
+    let mut blocks = cranelift_entity::PrimaryMap::with_capacity(nblocks);
+    // Move the blocks into the new order instead of cloning them.
+    let mut old: Vec<Option<MBlockData>> = std::mem::take(&mut mf.blocks)
+        .into_iter()
+        .map(|(_, bd)| Some(bd))
+        .collect();
     for &o in &order {
-        let mut bd = mf.blocks[MBlock::new(o)].clone();
+        let Some(mut bd) = old[o].take() else {
+            continue;
+        };
         bd.term = match bd.term {
             Terminator::Jump { target, args } => Terminator::Jump {
                 target: remap(target),
@@ -517,13 +527,38 @@ impl BitSet {
         }
         changed
     }
-    /// Elements, ascending.
+    /// Elements, ascending. Walks set bits only (`trailing_zeros`), not all 64 of each word:
+    /// liveness sets are sparse and iterated per block and per instruction.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.0.iter().enumerate().flat_map(|(w, &bits)| {
-            (0..64)
-                .filter(move |b| bits >> b & 1 != 0)
-                .map(move |b| w * 64 + b)
+            let mut rest = bits;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let b = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(w * 64 + b)
+            })
         })
+    }
+    /// Empties the set, keeping its size.
+    pub fn clear(&mut self) {
+        self.0.fill(0);
+    }
+    /// Adds `i`; whether it was absent.
+    pub fn insert_new(&mut self, i: usize) -> bool {
+        let (w, m) = (i / 64, 1u64 << (i % 64));
+        let new = self.0[w] & m == 0;
+        self.0[w] |= m;
+        new
+    }
+    /// Removes `i`; whether it was present.
+    pub fn remove_old(&mut self, i: usize) -> bool {
+        let (w, m) = (i / 64, 1u64 << (i % 64));
+        let old = self.0[w] & m != 0;
+        self.0[w] &= !m;
+        old
     }
 }
 
@@ -567,24 +602,30 @@ pub fn liveness(mf: &MachineFunction) -> Liveness {
     }
     let mut live_in = gen.clone();
     let mut live_out = vec![BitSet::new(nv); nb];
+    // Scratch sets reused across iterations (no allocation per block and round).
+    let mut out = BitSet::new(nv);
+    let mut inn = BitSet::new(nv);
     let mut changed = true;
     while changed {
         changed = false;
         for bi in (0..nb).rev() {
             let b = MBlock::new(bi);
-            let mut out = BitSet::new(nv);
+            out.clear();
             for (s, _) in mf.blocks[b].term.successors() {
                 out.union_with(&live_in[s.index()]);
             }
-            let mut inn = out.clone();
-            for (w, (g, k)) in inn.0.iter_mut().zip(gen[bi].0.iter().zip(&kill[bi].0)) {
-                *w = (*w & !k) | g;
+            for (w, (o, (g, k))) in inn
+                .0
+                .iter_mut()
+                .zip(out.0.iter().zip(gen[bi].0.iter().zip(&kill[bi].0)))
+            {
+                *w = (*o & !k) | g;
             }
             if inn != live_in[bi] {
-                live_in[bi] = inn;
+                std::mem::swap(&mut live_in[bi], &mut inn);
                 changed = true;
             }
-            live_out[bi] = out;
+            live_out[bi].clone_from(&out);
         }
     }
     Liveness { live_in, live_out }

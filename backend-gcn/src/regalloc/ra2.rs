@@ -34,39 +34,53 @@ pub fn wi_preg(target: Target, d: u8) -> PReg {
     PReg::new(idx as usize, ra::RegClass::Float)
 }
 
-/// One regalloc2 instruction.
-pub struct RaInst {
-    /// Operands.
-    pub ops: Vec<Operand>,
-    /// For each MIR operand, the index of its regalloc2 operand.
-    pub map: Vec<Option<usize>>,
-    /// Ends a block with successors.
-    pub branch: bool,
-    /// Ends a block without successors.
-    pub ret: bool,
+/// Groups of items stored back to back in one vector (one allocation for all the
+/// instructions or blocks instead of one per group).
+pub struct Flat<T> {
+    items: Vec<T>,
+    /// `at[g]..at[g + 1]` is group `g`.
+    at: Vec<u32>,
+}
+
+impl<T> Flat<T> {
+    fn with_capacity(groups: usize, items: usize) -> Flat<T> {
+        let mut at = Vec::with_capacity(groups + 1);
+        at.push(0);
+        Flat {
+            items: Vec::with_capacity(items),
+            at,
+        }
+    }
+    /// Closes the group made of the items pushed since the last call.
+    fn close(&mut self) {
+        self.at.push(self.items.len() as u32);
+    }
+    /// Group `g`.
+    pub fn get(&self, g: usize) -> &[T] {
+        &self.items[self.at[g] as usize..self.at[g + 1] as usize]
+    }
 }
 
 /// The function regalloc2 sees.
 pub struct RaFunc {
-    /// Instructions (global numbering of [`Prepared`]).
-    pub insts: Vec<RaInst>,
+    /// Operands of each instruction (global numbering of [`Prepared`]).
+    pub ops: Flat<Operand>,
+    /// For each instruction and MIR operand, the index of its regalloc2 operand.
+    pub map: Flat<Option<u16>>,
+    /// Per instruction: 1 = ends a block with successors, 2 = ends a block without.
+    ends: Vec<u8>,
     /// Instruction range of each block.
     pub ranges: Vec<(u32, u32)>,
     /// Successors.
-    pub succs: Vec<Vec<Block>>,
+    pub succs: Flat<Block>,
     /// Predecessors.
-    pub preds: Vec<Vec<Block>>,
+    pub preds: Flat<Block>,
     /// Block parameters (regalloc2 classes only).
-    pub params: Vec<Vec<ra::VReg>>,
-    /// Branch arguments per successor (regalloc2 classes only).
-    pub args: Vec<Vec<Vec<ra::VReg>>>,
+    pub params: Flat<ra::VReg>,
+    /// Branch arguments (regalloc2 classes only): group `2 * block + successor index`.
+    pub args: Flat<ra::VReg>,
     /// Number of vregs.
     pub num_vregs: usize,
-}
-
-fn rv(p: &Prepared, v: VReg) -> Option<ra::VReg> {
-    let d = p.mf.vregs[v];
-    ra_class(kind_of(d.class, d.dwords)).map(|c| ra::VReg::new(v.index(), c))
 }
 
 /// Builds the regalloc2 function.
@@ -74,24 +88,35 @@ pub fn build(p: &Prepared) -> RaFunc {
     let mf = &p.mf;
     let target = mf.abi.target;
     let nb = mf.blocks.len();
-    let mut insts = Vec::with_capacity(p.num_insts as usize);
+    let ni = p.num_insts as usize;
+    // regalloc2 class per vreg, looked up once.
+    let classes: Vec<Option<ra::RegClass>> = mf
+        .vregs
+        .values()
+        .map(|d| ra_class(kind_of(d.class, d.dwords)))
+        .collect();
+    let rv = |v: VReg| classes[v.index()].map(|c| ra::VReg::new(v.index(), c));
+    let mut ops = Flat::with_capacity(ni, 3 * ni);
+    let mut map = Flat::with_capacity(ni, 4 * ni);
+    let mut ends = Vec::with_capacity(ni);
     let mut ranges = Vec::with_capacity(nb);
-    let mut succs = Vec::with_capacity(nb);
-    let mut params = Vec::with_capacity(nb);
-    let mut args = Vec::with_capacity(nb);
-    for (b, bd) in mf.blocks.iter() {
-        let start = insts.len() as u32;
+    let mut succs = Flat::with_capacity(nb, 2 * nb);
+    let mut params = Flat::with_capacity(nb, nb);
+    let mut args = Flat::with_capacity(2 * nb, nb);
+    for (_, bd) in mf.blocks.iter() {
+        let start = ends.len() as u32;
         for inst in &bd.insts {
-            let mut ops = Vec::new();
-            let mut map = vec![None; inst.ops.len()];
+            let base = map.items.len();
+            let first = ops.items.len();
+            map.items.resize(base + inst.ops.len(), None);
             let is_isa = matches!(inst.opcode, MOpcode::Isa(_));
             let tied_use = inst.tied.map(|(_, u)| u as usize);
             let tied_def = inst.tied.map(|(d, _)| d as usize);
             // uses first, so that tie indices are known
             for (i, o) in inst.ops.iter().enumerate() {
                 if let MOperand::Use(v) = o {
-                    if let Some(r) = rv(p, *v) {
-                        map[i] = Some(ops.len());
+                    if let Some(r) = rv(*v) {
+                        map.items[base + i] = Some((ops.items.len() - first) as u16);
                         // A single VGPR read by a real instruction may stay in its spill slot:
                         // a slot in a spare VGPR is read directly, others through a temporary.
                         let repeated = inst
@@ -105,21 +130,21 @@ pub fn build(p: &Prepared) -> RaFunc {
                             && !repeated
                             && r.class() == ra::RegClass::Float
                         {
-                            ops.push(Operand::new(
+                            ops.items.push(Operand::new(
                                 r,
                                 OperandConstraint::Any,
                                 OperandKind::Use,
                                 OperandPos::Early,
                             ));
                         } else {
-                            ops.push(Operand::reg_use(r));
+                            ops.items.push(Operand::reg_use(r));
                         }
                     }
                 }
             }
             for (i, o) in inst.ops.iter().enumerate() {
                 if let MOperand::Def(v) = o {
-                    if let Some(r) = rv(p, *v) {
+                    if let Some(r) = rv(*v) {
                         let op = match inst.opcode {
                             MOpcode::LiveIn(AbiValue::WorkgroupId(d)) => {
                                 Operand::reg_fixed_def(r, wg_preg(d))
@@ -132,9 +157,9 @@ pub fn build(p: &Prepared) -> RaFunc {
                                 let tied_use = inst
                                     .tied
                                     .filter(|&(d, _)| d as usize == i)
-                                    .and_then(|(_, u)| map[u as usize]);
+                                    .and_then(|(_, u)| map.items[base + u as usize]);
                                 match tied_use {
-                                    Some(u) => Operand::reg_reuse_def(r, u),
+                                    Some(u) => Operand::reg_reuse_def(r, u as usize),
                                     // Pair defs are early: 64-bit results must not
                                     // partially overwrite a source still being read.
                                     None if r.class() == ra::RegClass::Vector => Operand::new(
@@ -158,54 +183,42 @@ pub fn build(p: &Prepared) -> RaFunc {
                                 }
                             }
                         };
-                        map[i] = Some(ops.len());
-                        ops.push(op);
+                        map.items[base + i] = Some((ops.items.len() - first) as u16);
+                        ops.items.push(op);
                     }
                 }
             }
-            insts.push(RaInst {
-                ops,
-                map,
-                branch: false,
-                ret: false,
-            });
+            ops.close();
+            map.close();
+            ends.push(0);
         }
         let ss = bd.term.successors();
-        insts.push(RaInst {
-            ops: Vec::new(),
-            map: Vec::new(),
-            branch: !ss.is_empty(),
-            ret: ss.is_empty(),
-        });
-        ranges.push((start, insts.len() as u32));
-        succs.push(
-            ss.iter()
-                .map(|(s, _)| Block::new(s.index()))
-                .collect::<Vec<_>>(),
-        );
-        args.push(
-            ss.iter()
-                .map(|(_, a)| a.iter().filter_map(|v| rv(p, *v)).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-        );
-        params.push(
-            bd.params
-                .iter()
-                .filter_map(|v| rv(p, *v))
-                .collect::<Vec<_>>(),
-        );
-        let _ = b;
+        ops.close();
+        map.close();
+        ends.push(if ss.is_empty() { 2 } else { 1 });
+        ranges.push((start, ends.len() as u32));
+        for k in 0..2 {
+            if let Some((s, a)) = ss.get(k) {
+                succs.items.push(Block::new(s.index()));
+                args.items.extend(a.iter().filter_map(|v| rv(*v)));
+            }
+            args.close();
+        }
+        succs.close();
+        params.items.extend(bd.params.iter().filter_map(|v| rv(*v)));
+        params.close();
     }
-    let preds = (0..nb)
-        .map(|b| {
-            p.preds[b]
-                .iter()
-                .map(|x: &MBlock| Block::new(x.index()))
-                .collect()
-        })
-        .collect();
+    let mut preds = Flat::with_capacity(nb, 2 * nb);
+    for b in 0..nb {
+        preds
+            .items
+            .extend(p.preds[b].iter().map(|x: &MBlock| Block::new(x.index())));
+        preds.close();
+    }
     RaFunc {
-        insts,
+        ops,
+        map,
+        ends,
         ranges,
         succs,
         preds,
@@ -217,7 +230,7 @@ pub fn build(p: &Prepared) -> RaFunc {
 
 impl Function for RaFunc {
     fn num_insts(&self) -> usize {
-        self.insts.len()
+        self.ends.len()
     }
     fn num_blocks(&self) -> usize {
         self.ranges.len()
@@ -230,25 +243,25 @@ impl Function for RaFunc {
         InstRange::new(Inst::new(a as usize), Inst::new(b as usize))
     }
     fn block_succs(&self, block: Block) -> &[Block] {
-        &self.succs[block.index()]
+        self.succs.get(block.index())
     }
     fn block_preds(&self, block: Block) -> &[Block] {
-        &self.preds[block.index()]
+        self.preds.get(block.index())
     }
     fn block_params(&self, block: Block) -> &[ra::VReg] {
-        &self.params[block.index()]
+        self.params.get(block.index())
     }
     fn is_ret(&self, insn: Inst) -> bool {
-        self.insts[insn.index()].ret
+        self.ends[insn.index()] == 2
     }
     fn is_branch(&self, insn: Inst) -> bool {
-        self.insts[insn.index()].branch
+        self.ends[insn.index()] == 1
     }
     fn branch_blockparams(&self, block: Block, _insn: Inst, succ_idx: usize) -> &[ra::VReg] {
-        &self.args[block.index()][succ_idx]
+        self.args.get(2 * block.index() + succ_idx)
     }
     fn inst_operands(&self, insn: Inst) -> &[Operand] {
-        &self.insts[insn.index()].ops
+        self.ops.get(insn.index())
     }
     fn inst_clobbers(&self, _insn: Inst) -> PRegSet {
         PRegSet::empty()
