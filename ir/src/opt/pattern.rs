@@ -53,7 +53,7 @@ pub struct Lhs {
 impl Lhs {
     /// Parses a left-hand side; `None` if it is not of the supported shape.
     pub fn parse(text: &str) -> Option<Lhs> {
-        Lhs::new(text.parse().ok()?)
+        Lhs::new(parse_pattern(text)?)
     }
 
     /// The position of variable `name` (`"?a"`) among the matched operands.
@@ -212,6 +212,39 @@ fn bind(
     true
 }
 
+/// Parses a pattern such as `(add (shl ?a ?b) ?c)` into egg's form (nodes in post-order,
+/// left to right, as egg's own parser orders them). A small parser of its own: egg's goes
+/// through a general s-expression tree of strings and was most of the cost of building the
+/// rule set, which the first compile in a process pays.
+pub fn parse_pattern(text: &str) -> Option<PatternAst<Node>> {
+    fn expr(
+        t: &mut std::iter::Peekable<std::str::SplitWhitespace<'_>>,
+        out: &mut PatternAst<Node>,
+    ) -> Option<Id> {
+        let tok = t.next()?;
+        if tok == "(" {
+            let op = t.next()?;
+            let mut ch = Vec::new();
+            while t.peek()? != &")" {
+                ch.push(expr(t, out)?);
+            }
+            t.next();
+            let n = <Node as egg::FromOp>::from_op(op, ch).ok()?;
+            Some(out.add(ENodeOrVar::ENode(n)))
+        } else if tok.starts_with('?') {
+            Some(out.add(ENodeOrVar::Var(tok.parse().ok()?)))
+        } else {
+            let n = <Node as egg::FromOp>::from_op(tok, Vec::new()).ok()?;
+            Some(out.add(ENodeOrVar::ENode(n)))
+        }
+    }
+    let spaced = text.replace('(', " ( ").replace(')', " ) ");
+    let mut toks = spaced.split_whitespace().peekable();
+    let mut out = PatternAst::default();
+    expr(&mut toks, &mut out)?;
+    toks.next().is_none().then_some(out)
+}
+
 /// A node of a [`Template`].
 #[derive(Clone, Debug)]
 enum TNode {
@@ -231,7 +264,7 @@ impl Template {
     /// Parses `text` with the variables of `lhs`; `None` if it is malformed or uses a variable
     /// the left-hand side does not bind.
     pub fn parse(text: &str, lhs: &Lhs) -> Option<Template> {
-        let ast: PatternAst<Node> = text.parse().ok()?;
+        let ast = parse_pattern(text)?;
         let mut nodes = Vec::new();
         for n in ast.as_ref() {
             nodes.push(match n {
