@@ -7,11 +7,10 @@
 mod codeobj_support;
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use codeobj_support::*;
 use kjit_backend_gcn::codeobj::CodeObject;
-use kjit_backend_gcn::llvm_oracle::run;
+use kjit_backend_gcn::llvm_oracle::{compile_opencl_object, link_code_object, OpenClBuild};
 use kjit_backend_gcn::target::ALL_TARGETS;
 
 fn corpus() -> String {
@@ -94,37 +93,14 @@ fn occupancy_equals_llvm_resource_usage() {
         let dir = scratch_dir(&format!("occ-{}", target.name()));
         let cl = dir.join("occ.cl");
         std::fs::write(&cl, &src).unwrap();
-        let (o, so) = (dir.join("occ.o"), dir.join("occ.hsaco"));
-        let out = Command::new(&clang)
-            .args([
-                "-x",
-                "cl",
-                "-cl-std=CL2.0",
-                "-target",
-                "amdgcn-amd-amdhsa",
-                "-nogpulib",
-                "-O3",
-                "-c",
-            ])
-            .arg(format!("-mcpu={}", target.name()))
-            .arg("-Rpass-analysis=kernel-resource-usage")
-            .arg(&cl)
-            .arg("-o")
-            .arg(&o)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let expected = llvm_occupancy(&String::from_utf8_lossy(&out.stderr));
-        run(
-            &lld,
-            &["-shared", o.to_str().unwrap(), "-o", so.to_str().unwrap()],
-            None,
-        )
-        .unwrap();
+        let build = OpenClBuild {
+            extra_args: &["-Rpass-analysis=kernel-resource-usage"],
+            out_dir: Some(dir),
+        };
+        let (o, remarks) = compile_opencl_object(&clang, &cl, target.name(), &build)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let expected = llvm_occupancy(&remarks);
+        let so = link_code_object(&lld, &o).unwrap_or_else(|e| panic!("{e}"));
         let co = CodeObject::parse(&std::fs::read(&so).unwrap()).unwrap();
         assert_eq!(co.kernels.len(), 20);
         assert_eq!(expected.len(), 20, "{expected:?}");

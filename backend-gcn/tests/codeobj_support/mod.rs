@@ -3,19 +3,16 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{
+    assemble_code_object, compile_opencl, require_all, run, OpenClBuild, Tool,
+};
 use kjit_backend_gcn::Target;
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A fresh scratch directory for one compilation.
 pub fn scratch_dir(tag: &str) -> PathBuf {
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("kjit-codeobj-{}-{tag}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+    kjit_backend_gcn::llvm_oracle::scratch_dir(&format!("codeobj-{tag}"))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The clang and lld paths, or `None` when the test must skip.
@@ -41,38 +38,11 @@ pub fn compile_cl_with(
     let dir = scratch_dir(tag);
     let cl = dir.join("k.cl");
     std::fs::write(&cl, src).unwrap();
-    let obj = dir.join("k.o");
-    let so = dir.join("k.hsaco");
-    let mcpu = format!("-mcpu={}", target.name());
-    run(
-        clang,
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &mcpu,
-            "-nogpulib",
-            "-O3",
-            "-c",
-            cl.to_str().unwrap(),
-            "-o",
-            obj.to_str().unwrap(),
-        ]
-        .into_iter()
-        .chain(extra.iter().copied())
-        .collect::<Vec<_>>(),
-        None,
-    )
-    .unwrap_or_else(|e| panic!("clang-19 failed: {e}"));
-    run(
-        lld,
-        &["-shared", obj.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("ld.lld-19 failed: {e}"));
-    so
+    let build = OpenClBuild {
+        extra_args: extra,
+        out_dir: Some(dir),
+    };
+    compile_opencl(clang, lld, &cl, target.name(), &build).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Assembles AMDGPU assembly for `target` (`mcpu` may carry features, e.g. `gfx942:xnack-`) and
@@ -81,32 +51,11 @@ pub fn assemble(clang: &Path, lld: &Path, src: &str, mcpu: &str, tag: &str) -> P
     let dir = scratch_dir(tag);
     let s = dir.join("k.s");
     std::fs::write(&s, src).unwrap();
-    let obj = dir.join("k.o");
-    let so = dir.join("k.hsaco");
-    let mcpu = format!("-mcpu={mcpu}");
-    run(
-        clang,
-        &[
-            "-x",
-            "assembler",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &mcpu,
-            "-c",
-            s.to_str().unwrap(),
-            "-o",
-            obj.to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("clang-19 -x assembler failed: {e}\n{src}"));
-    run(
-        lld,
-        &["-shared", obj.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("ld.lld-19 failed: {e}"));
-    so
+    let build = OpenClBuild {
+        extra_args: &[],
+        out_dir: Some(dir),
+    };
+    assemble_code_object(clang, lld, &s, mcpu, &build).unwrap_or_else(|e| panic!("{e}\n{src}"))
 }
 
 /// One kernel as `llvm-readelf-19 --notes` prints it.
