@@ -959,12 +959,21 @@ impl Isel<'_> {
     /// Byte offset VGPR of element `index` (times `size`) and the immediate offset that fits
     /// `max_imm` (the rest is added to the VGPR).
     fn address(&mut self, index: Value, size: u32, imm: u64, max_imm: u64) -> (VReg, u32) {
-        let idx = self.src(index);
         let shift = size.trailing_zeros();
-        let mut a = if shift == 0 {
-            self.reg(idx, RegClass::Vgpr)
-        } else {
-            self.v("v_lshlrev_b32", &[Src::Imm(shift), idx])
+        // One offset per (index, scale) in a block: accesses to several buffers (or several
+        // accesses to one) at the same index share it.
+        let mut a = match self.addr_cache.get(&(index, shift)) {
+            Some(&a) => a,
+            None => {
+                let idx = self.src(index);
+                let a = if shift == 0 {
+                    self.reg(idx, RegClass::Vgpr)
+                } else {
+                    self.v("v_lshlrev_b32", &[Src::Imm(shift), idx])
+                };
+                self.addr_cache.insert((index, shift), a);
+                a
+            }
         };
         let mut imm = imm;
         if imm > max_imm {

@@ -30,6 +30,7 @@
 //! `ImplicitDef` (masks: 0) in the head of a section that dominates all its writes and is not
 //! inside a loop its uses are outside of.
 
+mod dce;
 mod lower;
 mod order;
 mod ssa;
@@ -80,6 +81,10 @@ pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselEr
     s.run()?;
     Ok(s.mf)
 }
+
+/// Word 3 of a raw buffer descriptor: DST_SEL xyzw 0, NUM_FORMAT 7, DATA_FORMAT 4 (32 bits),
+/// the format untyped `buffer_*` accesses need to be in range on gfx9.
+const DESC_WORD3: u32 = 0x0002_7000;
 
 /// Where a kernel argument lives in the kernarg segment.
 #[derive(Clone, Copy, Debug)]
@@ -188,6 +193,8 @@ pub(crate) struct Isel<'a> {
     pub(crate) kernarg: Option<VReg>,
     pub(crate) params: HashMap<Value, VReg>,
     pub(crate) descs: HashMap<Value, VReg>,
+    /// The pair `(0, DESC_WORD3)` shared by the descriptors.
+    desc_word3: Option<VReg>,
     pub(crate) lens: HashMap<Value, VReg>,
     pub(crate) specials: HashMap<kjit_ir::SpecialReg, VReg>,
     pub(crate) lane_id: Option<VReg>,
@@ -195,6 +202,9 @@ pub(crate) struct Isel<'a> {
     slots: Vec<ArgSlot>,
     /// Per-body cache of lane masks of divergent bools (valid in the current block only).
     pub(crate) mask_cache: HashMap<Value, VReg>,
+    /// Per-block cache of byte-offset VGPRs: (index, shift) -> `index << shift`, valid in the
+    /// current block under the current EXEC (cleared when EXEC is set).
+    pub(crate) addr_cache: HashMap<(Value, u32), VReg>,
     /// Latch block of each loop header.
     latch: SecondaryMap<Block, Option<MBlock>>,
     /// The EXEC each section's head set (the body runs under it).
@@ -264,12 +274,14 @@ impl<'a> Isel<'a> {
             kernarg: None,
             params: HashMap::new(),
             descs: HashMap::new(),
+            desc_word3: None,
             lens: HashMap::new(),
             specials: HashMap::new(),
             lane_id: None,
             lds_base,
             slots,
             mask_cache: HashMap::new(),
+            addr_cache: HashMap::new(),
             latch: SecondaryMap::new(),
             exec_of: HashMap::new(),
         })
@@ -305,6 +317,7 @@ impl<'a> Isel<'a> {
         }
         self.try_seal_all(&filled);
         ssa::remove_trivial_params(&mut self.mf);
+        dce::eliminate_dead_code(&mut self.mf);
         Ok(())
     }
 
@@ -662,6 +675,7 @@ impl<'a> Isel<'a> {
     fn fill(&mut self, mb: MBlock) -> Result<(), IselError> {
         self.cur = mb;
         self.mask_cache.clear();
+        self.addr_cache.clear();
         if mb == self.mf.entry() {
             self.prologue()?;
             let entry = self.order[0];
@@ -767,6 +781,8 @@ impl<'a> Isel<'a> {
         );
         i.implicit_defs = implicit::EXEC;
         self.push(i);
+        // A VGPR computed under the old EXEC may lack lanes the new one has.
+        self.addr_cache.clear();
         // Moves the allocator puts in this block must be whole-wave from here on.
         let b = self.cur;
         self.mf.blocks[b].exec_partial = true;
@@ -970,33 +986,33 @@ impl<'a> Isel<'a> {
             let slot = self.slots[k];
             match func.value_type(p) {
                 Type::Buffer { elem, .. } => {
+                    // The descriptor is built from two SGPR pairs computed whole (no single
+                    // SGPRs, so no moves): the register allocator's webs put each pair straight
+                    // into its half of the quad (`regalloc/webs.rs`, Build-part coalescing).
                     let addr = self.s_load(slot.offset, 2);
                     let len = self.s_load(slot.len_offset, 1);
                     self.lens.insert(p, len);
-                    let lo = self.new_vreg(RegClass::Sgpr, 1);
-                    let hi = self.new_vreg(RegClass::Sgpr, 1);
-                    self.push(MInst::pseudo(
-                        MOpcode::Extract(0),
-                        &[MOperand::Def(lo), MOperand::Use(addr)],
-                    ));
-                    self.push(MInst::pseudo(
-                        MOpcode::Extract(1),
-                        &[MOperand::Def(hi), MOperand::Use(addr)],
-                    ));
-                    let hi16 = self.sop2("s_and_b32", &[valu::Src::R(hi), valu::Src::Imm(0xffff)]);
+                    // Words 0-1: base address, stride 0 (bits 48.. of the pair cleared).
+                    let base =
+                        self.sop2("s_bfe_u64", &[valu::Src::R(addr), valu::Src::Imm(48 << 16)]);
+                    // Words 2-3: num_records = len * size (mod 2^32), then the config word.
+                    // The pair (len, next kernarg dword) keeps only len's low 32 - shift bits.
                     let shift = elem.bytes().trailing_zeros();
-                    let nrec = self.sop2("s_lshl_b32", &[valu::Src::R(len), valu::Src::Imm(shift)]);
-                    let w3 = self.s_mov32(0x0002_7000);
+                    let lp = self.s_load(slot.len_offset, 2);
+                    let mut nrec = self.sop2(
+                        "s_bfe_u64",
+                        &[valu::Src::R(lp), valu::Src::Imm((32 - shift) << 16)],
+                    );
+                    if shift != 0 {
+                        nrec =
+                            self.sop2("s_lshl_b64", &[valu::Src::R(nrec), valu::Src::Imm(shift)]);
+                    }
+                    let w3 = self.desc_config_word();
+                    let hi = self.sop2("s_or_b64", &[valu::Src::R(nrec), valu::Src::R(w3)]);
                     let desc = self.new_vreg(RegClass::Sgpr, 4);
                     self.push(MInst::pseudo(
                         MOpcode::Build,
-                        &[
-                            MOperand::Def(desc),
-                            MOperand::Use(lo),
-                            MOperand::Use(hi16),
-                            MOperand::Use(nrec),
-                            MOperand::Use(w3),
-                        ],
+                        &[MOperand::Def(desc), MOperand::Use(base), MOperand::Use(hi)],
                     ));
                     self.descs.insert(p, desc);
                 }
@@ -1071,6 +1087,28 @@ impl<'a> Isel<'a> {
             &[valu::Src::Imm(u32::MAX), valu::Src::R(t)],
         );
         l
+    }
+
+    /// The pair `(0, DESC_WORD3)`: the config word of every buffer descriptor in the high
+    /// dword, made once per kernel (`s_lshl_b64` of a 32-bit literal, which both sign and zero
+    /// extension make `0x27000`).
+    fn desc_config_word(&mut self) -> VReg {
+        if let Some(k) = self.desc_word3 {
+            return k;
+        }
+        let k = self.new_vreg(RegClass::Sgpr, 2);
+        let mut i = MInst::isa(
+            op("s_lshl_b64"),
+            &[
+                MOperand::Def(k),
+                MOperand::Phys(crate::isa::Operand::Literal(DESC_WORD3)),
+                MOperand::Phys(crate::isa::Operand::InlineInt(32)),
+            ],
+        );
+        i.implicit_defs = implicit::SCC;
+        self.push(i);
+        self.desc_word3 = Some(k);
+        k
     }
 
     /// `s_load_dword{,x2}` from the kernarg segment.

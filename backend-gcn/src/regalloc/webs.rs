@@ -2,7 +2,10 @@
 //! VGPR tuples of three or more dwords and AGPRs. Vregs joined by phis, ties and (when their
 //! live ranges do not overlap) copies form a *web*; every web gets one aligned register range
 //! for all of its life, chosen first-fit over live intervals. These values are few and
-//! long-lived; they are never spilled.
+//! long-lived; they are never spilled. A web may also hold narrower webs at a dword offset:
+//! a `Build` part or an `Extract` result whose registers are free there is put inside its
+//! tuple (sub-register coalescing), so a buffer descriptor built from two pairs is computed
+//! in place and its `Build` emits no move.
 
 use std::collections::HashMap;
 
@@ -65,14 +68,20 @@ pub struct Web {
     pub class: RegClass,
     /// Width.
     pub dwords: u8,
-    /// Where it is live.
+    /// Where it is live (any of its dwords).
     pub live: Intervals,
+    /// Where each dword is live, with Build/Extract defs starting after their instruction
+    /// (what coalescing a part into its tuple checks).
+    pub dword_live: Vec<Intervals>,
     /// A register fixed by the ABI (first register).
     pub precolor: Option<u16>,
     /// The first register assigned (physical SGPR; index into the VGPR/AGPR tuple area).
     pub reg: Option<u16>,
     /// Sum of loop-depth weights (for ordering).
     pub weight: u64,
+    /// For a vreg placed inside another web's registers (a coalesced `Build` part or `Extract`
+    /// result at a non-zero offset): that web and the dword offset. `assign` sets `reg`.
+    pub inside: Option<(usize, u16)>,
 }
 
 /// The webs of a function.
@@ -161,24 +170,54 @@ pub fn build(
             ivs.entry(v).or_default().add(s, e);
         }
     }
+    // Build/Extract defs are moves, like copies: for coalescing with their parts they begin
+    // just after the instruction (`2i + 1`); against other webs they begin at `2i` (an
+    // uncoalesced Build moves its parts one after the other, so its registers must not be
+    // any part's).
+    let mut late_def: HashMap<VReg, u32> = HashMap::new();
+    for (b, bd) in mf.blocks.iter() {
+        for (k, inst) in bd.insts.iter().enumerate() {
+            if matches!(inst.opcode, MOpcode::Build | MOpcode::Extract(_)) {
+                if let Some(MOperand::Def(d)) = inst.ops.first() {
+                    if is_web(*d) {
+                        late_def.insert(*d, 2 * (p.first_inst[b.index()] + k as u32));
+                    }
+                }
+            }
+        }
+    }
     let mut web_of: HashMap<VReg, usize> = HashMap::new();
     let mut webs: Vec<Web> = Vec::new();
     let mut parent: Vec<usize> = Vec::new();
+    // Dword offset of each web inside its parent.
+    let mut off: Vec<u16> = Vec::new();
     for (v, d) in mf.vregs.iter() {
         if kind_of(d.class, d.dwords) != Kind::Web {
             continue;
         }
         let mut live = ivs.remove(&v).unwrap_or_default();
         live.normalize();
+        let mut moved = live.clone();
+        if let Some(&at) = late_def.get(&v) {
+            for seg in moved.0.iter_mut() {
+                if seg.0 == at {
+                    seg.0 = at + 1;
+                    seg.1 = seg.1.max(at + 1);
+                }
+            }
+        }
         web_of.insert(v, webs.len());
         parent.push(webs.len());
+        off.push(0);
         webs.push(Web {
             class: d.class,
             dwords: d.dwords,
+            dword_live: vec![moved; d.dwords as usize],
             live,
             precolor: None,
             reg: None,
             weight: 0,
+            inside: None,
         });
     }
     if let Some((v, r)) = kernarg {
@@ -186,65 +225,164 @@ pub fn build(
             webs[w].precolor = Some(r);
         }
     }
-    fn find(parent: &mut [usize], mut x: usize) -> usize {
-        while parent[x] != x {
-            parent[x] = parent[parent[x]];
-            x = parent[x];
+    fn find(parent: &mut [usize], off: &mut [u16], x: usize) -> (usize, u16) {
+        // Path to the root, then compress it with accumulated offsets.
+        let mut path = Vec::new();
+        let mut r = x;
+        while parent[r] != r {
+            path.push(r);
+            r = parent[r];
         }
-        x
+        let mut acc = 0u16;
+        for &n in path.iter().rev() {
+            acc += off[n];
+            off[n] = acc;
+            parent[n] = r;
+        }
+        (r, if x == r { 0 } else { off[x] })
     }
-    // Union `a` into `b`'s root; `check` refuses overlapping or differently precoloured webs.
-    let union =
-        |webs: &mut Vec<Web>, parent: &mut Vec<usize>, a: usize, b: usize, check: bool| -> bool {
-            let (ra, rb) = (find(parent, a), find(parent, b));
-            if ra == rb {
-                return true;
-            }
-            if check {
-                if webs[ra].live.overlaps(&webs[rb].live) {
-                    return false;
-                }
-                if webs[ra].precolor.is_some() && webs[rb].precolor.is_some() {
-                    return false;
-                }
-            }
-            let (la, pa) = (webs[ra].live.clone(), webs[ra].precolor);
-            webs[rb].live.merge(&la);
-            webs[rb].precolor = webs[rb].precolor.or(pa);
-            webs[rb].weight += webs[ra].weight;
-            parent[ra] = rb;
-            true
+    let target = mf.abi.target;
+    // Puts web `a` at `b`'s registers plus `k` dwords. `check` refuses when a dword would hold
+    // two values live at once, when precolours disagree, or when the shapes do not nest
+    // (alignment included).
+    let union = |webs: &mut Vec<Web>,
+                 parent: &mut Vec<usize>,
+                 off: &mut Vec<u16>,
+                 a: usize,
+                 b: usize,
+                 k: u16,
+                 check: bool|
+     -> bool {
+        let (ra, oa) = find(parent, off, a);
+        let (rb, ob) = find(parent, off, b);
+        // base(ra) = base(rb) + delta
+        let delta = (ob + k) as i32 - oa as i32;
+        if ra == rb {
+            return delta == 0;
+        }
+        let (child, host, at) = if delta >= 0
+            && delta as u16 + webs[ra].dwords as u16 <= webs[rb].dwords as u16
+        {
+            (ra, rb, delta as u16)
+        } else if delta <= 0 && (-delta) as u16 + webs[rb].dwords as u16 <= webs[ra].dwords as u16 {
+            (rb, ra, (-delta) as u16)
+        } else {
+            return false;
         };
+        if at % alignment(webs[child].class, webs[child].dwords, target) != 0 {
+            return false;
+        }
+        let cp = match webs[child].precolor {
+            Some(p) if p < at => return false,
+            Some(p) => Some(p - at),
+            None => None,
+        };
+        if check {
+            if (0..webs[child].dwords as usize).any(|j| {
+                webs[child].dword_live[j].overlaps(&webs[host].dword_live[at as usize + j])
+            }) {
+                return false;
+            }
+            if cp.is_some() && webs[host].precolor.is_some() && cp != webs[host].precolor {
+                return false;
+            }
+        }
+        let child_live = webs[child].live.clone();
+        let child_dwords = std::mem::take(&mut webs[child].dword_live);
+        webs[host].live.merge(&child_live);
+        for (j, l) in child_dwords.iter().enumerate() {
+            webs[host].dword_live[at as usize + j].merge(l);
+        }
+        webs[host].precolor = webs[host].precolor.or(cp);
+        webs[host].weight += webs[child].weight;
+        parent[child] = host;
+        off[child] = at;
+        true
+    };
     for &(a, b) in &p.mandatory {
         let (wa, wb) = (web_of[&a], web_of[&b]);
-        union(&mut webs, &mut parent, wa, wb, false);
+        union(&mut webs, &mut parent, &mut off, wa, wb, 0, false);
     }
     // Copies, innermost loops first.
     let mut copies: Vec<(u32, usize, usize, VReg, VReg)> = Vec::new();
+    // Build parts and Extract results: (part, tuple, dword offset of the part in the tuple).
+    let mut parts: Vec<(u32, VReg, VReg, u16)> = Vec::new();
     for (b, bd) in mf.blocks.iter() {
         for (k, inst) in bd.insts.iter().enumerate() {
-            if inst.opcode != MOpcode::Copy {
-                continue;
-            }
-            if let [MOperand::Def(d), MOperand::Use(s)] = inst.ops.as_slice() {
-                if is_web(*d) {
+            match (inst.opcode, inst.ops.as_slice()) {
+                (MOpcode::Copy, [MOperand::Def(d), MOperand::Use(s)]) if is_web(*d) => {
                     copies.push((bd.loop_depth, b.index(), k, *d, *s));
                 }
+                (MOpcode::Build, [MOperand::Def(d), rest @ ..]) if is_web(*d) => {
+                    let mut at = 0u16;
+                    for o in rest {
+                        if let MOperand::Use(u) = o {
+                            if is_web(*u) {
+                                parts.push((bd.loop_depth, *u, *d, at));
+                            }
+                            at += mf.vregs[*u].dwords as u16;
+                        }
+                    }
+                }
+                (MOpcode::Extract(x), [MOperand::Def(d), MOperand::Use(s)])
+                    if is_web(*d) && is_web(*s) =>
+                {
+                    parts.push((bd.loop_depth, *d, *s, x as u16));
+                }
+                _ => {}
             }
         }
     }
     copies.sort_by_key(|c| std::cmp::Reverse(c.0));
     let mut coalesced = std::collections::HashSet::new();
     for (_, b, k, d, s) in &copies {
-        if union(&mut webs, &mut parent, web_of[d], web_of[s], true) {
+        if union(
+            &mut webs,
+            &mut parent,
+            &mut off,
+            web_of[d],
+            web_of[s],
+            0,
+            true,
+        ) {
             coalesced.insert((*b, *k));
         }
     }
-    for w in web_of.values_mut() {
-        *w = find(&mut parent, *w);
+    // A part that lands in its tuple's registers needs no move.
+    parts.sort_by_key(|c| std::cmp::Reverse(c.0));
+    for (_, u, t, at) in &parts {
+        union(
+            &mut webs,
+            &mut parent,
+            &mut off,
+            web_of[u],
+            web_of[t],
+            *at,
+            true,
+        );
     }
-    // A mandatory merge must not have joined two precolours or overlapping copies of a value;
-    // the prep argument guarantees it, this keeps the guarantee checked.
+    // A vreg inside its web at a non-zero offset gets its own entry, placed by `assign`
+    // relative to the root, so that `web_of[v]`'s register is always `v`'s first register.
+    let mut vregs: Vec<VReg> = web_of.keys().copied().collect();
+    vregs.sort_unstable();
+    for v in vregs {
+        let (r, o) = find(&mut parent, &mut off, web_of[&v]);
+        if o == 0 {
+            web_of.insert(v, r);
+        } else {
+            web_of.insert(v, webs.len());
+            webs.push(Web {
+                class: webs[r].class,
+                dwords: mf.vregs[v].dwords,
+                live: Intervals::default(),
+                dword_live: Vec::new(),
+                precolor: None,
+                reg: None,
+                weight: 0,
+                inside: Some((r, o)),
+            });
+        }
+    }
     let _ = MBlock::new(0);
     Ok(Webs {
         web_of,
@@ -283,7 +421,7 @@ pub fn assign(
     let mut roots: Vec<usize> = webs.web_of.values().copied().collect();
     roots.sort_unstable();
     roots.dedup();
-    roots.retain(|&r| webs.webs[r].class == class);
+    roots.retain(|&r| webs.webs[r].class == class && webs.webs[r].inside.is_none());
     roots.sort_by_key(|&r| {
         (
             webs.webs[r].precolor.is_none(),
@@ -337,6 +475,13 @@ pub fn assign(
             used.push(x);
         }
         webs.webs[r].reg = Some(base);
+    }
+    for k in 0..webs.webs.len() {
+        if let Some((r, o)) = webs.webs[k].inside {
+            if webs.webs[r].class == class {
+                webs.webs[k].reg = webs.webs[r].reg.map(|b| b + o);
+            }
+        }
     }
     used.sort_unstable();
     used.dedup();
