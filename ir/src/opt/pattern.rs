@@ -30,7 +30,7 @@ pub struct Match {
 }
 
 /// What an operand position of a left-hand side holds.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
     /// The first occurrence of variable `k` (binds it).
     Bind(usize),
@@ -117,6 +117,18 @@ impl Lhs {
             inner,
             vars,
         })
+    }
+
+    /// Whether `other` matches exactly what this matches, with the same operands at the same
+    /// positions (the variables may be named differently).
+    pub fn same_shape(&self, other: &Lhs) -> bool {
+        self.root.discriminant() == other.root.discriminant()
+            && self.root_slots == other.root_slots
+            && match (&self.inner, &other.inner) {
+                (None, None) => true,
+                (Some((a, sa)), Some((b, sb))) => a.discriminant() == b.discriminant() && sa == sb,
+                _ => false,
+            }
     }
 
     /// The root operation (its operands are meaningless).

@@ -121,6 +121,8 @@ pub struct RuleSet {
     pub roots: Vec<Node>,
     /// Per rule: the index of its root operation in `roots`.
     pub root_of: Vec<usize>,
+    /// Per rule: an earlier rule with the same left-hand side (whose matches it can share).
+    pub same_as: Vec<Option<usize>>,
 }
 
 impl RuleSet {
@@ -140,10 +142,14 @@ impl RuleSet {
             };
             root_of.push(k);
         }
+        let same_as = (0..rules.len())
+            .map(|k| (0..k).find(|&j| rules[j].lhs.same_shape(&rules[k].lhs)))
+            .collect();
         RuleSet {
             rules,
             roots,
             root_of,
+            same_as,
         }
     }
 }

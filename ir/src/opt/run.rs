@@ -40,7 +40,7 @@ impl std::fmt::Display for Stop {
 }
 
 /// Backoff state of one rule.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct RuleStats {
     banned_until: usize,
     times_banned: usize,
@@ -70,6 +70,10 @@ pub fn saturate(
         set.roots.iter().map(|_| Vec::new()).collect();
     let mut matches: Vec<Vec<Match>> = rules.iter().map(|_| Vec::new()).collect();
     let mut ids = Vec::new();
+    // Per rule: whose match list it uses (its own, or that of an earlier rule with the same
+    // left-hand side and the same ban state, which finds the same matches).
+    let mut src: Vec<usize> = (0..rules.len()).collect();
+    let mut before: Vec<RuleStats> = Vec::with_capacity(rules.len());
     g.rebuild();
     let mut i = 0;
     loop {
@@ -81,17 +85,25 @@ pub fn saturate(
             for (op, nodes) in set.roots.iter().zip(table.iter_mut()) {
                 root_nodes(g, op, nodes);
             }
-            for (k, ((rw, st), ms)) in rules
-                .iter()
-                .zip(stats.iter_mut())
-                .zip(matches.iter_mut())
-                .enumerate()
-            {
+            before.clear();
+            before.extend_from_slice(&stats);
+            for (k, rw) in rules.iter().enumerate() {
+                if let Some(j) = set.same_as[k] {
+                    if before[j] == before[k] {
+                        // Same search, same limit, same outcome (bans included).
+                        stats[k] = stats[j];
+                        src[k] = src[j];
+                        continue;
+                    }
+                }
+                src[k] = k;
+                let ms = &mut matches[k];
                 ms.clear();
-                search(i, g, rw, &table[set.root_of[k]], st, ms);
+                search(i, g, rw, &table[set.root_of[k]], &mut stats[k], ms);
             }
             // Searching does not change the e-graph: the limits still hold here.
-            for (rw, ms) in rules.iter().zip(matches.iter()) {
+            for (rw, &from) in rules.iter().zip(src.iter()) {
+                let ms = &matches[from];
                 if ms.is_empty() {
                     continue;
                 }
