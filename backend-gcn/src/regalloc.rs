@@ -260,8 +260,11 @@ pub fn allocate(
     }
 
     // SGPR singles: what the tuples leave, in the worst (scratch) layout.
-    let probe = sgpr_layout(&p, &mut w, kernarg_vreg, target != Target::Gfx942)
-        .or_else(|_| sgpr_layout(&p, &mut w, kernarg_vreg, false))?;
+    let first_try = target != Target::Gfx942;
+    let (probe, probe_scratch) = match sgpr_layout(&p, &mut w, kernarg_vreg, first_try) {
+        Ok(l) => (l, first_try),
+        Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
+    };
     let sgpr_free = MAX_SGPRS as u32 - probe.taken.len() as u32 - 2;
     let n_int = 63.min(sgpr_free).max(3);
 
@@ -418,7 +421,13 @@ pub fn allocate(
 
     // SGPR layout for the real scratch decision.
     let uses_scratch_abi = scratch && target != Target::Gfx942;
-    let lay = sgpr_layout(&p, &mut w, kernarg_vreg, uses_scratch_abi)?;
+    // The layout is a function of the SGPR webs and the scratch flag only, and the probe's
+    // assignment is still in `w`: reuse it when the flag is the same (always on gfx942).
+    let lay = if uses_scratch_abi == probe_scratch {
+        probe
+    } else {
+        sgpr_layout(&p, &mut w, kernarg_vreg, uses_scratch_abi)?
+    };
     let mut taken = lay.taken;
     let mut int_map = [NO_REG; 64];
     for &(d, pos) in &lay.wg_fixed {
@@ -463,6 +472,13 @@ pub fn allocate(
         float_map,
         pair_map,
         vweb_base,
+        web_ix: {
+            let mut ix = vec![u32::MAX; p.mf.vregs.len()];
+            for (v, &i) in &w.web_of {
+                ix[v.index()] = i as u32;
+            }
+            ix
+        },
         slot_loc,
         private_seg: if uses_scratch_abi { Some(0) } else { None },
         wave_offset: lay.wave_offset,
@@ -715,6 +731,9 @@ struct Ctx<'a> {
     float_map: [u16; 64],
     pair_map: [u16; 64],
     vweb_base: u16,
+    /// `w.web_of` as a dense table by vreg index (`u32::MAX`: not a web vreg), so that emitting
+    /// a tuple operand does not hash.
+    web_ix: Vec<u32>,
     /// Location of each regalloc2 spill slot (indexed by slot).
     slot_loc: Vec<Option<SlotLoc>>,
     private_seg: Option<u16>,
@@ -756,7 +775,7 @@ impl Ctx<'_> {
     }
 
     fn web_operand(&self, v: crate::mir::VReg) -> Operand {
-        let web = &self.w.webs[self.w.web_of[&v]];
+        let web = &self.w.webs[self.web_ix[v.index()] as usize];
         let reg = web.reg.unwrap_or(0);
         let d = self.p.mf.vregs[v].dwords;
         match web.class {
@@ -825,6 +844,23 @@ impl Ctx<'_> {
                 out.push(mov(Opcode::SMovB64, exec, Operand::sr(s, 2)));
             }
             _ => out.extend(body),
+        }
+    }
+
+    /// [`Self::wrap`] for a body already pushed at `out[start..]` (no separate vector).
+    fn wrap_at(&self, out: &mut Vec<Inst>, start: usize, whole_wave: bool) {
+        if let (true, Some(s)) = (whole_wave, self.exec_save) {
+            if out.len() > start {
+                let exec = Operand::Special(SpecialReg::Exec);
+                out.splice(
+                    start..start,
+                    [
+                        mov(Opcode::SMovB64, Operand::sr(s, 2), exec),
+                        mov(Opcode::SMovB64, exec, Operand::InlineInt(-1)),
+                    ],
+                );
+                out.push(mov(Opcode::SMovB64, exec, Operand::sr(s, 2)));
+            }
         }
     }
 
@@ -928,13 +964,13 @@ impl Ctx<'_> {
         if edits.is_empty() {
             return;
         }
-        let mut body = Vec::new();
+        let start = out.len();
         let mut vector = false;
         for (_, e) in edits {
             vector |= self.is_vector_edit(e);
-            self.edit(e, &mut body, usage);
+            self.edit(e, out, usage);
         }
-        self.wrap(out, body, vector && self.point_partial(edits[0].0));
+        self.wrap_at(out, start, vector && self.point_partial(edits[0].0));
     }
 
     fn tuple_copy(&self, d: Operand, s: Operand, out: &mut Vec<Inst>) {
@@ -947,12 +983,10 @@ impl Ctx<'_> {
         if df == sf {
             return;
         }
-        let order: Vec<u16> = if df > sf {
-            (0..n as u16).rev().collect()
-        } else {
-            (0..n as u16).collect()
-        };
-        for k in order {
+        let n = n as u16;
+        for j in 0..n {
+            // Overlapping ranges: copy from the end when moving up.
+            let k = if df > sf { n - 1 - j } else { j };
             out.push(match class {
                 0 => mov(Opcode::SMovB32, Operand::s(df + k), Operand::s(sf + k)),
                 1 => mov(Opcode::VMovB32, Operand::v(df + k), Operand::v(sf + k)),
@@ -984,12 +1018,9 @@ impl Ctx<'_> {
             1 => Operand::v(r),
             _ => Operand::a(r),
         };
-        let order: Vec<u16> = if df == sf && da > sa {
-            (0..n as u16).rev().collect()
-        } else {
-            (0..n as u16).collect()
-        };
-        for k in order {
+        let n = n as u16;
+        for j in 0..n {
+            let k = if df == sf && da > sa { n - 1 - j } else { j };
             let op = match (df, sf) {
                 (0, 0) => Opcode::SMovB32,
                 (1, 0) | (1, 1) => Opcode::VMovB32,
@@ -1010,7 +1041,7 @@ impl Ctx<'_> {
         let mut e = 0usize;
         for (b, bd) in mf.blocks.iter() {
             let bi = b.index();
-            let mut insts = Vec::new();
+            let mut insts = Vec::with_capacity(bd.insts.len() + 4);
             let first = self.p.first_inst[bi];
             let n = bd.insts.len() as u32 + 1;
             for gi in first..first + n {
@@ -1088,16 +1119,16 @@ impl Ctx<'_> {
                 if let [MOperand::Def(d), MOperand::Use(s)] = mi.ops.as_slice() {
                     let (dop, sop) = (operand(0, *d)?, operand(1, *s)?);
                     if dop != sop {
-                        let mut body = Vec::new();
                         if ra_map[0].is_some() {
                             return Err(RegallocError::Regalloc2(
                                 "a copy's reuse constraint was not honoured".into(),
                             ));
                         }
-                        self.tuple_copy(dop, sop, &mut body);
-                        usage.moves += body.len() as u32;
+                        let start = out.len();
+                        self.tuple_copy(dop, sop, out);
+                        usage.moves += (out.len() - start) as u32;
                         let vector = !matches!(dop, Operand::Sgpr { .. });
-                        self.wrap(out, body, vector && self.p.partial_before[gi as usize]);
+                        self.wrap_at(out, start, vector && self.p.partial_before[gi as usize]);
                     }
                 }
             }

@@ -75,12 +75,14 @@ pub fn writes_exec(inst: &MInst) -> bool {
         return true;
     }
     if let MOpcode::Isa(op) = inst.opcode {
-        let infos = crate::isa::operand_infos(op, inst.encoding, inst.mods.glc);
         for (i, o) in inst.ops.iter().enumerate() {
             if let MOperand::Phys(crate::isa::Operand::Special(s)) = o {
                 use crate::isa::SpecialReg::*;
                 if matches!(s, Exec | ExecLo | ExecHi)
-                    && infos.get(i).map(|x| x.access.writes()).unwrap_or(i == 0)
+                    && crate::isa::operand_infos(op, inst.encoding, inst.mods.glc)
+                        .get(i)
+                        .map(|x| x.access.writes())
+                        .unwrap_or(i == 0)
                 {
                     return true;
                 }
