@@ -4,48 +4,20 @@
 
 use std::path::Path;
 
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_runtime::emu::{GcnEmulator, RunConfig};
 use kjit_runtime::{ArgValue, Device, DeviceError, LaunchDims};
 
 fn build(target: &str) -> Option<Vec<u8>> {
     let tools = require_all(&[Tool::Clang, Tool::Lld], "emu bad input")?;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let tmp = std::env::temp_dir().join(format!("kjit-emu-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let (o, so) = (
-        tmp.join(format!("bad-{target}.o")),
-        tmp.join(format!("bad-{target}.hsaco")),
-    );
-    let cpu = format!("-mcpu={target}");
     let inc = format!("-I{}", dir.display());
-    let src = dir.join("bad.cl");
-    run(
-        &tools[0],
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &cpu,
-            "-nogpulib",
-            "-O3",
-            &inc,
-            "-c",
-            src.to_str().unwrap(),
-            "-o",
-            o.to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap();
-    run(
-        &tools[1],
-        &["-shared", o.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap();
+    let build = OpenClBuild {
+        extra_args: &[&inc],
+        out_dir: None,
+    };
+    let so = compile_opencl(&tools[0], &tools[1], &dir.join("bad.cl"), target, &build)
+        .unwrap_or_else(|e| panic!("{e}"));
     Some(std::fs::read(so).unwrap())
 }
 

@@ -6,11 +6,10 @@
 //! Float kernels are compiled with `-ffp-contract=off -cl-fp32-correctly-rounded-divide-sqrt` so
 //! that every operation is a single IEEE rounding and the comparison can be bit-exact.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
-use kjit_runtime::emu::GcnEmulator;
-use kjit_runtime::{ArgValue, Device, DeviceBuffer, LaunchDims, LaunchStats, ModuleId};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
+use kjit_runtime::{ArgValue, Device, LaunchDims, LaunchStats};
 
 const ALL: &[&str] = &["gfx942", "gfx90a", "gfx900"];
 
@@ -19,111 +18,29 @@ const ALL: &[&str] = &["gfx942", "gfx90a", "gfx900"];
 fn build(file: &str, target: &str, extra: &[&str]) -> Option<Vec<u8>> {
     let tools = require_all(&[Tool::Clang, Tool::Lld], "emu corpus")?;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let tmp = std::env::temp_dir().join(format!("kjit-emu-corpus-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let stem = format!("{}-{target}-{}", file.trim_end_matches(".cl"), extra.len());
-    let obj: PathBuf = tmp.join(format!("{stem}.o"));
-    let so: PathBuf = tmp.join(format!("{stem}.hsaco"));
-    let cpu = format!("-mcpu={target}");
     let inc = format!("-I{}", dir.display());
-    let src = dir.join(file);
-    let mut args = vec![
-        "-x",
-        "cl",
-        "-cl-std=CL2.0",
-        "-target",
-        "amdgcn-amd-amdhsa",
-        &cpu,
-        "-nogpulib",
-        "-O3",
-        &inc,
-    ];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["-c", src.to_str().unwrap(), "-o", obj.to_str().unwrap()]);
-    run(&tools[0], &args, None).unwrap_or_else(|e| panic!("clang-19 {file} for {target}: {e}"));
-    run(
-        &tools[1],
-        &["-shared", obj.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("ld.lld-19 {file} for {target}: {e}"));
+    let args: Vec<&str> = std::iter::once(inc.as_str())
+        .chain(extra.iter().copied())
+        .collect();
+    let build = OpenClBuild {
+        extra_args: &args,
+        out_dir: None,
+    };
+    let so = compile_opencl(&tools[0], &tools[1], &dir.join(file), target, &build)
+        .unwrap_or_else(|e| panic!("{e}"));
     Some(std::fs::read(&so).unwrap())
 }
 
-/// A tiny deterministic generator for inputs.
-struct Rng(u64);
+mod common;
+use common::{Dev as Run, Rng};
+
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
     fn f32_in(&mut self, lo: f32, hi: f32) -> f32 {
         lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
     }
-    fn u32(&mut self) -> u32 {
-        (self.next() >> 32) as u32
-    }
-}
-
-fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
-    let n = std::mem::size_of_val(v);
-    let mut out = vec![0u8; n];
-    // SAFETY: T is a plain number type here; we copy its bytes.
-    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr() as *const u8, out.as_mut_ptr(), n) };
-    out
-}
-
-fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
-    let n = b.len() / std::mem::size_of::<T>();
-    let mut out = vec![T::default(); n];
-    // SAFETY: as above; sizes match.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            b.as_ptr(),
-            out.as_mut_ptr() as *mut u8,
-            n * std::mem::size_of::<T>(),
-        )
-    };
-    out
-}
-
-/// One device with one module, and helpers to move data.
-struct Run {
-    dev: GcnEmulator,
-    module: ModuleId,
-    target: &'static str,
 }
 
 impl Run {
-    fn new(code: &[u8], target: &'static str) -> Run {
-        let dev = GcnEmulator::new();
-        let module = dev
-            .load_module(code)
-            .unwrap_or_else(|e| panic!("{target}: load: {e}"));
-        Run {
-            dev,
-            module,
-            target,
-        }
-    }
-    fn input<T: Copy>(&self, v: &[T]) -> DeviceBuffer {
-        let b = self.dev.alloc(std::mem::size_of_val(v) as u64).unwrap();
-        self.dev.copy_to_device(b, 0, &bytes_of(v)).unwrap();
-        b
-    }
-    /// An output buffer of `bytes`, poisoned with 0xCD.
-    fn output(&self, bytes: usize) -> DeviceBuffer {
-        let b = self.dev.alloc(bytes as u64).unwrap();
-        self.dev.copy_to_device(b, 0, &vec![0xcd; bytes]).unwrap();
-        b
-    }
-    fn read<T: Copy + Default>(&self, b: DeviceBuffer) -> Vec<T> {
-        let mut bytes = vec![0u8; b.size as usize];
-        self.dev.copy_from_device(b, 0, &mut bytes).unwrap();
-        from_bytes(&bytes)
-    }
     fn launch(
         &self,
         kernel: &str,

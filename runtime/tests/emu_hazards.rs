@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{
+    assemble_code_object, require_all, scratch_file, OpenClBuild, Tool,
+};
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
 use kjit_runtime::{ArgValue, Device, DeviceError, LaunchDims};
 
@@ -40,40 +42,17 @@ fn assemble(name: &str, target: &str, nargs: usize, drop: Option<&str>) -> Optio
          .end_amdgpu_metadata\n",
         8 * nargs
     );
-    let tmp = std::env::temp_dir().join(format!("kjit-emu-hazards-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
     let tag = drop
         .map(|d| d.trim_start_matches("// ").to_lowercase())
         .unwrap_or_else(|| "full".into());
-    let (s, o, so) = (
-        tmp.join(format!("{name}-{target}-{tag}.s")),
-        tmp.join(format!("{name}-{target}-{tag}.o")),
-        tmp.join(format!("{name}-{target}-{tag}.hsaco")),
-    );
-    std::fs::write(&s, src).unwrap();
-    let cpu = format!("-mcpu={target}");
-    run(
-        &tools[0],
-        &[
-            "-x",
-            "assembler",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &cpu,
-            "-c",
-            s.to_str().unwrap(),
-            "-o",
-            o.to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("assembling {name} for {target}: {e}"));
-    run(
-        &tools[1],
-        &["-shared", o.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap();
+    let s =
+        scratch_file(&format!("{name}-{target}-{tag}.s"), &src).unwrap_or_else(|e| panic!("{e}"));
+    let build = OpenClBuild {
+        extra_args: &[],
+        out_dir: s.parent().map(Path::to_path_buf),
+    };
+    let so = assemble_code_object(&tools[0], &tools[1], &s, target, &build)
+        .unwrap_or_else(|e| panic!("assembling {name} for {target}: {e}"));
     Some(std::fs::read(so).unwrap())
 }
 

@@ -2,7 +2,9 @@
 //! gfx942, gfx90a and gfx900) maps to an operation the software device implements. Catches an
 //! opcode missing from `valu::ops` before a kernel meets it at run time.
 
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{
+    compile_opencl_object, require_all, run, scratch_dir, OpenClBuild, Tool,
+};
 use kjit_runtime::emu::valu::ValuOp;
 
 /// (file, targets it compiles for)
@@ -20,34 +22,17 @@ fn clang_emitted_valu_mnemonics_are_all_implemented() {
     };
     let (clang, objdump) = (&tools[0], &tools[1]);
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/valu");
-    let tmp = std::env::temp_dir().join(format!("kjit-valu-coverage-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = scratch_dir("valu-coverage").unwrap_or_else(|e| panic!("{e}"));
+    let build = OpenClBuild {
+        extra_args: &[],
+        out_dir: Some(tmp.clone()),
+    };
     let mut seen = std::collections::BTreeSet::new();
     let mut missing = Vec::new();
     for (file, targets) in CORPUS {
         for t in *targets {
-            let src = dir.join(file);
-            let obj = tmp.join(format!("{file}.{t}.o"));
-            let cpu = format!("-mcpu={t}");
-            run(
-                clang,
-                &[
-                    "-x",
-                    "cl",
-                    "-cl-std=CL2.0",
-                    "-target",
-                    "amdgcn-amd-amdhsa",
-                    &cpu,
-                    "-nogpulib",
-                    "-O3",
-                    "-c",
-                    src.to_str().unwrap(),
-                    "-o",
-                    obj.to_str().unwrap(),
-                ],
-                None,
-            )
-            .unwrap_or_else(|e| panic!("clang-19 {file} for {t}: {e}"));
+            let (obj, _) = compile_opencl_object(clang, &dir.join(file), t, &build)
+                .unwrap_or_else(|e| panic!("{e}"));
             let mcpu = format!("--mcpu={t}");
             let dis = run(objdump, &["-d", &mcpu, obj.to_str().unwrap()], None).unwrap();
             for line in dis.lines() {

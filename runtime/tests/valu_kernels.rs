@@ -8,8 +8,7 @@ use std::path::Path;
 
 use half::f16;
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
-use kjit_runtime::emu::GcnEmulator;
-use kjit_runtime::{ArgValue, Device, DeviceBuffer, LaunchDims, ModuleId};
+use kjit_runtime::{ArgValue, Device, DeviceBuffer, LaunchDims};
 
 const ALL: &[&str] = &["gfx942", "gfx90a", "gfx900"];
 const N: usize = 64 * 40;
@@ -28,17 +27,10 @@ fn build(file: &str, target: &str, extra: &[&str]) -> Option<Vec<u8>> {
     Some(std::fs::read(&so).unwrap())
 }
 
-struct Rng(u64);
+mod common;
+use common::{Dev, Rng};
+
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn u32(&mut self) -> u32 {
-        (self.next() >> 32) as u32
-    }
     /// Any f32 bit pattern, with extra weight on denormals, zeros, infinities, NaN.
     fn f32_any(&mut self) -> f32 {
         match self.next() % 10 {
@@ -71,61 +63,7 @@ impl Rng {
     }
 }
 
-fn bytes<T: Copy>(v: &[T]) -> Vec<u8> {
-    let n = std::mem::size_of_val(v);
-    let mut out = vec![0u8; n];
-    // SAFETY: plain number types; bytes copied.
-    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr() as *const u8, out.as_mut_ptr(), n) };
-    out
-}
-
-fn from<T: Copy + Default>(b: &[u8]) -> Vec<T> {
-    let n = b.len() / std::mem::size_of::<T>();
-    let mut out = vec![T::default(); n];
-    // SAFETY: sizes match; plain number types.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            b.as_ptr(),
-            out.as_mut_ptr() as *mut u8,
-            n * std::mem::size_of::<T>(),
-        )
-    };
-    out
-}
-
-struct Dev {
-    dev: GcnEmulator,
-    module: ModuleId,
-    target: &'static str,
-}
-
 impl Dev {
-    fn new(code: &[u8], target: &'static str) -> Dev {
-        let dev = GcnEmulator::new();
-        let module = dev
-            .load_module(code)
-            .unwrap_or_else(|e| panic!("{target}: {e}"));
-        Dev {
-            dev,
-            module,
-            target,
-        }
-    }
-    fn input<T: Copy>(&self, v: &[T]) -> DeviceBuffer {
-        let b = self.dev.alloc(std::mem::size_of_val(v) as u64).unwrap();
-        self.dev.copy_to_device(b, 0, &bytes(v)).unwrap();
-        b
-    }
-    fn output(&self, n: usize) -> DeviceBuffer {
-        let b = self.dev.alloc(n as u64).unwrap();
-        self.dev.copy_to_device(b, 0, &vec![0xcd; n]).unwrap();
-        b
-    }
-    fn read<T: Copy + Default>(&self, b: DeviceBuffer) -> Vec<T> {
-        let mut out = vec![0u8; b.size as usize];
-        self.dev.copy_from_device(b, 0, &mut out).unwrap();
-        from(&out)
-    }
     fn launch(&self, kernel: &str, groups: u32, bufs: &[DeviceBuffer]) {
         let args: Vec<ArgValue> = bufs.iter().map(|&b| ArgValue::Buffer(b)).collect();
         let dims = LaunchDims {

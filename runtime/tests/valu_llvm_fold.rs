@@ -5,19 +5,17 @@
 //! instruction (frexp, fract, class, med3, bfe, perm, pkrtz, ldexp, rcp, sin/cos, trig_preop,
 //! alignbit), so this checks the emulator against an independent implementation.
 
-use kjit_backend_gcn::llvm_oracle::{require, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{opencl_args, require, run, scratch_file, Tool};
 use kjit_runtime::emu::valu::transcendental::TransOp;
 use kjit_runtime::emu::valu::{compare, float, half, int, transcendental};
 
-struct Rng(u64);
+mod common;
+use common::Rng;
+
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn u32(&mut self) -> u32 {
+    /// 32 bits from the middle of [`Rng::next`] (not `u32`'s high half: the cases were chosen
+    /// with this stream).
+    fn u32_mid(&mut self) -> u32 {
         (self.next() >> 16) as u32
     }
     /// f32 bit patterns: normal numbers of moderate range, some denormals and specials.
@@ -31,8 +29,8 @@ impl Rng {
                 0x3f80_0000,
                 0x0000_0001,
             ][self.next() as usize % 6],
-            1 => self.u32() & 0x807f_ffff,
-            _ => (self.u32() & 0x8fff_ffff) | 0x3000_0000,
+            1 => self.u32_mid() & 0x807f_ffff,
+            _ => (self.u32_mid() & 0x8fff_ffff) | 0x3000_0000,
         }
     }
     fn f64(&mut self) -> u64 {
@@ -92,7 +90,7 @@ fn cases() -> Vec<Case> {
                 float::fract_f32(fx).to_bits(),
             ));
         }
-        let mask = r.u32() & 0x3ff;
+        let mask = r.u32_mid() & 0x3ff;
         v.push(c32(
             format!("(uint)__builtin_amdgcn_classf({}, {mask})", f(x)),
             compare::class_f32(x, mask) as u32,
@@ -109,8 +107,8 @@ fn cases() -> Vec<Case> {
                 float::med3_f32(a, b, c, true),
             ));
         }
-        let (p, q, s) = (r.u32(), r.u32(), r.u32());
-        let (off, w) = (r.u32() % 32, r.u32() % 33);
+        let (p, q, s) = (r.u32_mid(), r.u32_mid(), r.u32_mid());
+        let (off, w) = (r.u32_mid() % 32, r.u32_mid() % 33);
         v.push(c32(
             format!("__builtin_amdgcn_ubfe({p:#x}u, {off}u, {w}u)"),
             int::bfe_u32(p, off, w),
@@ -140,7 +138,7 @@ fn cases() -> Vec<Case> {
                 want,
             ));
         }
-        let e = (r.u32() % 300) as i32 - 150;
+        let e = (r.u32_mid() % 300) as i32 - 150;
         if fx.is_finite() {
             v.push(c32(
                 format!(
@@ -159,7 +157,7 @@ fn cases() -> Vec<Case> {
             ));
         }
         // sin/cos of revolutions in [-2, 2).
-        let rev = (r.u32() % 4096) as f32 / 1024.0 - 2.0 + (r.u32() % 1000) as f32 * 1e-6;
+        let rev = (r.u32_mid() % 4096) as f32 / 1024.0 - 2.0 + (r.u32_mid() % 1000) as f32 * 1e-6;
         v.push(c32(
             format!(
                 "__builtin_astype(__builtin_amdgcn_sinf({}), uint)",
@@ -175,7 +173,7 @@ fn cases() -> Vec<Case> {
             transcendental::cos_f32(rev).to_bits(),
         ));
         // f16 forms.
-        let hx = (r.u32() & 0xffff) as u16;
+        let hx = (r.u32_mid() & 0xffff) as u16;
         let hv = |b: u16| format!("__builtin_astype((ushort){b:#x}, half)");
         let fh = half::to_f32(hx);
         if fh.is_finite() {
@@ -197,7 +195,7 @@ fn cases() -> Vec<Case> {
                 ),
                 half::fract(hx) as u32,
             ));
-            let e = (r.u32() % 60) as i32 - 30;
+            let e = (r.u32_mid() % 60) as i32 - 30;
             v.push(c32(
                 format!(
                     "(uint)__builtin_astype(__builtin_amdgcn_ldexph({}, {e}), ushort)",
@@ -235,9 +233,9 @@ fn cases() -> Vec<Case> {
             ));
         }
         let (h1, h2, h3) = (
-            (r.u32() & 0x7bff) as u16,
-            (r.u32() & 0xfbff) as u16,
-            (r.u32() & 0xfbff) as u16,
+            (r.u32_mid() & 0x7bff) as u16,
+            (r.u32_mid() & 0xfbff) as u16,
+            (r.u32_mid() & 0xfbff) as u16,
         );
         v.push(c32(
             format!(
@@ -266,7 +264,7 @@ fn cases() -> Vec<Case> {
                 format!("__builtin_astype(__builtin_amdgcn_fract({}), ulong)", d(y)),
                 float::fract_f64(fy).to_bits(),
             ));
-            let seg = r.u32() % 32;
+            let seg = r.u32_mid() % 32;
             v.push(c64(
                 format!(
                     "__builtin_astype(__builtin_amdgcn_trig_preop({}, {seg}), ulong)",
@@ -299,31 +297,15 @@ fn lane_math_matches_llvm_constant_folding() {
             c.expr
         ));
     }
-    let tmp = std::env::temp_dir().join(format!("kjit-valu-fold-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let cl = tmp.join("fold.cl");
-    std::fs::write(&cl, &src).unwrap();
-    let ir = run(
-        &clang,
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-mcpu=gfx942",
-            "-nogpulib",
-            "-O3",
-            "-S",
-            "-emit-llvm",
-            "-o",
-            "-",
-            cl.to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("clang-19: {e}"));
-    let _ = std::fs::remove_dir_all(&tmp);
+    let cl = scratch_file("fold.cl", &src).unwrap_or_else(|e| panic!("{e}"));
+    let mut args = opencl_args("gfx942");
+    args.extend(["-S", "-emit-llvm", "-o", "-"].map(String::from));
+    args.push(cl.to_string_lossy().into_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ir = run(&clang, &args, None).unwrap_or_else(|e| panic!("clang-19: {e}"));
+    if let Some(dir) = cl.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     // Each kernel body is one `store iN <constant>` once folded.
     let mut folded = vec![None; cases.len()];
     let mut current = None;
