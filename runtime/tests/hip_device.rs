@@ -4,9 +4,7 @@
 //! The tests that are not ignored check the behaviour on a machine without a GPU.
 #![cfg(feature = "hip")]
 
-use std::path::Path;
-
-use kjit_backend_gcn::llvm_oracle::{require_all, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, scratch_file, OpenClBuild, Tool};
 use kjit_runtime::emu::GcnEmulator;
 use kjit_runtime::hip::{discover, HipDevice};
 use kjit_runtime::{
@@ -16,38 +14,27 @@ use kjit_runtime::{
 /// A vector add in OpenCL C, compiled by clang-19 for `target` (a GPU's architecture).
 fn vector_add(target: &str) -> Option<Vec<u8>> {
     let tools = require_all(&[Tool::Clang, Tool::Lld], "HIP vector add")?;
-    let tmp = std::env::temp_dir().join(format!("kjit-hip-{}-{target}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let (src, obj, so) = (tmp.join("va.cl"), tmp.join("va.o"), tmp.join("va.hsaco"));
-    std::fs::write(
-        &src,
+    // Not `get_global_id`: with `-nogpulib` there is no OpenCL library to define it, and lld
+    // refuses the undefined symbol (this helper failed so until the kernel used the builtins).
+    let src = scratch_file(
+        "va.cl",
         "kernel void vadd(global const float* a, global const float* b, global float* c, uint n) {\n\
-         uint i = get_global_id(0); if (i < n) c[i] = a[i] + b[i]; }\n",
+         uint i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x()\n\
+         + __builtin_amdgcn_workitem_id_x(); if (i < n) c[i] = a[i] + b[i]; }\n",
     )
-    .unwrap();
-    let cpu = format!("-mcpu={target}");
-    let s = |p: &Path| p.to_str().unwrap().to_string();
-    run(
-        &tools[0],
-        &[
-            "-x",
-            "cl",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &cpu,
-            "-nogpulib",
-            "-O3",
-            "-c",
-            &s(&src),
-            "-o",
-            &s(&obj),
-        ],
-        None,
-    )
-    .expect("clang-19");
-    run(&tools[1], &["-shared", &s(&obj), "-o", &s(&so)], None).expect("ld.lld-19");
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = src
+        .parent()
+        .expect("a scratch file has a directory")
+        .to_path_buf();
+    let build = OpenClBuild {
+        extra_args: &[],
+        out_dir: Some(dir.clone()),
+    };
+    let so = compile_opencl(&tools[0], &tools[1], &src, target, &build)
+        .unwrap_or_else(|e| panic!("{e}"));
     let bytes = std::fs::read(&so).unwrap();
-    let _ = std::fs::remove_dir_all(&tmp);
+    let _ = std::fs::remove_dir_all(&dir);
     Some(bytes)
 }
 
