@@ -137,7 +137,19 @@ pub struct GcnCost<'a> {
 
 impl GcnCost<'_> {
     /// The cost of `enode` given its children's costs.
-    pub fn node_cost(&self, enode: &Node, mut costs: impl FnMut(Id) -> Cost) -> Cost {
+    pub fn node_cost(&self, enode: &Node, costs: impl FnMut(Id) -> Cost) -> Cost {
+        let g = self.egraph;
+        self.node_cost_with(enode, costs, |c| operand_info(g, c))
+    }
+
+    /// [`GcnCost::node_cost`] with each child's [`operand_info`] given by `info` (which a
+    /// caller costing every node many times can precompute per class).
+    pub fn node_cost_with(
+        &self,
+        enode: &Node,
+        mut costs: impl FnMut(Id) -> Cost,
+        info: impl Fn(Id) -> (Option<Type>, u32),
+    ) -> Cost {
         let g = self.egraph;
         match enode {
             Node::Ty(_) | Node::Const(_) => Cost {
@@ -158,17 +170,13 @@ impl GcnCost<'_> {
                     let cc = costs(*c);
                     divergent |= cc.divergent;
                     sum = sum.saturating_add(cc.cycles);
-                    let d = &g[*c].data;
-                    if let (Some(t), Some(k)) = (d.ty, d.konst) {
-                        if !is_inline_constant(t, k) {
-                            literals += if t.bits() == 64 { 2 } else { 1 };
-                        }
-                    }
+                    let (cty, lits) = info(*c);
+                    literals += lits;
                     if ty.is_none()
                         && !(i == 0
                             && matches!(op, NodeOp::Convert | NodeOp::Bitcast | NodeOp::Select))
                     {
-                        ty = d.ty;
+                        ty = cty;
                     }
                 }
                 let ty = ty.unwrap_or(Type::U32);
@@ -182,6 +190,23 @@ impl GcnCost<'_> {
             }
         }
     }
+}
+
+/// A class as an operand: its type, and the literal dwords it costs (0 unless it is a
+/// constant that is not an inline constant: 1, or 2 for 64-bit).
+pub fn operand_info(g: &KGraph, c: Id) -> (Option<Type>, u32) {
+    let d = &g[c].data;
+    let lits = match (d.ty, d.konst) {
+        (Some(t), Some(k)) if !is_inline_constant(t, k) => {
+            if t.bits() == 64 {
+                2
+            } else {
+                1
+            }
+        }
+        _ => 0,
+    };
+    (d.ty, lits)
 }
 
 impl CostFunction<Node> for GcnCost<'_> {

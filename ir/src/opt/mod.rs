@@ -304,6 +304,11 @@ impl BestCosts {
             .unwrap_or(0);
         let mut costs: Vec<Option<Cost>> = vec![None; n];
         let cf = GcnCost { egraph: g };
+        // Operand facts per class, looked up once instead of once per node per pass.
+        let mut info: Vec<(Option<Type>, u32)> = vec![(None, 0); n];
+        for class in g.classes() {
+            info[usize::from(class.id)] = cost::operand_info(g, class.id);
+        }
         loop {
             let mut changed = false;
             for class in g.classes() {
@@ -314,9 +319,11 @@ impl BestCosts {
                         .iter()
                         .all(|c| costs[usize::from(g.find(*c))].is_some());
                     let c = known.then(|| {
-                        cf.node_cost(node, |c| {
-                            costs[usize::from(g.find(c))].expect("known above")
-                        })
+                        cf.node_cost_with(
+                            node,
+                            |c| costs[usize::from(g.find(c))].expect("known above"),
+                            |c| info[usize::from(g.find(c))],
+                        )
                     });
                     // The first minimum, as `Iterator::min_by` (`None` costs most).
                     let better = match (&best, &c) {
