@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use kjit_backend_gcn::llvm_oracle::{find, run, Tool};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, find, scratch_file, OpenClBuild, Tool};
 use kjit_runtime::emu::GcnEmulator;
 use kjit_runtime::{ArgValue, Device, LaunchDims};
 
@@ -33,32 +33,15 @@ kernel void alu(global float* io, uint iters) {
 
 fn build() -> Option<Vec<u8>> {
     let (clang, lld) = (find(Tool::Clang)?, find(Tool::Lld)?);
-    let dir = std::env::temp_dir().join(format!("kjit-emu-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    let src = dir.join("bench.cl");
-    std::fs::write(&src, SOURCE).ok()?;
-    let (obj, so) = (dir.join("bench.o"), dir.join("bench.hsaco"));
-    run(
-        &clang,
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-mcpu=gfx942",
-            "-nogpulib",
-            "-O3",
-            "-c",
-            src.to_str()?,
-            "-o",
-            obj.to_str()?,
-        ],
-        None,
-    )
-    .ok()?;
-    run(&lld, &["-shared", obj.to_str()?, "-o", so.to_str()?], None).ok()?;
-    std::fs::read(so).ok()
+    let built = scratch_file("bench.cl", SOURCE)
+        .and_then(|src| compile_opencl(&clang, &lld, &src, "gfx942", &OpenClBuild::default()));
+    match built {
+        Ok(so) => std::fs::read(so).ok(),
+        Err(e) => {
+            eprintln!("emu bench: {e}");
+            None
+        }
+    }
 }
 
 fn bench(c: &mut Criterion) {
