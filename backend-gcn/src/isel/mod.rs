@@ -1167,9 +1167,17 @@ impl<'a> Isel<'a> {
                         "brif with both targets the same block".into(),
                     ));
                 }
-                let cm = self.lane_mask(*cond);
-                let t = self.sop2("s_and_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
-                let e = self.sop2("s_andn2_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
+                let (t, e) = if self.scc_of_uniform(b, *cond) {
+                    // All lanes go one way: the edges' lanes are EXEC or none, by SCC.
+                    let t = self.sop2("s_cselect_b64", &[valu::Src::R(exec), valu::Src::Imm64(0)]);
+                    let e = self.sop2("s_cselect_b64", &[valu::Src::Imm64(0), valu::Src::R(exec)]);
+                    (t, e)
+                } else {
+                    let cm = self.lane_mask(*cond);
+                    let t = self.sop2("s_and_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
+                    let e = self.sop2("s_andn2_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
+                    (t, e)
+                };
                 self.edge(then_dest, t, exec)?;
                 self.edge(else_dest, e, exec)?;
             }
@@ -1182,6 +1190,49 @@ impl<'a> Isel<'a> {
         }
         let _ = b;
         Ok(())
+    }
+
+    /// For a uniform (SGPR) branch condition of block `b`: sets SCC to it and returns true.
+    /// A 32-bit integer compare in the same block is emitted again as `s_cmp` right here (its
+    /// 0/1 value is then usually dead and removed), anything else is tested with `s_cmp_lg_u32`.
+    fn scc_of_uniform(&mut self, b: Block, cond: Value) -> bool {
+        if !self.uni.is_uniform(cond) || self.const_of(cond).is_some() {
+            return false;
+        }
+        let func = self.func;
+        if let kjit_ir::ValueDef::Result(i, _) = func.values[cond].def {
+            if let InstData::Cmp { op: o, args } = func.insts[i] {
+                let t = func.value_type(args[0]);
+                let same_block = func.blocks[b].insts.contains(&i);
+                if same_block && matches!(t, Type::I32 | Type::U32) {
+                    let x = self.src(args[0]);
+                    let y = self.src(args[1]);
+                    let sgpr = |s: &valu::Src, me: &Self| match s {
+                        valu::Src::R(v) => me.mf.vregs[*v].class == RegClass::Sgpr,
+                        _ => true,
+                    };
+                    if sgpr(&x, self) && sgpr(&y, self) {
+                        let c = match o {
+                            kjit_ir::CmpOp::Eq => "eq",
+                            kjit_ir::CmpOp::Ne => "lg",
+                            kjit_ir::CmpOp::Lt => "lt",
+                            kjit_ir::CmpOp::Le => "le",
+                            kjit_ir::CmpOp::Gt => "gt",
+                            kjit_ir::CmpOp::Ge => "ge",
+                        };
+                        let ty = if t == Type::I32 { "i32" } else { "u32" };
+                        self.salu(&format!("s_cmp_{c}_{ty}"), None, &[x, y]);
+                        return true;
+                    }
+                }
+            }
+        }
+        let v = self.val(cond);
+        if self.mf.vregs[v].class != RegClass::Sgpr {
+            return false;
+        }
+        self.salu("s_cmp_lg_u32", None, &[valu::Src::R(v), valu::Src::Imm(0)]);
+        true
     }
 
     /// One CFG edge taken by `lanes`: its arguments (per lane under those lanes) and the target's mask.
