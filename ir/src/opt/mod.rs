@@ -293,6 +293,8 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
 /// cloning the best node (only the costs are used).
 struct BestCosts {
     costs: Vec<Option<Cost>>,
+    /// Per class: [`cost::operand_info`].
+    info: Vec<(Option<Type>, u32)>,
 }
 
 impl BestCosts {
@@ -350,7 +352,7 @@ impl BestCosts {
                 break;
             }
         }
-        BestCosts { costs }
+        BestCosts { costs, info }
     }
 
     fn find_best_cost(&self, g: &KGraph, id: Id) -> Cost {
@@ -382,7 +384,12 @@ impl Rebuild<'_> {
     }
 
     fn cost_of(&self, n: &Node) -> Cost {
-        GcnCost { egraph: self.g }.node_cost(n, |c| self.ex.find_best_cost(self.g, c))
+        let g = self.g;
+        GcnCost { egraph: g }.node_cost_with(
+            n,
+            |c| self.ex.find_best_cost(g, c),
+            |c| self.ex.info[usize::from(g.find(c))],
+        )
     }
 
     /// A value for class `id` usable by the instruction at index `pos` of the block.
