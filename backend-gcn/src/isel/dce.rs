@@ -58,7 +58,8 @@ fn pure_opcode(op: isa::Opcode) -> bool {
 fn flags(inst: &MInst) -> (u8, Option<u8>) {
     let mut reads = inst.implicit_uses;
     let mut writes = inst.implicit_defs;
-    if let MOpcode::Isa(op) = inst.opcode {
+    let special = |o: &MOperand| matches!(o, MOperand::Phys(Operand::Special(_)));
+    if let (MOpcode::Isa(op), true) = (inst.opcode, inst.ops.iter().any(special)) {
         let infos = isa::operand_infos(op, inst.encoding, inst.mods.glc);
         for (i, o) in inst.ops.iter().enumerate() {
             if let MOperand::Phys(Operand::Special(s)) = o {
@@ -127,15 +128,19 @@ fn flag_live_in(mf: &MachineFunction) -> Vec<u8> {
 pub(crate) fn eliminate_dead_code(mf: &mut MachineFunction) -> usize {
     let mut removed = 0;
     loop {
-        let n = sweep_once(mf);
-        if n == 0 {
+        // Marking is transitive over values, so one sweep removes everything dead except
+        // flag writers whose only reader went in that sweep: only then is another one needed.
+        let (n, flag_reader_removed) = sweep_once(mf);
+        removed += n;
+        if !flag_reader_removed {
             return removed;
         }
-        removed += n;
     }
 }
 
-fn sweep_once(mf: &mut MachineFunction) -> usize {
+/// One mark-and-sweep: (instructions and parameters removed, whether a removed instruction
+/// read SCC or VCC).
+fn sweep_once(mf: &mut MachineFunction) -> (usize, bool) {
     let flag_in = flag_live_in(mf);
     let nv = mf.vregs.len();
     let mut site = vec![Site::None; nv];
@@ -211,11 +216,17 @@ fn sweep_once(mf: &mut MachineFunction) -> usize {
         }
     }
     let mut removed = 0;
+    let mut flag_reader_removed = false;
     for (b, row) in live_inst.iter().enumerate() {
         let bd = &mut mf.blocks[MBlock::new(b)];
         if row.iter().all(|&x| x) {
             continue;
         }
+        flag_reader_removed |= bd
+            .insts
+            .iter()
+            .zip(row)
+            .any(|(i, &live)| !live && flags(i).0 & (implicit::SCC | implicit::VCC) != 0);
         let mut k = 0;
         bd.insts.retain(|_| {
             let keep = row[k];
@@ -248,7 +259,7 @@ fn sweep_once(mf: &mut MachineFunction) -> usize {
             });
         }
     }
-    removed
+    (removed, flag_reader_removed)
 }
 
 /// The arguments of successor `slot` (taken first) of `term`.
@@ -267,5 +278,211 @@ fn args_mut(term: &mut Terminator, slot: usize) -> &mut Vec<VReg> {
             }
         }
         Terminator::Return => unreachable!("a return has no successors"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codeobj::metadata::KernelMeta;
+    use crate::isa::Opcode;
+    use crate::mir::{BranchCond, KernelAbi, RegClass};
+
+    fn func() -> MachineFunction {
+        let mut mf = MachineFunction::new(KernelAbi {
+            target: crate::Target::Gfx942,
+            meta: KernelMeta::new("t"),
+            workgroup_ids: [false; 3],
+            workitem_dims: 0,
+            lds_bytes: 0,
+        });
+        mf.block();
+        mf
+    }
+
+    fn op(name: &str) -> Opcode {
+        Opcode::from_name(name).expect("opcode")
+    }
+
+    fn salu(mf: &mut MachineFunction, b: MBlock, name: &str, ops: &[MOperand], scc: (bool, bool)) {
+        let mut i = MInst::isa(op(name), ops);
+        if scc.0 {
+            i.implicit_defs = implicit::SCC;
+        }
+        if scc.1 {
+            i.implicit_uses = implicit::SCC;
+        }
+        mf.blocks[b].insts.push(i);
+    }
+
+    fn names(mf: &MachineFunction, b: MBlock) -> Vec<&'static str> {
+        mf.blocks[b]
+            .insts
+            .iter()
+            .map(|i| match i.opcode {
+                MOpcode::Isa(o) => o.info().name,
+                _ => "pseudo",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dead_values_and_their_flag_chains_go_stores_stay() {
+        let mut mf = func();
+        let b = mf.entry();
+        let (x, y, m, dead) = (
+            mf.vreg(RegClass::Sgpr, 1),
+            mf.vreg(RegClass::Sgpr, 1),
+            mf.vreg(RegClass::Sgpr, 1),
+            mf.vreg(RegClass::Sgpr, 1),
+        );
+        let c = |i: i8| MOperand::Phys(Operand::InlineInt(i));
+        salu(
+            &mut mf,
+            b,
+            "s_mov_b32",
+            &[MOperand::Def(x), c(3)],
+            (false, false),
+        );
+        salu(
+            &mut mf,
+            b,
+            "s_mov_b32",
+            &[MOperand::Def(y), c(4)],
+            (false, false),
+        );
+        // s_cmp whose only reader is a dead s_cselect: both go (two sweeps).
+        salu(
+            &mut mf,
+            b,
+            "s_cmp_lt_u32",
+            &[MOperand::Use(x), MOperand::Use(y)],
+            (true, false),
+        );
+        salu(
+            &mut mf,
+            b,
+            "s_cselect_b32",
+            &[MOperand::Def(dead), c(1), c(0)],
+            (false, true),
+        );
+        // A kept side effect and what feeds it.
+        salu(
+            &mut mf,
+            b,
+            "s_add_u32",
+            &[MOperand::Def(m), MOperand::Use(x), c(1)],
+            (true, false),
+        );
+        let mut st = MInst::isa(
+            op("s_store_dword"),
+            &[MOperand::Use(m), MOperand::Use(m), c(0)],
+        );
+        st.implicit_uses = 0;
+        mf.blocks[b].insts.push(st);
+        let n = eliminate_dead_code(&mut mf);
+        assert_eq!(n, 3, "{:?}", names(&mf, b));
+        assert_eq!(names(&mf, b), ["s_mov_b32", "s_add_u32", "s_store_dword"]);
+    }
+
+    #[test]
+    fn an_scc_writer_read_by_the_branch_stays_without_readers_of_its_value() {
+        let mut mf = func();
+        let b = mf.entry();
+        let (t, e) = (mf.block(), mf.block());
+        let (a, r) = (mf.vreg(RegClass::Sgpr, 2), mf.vreg(RegClass::Sgpr, 2));
+        let exec = MOperand::Phys(Operand::Special(SpecialReg::Exec));
+        salu(
+            &mut mf,
+            b,
+            "s_mov_b64",
+            &[MOperand::Def(a), exec],
+            (false, false),
+        );
+        salu(
+            &mut mf,
+            b,
+            "s_andn2_b64",
+            &[MOperand::Def(r), MOperand::Use(a), exec],
+            (true, false),
+        );
+        mf.blocks[b].term = Terminator::Branch {
+            cond: BranchCond::Scc0,
+            taken: t,
+            taken_args: vec![],
+            not_taken: e,
+            not_taken_args: vec![],
+        };
+        assert_eq!(eliminate_dead_code(&mut mf), 0);
+        // The same with a plain jump: nothing reads SCC or the values.
+        mf.blocks[b].term = Terminator::Jump {
+            target: t,
+            args: vec![],
+        };
+        assert_eq!(eliminate_dead_code(&mut mf), 2);
+        assert!(mf.blocks[b].insts.is_empty());
+    }
+
+    #[test]
+    fn parameters_that_only_feed_each_other_around_a_loop_go() {
+        let mut mf = func();
+        let entry = mf.entry();
+        let (head, exit) = (mf.block(), mf.block());
+        let (z, p, n, live) = (
+            mf.vreg(RegClass::Sgpr, 1),
+            mf.vreg(RegClass::Sgpr, 1),
+            mf.vreg(RegClass::Sgpr, 1),
+            mf.vreg(RegClass::Sgpr, 1),
+        );
+        let c = |i: i8| MOperand::Phys(Operand::InlineInt(i));
+        salu(
+            &mut mf,
+            entry,
+            "s_mov_b32",
+            &[MOperand::Def(z), c(0)],
+            (false, false),
+        );
+        mf.blocks[entry].term = Terminator::Jump {
+            target: head,
+            args: vec![z],
+        };
+        mf.blocks[head].params = vec![p];
+        salu(
+            &mut mf,
+            head,
+            "s_add_u32",
+            &[MOperand::Def(n), MOperand::Use(p), c(1)],
+            (true, false),
+        );
+        salu(
+            &mut mf,
+            head,
+            "s_cmp_lg_u32",
+            &[MOperand::Use(live), c(0)],
+            (true, false),
+        );
+        mf.blocks[head].term = Terminator::Branch {
+            cond: BranchCond::Scc1,
+            taken: head,
+            taken_args: vec![n],
+            not_taken: exit,
+            not_taken_args: vec![],
+        };
+        // `live` is defined in the entry and read by the loop's compare, which the branch reads.
+        salu(
+            &mut mf,
+            entry,
+            "s_mov_b32",
+            &[MOperand::Def(live), c(5)],
+            (false, false),
+        );
+        eliminate_dead_code(&mut mf);
+        assert!(mf.blocks[head].params.is_empty());
+        assert_eq!(names(&mf, head), ["s_cmp_lg_u32"]);
+        assert_eq!(names(&mf, entry), ["s_mov_b32"]);
+        assert!(
+            matches!(&mf.blocks[head].term, Terminator::Branch { taken_args, .. } if taken_args.is_empty())
+        );
+        assert!(matches!(&mf.blocks[entry].term, Terminator::Jump { args, .. } if args.is_empty()));
     }
 }
