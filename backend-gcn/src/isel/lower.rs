@@ -1314,11 +1314,14 @@ impl Isel<'_> {
         self.set_exec(all);
         // The lane id in every lane (the prologue's is only valid in launched lanes).
         let lane = self.lane_id_reg();
+        // Byte addresses of the source lanes from the lane's own once: (lane ^ k) * 4 =
+        // (lane * 4) ^ (k * 4), and (lane - k) * 4 = lane * 4 - k * 4 (mod 2^32, of which
+        // ds_bpermute reads bits 7:2, so the same lane as before).
+        let lane4 = self.v("v_lshlrev_b32", &[Src::Imm(2), Src::R(lane)]);
         let mut acc = t1;
         for k in [1u32, 2, 4, 8, 16, 32] {
             let u = if scan {
-                let src = self.v("v_sub_u32", &[Src::R(lane), Src::Imm(k)]);
-                let addr = self.v("v_lshlrev_b32", &[Src::Imm(2), Src::R(src)]);
+                let addr = self.v("v_subrev_u32", &[Src::Imm(4 * k), Src::R(lane4)]);
                 let got = self.bpermute(addr, acc);
                 let ge = self.vcmp("v_cmp_le_u32", Src::Imm(k), Src::R(lane));
                 let id = self.imm_reg(ident, RegClass::Vgpr);
@@ -1330,8 +1333,7 @@ impl Isel<'_> {
                 );
                 d
             } else {
-                let src = self.v("v_xor_b32", &[Src::Imm(k), Src::R(lane)]);
-                let addr = self.v("v_lshlrev_b32", &[Src::Imm(2), Src::R(src)]);
+                let addr = self.v("v_xor_b32", &[Src::Imm(4 * k), Src::R(lane4)]);
                 self.bpermute(addr, acc)
             };
             acc = self.binary(bop, t, Src::R(acc), Src::R(u), false)?;
