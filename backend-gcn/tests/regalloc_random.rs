@@ -558,3 +558,54 @@ fn debug_reduce() {
         listing(&f)
     );
 }
+
+/// `allocate` keeps regalloc2's working memory per thread between calls (a speed measure):
+/// an allocation must not depend on what the thread allocated before, failed allocations
+/// included. Each function is allocated on a fresh thread (fresh context) and again on one
+/// thread interleaved with other functions and with budgets too small to succeed.
+#[test]
+fn reused_allocator_context_gives_the_same_result() {
+    use kjit_backend_gcn::regalloc::{allocate, RegallocOptions};
+    let opts = |budget| RegallocOptions {
+        vgpr_budget: budget,
+        run_checker: false,
+    };
+    let mut cases = Vec::new();
+    for seed in 0..24u64 {
+        for t in ALL_TARGETS {
+            let budget = [None, Some(40), Some(20)][(seed % 3) as usize];
+            cases.push((program(t, seed), budget));
+        }
+    }
+    let fresh: Vec<String> = cases
+        .iter()
+        .map(|(mf, budget)| {
+            let (mf, o) = (mf.clone(), opts(*budget));
+            std::thread::spawn(move || format!("{:?}", allocate(&mf, &o)))
+                .join()
+                .expect("allocation thread")
+        })
+        .collect();
+    let mut errors = 0;
+    for (i, (mf, budget)) in cases.iter().enumerate().rev() {
+        // A different function and a failing allocation in between.
+        let (other, ob) = &cases[(i * 7 + 3) % cases.len()];
+        let _ = allocate(other, &opts(*ob));
+        if allocate(mf, &opts(Some(3))).is_err() {
+            errors += 1;
+        }
+        let again = format!("{:?}", allocate(mf, &opts(*budget)));
+        assert_eq!(
+            again, fresh[i],
+            "case {i}: result depends on earlier allocations"
+        );
+    }
+    assert!(
+        errors > 0,
+        "no allocation failed: the error path is not exercised"
+    );
+    assert!(
+        fresh.iter().filter(|s| s.starts_with("Ok")).count() > cases.len() / 2,
+        "most cases should allocate"
+    );
+}

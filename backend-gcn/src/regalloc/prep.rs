@@ -280,6 +280,16 @@ pub fn prepare(input: &MachineFunction) -> Prepared {
     let preds = preds_of(&mf);
     for bi in 0..original_blocks {
         let b = MBlock::new(bi);
+        // Only conditional branches can have critical edges; the others keep their terminator.
+        if !matches!(mf.blocks[b].term, Terminator::Branch { .. })
+            || mf.blocks[b]
+                .term
+                .successors()
+                .iter()
+                .all(|(s, _)| preds[s.index()].len() < 2)
+        {
+            continue;
+        }
         let writes = mf.blocks[b].insts.iter().any(writes_exec);
         let term = mf.blocks[b].term.clone();
         if let Terminator::Branch {
@@ -325,6 +335,16 @@ pub fn prepare(input: &MachineFunction) -> Prepared {
     let nblocks = mf.blocks.len();
     for bi in 0..nblocks {
         let b = MBlock::new(bi);
+        // Most branches pass no tuple: leave those terminators alone (no clone).
+        let passes_tuple = mf.blocks[b].term.successors().iter().any(|(s, args)| {
+            (0..args.len()).any(|k| {
+                let d = mf.vregs[mf.blocks[*s].params[k]];
+                kind_of(d.class, d.dwords) == Kind::Web
+            })
+        });
+        if !passes_tuple {
+            continue;
+        }
         let mut term = mf.blocks[b].term.clone();
         let mut copies = Vec::new();
         {
