@@ -65,15 +65,72 @@ pub fn saturate(
         }
     };
     let rules = &set.rules[..];
-    let mut stats = vec![RuleStats::default(); rules.len()];
-    let mut table: Vec<Vec<(egg::Id, super::lang::Node)>> =
-        set.roots.iter().map(|_| Vec::new()).collect();
-    let mut matches: Vec<Vec<Match>> = rules.iter().map(|_| Vec::new()).collect();
-    let mut ids = Vec::new();
-    // Per rule: whose match list it uses (its own, or that of an earlier rule with the same
-    // left-hand side and the same ban state, which finds the same matches).
-    let mut src: Vec<usize> = (0..rules.len()).collect();
-    let mut before: Vec<RuleStats> = Vec::with_capacity(rules.len());
+    // Buffers reused from block to block (and compile to compile) on this thread: a block's
+    // rewriting otherwise starts with ~60 empty match lists that each allocate on first use.
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
+    }
+    let mut sc = SCRATCH.with(|s| s.take());
+    sc.reset(set);
+    let Scratch {
+        stats,
+        table,
+        matches,
+        ids,
+        src,
+        before,
+    } = &mut sc;
+    let out = run_loop(
+        g, set, rules, &check, stats, table, matches, ids, src, before,
+    );
+    SCRATCH.with(|s| s.replace(sc));
+    out
+}
+
+/// The buffers of [`saturate`].
+#[derive(Default)]
+struct Scratch {
+    stats: Vec<RuleStats>,
+    table: Vec<Vec<(egg::Id, super::lang::Node)>>,
+    matches: Vec<Vec<Match>>,
+    ids: Vec<egg::Id>,
+    /// Per rule: whose match list it uses (its own, or that of an earlier rule with the same
+    /// left-hand side and the same ban state, which finds the same matches).
+    src: Vec<usize>,
+    before: Vec<RuleStats>,
+}
+
+impl Scratch {
+    fn reset(&mut self, set: &RuleSet) {
+        let n = set.rules.len();
+        self.stats.clear();
+        self.stats.resize(n, RuleStats::default());
+        self.table
+            .resize_with(set.roots.len().max(self.table.len()), Vec::new);
+        self.matches
+            .resize_with(n.max(self.matches.len()), Vec::new);
+        for m in &mut self.matches {
+            m.clear();
+        }
+        self.src.clear();
+        self.src.extend(0..n);
+        self.before.clear();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_loop(
+    g: &mut KGraph,
+    set: &RuleSet,
+    rules: &[Rule],
+    check: &dyn Fn(usize, &KGraph) -> Result<(), Stop>,
+    stats: &mut [RuleStats],
+    table: &mut [Vec<(egg::Id, super::lang::Node)>],
+    matches: &mut [Vec<Match>],
+    ids: &mut Vec<egg::Id>,
+    src: &mut [usize],
+    before: &mut Vec<RuleStats>,
+) -> (usize, Stop) {
     g.rebuild();
     let mut i = 0;
     loop {
@@ -86,7 +143,7 @@ pub fn saturate(
                 root_nodes(g, op, nodes);
             }
             before.clear();
-            before.extend_from_slice(&stats);
+            before.extend_from_slice(stats);
             for (k, rw) in rules.iter().enumerate() {
                 if let Some(j) = set.same_as[k] {
                     if before[j] == before[k] {
@@ -107,7 +164,7 @@ pub fn saturate(
                 if ms.is_empty() {
                     continue;
                 }
-                if apply(g, rw, ms, &mut ids) {
+                if apply(g, rw, ms, ids) {
                     applied = true;
                 }
                 if let Err(e) = check(i, g) {
@@ -118,7 +175,7 @@ pub fn saturate(
         }
         g.rebuild();
         let saturated = !applied
-            && can_stop(&mut stats, i)
+            && can_stop(stats, i)
             && nodes_before == g.total_size()
             && classes_before == g.number_of_classes();
         if saturated && result.is_ok() {
