@@ -15,7 +15,7 @@ fn unsupported<T>(what: String) -> Result<T, IselError> {
     Err(IselError::Unsupported(what))
 }
 
-fn is64(t: Type) -> bool {
+pub(crate) fn is64(t: Type) -> bool {
     matches!(t, Type::I64 | Type::U64 | Type::F64)
 }
 
@@ -1299,8 +1299,7 @@ impl Isel<'_> {
         let exec = self.cur_exec.expect("body EXEC");
         let v = self.val(arg);
         let v = self.to_class(v, RegClass::Vgpr);
-        let all = self.imm_reg64(u64::MAX, RegClass::Sgpr);
-        self.set_exec(all);
+        self.set_exec_all();
         let t0 = self.imm_reg(ident, RegClass::Vgpr);
         self.set_exec(exec);
         let t1 = self.new_vreg(RegClass::Vgpr, 1);
@@ -1311,7 +1310,7 @@ impl Isel<'_> {
         i.tied = Some((0, 2));
         i.implicit_uses = implicit::EXEC;
         self.push(i);
-        self.set_exec(all);
+        self.set_exec_all();
         // The lane id in every lane (the prologue's is only valid in launched lanes).
         let lane = self.lane_id_reg();
         // Byte addresses of the source lanes from the lane's own once: (lane ^ k) * 4 =

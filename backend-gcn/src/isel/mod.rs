@@ -770,6 +770,22 @@ impl<'a> Isel<'a> {
         z
     }
 
+    /// `exec = -1` (every lane), without a register for the mask.
+    pub(crate) fn set_exec_all(&mut self) {
+        let mut i = MInst::isa(
+            op("s_mov_b64"),
+            &[
+                MOperand::Phys(crate::isa::Operand::Special(crate::isa::SpecialReg::Exec)),
+                MOperand::Phys(crate::isa::Operand::InlineInt(-1)),
+            ],
+        );
+        i.implicit_defs = implicit::EXEC;
+        self.push(i);
+        self.addr_cache.clear();
+        let b = self.cur;
+        self.mf.blocks[b].exec_partial = true;
+    }
+
     /// `exec = m`.
     pub(crate) fn set_exec(&mut self, m: VReg) {
         let mut i = MInst::isa(
@@ -813,6 +829,27 @@ impl<'a> Isel<'a> {
         } else {
             self.write(Var::Val(v), r);
         }
+    }
+
+    /// [`Isel::write_partial`] of a 32-bit immediate (`v_mov_b32` of the constant, tied).
+    pub(crate) fn write_partial_imm(&mut self, var: Var, bits: u32) {
+        let prev = self.read(var);
+        let data = self.mf.vregs[prev];
+        if data.class != RegClass::Vgpr || data.dwords != 1 {
+            let r = self.s_mov32(bits);
+            self.write_partial(var, r);
+            return;
+        }
+        let new = self.new_vreg(RegClass::Vgpr, 1);
+        let src = valu::inline32(bits).unwrap_or(crate::isa::Operand::Literal(bits));
+        let mut i = MInst::isa(
+            op("v_mov_b32"),
+            &[MOperand::Def(new), MOperand::Phys(src), MOperand::Use(prev)],
+        );
+        i.tied = Some((0, 2));
+        i.implicit_uses = implicit::EXEC;
+        self.push(i);
+        self.write(var, new);
     }
 
     /// Per-lane write of a VGPR variable under the current EXEC: lanes outside keep the old value.
@@ -1246,12 +1283,35 @@ impl<'a> Isel<'a> {
         let params = func.blocks[call.block].params.clone();
         if !params.is_empty() {
             // Read every argument before writing any parameter (a parameter may feed another).
-            let args: Vec<VReg> = call.args.iter().map(|&a| self.val(a)).collect();
+            // A 32-bit constant going into a per-lane parameter is the partial write's
+            // immediate source (no SGPR + `v_mov_b32` to make it a VGPR first).
+            let imm_of = |me: &Self, p: Value, a: Value| match me.const_of(a) {
+                Some((ty, bits)) if me.tied_vals[p.index()] && !lower::is64(ty) => {
+                    Some(bits as u32)
+                }
+                _ => None,
+            };
+            let args: Vec<Option<VReg>> = params
+                .iter()
+                .zip(call.args.iter())
+                .map(|(&p, &a)| match imm_of(self, p, a) {
+                    Some(_) => None,
+                    None => Some(self.val(a)),
+                })
+                .collect();
             let any_div = params.iter().any(|&p| self.tied_vals[p.index()]);
             if any_div && lanes != exec {
                 self.set_exec(lanes);
             }
-            for (&p, &a) in params.iter().zip(&args) {
+            for ((&p, &a), &av) in params.iter().zip(&args).zip(call.args.iter()) {
+                let a = match (a, imm_of(self, p, av)) {
+                    (Some(a), _) => a,
+                    (None, Some(bits)) => {
+                        self.write_partial_imm(Var::Val(p), bits);
+                        continue;
+                    }
+                    (None, None) => unreachable!("an argument is a register or an immediate"),
+                };
                 if self.tied_vals[p.index()] {
                     self.write_partial(Var::Val(p), a);
                 } else {
