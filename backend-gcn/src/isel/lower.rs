@@ -1299,18 +1299,16 @@ impl Isel<'_> {
         let exec = self.cur_exec.expect("body EXEC");
         let v = self.val(arg);
         let v = self.to_class(v, RegClass::Vgpr);
+        // Under a full EXEC: the value in the body's lanes, the identity elsewhere (one
+        // v_cndmask on the body's EXEC mask instead of two EXEC switches and a tied move).
         self.set_exec_all();
-        let t0 = self.imm_reg(ident, RegClass::Vgpr);
-        self.set_exec(exec);
+        let t0 = if super::valu::inline32(ident).is_some() {
+            Src::Imm(ident)
+        } else {
+            Src::R(self.imm_reg(ident, RegClass::Vgpr))
+        };
         let t1 = self.new_vreg(RegClass::Vgpr, 1);
-        let mut i = MInst::isa(
-            op("v_mov_b32"),
-            &[MOperand::Def(t1), MOperand::Use(v), MOperand::Use(t0)],
-        );
-        i.tied = Some((0, 2));
-        i.implicit_uses = implicit::EXEC;
-        self.push(i);
-        self.set_exec_all();
+        self.vop("v_cndmask_b32", &[t1], &[t0, Src::R(v), Src::R(exec)]);
         // The lane id in every lane (the prologue's is only valid in launched lanes).
         let lane = self.lane_id_reg();
         // Byte addresses of the source lanes from the lane's own once: (lane ^ k) * 4 =
