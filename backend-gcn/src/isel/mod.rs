@@ -36,7 +36,7 @@ mod order;
 mod ssa;
 mod valu;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use cranelift_entity::{EntityRef, SecondaryMap};
 use kjit_ir::{Block, Function, InstData, Type, Uniformity, Value};
@@ -267,23 +267,23 @@ impl<'a> Isel<'a> {
             ssa: ssa::SsaState::default(),
             cur: MBlock::new(0),
             cur_exec: None,
-            local: HashMap::new(),
+            local: HashMap::default(),
             inits: SecondaryMap::new(),
             tied_vals: vec![false; nvals],
             crossing: vec![false; nvals],
             kernarg: None,
-            params: HashMap::new(),
-            descs: HashMap::new(),
+            params: HashMap::default(),
+            descs: HashMap::default(),
             desc_word3: None,
-            lens: HashMap::new(),
-            specials: HashMap::new(),
+            lens: HashMap::default(),
+            specials: HashMap::default(),
             lane_id: None,
             lds_base,
             slots,
-            mask_cache: HashMap::new(),
-            addr_cache: HashMap::new(),
+            mask_cache: HashMap::default(),
+            addr_cache: HashMap::default(),
             latch: SecondaryMap::new(),
-            exec_of: HashMap::new(),
+            exec_of: HashMap::default(),
         })
     }
 
@@ -590,7 +590,7 @@ impl<'a> Isel<'a> {
         let func = self.func;
         let entry = self.order[0];
         // Writers and readers (IR blocks) per variable.
-        let mut wr: HashMap<Var, (Vec<Block>, Vec<Block>)> = HashMap::new();
+        let mut wr: HashMap<Var, (Vec<Block>, Vec<Block>)> = HashMap::default();
         for &b in &self.order {
             let t = func.terminator(b);
             for &s in func.successors(b).iter() {

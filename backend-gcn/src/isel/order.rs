@@ -2,7 +2,7 @@
 //! which every loop's blocks are contiguous (so that one latch after a loop's last block can
 //! send the wave back to its header). Irreducible control flow is rejected.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use cranelift_entity::SecondaryMap;
 use kjit_ir::cfg::{ControlFlowGraph, DominatorTree};
@@ -27,7 +27,7 @@ impl LoopInfo {
             for &s in &cfg.succs[b] {
                 if dt.dominates(s, b) {
                     let body = li.body.entry(s).or_insert_with(|| {
-                        let mut h = HashSet::new();
+                        let mut h = HashSet::default();
                         h.insert(s);
                         h
                     });
@@ -180,7 +180,7 @@ fn region(
         best.unwrap_or(b)
     };
     // Collapsed successor lists.
-    let mut succ: HashMap<Block, Vec<Block>> = HashMap::new();
+    let mut succ: HashMap<Block, Vec<Block>> = HashMap::default();
     for &b in set {
         let rb = rep(b);
         for &s in &cfg.succs[b] {
@@ -198,11 +198,11 @@ fn region(
     }
     // Reverse post-order of the collapsed DAG from the region's start, successors in the
     // function's RPO order so the layout follows the source.
-    let mut rpo_pos: HashMap<Block, usize> = HashMap::new();
+    let mut rpo_pos: HashMap<Block, usize> = HashMap::default();
     for (i, &b) in cfg.rpo.iter().enumerate() {
         rpo_pos.insert(b, i);
     }
-    let mut seen: HashSet<Block> = HashSet::new();
+    let mut seen: HashSet<Block> = HashSet::default();
     let mut post = Vec::new();
     let mut stack: Vec<(Block, usize)> = vec![(rep(start), 0)];
     seen.insert(rep(start));

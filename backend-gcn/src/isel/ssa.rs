@@ -4,7 +4,7 @@
 //! parameters in blocks whose predecessors are not all filled yet, and removal of trivial
 //! parameters at the end.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use cranelift_entity::EntityRef;
 
@@ -83,7 +83,7 @@ pub(crate) fn remove_trivial_params(mf: &mut MachineFunction) {
             preds[s.index()].push(b);
         }
     }
-    let mut subst: HashMap<VReg, VReg> = HashMap::new();
+    let mut subst: HashMap<VReg, VReg> = HashMap::default();
     fn resolve(s: &HashMap<VReg, VReg>, mut v: VReg) -> VReg {
         while let Some(&w) = s.get(&v) {
             v = w;

@@ -7,7 +7,7 @@
 //! tuple (sub-register coalescing), so a buffer descriptor built from two pairs is computed
 //! in place and its `Build` emits no move.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use cranelift_entity::EntityRef;
 
@@ -91,7 +91,7 @@ pub struct Webs {
     /// The webs (only roots are meaningful; `web_of` points at roots).
     pub webs: Vec<Web>,
     /// Copies (block, inst index) whose source and destination share a web: emit nothing.
-    pub coalesced: std::collections::HashSet<(usize, usize)>,
+    pub coalesced: rustc_hash::FxHashSet<(usize, usize)>,
 }
 
 /// Builds the webs of `p`: intervals, mandatory merges, then copy coalescing.
@@ -105,14 +105,14 @@ pub fn build(
         let d = mf.vregs[v];
         kind_of(d.class, d.dwords) == Kind::Web
     };
-    let mut ivs: HashMap<VReg, Intervals> = HashMap::new();
+    let mut ivs: HashMap<VReg, Intervals> = HashMap::default();
     for (b, bd) in mf.blocks.iter() {
         let bi = b.index();
         let start = 2 * p.first_inst[bi];
         let end = 2 * p.term_inst(bi) + 1;
         // first def / last use within this block
-        let mut first: HashMap<VReg, u32> = HashMap::new();
-        let mut last: HashMap<VReg, u32> = HashMap::new();
+        let mut first: HashMap<VReg, u32> = HashMap::default();
+        let mut last: HashMap<VReg, u32> = HashMap::default();
         for &v in &bd.params {
             if is_web(v) {
                 first.insert(v, start);
@@ -174,7 +174,7 @@ pub fn build(
     // just after the instruction (`2i + 1`); against other webs they begin at `2i` (an
     // uncoalesced Build moves its parts one after the other, so its registers must not be
     // any part's).
-    let mut late_def: HashMap<VReg, u32> = HashMap::new();
+    let mut late_def: HashMap<VReg, u32> = HashMap::default();
     for (b, bd) in mf.blocks.iter() {
         for (k, inst) in bd.insts.iter().enumerate() {
             if matches!(inst.opcode, MOpcode::Build | MOpcode::Extract(_)) {
@@ -186,7 +186,7 @@ pub fn build(
             }
         }
     }
-    let mut web_of: HashMap<VReg, usize> = HashMap::new();
+    let mut web_of: HashMap<VReg, usize> = HashMap::default();
     let mut webs: Vec<Web> = Vec::new();
     let mut parent: Vec<usize> = Vec::new();
     // Dword offset of each web inside its parent.
@@ -334,7 +334,7 @@ pub fn build(
         }
     }
     copies.sort_by_key(|c| std::cmp::Reverse(c.0));
-    let mut coalesced = std::collections::HashSet::new();
+    let mut coalesced = rustc_hash::FxHashSet::default();
     for (_, b, k, d, s) in &copies {
         if union(
             &mut webs,
