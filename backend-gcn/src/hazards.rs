@@ -298,16 +298,9 @@ fn mfma_passes(inst: &Inst) -> u8 {
     }
 }
 
-/// Whether `op` is a `v_addc`/`v_subb`-style carry-in operand (a read of VCC/SGPR as carry).
-fn is_carry_in(inst: &Inst, slot: Slot) -> bool {
-    let n = inst.op.name();
-    let carry_op = n.contains("addc") || n.contains("subb") || n.contains("_co_ci");
-    carry_op && matches!(slot, Slot::Vcc | Slot::Src2)
-}
-
 /// Registers and roles an instruction touches: `(unit, slot, reads, writes)`.
-fn accesses(inst: &Inst) -> Vec<(usize, Slot, bool, bool)> {
-    let mut out = Vec::new();
+fn accesses(inst: &Inst) -> Accesses {
+    let mut out = Accesses::new();
     for (o, oi) in inst.operands.iter().zip(inst.operand_infos()) {
         let (r, w) = (oi.access.reads(), oi.access.writes());
         if !r && !w {
@@ -320,6 +313,97 @@ fn accesses(inst: &Inst) -> Vec<(usize, Slot, bool, bool)> {
     out
 }
 
+type Accesses = smallvec::SmallVec<[(usize, Slot, bool, bool); 8]>;
+
+/// What the rules look at in one instruction, computed once per instruction (the fixed point
+/// visits blocks several times; names and operand tables are not re-read on each visit).
+struct Facts {
+    acc: Accesses,
+    valu: bool,
+    salu: bool,
+    mfma: bool,
+    vmem: bool,
+    mem: bool,
+    dpp: bool,
+    lane_op: bool,
+    /// `v_addc`/`v_subb`-style: its VCC/src2 operand is a carry-in, not a constant read.
+    carry_op: bool,
+    readlane_vgpr: bool,
+    rw_lane_any: bool,
+    trans: bool,
+    fwd: bool,
+    cmpx: bool,
+    partial: bool,
+    div_fmas: bool,
+    m0_reader: bool,
+    getset: bool,
+    setreg: bool,
+    passes: u8,
+    dst_range: Option<(u16, u16)>,
+    srcc_range: Option<std::ops::Range<usize>>,
+    wide: Option<Vec<usize>>,
+    wait_states: u32,
+}
+
+impl Facts {
+    fn of(inst: &Inst) -> Facts {
+        let mfma = is_mfma(inst);
+        let name = inst.op.name();
+        let n = name;
+        let mut dst_range = None;
+        let mut srcc_range = None;
+        if mfma {
+            if let Some((o, _)) = inst
+                .operands
+                .iter()
+                .zip(inst.operand_infos())
+                .find(|(_, oi)| oi.access.writes())
+            {
+                let r = units(o);
+                dst_range = Some((r.start as u16, r.len() as u16));
+            }
+            srcc_range = inst
+                .operands
+                .iter()
+                .zip(inst.operand_infos())
+                .find(|(_, oi)| oi.slot == Slot::Src2)
+                .map(|(o, _)| units(o));
+        }
+        Facts {
+            acc: accesses(inst),
+            valu: is_valu(inst),
+            salu: is_salu(inst),
+            mfma,
+            vmem: is_vmem(inst),
+            mem: is_mem(inst),
+            dpp: inst.encoding == Encoding::Dpp,
+            lane_op: is_lane_op(inst),
+            carry_op: n.contains("addc") || n.contains("subb") || n.contains("_co_ci"),
+            readlane_vgpr: matches!(inst.op, Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32),
+            rw_lane_any: matches!(
+                inst.op,
+                Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32 | Opcode::VWritelaneB32
+            ),
+            trans: is_trans(inst),
+            fwd: is_sgpr_fwd_class(inst),
+            cmpx: is_cmpx(inst),
+            partial: has_partial_dst(inst),
+            div_fmas: inst.op == Opcode::VDivFmasF32 || inst.op == Opcode::VDivFmasF64,
+            m0_reader: name.starts_with("s_sendmsg")
+                || name.starts_with("s_movrel")
+                || (inst.op.format() == Format::Ds && inst.mods.gds)
+                || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds),
+            getset: name.starts_with("s_getreg") || name.starts_with("s_setreg"),
+            setreg: is_salu(inst) && name.starts_with("s_setreg"),
+            passes: if mfma { mfma_passes(inst) } else { 0 },
+            dst_range,
+            srcc_range,
+            wide: wide_store_data(inst),
+            wait_states: wait_states(inst),
+        }
+    }
+}
+
 fn need(dist: u8, required: u32) -> u32 {
     if dist == FAR {
         0
@@ -329,27 +413,19 @@ fn need(dist: u8, required: u32) -> u32 {
 }
 
 /// Wait states `inst` still needs given `d`.
-fn required(d: &Dist, map: &[u32], inst: &Inst, target: Target) -> u32 {
+fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
     let cdna = target != Target::Gfx900;
     let gfx942 = target == Target::Gfx942;
-    let valu = is_valu(inst);
-    let mfma = is_mfma(inst);
-    let vmem = is_vmem(inst);
-    let mem = is_mem(inst);
-    let dpp = inst.encoding == Encoding::Dpp;
-    let acc = accesses(inst);
+    let valu = f.valu;
+    let mfma = f.mfma;
+    let vmem = f.vmem;
+    let mem = f.mem;
+    let dpp = f.dpp;
+    let acc = &f.acc;
     let mut n = 0u32;
     // MFMA SrcC operand range (for the "same range" exemption).
-    let srcc_range = if mfma {
-        inst.operands
-            .iter()
-            .zip(inst.operand_infos())
-            .find(|(_, oi)| oi.slot == Slot::Src2)
-            .map(|(o, _)| units(o))
-    } else {
-        None
-    };
-    for &(u, slot, reads, writes) in &acc {
+    let srcc_range = f.srcc_range.clone();
+    for &(u, slot, reads, writes) in acc.iter() {
         let c = map[u] as usize;
         if u < V_BASE {
             // Scalar units.
@@ -357,13 +433,13 @@ fn required(d: &Dist, map: &[u32], inst: &Inst, target: Target) -> u32 {
                 if vmem {
                     n = n.max(need(d.at(d.valu_sgpr[c]), 5));
                 }
-                if is_lane_op(inst) && slot == Slot::Src1 {
+                if f.lane_op && slot == Slot::Src1 {
                     n = n.max(need(d.at(d.valu_sgpr[c]), 4));
                     if gfx942 {
                         n = n.max(need(d.at(d.valu_sgpr_fwd[c]), 4));
                     }
                 }
-                if gfx942 && valu && !is_carry_in(inst, slot) {
+                if gfx942 && valu && !(f.carry_op && matches!(slot, Slot::Vcc | Slot::Src2)) {
                     n = n.max(need(d.at(d.valu_sgpr_fwd[c]), 2));
                 }
                 if gfx942 && valu && EXEC.contains(&u) {
@@ -380,10 +456,10 @@ fn required(d: &Dist, map: &[u32], inst: &Inst, target: Target) -> u32 {
             if cdna && mfma {
                 n = n.max(need(d.at(d.valu_vgpr[c]), 2));
             }
-            if gfx942 && matches!(inst.op, Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32) {
+            if gfx942 && f.readlane_vgpr {
                 n = n.max(need(d.at(d.valu_vgpr[c]), 1));
             }
-            if gfx942 && valu && !is_trans(inst) {
+            if gfx942 && valu && !f.trans {
                 n = n.max(need(d.at(d.trans_vgpr[c]), 1));
             }
             if gfx942 && valu {
@@ -422,7 +498,7 @@ fn required(d: &Dist, map: &[u32], inst: &Inst, target: Target) -> u32 {
             n = n.max(need(d.at(d.wide_store[c]), wide));
         }
     }
-    if inst.op == Opcode::VDivFmasF32 || inst.op == Opcode::VDivFmasF64 {
+    if f.div_fmas {
         for u in VCC {
             let c = map[u] as usize;
             n = n.max(need(d.at(d.valu_sgpr[c]), 4));
@@ -434,23 +510,14 @@ fn required(d: &Dist, map: &[u32], inst: &Inst, target: Target) -> u32 {
     if cdna && mfma {
         n = n.max(need(d.at(d.cmpx_exec), 4));
     }
-    if gfx942
-        && matches!(
-            inst.op,
-            Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32 | Opcode::VWritelaneB32
-        )
-    {
+    if gfx942 && f.rw_lane_any {
         n = n.max(need(d.at(d.cmpx_exec), 4));
     }
-    let name = inst.op.name();
-    let m0_reader = name.starts_with("s_sendmsg")
-        || name.starts_with("s_movrel")
-        || (inst.op.format() == Format::Ds && inst.mods.gds)
-        || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds);
+    let m0_reader = f.m0_reader;
     if m0_reader {
         n = n.max(need(d.at(d.salu_m0), 1));
     }
-    if name.starts_with("s_getreg") || name.starts_with("s_setreg") {
+    if f.getset {
         n = n.max(need(d.at(d.setreg), 2));
     }
     n
@@ -486,43 +553,31 @@ fn wide_store_data(inst: &Inst) -> Option<Vec<usize>> {
 }
 
 /// Records what `inst` produces (after the wait states it needed have passed).
-fn record(d: &mut Dist, map: &[u32], inst: &Inst) {
-    let valu = is_valu(inst);
+fn record(d: &mut Dist, map: &[u32], f: &Facts) {
+    let valu = f.valu;
     let now = d.now;
-    let mfma = is_mfma(inst);
-    let acc = accesses(inst);
-    let passes = if mfma { mfma_passes(inst) } else { 0 };
-    let mut dst_range: Option<(u16, u16)> = None;
-    if mfma {
-        if let Some((o, _)) = inst
-            .operands
-            .iter()
-            .zip(inst.operand_infos())
-            .find(|(_, oi)| oi.access.writes())
-        {
-            let r = units(o);
-            dst_range = Some((r.start as u16, r.len() as u16));
-        }
-    }
-    for &(u, slot, reads, writes) in &acc {
+    let mfma = f.mfma;
+    let passes = f.passes;
+    let dst_range = f.dst_range;
+    for &(u, slot, reads, writes) in f.acc.iter() {
         let c = map[u] as usize;
         if writes && valu {
             if u < V_BASE {
                 d.valu_sgpr[c] = now;
-                if is_sgpr_fwd_class(inst) {
+                if f.fwd {
                     d.valu_sgpr_fwd[c] = now;
                 }
                 if EXEC.contains(&u) {
                     d.valu_exec = now;
-                    if is_cmpx(inst) {
+                    if f.cmpx {
                         d.cmpx_exec = now;
                     }
                 }
             } else {
                 // The latest producer of the unit decides; MFMA results have their own rules.
                 d.valu_vgpr[c] = if mfma { NEVER } else { now };
-                d.trans_vgpr[c] = if is_trans(inst) { now } else { NEVER };
-                d.dstsel_vgpr[c] = if has_partial_dst(inst) { now } else { NEVER };
+                d.trans_vgpr[c] = if f.trans { now } else { NEVER };
+                d.dstsel_vgpr[c] = if f.partial { now } else { NEVER };
                 if mfma {
                     d.mfma_write[c] = now;
                     d.mfma_write_passes[c] = passes;
@@ -532,7 +587,7 @@ fn record(d: &mut Dist, map: &[u32], inst: &Inst) {
                 }
             }
         }
-        if writes && is_salu(inst) && u == M0 {
+        if writes && f.salu && u == M0 {
             d.salu_m0 = now;
         }
         if reads && mfma && slot == Slot::Src2 && u >= V_BASE {
@@ -541,15 +596,15 @@ fn record(d: &mut Dist, map: &[u32], inst: &Inst) {
         }
     }
     // `v_cmpx` on the 32-bit encoding writes EXEC implicitly (not an operand in every form).
-    if valu && is_cmpx(inst) {
+    if valu && f.cmpx {
         d.valu_exec = now;
         d.cmpx_exec = now;
     }
-    if is_salu(inst) && inst.op.name().starts_with("s_setreg") {
+    if f.setreg {
         d.setreg = now;
     }
-    if let Some(units) = wide_store_data(inst) {
-        for u in units {
+    if let Some(units) = &f.wide {
+        for &u in units {
             d.wide_store[map[u] as usize] = now;
         }
     }
@@ -582,13 +637,14 @@ fn nops(mut n: u32) -> Vec<Inst> {
 fn run_block(
     d: &mut Dist,
     map: &[u32],
+    facts: &[Facts],
     insts: &[Inst],
     target: Target,
     mut out: Option<&mut Vec<Inst>>,
 ) -> u32 {
     let mut added = 0;
-    for inst in insts {
-        let n = required(d, map, inst, target);
+    for (k, f) in facts.iter().enumerate() {
+        let n = required(d, map, f, target);
         if n > 0 {
             added += n;
             d.advance(n);
@@ -596,12 +652,10 @@ fn run_block(
                 o.extend(nops(n));
             }
         }
-        // The instruction is itself wait states for everything produced before it; what it
-        // produces starts at distance 0 (the next instruction follows with none between).
-        d.advance(wait_states(inst));
-        record(d, map, inst);
+        d.advance(f.wait_states);
+        record(d, map, f);
         if let Some(o) = out.as_deref_mut() {
-            o.push(inst.clone());
+            o.push(insts[k].clone());
         }
     }
     added
@@ -626,9 +680,14 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     for u in VCC.chain(EXEC).chain(std::iter::once(M0)) {
         number(u, &mut map);
     }
-    for b in &f.blocks {
-        for inst in &b.insts {
-            for (u, ..) in accesses(inst) {
+    let facts: Vec<Vec<Facts>> = f
+        .blocks
+        .iter()
+        .map(|b| b.insts.iter().map(Facts::of).collect())
+        .collect();
+    for b in &facts {
+        for x in b {
+            for &(u, ..) in x.acc.iter() {
                 number(u, &mut map);
             }
         }
@@ -643,7 +702,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     while let Some(b) = work.pop_front() {
         queued[b] = false;
         let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
-        run_block(&mut d, &map, &f.blocks[b].insts, target, None);
+        run_block(&mut d, &map, &facts[b], &f.blocks[b].insts, target, None);
         let d = d.normalized();
         for s in f.blocks[b].term.successors() {
             let si = s.as_u32() as usize;
@@ -669,9 +728,22 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     }
     let mut total = 0;
     for (b, block) in f.blocks.iter_mut().enumerate() {
-        let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
-        let mut out = Vec::with_capacity(block.insts.len());
-        total += run_block(&mut d, &map, &block.insts, target, Some(&mut out));
+        let d0 = entry[b].clone().unwrap_or_else(|| Dist::new(k));
+        // First count; rebuild the block only when it needs an `s_nop`.
+        let mut d = d0.clone();
+        if run_block(&mut d, &map, &facts[b], &block.insts, target, None) == 0 {
+            continue;
+        }
+        let mut d = d0;
+        let mut out = Vec::with_capacity(block.insts.len() + 4);
+        total += run_block(
+            &mut d,
+            &map,
+            &facts[b],
+            &block.insts,
+            target,
+            Some(&mut out),
+        );
         block.insts = out;
     }
     total
