@@ -357,22 +357,31 @@ fn run_checked(
         .map_err(|m| format!("wrong result: {m}"))
 }
 
-fn essential_for(targets: &[Target]) {
+/// A library kernel built and compiled (optimizer on) up to and including the hazards pass.
+fn compiled(
+    spec: &kjit_kernels::KernelSpec,
+    target: Target,
+) -> Result<(kjit_ir::Function, PhysFunction), String> {
     use kjit_backend_gcn::compile::{compile_to_phys, CompileOptions};
+    let func = (spec.build)().map_err(|e| format!("build: {e}"))?;
+    let opts = CompileOptions {
+        optimize: true,
+        vgpr_budget: None,
+        check: false,
+    };
+    let phys = compile_to_phys(&func, target, &opts).map_err(|e| e.to_string())?;
+    Ok((func, phys))
+}
+
+fn essential_for(targets: &[Target]) {
     use kjit_backend_gcn::emit::emit;
     let dev = GcnEmulator::new();
     let (mut total, mut essential) = (0usize, 0usize);
     let mut failures = Vec::new();
     for &target in targets {
         for spec in kjit_kernels::all() {
-            let func = (spec.build)().expect("kernel builds");
-            let opts = CompileOptions {
-                optimize: true,
-                vgpr_budget: None,
-                check: false,
-            };
-            let phys = match compile_to_phys(&func, target, &opts) {
-                Ok(p) => p,
+            let (func, phys) = match compiled(spec, target) {
+                Ok(fp) => fp,
                 Err(e) => {
                     failures.push(format!("{target} {}: compile: {e}", spec.name));
                     continue;
@@ -531,20 +540,13 @@ fn nops(f: &PhysFunction) -> Vec<(usize, usize, i64)> {
 }
 
 fn wait_states_essential_for(targets: &[Target]) {
-    use kjit_backend_gcn::compile::{compile_to_phys, CompileOptions};
     use kjit_backend_gcn::emit::emit;
     let dev = GcnEmulator::new();
     let (mut total, mut essential, mut exact, mut shortened) = (0usize, 0usize, 0usize, 0usize);
     let mut failures = Vec::new();
     for &target in targets {
         for spec in kjit_kernels::all() {
-            let func = (spec.build)().expect("kernel builds");
-            let opts = CompileOptions {
-                optimize: true,
-                vgpr_budget: None,
-                check: false,
-            };
-            let phys = compile_to_phys(&func, target, &opts).expect("compiles");
+            let (func, phys) = compiled(spec, target).expect("compiles");
             let case = (spec.make_case)(essential_size(spec.name), 11);
             for (b, k, n) in nops(&phys) {
                 total += 1;
