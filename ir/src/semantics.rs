@@ -35,10 +35,29 @@ pub fn float_value(ty: Type, bits: u64) -> f64 {
 /// Rounds an f64 to float type `ty` and returns its bits.
 pub fn float_bits(ty: Type, x: f64) -> u64 {
     match ty {
-        Type::F16 => f16::from_f64(x).to_bits() as u64,
+        Type::F16 => f16_from_f64(x).to_bits() as u64,
         Type::F32 => (x as f32).to_bits() as u64,
         _ => x.to_bits(),
     }
+}
+
+/// `x` rounded once to the nearest f16 (ties to even). `half::f16::from_f64` goes through f32
+/// and can round twice: an f64 just above an f16 tie becomes the tie in f32 and then rounds to
+/// even (e.g. 2209.00001 → 2208 instead of 2210). Rounding to odd in f32 first (24 bits ≥ 11 + 2)
+/// keeps the final rounding exact.
+pub fn f16_from_f64(x: f64) -> f16 {
+    if !x.is_finite() {
+        return f16::from_f64(x);
+    }
+    let mut r = x as f32;
+    if r as f64 != x {
+        if (r as f64).abs() > x.abs() {
+            // Rounded away from zero: step back to the truncation.
+            r = f32::from_bits(r.to_bits() - 1);
+        }
+        r = f32::from_bits(r.to_bits() | 1);
+    }
+    f16::from_f32(r)
 }
 
 fn f32_op(ty: Type, a: u64, f: impl Fn(f32) -> f32) -> u64 {
@@ -365,6 +384,41 @@ pub fn eval_atomic(op: AtomicOp, ty: Type, old: u64, args: &[u64]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// f16 results are rounded once from their exact (f64) value: found by random_programs
+    /// (seed 0x839a16b7eff04e53, gfx900), where `fma(47, 47, 1.0e-5)` in f16 gave 2208 (the f32
+    /// tie rounded to even) instead of 2210, and the device was right.
+    #[test]
+    fn f16_rounds_once_from_f64() {
+        let h = |x: f64| f16_from_f64(x).to_f64();
+        assert_eq!(h(2209.0000100135803), 2210.0);
+        assert_eq!(h(2209.0), 2208.0);
+        assert_eq!(h(-2209.0000100135803), -2210.0);
+        assert_eq!(h(2210.9999), 2210.0);
+        assert_eq!(h(1e6), f64::INFINITY);
+        assert_eq!(h(-1e300), f64::NEG_INFINITY);
+        assert!(h(f64::NAN).is_nan());
+        assert_eq!(h(1e-30), 0.0);
+        let fma = eval_ternary(
+            TernaryOp::Fma,
+            Type::F16,
+            f16::from_f32(47.0).to_bits() as u64,
+            f16::from_f32(47.0).to_bits() as u64,
+            0x00a8,
+        );
+        assert_eq!(f16::from_bits(fma as u16).to_f64(), 2210.0);
+        // Every f16 value and every midpoint between neighbours round as the f16 grid says.
+        for bits in 0u16..0x7bff {
+            let a = f16::from_bits(bits).to_f64();
+            let b = f16::from_bits(bits + 1).to_f64();
+            let mid = (a + b) / 2.0;
+            assert_eq!(h(a), a);
+            let even = if bits % 2 == 0 { a } else { b };
+            assert_eq!(h(mid), even, "tie between {a} and {b}");
+            assert_eq!(h(mid + (b - a) * 1e-6), b);
+            assert_eq!(h(mid - (b - a) * 1e-6), a);
+        }
+    }
 
     #[test]
     fn integer_edge_cases_follow_the_documented_rules() {
