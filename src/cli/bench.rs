@@ -51,7 +51,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         return Err(anyhow!("--runs must be at least 1"));
     }
     let names: Vec<String> = if args.kernels.is_empty() {
-        kjit_kernels::all().iter().map(|k| k.name.to_string()).collect()
+        kjit_kernels::all()
+            .iter()
+            .map(|k| k.name.to_string())
+            .collect()
     } else {
         args.kernels.clone()
     };
@@ -66,7 +69,18 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     );
     println!(
         "{:<22} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>6}",
-        "kernel", "cold", "total", "build", "opt", "isel", "sched", "regalloc", "waitcnt", "hazards", "emit", "insts"
+        "kernel",
+        "cold",
+        "total",
+        "build",
+        "opt",
+        "isel",
+        "sched",
+        "regalloc",
+        "waitcnt",
+        "hazards",
+        "emit",
+        "insts"
     );
     for name in &names {
         let spec = find_kernel(name)?;
