@@ -5,20 +5,9 @@
 //! unwritable output: one line, non-zero status, no panic.
 
 use std::path::PathBuf;
-use std::process::Command;
 
-fn kjit(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kjit"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
+mod common;
+use common::kjit;
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kjit-cli-compile-{}", std::process::id()));

@@ -3,13 +3,16 @@
 //! covers each kernel with the same addresses and encoding words as `llvm-objdump-19 -d`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[path = "../backend-gcn/tests/codeobj_support/mod.rs"]
 mod codeobj_support;
+mod common;
 
 use codeobj_support::{arg_key, parse_readelf_notes};
-use kjit::backend_gcn::llvm_oracle::{require_all, run, Tool};
+use common::kjit;
+use kjit::backend_gcn::llvm_oracle::{
+    compile_opencl, require_all, run, scratch_file, OpenClBuild, Tool,
+};
 use kjit::backend_gcn::target::ALL_TARGETS;
 
 const SRC: &str = r#"
@@ -35,55 +38,9 @@ fn compile(clang: &Path, lld: &Path, target: &str) -> PathBuf {
 }
 
 fn compile_src(clang: &Path, lld: &Path, target: &str, src: &str, tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "kjit-cli-disasm-{}-{tag}-{target}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cl = dir.join("k.cl");
-    std::fs::write(&cl, src).unwrap();
-    let (o, so) = (dir.join("k.o"), dir.join("k.hsaco"));
-    let mcpu = format!("-mcpu={target}");
-    run(
-        clang,
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &mcpu,
-            "-nogpulib",
-            "-O3",
-            "-c",
-        ]
-        .iter()
-        .copied()
-        .chain([cl.to_str().unwrap(), "-o", o.to_str().unwrap()])
-        .collect::<Vec<_>>(),
-        None,
-    )
-    .unwrap();
-    run(
-        lld,
-        &["-shared", o.to_str().unwrap(), "-o", so.to_str().unwrap()],
-        None,
-    )
-    .unwrap();
-    so
-}
-
-fn kjit(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kjit"))
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let cl = scratch_file(&format!("{tag}.cl"), src).unwrap_or_else(|e| panic!("{e}"));
+    compile_opencl(clang, lld, &cl, target, &OpenClBuild::default())
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// (address, words) of every line of one symbol in `llvm-objdump -d` or `kjit disasm` output.

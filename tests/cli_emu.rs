@@ -2,24 +2,14 @@
 //! files to files; bad input and a faulting launch exit non-zero with a one-line reason.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("backend-gcn/tests/fixtures/triton/triton-add-gfx942.hsaco")
 }
 
-fn kjit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kjit"))
-        .args(args)
-        .output()
-        .expect("run kjit");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::kjit_status as kjit;
 
 #[test]
 fn emu_run_reads_args_from_files_and_writes_outputs() {

@@ -2,17 +2,12 @@
 //! interpreter against its reference and fails on an unknown one (compiled runs are in
 //! `cli_compile.rs`).
 
-use std::process::Command;
+mod common;
 
+/// Runs `kjit args`: (success, stdout followed by stderr).
 fn kjit(args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kjit"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    let (ok, out, err) = common::kjit(args);
+    (ok, out + &err)
 }
 
 #[test]

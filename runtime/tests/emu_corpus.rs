@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
-use kjit_runtime::{ArgValue, Device, LaunchDims, LaunchStats};
+use kjit_runtime::{ArgValue, Device, DeviceBuffer, LaunchDims, LaunchStats};
 
 const ALL: &[&str] = &["gfx942", "gfx90a", "gfx900"];
 
@@ -41,6 +41,23 @@ impl Rng {
 }
 
 impl Run {
+    /// Launches `kernel` on `groups` workgroups of 256 with buffer arguments `bufs`, then the
+    /// element count `n` if given (the corpus's usual signature).
+    fn launch_bufs(
+        &self,
+        kernel: &str,
+        groups: u32,
+        bufs: &[DeviceBuffer],
+        n: Option<u32>,
+    ) -> LaunchStats {
+        let args: Vec<ArgValue> = bufs
+            .iter()
+            .map(|&b| ArgValue::Buffer(b))
+            .chain(n.map(ArgValue::U32))
+            .collect();
+        self.launch(kernel, [groups, 1, 1], [256, 1, 1], &args)
+    }
+
     fn launch(
         &self,
         kernel: &str,
@@ -92,17 +109,7 @@ fn elementwise_f32_f64_f16_match_ieee() {
             })
             .collect();
         let (da, db, out) = (r.input(&a), r.input(&b), r.output(4 * n));
-        r.launch(
-            "ew_f32",
-            [4, 1, 1],
-            [256, 1, 1],
-            &[
-                ArgValue::Buffer(da),
-                ArgValue::Buffer(db),
-                ArgValue::Buffer(out),
-                ArgValue::U32(n as u32),
-            ],
-        );
+        r.launch_bufs("ew_f32", 4, &[da, db, out], Some(n as u32));
         let want: Vec<u32> = a
             .iter()
             .zip(&b)
@@ -118,17 +125,7 @@ fn elementwise_f32_f64_f16_match_ieee() {
         let a64: Vec<f64> = a.iter().map(|&x| x as f64 * 1.37).collect();
         let b64: Vec<f64> = b.iter().map(|&x| x as f64 * 0.91).collect();
         let (da, db, out) = (r.input(&a64), r.input(&b64), r.output(8 * n));
-        r.launch(
-            "ew_f64",
-            [4, 1, 1],
-            [256, 1, 1],
-            &[
-                ArgValue::Buffer(da),
-                ArgValue::Buffer(db),
-                ArgValue::Buffer(out),
-                ArgValue::U32(n as u32),
-            ],
-        );
+        r.launch_bufs("ew_f64", 4, &[da, db, out], Some(n as u32));
         let want: Vec<u64> = a64
             .iter()
             .zip(&b64)
@@ -144,18 +141,7 @@ fn elementwise_f32_f64_f16_match_ieee() {
         let ah: Vec<u16> = a.iter().map(|&x| f16::from_f32(x).to_bits()).collect();
         let bh: Vec<u16> = b.iter().map(|&x| f16::from_f32(x).to_bits()).collect();
         let (da, db, out, wide) = (r.input(&ah), r.input(&bh), r.output(2 * n), r.output(4 * n));
-        r.launch(
-            "ew_f16",
-            [4, 1, 1],
-            [256, 1, 1],
-            &[
-                ArgValue::Buffer(da),
-                ArgValue::Buffer(db),
-                ArgValue::Buffer(out),
-                ArgValue::Buffer(wide),
-                ArgValue::U32(n as u32),
-            ],
-        );
+        r.launch_bufs("ew_f16", 4, &[da, db, out, wide], Some(n as u32));
         let want: Vec<u16> = ah
             .iter()
             .zip(&bh)
@@ -220,12 +206,7 @@ fn lds_tree_reductions_with_barriers() {
         let mut g = Rng(5);
         let input: Vec<f32> = (0..256 * groups).map(|_| g.f32_in(-1.0, 1.0)).collect();
         let (din, out) = (r.input(&input), r.output(4 * groups));
-        let stats = r.launch(
-            "reduce_sum",
-            [groups as u32, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(din), ArgValue::Buffer(out)],
-        );
+        let stats = r.launch_bufs("reduce_sum", groups as u32, &[din, out], None);
         assert_eq!(stats.waves, 4 * groups as u64);
         let want: Vec<u32> = input
             .chunks(256)
@@ -245,12 +226,7 @@ fn lds_tree_reductions_with_barriers() {
 
         let input: Vec<u32> = (0..256 * groups).map(|_| g.u32()).collect();
         let (din, out) = (r.input(&input), r.output(4 * groups));
-        r.launch(
-            "reduce_max_u32",
-            [groups as u32, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(din), ArgValue::Buffer(out)],
-        );
+        r.launch_bufs("reduce_max_u32", groups as u32, &[din, out], None);
         let want: Vec<u32> = input
             .chunks(256)
             .map(|c| *c.iter().max().unwrap())
@@ -290,12 +266,7 @@ fn cross_lane_permutes_dpp_scans_and_swizzles() {
             check_bits(&format!("{t} rotate {shift}"), &r.read::<i32>(out), &want);
         }
         let out = r.output(4 * n);
-        r.launch(
-            "row_scan",
-            [2, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(din), ArgValue::Buffer(out)],
-        );
+        r.launch_bufs("row_scan", 2, &[din, out], None);
         let want: Vec<i32> = (0..n)
             .map(|i| {
                 input[(i & !15)..=i]
@@ -305,12 +276,7 @@ fn cross_lane_permutes_dpp_scans_and_swizzles() {
             .collect();
         check_bits(&format!("{t} row_scan"), &r.read::<i32>(out), &want);
         let out = r.output(4 * n);
-        r.launch(
-            "swizzle_first",
-            [2, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(din), ArgValue::Buffer(out)],
-        );
+        r.launch_bufs("swizzle_first", 2, &[din, out], None);
         let want: Vec<i32> = (0..n)
             .map(|i| input[i ^ 1].wrapping_mul(1000).wrapping_add(input[i & !63]))
             .collect();
@@ -329,16 +295,7 @@ fn divergent_data_dependent_loops() {
         let mut g = Rng(31);
         let input: Vec<u32> = (0..n).map(|_| 1 + g.u32() % 100_000).collect();
         let (din, out) = (r.input(&input), r.output(4 * n));
-        r.launch(
-            "collatz",
-            [3, 1, 1],
-            [256, 1, 1],
-            &[
-                ArgValue::Buffer(din),
-                ArgValue::Buffer(out),
-                ArgValue::U32(n as u32),
-            ],
-        );
+        r.launch_bufs("collatz", 3, &[din, out], Some(n as u32));
         let want: Vec<u32> = input
             .iter()
             .map(|&x0| {
@@ -357,12 +314,7 @@ fn divergent_data_dependent_loops() {
         check_bits(&format!("{t} collatz"), &r.read::<u32>(out), &want);
         let m = 256usize;
         let out = r.output(4 * m);
-        r.launch(
-            "nested",
-            [1, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(din), ArgValue::Buffer(out)],
-        );
+        r.launch_bufs("nested", 1, &[din, out], None);
         let want: Vec<u32> = input[..m]
             .iter()
             .map(|&v| {
@@ -416,12 +368,7 @@ fn global_atomics_count_exactly() {
 
         let m = 4096usize;
         let result = r.input(&[0u32]);
-        r.launch(
-            "global_max",
-            [16, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(din), ArgValue::Buffer(result)],
-        );
+        r.launch_bufs("global_max", 16, &[din, result], None);
         assert_eq!(
             r.read::<u32>(result)[0],
             *input[..m].iter().max().unwrap(),
@@ -430,12 +377,7 @@ fn global_atomics_count_exactly() {
 
         let counter = r.input(&[0u32]);
         let slots = r.output(4 * m);
-        r.launch(
-            "count_and_slot",
-            [16, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(counter), ArgValue::Buffer(slots)],
-        );
+        r.launch_bufs("count_and_slot", 16, &[counter, slots], None);
         assert_eq!(r.read::<u32>(counter)[0], m as u32, "{t} counter");
         let mut s = r.read::<u32>(slots);
         s.sort_unstable();
@@ -446,12 +388,7 @@ fn global_atomics_count_exactly() {
         );
 
         let bins = r.input(&[0u32; 16]);
-        r.launch(
-            "local_histogram",
-            [16, 1, 1],
-            [256, 1, 1],
-            &[ArgValue::Buffer(din), ArgValue::Buffer(bins)],
-        );
+        r.launch_bufs("local_histogram", 16, &[din, bins], None);
         let mut want = vec![0u32; 16];
         for &v in &input[..m] {
             want[(v & 15) as usize] += 1;
