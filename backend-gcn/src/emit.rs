@@ -576,9 +576,8 @@ fn kernel_build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codeobj::UserSgprs;
     use crate::mir::KernelAbi;
-    use crate::phys::{PhysBlock, RegUsage};
+    use crate::phys::RegUsage;
 
     fn nop() -> Inst {
         Inst::new(Opcode::SNop, &[Operand::Imm(0)])
@@ -587,32 +586,24 @@ mod tests {
     fn func(blocks: Vec<(usize, PhysTerminator)>) -> PhysFunction {
         let mut meta = KernelMeta::new("k");
         meta.kernarg_segment_size = 0;
-        PhysFunction {
-            abi: KernelAbi {
-                target: Target::Gfx942,
-                meta,
-                workgroup_ids: [true, false, false],
-                workitem_dims: 1,
-                lds_bytes: 0,
-            },
-            user_sgprs: UserSgprs {
-                kernarg_segment_ptr: true,
-                ..Default::default()
-            },
-            scratch_wave_offset_sgpr: None,
-            blocks: blocks
-                .into_iter()
-                .map(|(n, term)| PhysBlock {
-                    insts: vec![nop(); n],
-                    term,
-                })
-                .collect(),
-            usage: RegUsage {
-                sgprs: 4,
-                vgprs: 1,
-                ..Default::default()
-            },
-        }
+        let abi = KernelAbi {
+            target: Target::Gfx942,
+            meta,
+            workgroup_ids: [true, false, false],
+            workitem_dims: 1,
+            lds_bytes: 0,
+        };
+        let blocks = blocks
+            .into_iter()
+            .map(|(n, term)| (vec![nop(); n], term))
+            .collect();
+        let mut f = PhysFunction::from_blocks(abi, blocks);
+        f.usage = RegUsage {
+            sgprs: 4,
+            vgprs: 1,
+            ..Default::default()
+        };
+        f
     }
 
     fn b(n: u32) -> MBlock {

@@ -349,7 +349,6 @@ impl Facts {
     fn of(inst: &Inst) -> Facts {
         let mfma = is_mfma(inst);
         let name = inst.op.name();
-        let n = name;
         let mut dst_range = None;
         let mut srcc_range = None;
         if mfma {
@@ -378,7 +377,7 @@ impl Facts {
             mem: is_mem(inst),
             dpp: inst.encoding == Encoding::Dpp,
             lane_op: is_lane_op(inst),
-            carry_op: n.contains("addc") || n.contains("subb") || n.contains("_co_ci"),
+            carry_op: name.contains("addc") || name.contains("subb") || name.contains("_co_ci"),
             readlane_vgpr: matches!(inst.op, Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32),
             rw_lane_any: matches!(
                 inst.op,
