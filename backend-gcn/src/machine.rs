@@ -109,7 +109,7 @@ pub const MACHINES: [MachineModel; 4] = [
             line: 128,
             ways: 8,
             shared_by: 1,
-            latency: 116,
+            latency: 109,
             bytes_per_clk: 64,
         },
         scalar: CacheModel {
@@ -170,7 +170,7 @@ pub const MACHINES: [MachineModel; 4] = [
         dram_peak_bytes_per_s: 1.6e12,
         dram_efficiency: 0.80,
         dram_channels: 32,
-        dram_latency: 340,
+        dram_latency: 333,
         lds_latency: 64,
         lds_port_bytes_per_clk: 64,
         smem_latency: 40,
@@ -193,7 +193,7 @@ pub const MACHINES: [MachineModel; 4] = [
         dram_peak_bytes_per_s: 1.6e12,
         dram_efficiency: 0.80,
         dram_channels: 32,
-        dram_latency: 340,
+        dram_latency: 333,
         lds_latency: 64,
         lds_port_bytes_per_clk: 64,
         smem_latency: 40,
@@ -213,7 +213,7 @@ pub const MACHINES: [MachineModel; 4] = [
             line: 64,
             ways: 4,
             shared_by: 1,
-            latency: 116,
+            latency: 109,
             bytes_per_clk: 64,
         },
         scalar: CacheModel {
@@ -244,7 +244,7 @@ pub const MACHINES: [MachineModel; 4] = [
         dram_peak_bytes_per_s: 484e9,
         dram_efficiency: 0.80,
         dram_channels: 16,
-        dram_latency: 340,
+        dram_latency: 333,
         lds_latency: 64,
         lds_port_bytes_per_clk: 64,
         smem_latency: 40,
@@ -259,7 +259,7 @@ const MI200_L1: CacheModel = CacheModel {
     line: 64,
     ways: 4,
     shared_by: 1,
-    latency: 116,
+    latency: 109,
     bytes_per_clk: 64,
 };
 const MI200_SCALAR: CacheModel = CacheModel {
@@ -283,7 +283,7 @@ const MI200_L2: CacheModel = CacheModel {
     line: 128,
     ways: 16,
     shared_by: 0,
-    latency: 110,
+    latency: 112,
     bytes_per_clk: 4096,
 };
 
