@@ -64,8 +64,6 @@ pub struct WaveState {
     pub at_barrier: bool,
     /// Dispatch cycle (for occupancy).
     pub start: u64,
-    /// Cached lower bound of the next cycle it may issue (its SIMD's turn).
-    pub next_try: u64,
 }
 
 impl WaveState {
@@ -87,7 +85,6 @@ impl WaveState {
             fetch_line: u64::MAX,
             at_barrier: false,
             start,
-            next_try: start,
         }
     }
 
@@ -133,6 +130,9 @@ impl WaveState {
 pub struct Simd {
     /// Resident waves (ids into the device's wave table), oldest first.
     pub waves: Vec<u32>,
+    /// For each resident wave, a lower bound of the next cycle it may issue (a cached
+    /// `DeviceSim::next_try`: units only get busier, so a bound stays valid until the wave moves).
+    pub tries: Vec<u64>,
     /// The VALU is free from this cycle.
     pub valu_free: u64,
     /// The matrix unit is free from this cycle.

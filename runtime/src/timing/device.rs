@@ -237,6 +237,7 @@ impl<'f> DeviceSim<'f> {
                     .add(StallCause::NoWaveResident, start.saturating_sub(since));
             }
             s.waves.push(id);
+            s.tries.push(start);
             ids.push(id);
         }
         let c = &mut self.cus[cu];
@@ -363,24 +364,21 @@ impl<'f> DeviceSim<'f> {
     /// Recomputes the cached next-issue bounds of every wave of `cu` and schedules its next turn.
     fn schedule_cu(&mut self, cu: usize) {
         for s in 0..4 {
-            self.refresh_simd(cu, s, |_| true);
+            self.refresh_simd(cu, s, u64::MAX);
         }
         self.wake_cu(cu);
     }
 
-    /// Recomputes `next_try` of the waves of SIMD `s` selected by `which`, and the SIMD's minimum.
-    fn refresh_simd(&mut self, cu: usize, s: usize, which: impl Fn(&WaveState) -> bool) {
+    /// Recomputes the next-issue bounds of the waves of SIMD `s` whose bound is at most `upto`,
+    /// and the SIMD's minimum.
+    fn refresh_simd(&mut self, cu: usize, s: usize, upto: u64) {
         let mut best = NEVER;
         for k in 0..self.cus[cu].simds[s].waves.len() {
-            let id = self.cus[cu].simds[s].waves[k];
-            let w = &self.waves[id as usize];
-            let nt = if which(w) {
-                let nt = self.next_try(cu, id);
-                self.waves[id as usize].next_try = nt;
-                nt
-            } else {
-                w.next_try
-            };
+            let mut nt = self.cus[cu].simds[s].tries[k];
+            if nt <= upto {
+                nt = self.next_try(cu, self.cus[cu].simds[s].waves[k]);
+                self.cus[cu].simds[s].tries[k] = nt;
+            }
             best = best.min(nt);
         }
         self.cus[cu].simds[s].next_try = best;
@@ -406,10 +404,15 @@ impl<'f> DeviceSim<'f> {
         let mut used = [false; CATEGORIES];
         let mut k = 0;
         while k < self.cus[cu].simds[simd].waves.len() {
+            // The compact bounds array spares a visit to every waiting wave's state.
+            if self.cus[cu].simds[simd].tries[k] > t {
+                k += 1;
+                continue;
+            }
             let id = self.cus[cu].simds[simd].waves[k];
             k += 1;
             let w = &self.waves[id as usize];
-            if w.at_barrier || w.next_try > t || w.ready_at > t {
+            if w.at_barrier || w.ready_at > t {
                 continue;
             }
             let before = self.cus[cu].simds[simd].waves.len();
@@ -419,7 +422,7 @@ impl<'f> DeviceSim<'f> {
                 k -= 1;
             }
         }
-        self.refresh_simd(cu, simd, |w| w.next_try <= t);
+        self.refresh_simd(cu, simd, t);
         self.wake_cu(cu);
     }
 
@@ -636,7 +639,10 @@ impl<'f> DeviceSim<'f> {
         self.end = self.end.max(finish);
         self.wave_cycles += t.saturating_sub(start);
         let s = &mut self.cus[cu].simds[simd];
-        s.waves.retain(|&x| x != id);
+        if let Some(k) = s.waves.iter().position(|&x| x == id) {
+            s.waves.remove(k);
+            s.tries.remove(k);
+        }
         s.placed -= 1;
         if s.waves.is_empty() {
             s.empty_since = Some(t);
