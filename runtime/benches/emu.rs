@@ -122,19 +122,22 @@ fn side_by_side(
 ) {
     let model = machine_by_name("mi300x").expect("model");
     let (mut plain, mut timed) = (Vec::new(), Vec::new());
+    let (mut plain_cpu, mut timed_cpu) = (Vec::new(), Vec::new());
     let mut cycles = 0;
     for _ in 0..5 {
         dev.set_config(RunConfig::default());
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), process_cpu_seconds().unwrap_or(0.0));
         dev.launch(m, k, dims, args).unwrap();
         plain.push(t.elapsed().as_secs_f64());
+        plain_cpu.push(process_cpu_seconds().unwrap_or(0.0) - c);
         dev.set_config(RunConfig {
             timing: Some(model),
             ..RunConfig::default()
         });
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), process_cpu_seconds().unwrap_or(0.0));
         let s = dev.launch(m, k, dims, args).unwrap();
         timed.push(t.elapsed().as_secs_f64());
+        timed_cpu.push(process_cpu_seconds().unwrap_or(0.0) - c);
         cycles = s.timing.map(|r| r.cycles).unwrap_or(0);
     }
     dev.set_config(RunConfig::default());
@@ -143,9 +146,12 @@ fn side_by_side(
         v[v.len() / 2]
     };
     let (p, t) = (median(&mut plain), median(&mut timed));
+    let (pc, tc) = (median(&mut plain_cpu), median(&mut timed_cpu));
     eprintln!(
-        "emu bench {what}: functional {p:.3} s, timed on mi300x {t:.3} s (median of 5, alternating): {:.2}x; {cycles} model cycles",
-        t / p
+        "emu bench {what}: functional {p:.3} s, timed on mi300x {t:.3} s (median of 5, alternating): {:.2}x wall; \
+         CPU {pc:.2} s vs {tc:.2} s: {:.2}x; {cycles} model cycles",
+        t / p,
+        tc / pc.max(1e-9)
     );
 }
 

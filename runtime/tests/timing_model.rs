@@ -126,10 +126,11 @@ fn within(value: f64, figure: f64, tol: f64) -> bool {
 
 const CHASE: &str = r#"
 __kernel void chase(__global const uint* next, __global uint* out, uint hops) {
-  uint lid = __builtin_amdgcn_workitem_id_x();
-  uint p = out[lid];
-  for (uint i = 0; i < hops; i++) p = next[p];
-  out[lid] = p;
+  uint i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x()
+      + __builtin_amdgcn_workitem_id_x();
+  uint p = out[i];
+  for (uint k = 0; k < hops; k++) p = next[p];
+  out[i] = p;
 }
 "#;
 

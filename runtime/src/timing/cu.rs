@@ -11,9 +11,12 @@
 
 use std::collections::VecDeque;
 
+use smallvec::SmallVec;
+
 use crate::emu::scoreboard::RegSet;
 
 use super::report::StallCause;
+use super::trace::Step;
 
 /// Most outstanding vector-memory operations a wave may have (vmcnt is 6 bits on gfx9).
 pub const MAX_VMCNT: usize = 63;
@@ -42,6 +45,8 @@ pub struct WaveState {
     pub simd: u8,
     /// Next step of its trace.
     pub cursor: u32,
+    /// That step, copied out of the trace when the cursor moves (the issue loop reads it often).
+    pub step: Option<Step>,
     /// Earliest cycle the current step's own constraints allow.
     pub ready_at: u64,
     /// Why `ready_at` is later than the cadence allows.
@@ -74,6 +79,7 @@ impl WaveState {
             index,
             simd,
             cursor: 0,
+            step: None,
             ready_at: start,
             cause: StallCause::NoWaveResident,
             blocked: StallCause::IssuePort,
@@ -128,11 +134,11 @@ impl WaveState {
 /// One SIMD's units and residents.
 #[derive(Clone, Debug, Default)]
 pub struct Simd {
-    /// Resident waves (ids into the device's wave table), oldest first.
-    pub waves: Vec<u32>,
+    /// Resident waves (ids into the device's wave table), oldest first (inline: at most 10).
+    pub waves: SmallVec<[u32; 10]>,
     /// For each resident wave, a lower bound of the next cycle it may issue (a cached
     /// `DeviceSim::next_try`: units only get busier, so a bound stays valid until the wave moves).
-    pub tries: Vec<u64>,
+    pub tries: SmallVec<[u64; 10]>,
     /// The VALU is free from this cycle.
     pub valu_free: u64,
     /// The matrix unit is free from this cycle.

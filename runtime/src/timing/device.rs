@@ -262,7 +262,9 @@ impl<'f> DeviceSim<'f> {
 
     /// Sets the wave's `ready_at`/`cause` for its current step, given it may go from `t`.
     fn prepare(&mut self, cu: usize, id: u32, t: u64) {
-        let Some(step) = self.current_step(id) else {
+        let step = self.current_step(id);
+        self.waves[id as usize].step = step;
+        let Some(step) = step else {
             // Ran off the trace without s_endpgm (a failed launch): end the wave.
             self.end_wave(cu, id, t);
             return;
@@ -346,7 +348,7 @@ impl<'f> DeviceSim<'f> {
         }
         let c = &self.cus[cu];
         let s = &c.simds[w.simd as usize];
-        let Some(step) = self.current_step(id) else {
+        let Some(step) = w.step else {
             return NEVER;
         };
         let f = &self.facts[step.inst as usize];
@@ -409,12 +411,10 @@ impl<'f> DeviceSim<'f> {
                 k += 1;
                 continue;
             }
+            // A bound at or before `t` was computed after the wave's last move: it is not at a
+            // barrier and its own constraints allow `t`.
             let id = self.cus[cu].simds[simd].waves[k];
             k += 1;
-            let w = &self.waves[id as usize];
-            if w.at_barrier || w.ready_at > t {
-                continue;
-            }
             let before = self.cus[cu].simds[simd].waves.len();
             self.try_issue(cu, id, t, &mut used);
             // A wave that ended left the list: the next one moved into its place.
@@ -429,10 +429,13 @@ impl<'f> DeviceSim<'f> {
     fn try_issue(&mut self, cu: usize, id: u32, t: u64, used: &mut [bool; CATEGORIES]) {
         let (group, index, cursor, simd) = {
             let w = &self.waves[id as usize];
+            if w.at_barrier || w.ready_at > t {
+                return;
+            }
             (w.group, w.index, w.cursor, w.simd as usize)
         };
-        let _ = (group, index, cursor);
-        let Some(step) = self.current_step(id) else {
+        let _ = (index, cursor);
+        let Some(step) = self.waves[id as usize].step else {
             return;
         };
         let inst = step.inst as usize;
