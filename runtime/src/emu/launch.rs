@@ -285,15 +285,23 @@ fn run_timed(
     };
     let mut sim = DeviceSim::new(model, &facts, shape, total);
     let [gx, gy, _] = state.dims.grid.map(|g| g as u64);
-    // Enough workgroups per batch to fill the device several times over.
-    let batch = (model.cus as u64 * 32).max(4096);
+    // Workgroups per batch: enough for about two fills of the device (smaller batches overlap
+    // the replay with the functional device at a finer grain; the replay pauses if it starves).
+    let batch = (model.cus as u64 * 16).max(1024);
+    // Traces of retired workgroups, reused by the producer.
+    let pool: Mutex<Vec<GroupTrace>> = Mutex::new(Vec::new());
     let produce = |from: u64| -> Result<(Vec<GroupTrace>, Counters), (u64, EmuError)> {
         let to = (from + batch).min(total);
         let results: Vec<Result<(GroupTrace, Counters), (u64, EmuError)>> = (from..to)
             .into_par_iter()
             .map_init(WorkgroupScratch::default, |scratch, id| {
                 let slot = rayon::current_thread_index().unwrap_or(0) as u64 % slots;
-                let mut trace = GroupTrace::new(id, 0);
+                let mut trace = pool
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .pop()
+                    .unwrap_or_default();
+                trace.id = id;
                 let run = catch_unwind(AssertUnwindSafe(|| {
                     run_workgroup_traced(
                         state,
@@ -330,7 +338,13 @@ fn run_timed(
         Ok((traces, counters))
     };
     let mut counters = Counters::default();
+    let mut sim_seconds = 0.0;
     let mut next = produce(0);
+    let recycle = |sim: &mut DeviceSim| {
+        pool.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(sim.take_recycled());
+    };
     let mut from = 0u64;
     loop {
         let (traces, c) = next.map_err(|(_, e)| LaunchError::Fault(e))?;
@@ -342,8 +356,19 @@ fn run_timed(
             break;
         }
         // Produce the next batch while the model replays this one.
-        let (n, _) = rayon::join(|| produce(from), || sim.run());
+        let (n, _) = rayon::join(
+            || produce(from),
+            || {
+                let t = std::time::Instant::now();
+                sim.run();
+                sim_seconds += t.elapsed().as_secs_f64();
+            },
+        );
+        recycle(&mut sim);
         next = n;
+    }
+    if std::env::var_os("KJIT_TIMING_DEBUG").is_some() {
+        eprintln!("timing model: {sim_seconds:.3} s in the replay (overlapped with the device)");
     }
     let report = sim.finish(counters.bytes_read, counters.bytes_written);
     Ok((counters, Some(report)))

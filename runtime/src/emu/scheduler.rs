@@ -396,8 +396,11 @@ fn run_workgroup_inner(
         addrs,
     } = scratch;
     let mut rec = trace.map(|trace| {
-        trace.waves.clear();
-        trace.waves.resize(nwaves, Default::default());
+        // Keep the step buffers of a reused trace (their capacity is the point of reusing it).
+        trace.waves.resize_with(nwaves, Default::default);
+        for w in &mut trace.waves {
+            w.steps.clear();
+        }
         trace.granules.clear();
         Recorder { trace, addrs }
     });

@@ -43,6 +43,8 @@ pub struct WaveState {
     pub index: u16,
     /// Its SIMD (0..4).
     pub simd: u8,
+    /// Its trace (taken from the workgroup's while the wave is resident).
+    pub steps: Vec<Step>,
     /// Next step of its trace.
     pub cursor: u32,
     /// That step, copied out of the trace when the cursor moves (the issue loop reads it often).
@@ -78,6 +80,7 @@ impl WaveState {
             group,
             index,
             simd,
+            steps: Vec::new(),
             cursor: 0,
             step: None,
             ready_at: start,
