@@ -81,6 +81,9 @@ pub struct LaunchStats {
     pub hazard_checks: u64,
     /// Waves launched.
     pub waves: u64,
+    /// LDS writes of the bytes a location already held that met another wave's access in the
+    /// same barrier epoch (not races; the software device counts them).
+    pub lds_same_value_writes: u64,
 }
 
 /// A device error: what went wrong, with enough context to find it.

@@ -413,6 +413,7 @@ pub fn run_workgroup_with(
         c.hazard_checks += s.sb.checks;
         total.merge(&c);
     }
+    total.lds_same_value_writes += lds.same_value_writes();
     let _ = LANES;
     Ok(total)
 }
