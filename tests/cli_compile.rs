@@ -273,3 +273,121 @@ fn asking_for_hip_without_it_is_an_error() {
     assert!(err.contains("HIP") || err.contains("hip"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `kjit emu run` on a kjit code object: the buffers' lengths may be left out (kjit's ABI puts
+/// `x.len` after every buffer `x`; it is taken from the file), success prints a one-line
+/// summary, an argument of the wrong type is refused naming it (item: `f32` where the metadata
+/// says `uint`), and `--bounds-check` turns the tail's silent out-of-range load (1000 elements in
+/// 4 x 256 work-items) into an error naming the lane, offset and buffer; `kjit run
+/// --bounds-check` does the same for a library kernel.
+#[test]
+fn emu_run_fills_lengths_checks_arguments_and_bounds() {
+    let hsaco = tmp("vector_add_lengths.hsaco");
+    let (ok, out, err) = kjit(&[
+        "build",
+        "vector_add",
+        "--target",
+        "gfx942",
+        "-o",
+        hsaco.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}{err}");
+    let n = 1000usize;
+    let write = |name: &str, v: &[f32]| {
+        let p = tmp(name);
+        std::fs::write(
+            &p,
+            v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+        )
+        .unwrap();
+        p
+    };
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
+    let (pa, pb) = (write("la.bin", &a), write("lb.bin", &b));
+    let pc = write("lc.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
+    let out_path = tmp("lc.out");
+    let buf = |p: &PathBuf| format!("buf:{}", p.display());
+    let (a_arg, b_arg, c_arg) = (buf(&pa), buf(&pb), buf(&pc));
+    let out_arg = format!("2={}", out_path.display());
+    let hs = hsaco.to_str().unwrap();
+    let base = [
+        "emu",
+        "run",
+        hs,
+        "--kernel",
+        "vector_add",
+        "--grid",
+        "4",
+        "--block",
+        "256",
+    ];
+    let with = |extra: &[&str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(extra);
+        kjit(&v)
+    };
+    let (ok, out, err) = with(&[
+        "--arg", &a_arg, "--arg", &b_arg, "--arg", &c_arg, "--out", &out_arg,
+    ]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.starts_with(
+            "vector_add on kjit's GCN device (gfx942): grid 4x1x1 of 256x1x1, 16 waves, "
+        ) && out.contains(" wave-instructions, ")
+            && out.trim_end().ends_with(" ms")
+            && out.lines().count() == 1,
+        "{out}"
+    );
+    let c: Vec<f32> = std::fs::read(&out_path)
+        .unwrap()
+        .chunks(4)
+        .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    assert_eq!(c.len(), n);
+    for i in 0..n {
+        assert_eq!(c[i].to_bits(), (a[i] + b[i]).to_bits(), "c[{i}]");
+    }
+
+    // A float where the metadata declares `uint` (the length of a).
+    let (ok, _, err) = with(&[
+        "--arg", &a_arg, "--arg", "f32:1000", "--arg", &b_arg, "--arg", "u32:1000", "--arg",
+        &c_arg, "--arg", "u32:1000",
+    ]);
+    assert!(!ok, "a f32 for a uint was accepted");
+    assert!(
+        err.contains("argument 1 (a.len): a uint is expected, a f32 was given"),
+        "{err}"
+    );
+    // A length larger than its buffer.
+    let (ok, _, err) = with(&[
+        "--arg", &a_arg, "--arg", "u32:1001", "--arg", &b_arg, "--arg", "u32:1000", "--arg",
+        &c_arg, "--arg", "u32:1000",
+    ]);
+    assert!(
+        !ok && err.contains("1001 elements of f32 need 4004 bytes"),
+        "{err}"
+    );
+
+    // Bounds checking: lanes 1000..1023 read past the 4000-byte buffers.
+    let (ok, _, err) = with(&[
+        "--arg",
+        &a_arg,
+        "--arg",
+        &b_arg,
+        "--arg",
+        &c_arg,
+        "--bounds-check",
+    ]);
+    assert!(!ok, "bounds check passed an out-of-range tail");
+    assert!(
+        err.contains("wave 3 of workgroup (3,0,0)")
+            && err.contains("lane 40: buffer access of 4 byte(s) at offset 0xfa0")
+            && err.contains("num_records 4000"),
+        "{err}"
+    );
+    let (ok, out, err) = kjit(&["run", "vector_add", "--bounds-check", "-n", "1000"]);
+    assert!(!ok && err.contains("lane 40: buffer access"), "{out}{err}");
+    let (ok, out, err) = kjit(&["run", "vector_add", "--bounds-check", "-n", "1024"]);
+    assert!(ok && out.contains("PASS vector_add"), "{out}{err}");
+}

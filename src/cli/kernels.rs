@@ -9,7 +9,8 @@ use kjit_backend_gcn::compile::{compile, CompileOptions};
 use kjit_backend_gcn::Target;
 use kjit_ir::interp;
 use kjit_kernels::{all, check, find, Case, KernelSpec};
-use kjit_runtime::{device_for, DeviceKind};
+use kjit_runtime::emu::{GcnEmulator, RunConfig};
+use kjit_runtime::{device_for, ChosenDevice, DeviceKind};
 use std::time::Instant;
 
 /// Arguments of `kjit run`.
@@ -48,6 +49,10 @@ pub struct RunArgs {
     /// Run in the IR interpreter instead of compiling.
     #[arg(long)]
     pub interp: bool,
+    /// Run on the software device and report the first buffer access outside its descriptor's
+    /// range (wave, pc, lane, address, buffer) instead of loading 0 / dropping the store.
+    #[arg(long, conflicts_with = "interp")]
+    pub bounds_check: bool,
 }
 
 /// The library kernel called `name`, or an error listing the known ones.
@@ -84,7 +89,21 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
 /// Compiles, runs on a device, checks.
 fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
     let func = build_kernel(spec)?;
-    let chosen = device_for(args.device).map_err(|e| anyhow!("{e}"))?;
+    let chosen = if args.bounds_check {
+        if args.device == Some(DeviceKind::Hip) {
+            bail!("--bounds-check needs kjit's software device; it cannot run with --device hip");
+        }
+        ChosenDevice {
+            device: Box::new(GcnEmulator::with_config(RunConfig {
+                bounds_check: true,
+                ..RunConfig::default()
+            })),
+            kind: DeviceKind::Emu,
+            reason: "--bounds-check runs on the software device".into(),
+        }
+    } else {
+        device_for(args.device).map_err(|e| anyhow!("{e}"))?
+    };
     let device = chosen.device.as_ref();
     let target = match (args.target, device.target()) {
         (Some(t), Some(d)) if t != d => {

@@ -71,6 +71,10 @@ pub struct RunConfig {
     /// Report instructions issued fewer wait states after their producer than gfx9 requires
     /// (see `wait_states`).
     pub check_wait_states: bool,
+    /// Report the first raw-buffer access outside its descriptor's range (lane, address,
+    /// buffer) as an error instead of applying the descriptor's rule (loads give 0, stores are
+    /// dropped). Accesses outside every allocation are faults either way.
+    pub bounds_check: bool,
 }
 
 impl Default for RunConfig {
@@ -80,6 +84,7 @@ impl Default for RunConfig {
             max_instructions_per_wave: 100_000_000,
             strict_store_sources: false,
             check_wait_states: true,
+            bounds_check: false,
         }
     }
 }
@@ -229,6 +234,7 @@ fn execute(
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
                 pc_base: l.program.image_base,
+                bounds_check: l.config.bounds_check,
             };
             smem::execute(w, &mut ctx, s)?;
             Flow::Next
@@ -243,6 +249,7 @@ fn execute(
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
                 pc_base: l.program.image_base,
+                bounds_check: l.config.bounds_check,
             };
             vmem::execute(w, &mut ctx, v)?;
             Flow::Next
@@ -257,6 +264,7 @@ fn execute(
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
                 pc_base: l.program.image_base,
+                bounds_check: l.config.bounds_check,
             };
             ds::execute(w, &mut ctx, v)?;
             Flow::Next
