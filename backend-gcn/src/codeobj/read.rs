@@ -501,9 +501,11 @@ impl CodeObject {
     }
 }
 
-/// What can be said about a kernel without a metadata note: sizes from its descriptor, no args.
+/// What can be said about a kernel without a metadata note: sizes from its descriptor, no args,
+/// and gfx9's workgroup limit (1024) as its largest workgroup, since nothing states a smaller one.
 fn meta_from_descriptor(name: &str, kd: &KernelDescriptor) -> KernelMeta {
     let mut m = KernelMeta::new(name);
+    m.max_flat_workgroup_size = 1024;
     m.kernarg_segment_size = kd.kernarg_size;
     m.group_segment_fixed_size = kd.group_segment_fixed_size;
     m.private_segment_fixed_size = kd.private_segment_fixed_size;

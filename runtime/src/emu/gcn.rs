@@ -122,6 +122,7 @@ impl GcnEmulator {
                 program,
                 entry,
                 descriptor: m.image.base + k.info.descriptor_address,
+                max_flat_workgroup_size: k.info.meta.max_flat_workgroup_size,
             }))
         });
         r.clone().map_err(DeviceError::BadCodeObject)
