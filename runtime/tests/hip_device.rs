@@ -158,7 +158,7 @@ fn a_code_object_for_another_architecture_is_refused_before_launch() {
             let Some(code) = vector_add(other) else {
                 return;
             };
-            let err = dev.load_module(&code).err().expect("mismatch refused");
+            let err = dev.load_module(&code).expect_err("mismatch refused");
             assert!(matches!(err, DeviceError::BadCodeObject(_)), "{err}");
             assert!(err.to_string().contains(&format!("for {other}")), "{err}");
         },

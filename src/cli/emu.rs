@@ -299,7 +299,7 @@ fn run_kernel(a: RunArgs) -> Result<()> {
             ArgSource::Given(n) => given[n],
             ArgSource::LengthOf(n, elem) => {
                 let size = buffers[n].map(|b| b.size).unwrap_or(0);
-                if size % elem as u64 != 0 {
+                if !size.is_multiple_of(elem as u64) {
                     bail!(
                         "--arg {}: {size} bytes is not a whole number of {elem}-byte elements (give its length explicitly)",
                         a.args[n]
