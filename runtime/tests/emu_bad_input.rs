@@ -125,8 +125,7 @@ fn unknown_kernel_and_wrong_arguments_are_invalid_launches() {
             .unwrap_err();
         assert!(
             matches!(e, DeviceError::InvalidLaunch(_))
-                && e.to_string()
-                    .contains("argument 1 (offset): a uint is expected"),
+                && e.to_string().contains("argument 1: a uint is expected"),
             "{bad:?} for a uint: {e}"
         );
     }
