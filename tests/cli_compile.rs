@@ -15,6 +15,33 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// `kjit build vector_add --target TARGET -o NAME` (in the scratch folder): the code object's
+/// path and the command's output.
+fn build_vector_add(target: &str, name: &str) -> (PathBuf, String) {
+    let hsaco = tmp(name);
+    let (ok, out, err) = kjit(&[
+        "build",
+        "vector_add",
+        "--target",
+        target,
+        "-o",
+        hsaco.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}{err}");
+    (hsaco, out)
+}
+
+/// Writes `v` as little-endian f32s to the scratch file `name`.
+fn write_f32s(name: &str, v: &[f32]) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(
+        &p,
+        v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    p
+}
+
 /// A failure: non-zero status, one `error:` line naming the problem, no panic text.
 fn assert_user_error(args: &[&str], needle: &str) {
     let (ok, out, err) = kjit(args);
@@ -111,16 +138,7 @@ fn a_lower_budget_changes_the_header_not_the_result() {
 
 #[test]
 fn build_writes_a_code_object_that_emu_run_executes() {
-    let hsaco = tmp("vector_add.hsaco");
-    let (ok, out, err) = kjit(&[
-        "build",
-        "vector_add",
-        "--target",
-        "gfx90a",
-        "-o",
-        hsaco.to_str().unwrap(),
-    ]);
-    assert!(ok, "{out}{err}");
+    let (hsaco, out) = build_vector_add("gfx90a", "vector_add.hsaco");
     assert!(
         out.contains("compile time:") && out.contains("VGPRs:"),
         "{out}"
@@ -131,17 +149,8 @@ fn build_writes_a_code_object_that_emu_run_executes() {
     let n = 1000usize; // not a multiple of the 256-item workgroup
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
     let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
-    let write = |name: &str, v: &[f32]| {
-        let p = tmp(name);
-        std::fs::write(
-            &p,
-            v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
-        )
-        .unwrap();
-        p
-    };
-    let (pa, pb) = (write("a.bin", &a), write("b.bin", &b));
-    let pc = write("c.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
+    let (pa, pb) = (write_f32s("a.bin", &a), write_f32s("b.bin", &b));
+    let pc = write_f32s("c.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
     let out_path = tmp("c.out");
     let len = format!("u32:{n}");
     let arg = |p: &PathBuf| format!("buf:{}", p.display());
@@ -282,30 +291,12 @@ fn asking_for_hip_without_it_is_an_error() {
 /// --bounds-check` does the same for a library kernel.
 #[test]
 fn emu_run_fills_lengths_checks_arguments_and_bounds() {
-    let hsaco = tmp("vector_add_lengths.hsaco");
-    let (ok, out, err) = kjit(&[
-        "build",
-        "vector_add",
-        "--target",
-        "gfx942",
-        "-o",
-        hsaco.to_str().unwrap(),
-    ]);
-    assert!(ok, "{out}{err}");
+    let (hsaco, _) = build_vector_add("gfx942", "vector_add_lengths.hsaco");
     let n = 1000usize;
-    let write = |name: &str, v: &[f32]| {
-        let p = tmp(name);
-        std::fs::write(
-            &p,
-            v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
-        )
-        .unwrap();
-        p
-    };
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
-    let (pa, pb) = (write("la.bin", &a), write("lb.bin", &b));
-    let pc = write("lc.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
+    let (pa, pb) = (write_f32s("la.bin", &a), write_f32s("lb.bin", &b));
+    let pc = write_f32s("lc.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
     let out_path = tmp("lc.out");
     let buf = |p: &PathBuf| format!("buf:{}", p.display());
     let (a_arg, b_arg, c_arg) = (buf(&pa), buf(&pb), buf(&pc));

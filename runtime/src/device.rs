@@ -109,6 +109,22 @@ pub enum DeviceError {
 /// Result of device calls.
 pub type DeviceResult<T> = Result<T, DeviceError>;
 
+/// The kernel `kernel` of a loaded module's kernels, or an `InvalidLaunch` listing the kernels
+/// there are.
+pub(crate) fn find_kernel<'a, V>(
+    kernels: &'a std::collections::HashMap<String, V>,
+    kernel: &str,
+) -> DeviceResult<&'a V> {
+    kernels.get(kernel).ok_or_else(|| {
+        let mut names: Vec<&str> = kernels.keys().map(|s| s.as_str()).collect();
+        names.sort_unstable();
+        DeviceError::InvalidLaunch(format!(
+            "no kernel '{kernel}' in the code object (it has: {})",
+            names.join(", ")
+        ))
+    })
+}
+
 /// A place to run kernels.
 pub trait Device {
     /// A human-readable name, e.g. "kjit GCN device (software)".

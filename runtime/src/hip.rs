@@ -28,7 +28,8 @@ use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, KernelMeta, TargetId
 use kjit_backend_gcn::Target;
 
 use crate::device::{
-    ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims, LaunchStats, ModuleId,
+    find_kernel, ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims,
+    LaunchStats, ModuleId,
 };
 use crate::emu::dispatch::KernelSetup;
 use crate::emu::launch::validate_dims;
@@ -640,14 +641,7 @@ impl Device for HipDevice {
             .modules
             .get(module.0 as usize)
             .ok_or_else(|| DeviceError::InvalidLaunch(format!("unknown module {}", module.0)))?;
-        let k = m.kernels.get(kernel).ok_or_else(|| {
-            let mut names: Vec<&str> = m.kernels.keys().map(|s| s.as_str()).collect();
-            names.sort_unstable();
-            DeviceError::InvalidLaunch(format!(
-                "no kernel '{kernel}' in the code object (it has: {})",
-                names.join(", ")
-            ))
-        })?;
+        let k = find_kernel(&m.kernels, kernel)?;
         // The software device's checks, before HIP sees the launch.
         validate_dims(&dims, &k.setup, self.target, k.meta.max_flat_workgroup_size)
             .map_err(DeviceError::InvalidLaunch)?;
