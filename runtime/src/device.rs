@@ -142,7 +142,10 @@ pub trait Device {
     fn copy_from_device(&self, src: DeviceBuffer, offset: u64, dst: &mut [u8]) -> DeviceResult<()>;
     /// Loads a code object.
     fn load_module(&self, code_object: &[u8]) -> DeviceResult<ModuleId>;
-    /// Launches `kernel` of `module` and waits for it to finish.
+    /// Launches `kernel` of `module` and waits for it to finish. Before anything runs, the
+    /// arguments are checked against the kernel's metadata ([`crate::check_args`]) and the shape
+    /// against the hardware's and the kernel's limits (`max_flat_workgroup_size`, LDS): a
+    /// mismatch is [`DeviceError::InvalidLaunch`] naming what is wrong.
     fn launch(
         &self,
         module: ModuleId,
