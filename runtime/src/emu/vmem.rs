@@ -584,9 +584,10 @@ fn locate(
                     return Err(EmuError::fault(
                         addr,
                         format!(
-                            "lane {l}: buffer access of {bytes} byte(s) at offset {offset:#x}{} is outside \
-                             the range of the buffer at {:#x} (num_records {}, stride {}) (bounds check; \
-                             without it the load gives 0 / the store is dropped)",
+                            "lane {l}: buffer access of {bytes} byte(s) at offset {offset:#x}{} (address \
+                             {addr:#x}) is outside the range of the buffer at {:#x} (num_records {}, \
+                             stride {}) (bounds check; without it the load gives 0 / the store is \
+                             dropped)",
                             if i.idxen || r.add_tid {
                                 format!(", index {index}")
                             } else {
@@ -750,6 +751,28 @@ pub fn atomic_apply(op: AtomicOp, wide: bool, old: u64, data: u64, cmp: u64) -> 
     r & mask
 }
 
+/// A fault of lane `l`'s access: the lane named, and for a device-memory miss the allocation
+/// it missed (bounds reports name wave, pc, lane, address and buffer).
+fn lane_fault(e: EmuError, l: usize, mem: &super::memory::MemoryView) -> EmuError {
+    match e {
+        EmuError::MemoryFault { at, addr, detail } if !detail.starts_with("lane ") => {
+            let near = if detail.contains("outside every allocation") {
+                mem.near(addr)
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            EmuError::MemoryFault {
+                at,
+                addr,
+                detail: format!("lane {l}: {detail}{near}"),
+            }
+        }
+        e => e,
+    }
+}
+
 /// Per-lane byte addresses of a GLOBAL (or FLAT, outside the LDS and private windows) access,
 /// instruction offset included, when every active lane's `n` dwords fall in one allocation at
 /// dword alignment: the common case, served with one allocation lookup per instruction.
@@ -863,7 +886,9 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                     active += 1;
                     for k in 0..n {
                         let t = locate(w, i, &a, l, k as u32, bytes, spl)?;
-                        let raw = read_item(ctx, wave_index, pc, t, bytes)?;
+                        let mem = ctx.mem;
+                        let raw = read_item(ctx, wave_index, pc, t, bytes)
+                            .map_err(|e| lane_fault(e, l, mem))?;
                         let v = extend(raw, &shape);
                         if i.lds {
                             let addr =
@@ -930,7 +955,9 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                         v >>= 16;
                     }
                     let t = locate(w, i, &a, l, k as u32, bytes, spl)?;
-                    write_item(ctx, wave_index, pc, t, bytes, v)?;
+                    let mem = ctx.mem;
+                    write_item(ctx, wave_index, pc, t, bytes, v)
+                        .map_err(|e| lane_fault(e, l, mem))?;
                 }
             }
             ctx.counters.bytes_written += active * n as u64 * bytes as u64;
