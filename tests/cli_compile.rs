@@ -42,6 +42,19 @@ fn write_f32s(name: &str, v: &[f32]) -> PathBuf {
     p
 }
 
+/// The f32 file at `path` holds `a[i] + b[i]`, bit for bit, element by element.
+fn assert_sums(path: &PathBuf, a: &[f32], b: &[f32]) {
+    let c: Vec<u32> = std::fs::read(path)
+        .unwrap()
+        .chunks(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    assert_eq!(c.len(), a.len());
+    for i in 0..a.len() {
+        assert_eq!(c[i], (a[i] + b[i]).to_bits(), "c[{i}]");
+    }
+}
+
 /// A failure: non-zero status, one `error:` line naming the problem, no panic text.
 fn assert_user_error(args: &[&str], needle: &str) {
     let (ok, out, err) = kjit(args);
@@ -180,15 +193,7 @@ fn build_writes_a_code_object_that_emu_run_executes() {
         &format!("4={}", out_path.display()),
     ]);
     assert!(ok, "{out}{err}");
-    let c: Vec<u32> = std::fs::read(&out_path)
-        .unwrap()
-        .chunks(4)
-        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-        .collect();
-    assert_eq!(c.len(), n);
-    for i in 0..n {
-        assert_eq!(c[i], (a[i] + b[i]).to_bits(), "c[{i}]");
-    }
+    assert_sums(&out_path, &a, &b);
 }
 
 #[test]
@@ -330,15 +335,7 @@ fn emu_run_fills_lengths_checks_arguments_and_bounds() {
             && out.lines().count() == 1,
         "{out}"
     );
-    let c: Vec<f32> = std::fs::read(&out_path)
-        .unwrap()
-        .chunks(4)
-        .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-        .collect();
-    assert_eq!(c.len(), n);
-    for i in 0..n {
-        assert_eq!(c[i].to_bits(), (a[i] + b[i]).to_bits(), "c[{i}]");
-    }
+    assert_sums(&out_path, &a, &b);
 
     // A float where the metadata declares `uint` (the length of a).
     let (ok, _, err) = with(&[
