@@ -43,6 +43,8 @@ pub struct KernelImage {
     pub vector_registers: u32,
     /// SGPRs the descriptor allocates per wave, VCC etc. included.
     pub sgprs: u32,
+    /// The largest workgroup the code supports (`.max_flat_workgroup_size`).
+    pub max_flat_workgroup_size: u32,
 }
 
 /// Why a launch did not run to completion.
@@ -60,8 +62,15 @@ pub enum LaunchError {
 /// pointers, recursion): HIP's default per-thread stack is 1 KiB.
 const DYNAMIC_STACK_BYTES: u32 = 1024;
 
-/// Checks the launch shape against the hardware's limits.
-pub fn validate_dims(dims: &LaunchDims, setup: &KernelSetup, target: Target) -> Result<(), String> {
+/// Checks the launch shape against the hardware's limits and the kernel's: at least one item
+/// per dimension, at most 1024 per workgroup and `max_flat_workgroup_size`, grids within 2^32
+/// work-items, LDS within the target's. Both devices (this one and HIP) check launches with it.
+pub fn validate_dims(
+    dims: &LaunchDims,
+    setup: &KernelSetup,
+    target: Target,
+    max_flat_workgroup_size: u32,
+) -> Result<(), String> {
     if dims.grid.contains(&0) || dims.block.contains(&0) {
         return Err(format!(
             "grid {:?} and block {:?} must be at least 1 in every dimension",
@@ -72,6 +81,11 @@ pub fn validate_dims(dims: &LaunchDims, setup: &KernelSetup, target: Target) -> 
     if items > 1024 {
         return Err(format!(
             "a workgroup of {items} work-items is larger than the 1024 gfx9 allows"
+        ));
+    }
+    if items > max_flat_workgroup_size as u64 {
+        return Err(format!(
+            "a workgroup of {items} work-items is larger than the kernel's max_flat_workgroup_size {max_flat_workgroup_size}"
         ));
     }
     if dims.block.iter().any(|&b| b > 1024) {
@@ -111,7 +125,8 @@ pub fn run_launch(
     config: RunConfig,
     dispatch_id: u64,
 ) -> Result<(Counters, Option<TimingReport>), LaunchError> {
-    validate_dims(&dims, &k.setup, k.target).map_err(LaunchError::Invalid)?;
+    validate_dims(&dims, &k.setup, k.target, k.max_flat_workgroup_size)
+        .map_err(LaunchError::Invalid)?;
     if let Some(m) = config.timing {
         if m.target != k.target {
             return Err(LaunchError::Invalid(format!(
@@ -389,24 +404,26 @@ mod tests {
             block: [256, 4, 1],
             dynamic_lds: 0,
         };
-        assert!(validate_dims(&ok, &s, Target::Gfx942).is_ok());
+        assert!(validate_dims(&ok, &s, Target::Gfx942, 1024).is_ok());
+        let e = validate_dims(&ok, &s, Target::Gfx942, 256).unwrap_err();
+        assert!(e.contains("max_flat_workgroup_size 256"), "{e}");
         let too_big = LaunchDims {
             block: [256, 8, 1],
             ..ok
         };
-        assert!(validate_dims(&too_big, &s, Target::Gfx942)
+        assert!(validate_dims(&too_big, &s, Target::Gfx942, 1024)
             .unwrap_err()
             .contains("1024"));
         let zero = LaunchDims {
             grid: [0, 1, 1],
             ..ok
         };
-        assert!(validate_dims(&zero, &s, Target::Gfx942).is_err());
+        assert!(validate_dims(&zero, &s, Target::Gfx942, 1024).is_err());
         let lds = LaunchDims {
             dynamic_lds: 8192,
             ..ok
         };
-        assert!(validate_dims(&lds, &s, Target::Gfx942)
+        assert!(validate_dims(&lds, &s, Target::Gfx942, 1024)
             .unwrap_err()
             .contains("LDS"));
     }
