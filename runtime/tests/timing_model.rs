@@ -309,6 +309,7 @@ fn mfma_throughput_matches_the_matrix_rates() {
 }
 
 const FMA: &str = r#"
+__attribute__((amdgpu_flat_work_group_size(1, 1024)))
 __kernel void fma_peak(__global float* out, uint iters) {
   uint lid = __builtin_amdgcn_workitem_id_x();
   float b = out[lid], c = b * 0.5f;
@@ -319,6 +320,7 @@ __kernel void fma_peak(__global float* out, uint iters) {
   }
   out[lid] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }
+__attribute__((amdgpu_flat_work_group_size(1, 1024)))
 __kernel void pk_fma_peak(__global float2* out, uint iters) {
   uint lid = __builtin_amdgcn_workitem_id_x();
   float2 b = out[lid], c = b * 0.5f;
