@@ -209,6 +209,13 @@ pub(crate) struct Isel<'a> {
     latch: SecondaryMap<Block, Option<MBlock>>,
     /// The EXEC each section's head set (the body runs under it).
     exec_of: HashMap<Block, VReg>,
+    /// SGPR pairs that are the constant 0 (`s_mov_b64 r, 0`): a mask ORed into one is just the
+    /// other operand.
+    zero_pairs: rustc_hash::FxHashSet<VReg>,
+    /// Global loads that may read through the scalar cache (`lower::noclobber_loads`).
+    pub(crate) noclobber: rustc_hash::FxHashSet<kjit_ir::Inst>,
+    /// Kernarg loads made so far, by (byte offset, dwords): one load per slot.
+    kernarg_loads: HashMap<(u32, u8), VReg>,
 }
 
 impl<'a> Isel<'a> {
@@ -284,6 +291,9 @@ impl<'a> Isel<'a> {
             addr_cache: HashMap::default(),
             latch: SecondaryMap::new(),
             exec_of: HashMap::default(),
+            zero_pairs: Default::default(),
+            noclobber: lower::noclobber_loads(func),
+            kernarg_loads: HashMap::default(),
         })
     }
 
@@ -767,6 +777,7 @@ impl<'a> Isel<'a> {
                 MOperand::Phys(crate::isa::Operand::InlineInt(0)),
             ],
         ));
+        self.zero_pairs.insert(z);
         z
     }
 
@@ -1153,7 +1164,11 @@ impl<'a> Isel<'a> {
         let ka = self
             .kernarg
             .expect("prologue loads the kernarg pointer first");
+        if let Some(&r) = self.kernarg_loads.get(&(offset, dwords)) {
+            return r;
+        }
         let r = self.new_vreg(RegClass::Sgpr, dwords);
+        self.kernarg_loads.insert((offset, dwords), r);
         let name = match dwords {
             1 => "s_load_dword",
             2 => "s_load_dwordx2",
@@ -1210,9 +1225,11 @@ impl<'a> Isel<'a> {
                     let e = self.sop2("s_cselect_b64", &[valu::Src::Imm64(0), valu::Src::R(exec)]);
                     (t, e)
                 } else {
+                    // EXEC holds `exec` here: reading the register itself keeps the entry's
+                    // copy of the launch mask dead when nothing else needs it.
                     let cm = self.lane_mask(*cond);
-                    let t = self.sop2("s_and_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
-                    let e = self.sop2("s_andn2_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
+                    let t = self.with_exec("s_and_b64", cm);
+                    let e = self.with_exec("s_andn2_b64", cm);
                     (t, e)
                 };
                 self.edge(then_dest, t, exec)?;
@@ -1227,6 +1244,23 @@ impl<'a> Isel<'a> {
         }
         let _ = b;
         Ok(())
+    }
+
+    /// `name d, exec, m` (a 64-bit SALU op of the EXEC register and a mask) into a new pair.
+    fn with_exec(&mut self, name: &str, m: VReg) -> VReg {
+        let d = self.new_vreg(RegClass::Sgpr, 2);
+        let mut i = MInst::isa(
+            op(name),
+            &[
+                MOperand::Def(d),
+                MOperand::Phys(crate::isa::Operand::Special(crate::isa::SpecialReg::Exec)),
+                MOperand::Use(m),
+            ],
+        );
+        i.implicit_defs = implicit::SCC;
+        i.implicit_uses = implicit::EXEC;
+        self.push(i);
+        d
     }
 
     /// For a uniform (SGPR) branch condition of block `b`: sets SCC to it and returns true.
@@ -1324,7 +1358,11 @@ impl<'a> Isel<'a> {
             }
         }
         let m = self.read(Var::Mask(call.block));
-        let m2 = self.sop2("s_or_b64", &[valu::Src::R(m), valu::Src::R(lanes)]);
+        let m2 = if self.zero_pairs.contains(&m) {
+            lanes
+        } else {
+            self.sop2("s_or_b64", &[valu::Src::R(m), valu::Src::R(lanes)])
+        };
         self.write(Var::Mask(call.block), m2);
         Ok(())
     }
