@@ -12,6 +12,7 @@ pub mod isel;
 pub mod llvm_oracle;
 pub mod mir;
 pub mod mir_verify;
+pub mod peephole;
 pub mod phys;
 pub mod regalloc;
 pub mod schedule;

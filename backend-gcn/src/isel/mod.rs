@@ -86,6 +86,10 @@ pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselEr
 /// the format untyped `buffer_*` accesses need to be in range on gfx9.
 const DESC_WORD3: u32 = 0x0002_7000;
 
+/// Most IR instructions (terminator not counted) of a section that runs under an empty EXEC
+/// instead of being branched around ([`Isel::worth_skipping`]).
+const SHORT_SECTION: usize = 6;
+
 /// Where a kernel argument lives in the kernarg segment.
 #[derive(Clone, Copy, Debug)]
 struct ArgSlot {
@@ -454,7 +458,13 @@ impl<'a> Isel<'a> {
             let sec = self.sections[b];
             let body = sec.body.unwrap_or(end);
             let after = next_of(body, &chain);
-            if let Some(h) = sec.head {
+            if let (Some(h), false) = (sec.head, self.worth_skipping(b)) {
+                // Run the few instructions under an empty EXEC rather than branch around them.
+                self.mf.blocks[h].term = Terminator::Jump {
+                    target: body,
+                    args: vec![],
+                };
+            } else if let Some(h) = sec.head {
                 let skip = self.new_block(self.loops.depth(b), true);
                 self.mf.blocks[skip].term = Terminator::Jump {
                     target: after,
@@ -509,6 +519,44 @@ impl<'a> Isel<'a> {
         self.mf.blocks[end].term = Terminator::Return;
         self.split_critical_edges();
         self.compute_preds();
+    }
+
+    /// Whether the head of `b`'s section branches around the body when EXEC is empty
+    /// (`s_cbranch_execz` and a skip block for the variables' values on that path). Not for a
+    /// short body that is safe to run with no lane (LLVM's `SIPreEmitPeephole` keeps the branch
+    /// from 12 instructions, or for memory, `s_waitcnt` and side effects): at most
+    /// [`SHORT_SECTION`] IR instructions of arithmetic, compares, selects and conversions
+    /// (no memory, barrier, cross-lane or division), not a loop header, ending in a jump or
+    /// branch without block arguments. Such a body under EXEC = 0 writes no lane, its SALU
+    /// results are read only by code its lanes reach, and its edges OR no lanes into their
+    /// targets' masks.
+    fn worth_skipping(&self, b: Block) -> bool {
+        let func = self.func;
+        let insts = &func.blocks[b].insts;
+        if self.loops.is_header(b) || insts.len() > SHORT_SECTION + 1 {
+            return true;
+        }
+        insts.iter().any(|&i| match &func.insts[i] {
+            InstData::Const { .. }
+            | InstData::Special { .. }
+            | InstData::BufferLen { .. }
+            | InstData::Unary { .. }
+            | InstData::Ternary { .. }
+            | InstData::Cmp { .. }
+            | InstData::Select { .. }
+            | InstData::Convert { .. }
+            | InstData::Bitcast { .. } => false,
+            InstData::Binary { op, .. } => {
+                matches!(op, kjit_ir::BinaryOp::Div | kjit_ir::BinaryOp::Rem)
+            }
+            InstData::Jump { dest } => !dest.args.is_empty(),
+            InstData::Brif {
+                then_dest,
+                else_dest,
+                ..
+            } => !then_dest.args.is_empty() || !else_dest.args.is_empty(),
+            _ => true,
+        })
     }
 
     fn any_partial_before(&self, i: usize) -> bool {
