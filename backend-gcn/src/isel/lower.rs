@@ -1427,6 +1427,66 @@ impl Isel<'_> {
 
     /// Reduction (`scan == false`, uniform result) or inclusive scan over the active lanes:
     /// inactive lanes hold the identity, then six butterfly (or shift) steps under a full EXEC.
+    /// The reduction of `acc` (all 64 lanes valid, EXEC full) over the wave into an SGPR, by
+    /// DPP: each step combines every lane with a partner lane in one VOP2 `_dpp` instruction —
+    /// pairs and quads (`quad_perm`), rows of 8 and 16 (`row_half_mirror`, `row_mirror`), then
+    /// the row totals carried into rows 1 and 3 (`row_bcast:15`) and into rows 2 and 3
+    /// (`row_bcast:31`), so that lane 63 holds the whole wave's — instead of six
+    /// `ds_bpermute` rounds through LDS with their address arithmetic and waits.
+    fn dpp_reduce(&mut self, o: ReduceOp, t: Type, acc: VReg) -> VReg {
+        let name = match (o, t) {
+            (ReduceOp::Add, Type::F32) => "v_add_f32",
+            (ReduceOp::Min, Type::F32) => "v_min_f32",
+            (ReduceOp::Max, Type::F32) => "v_max_f32",
+            (ReduceOp::Add, _) => "v_add_u32",
+            (ReduceOp::Min, Type::I32) => "v_min_i32",
+            (ReduceOp::Min, _) => "v_min_u32",
+            (ReduceOp::Max, Type::I32) => "v_max_i32",
+            (ReduceOp::Max, _) => "v_max_u32",
+        };
+        // (dpp_ctrl, row_mask): quad_perm:[1,0,3,2], quad_perm:[2,3,0,1], row_half_mirror,
+        // row_mirror, row_bcast:15 into rows 1 and 3, row_bcast:31 into rows 2 and 3. Lanes a
+        // row mask leaves unwritten are never read again on the way to lane 63.
+        const STEPS: [(u16, u8); 6] = [
+            (0xb1, 0xf),
+            (0x4e, 0xf),
+            (0x141, 0xf),
+            (0x140, 0xf),
+            (0x142, 0xa),
+            (0x143, 0xc),
+        ];
+        let mut acc = acc;
+        for (ctrl, row_mask) in STEPS {
+            let d = self.new_vreg(RegClass::Vgpr, 1);
+            let mut i = MInst::isa(
+                op(name),
+                &[MOperand::Def(d), MOperand::Use(acc), MOperand::Use(acc)],
+            );
+            i.encoding = crate::isa::Encoding::Dpp;
+            i.mods.dpp = crate::isa::Dpp {
+                ctrl,
+                row_mask,
+                bank_mask: 0xf,
+                bound_ctrl: false,
+            };
+            i.implicit_uses = implicit::EXEC;
+            self.push(i);
+            acc = d;
+        }
+        let s = self.new_vreg(RegClass::Sgpr, 1);
+        let mut i = MInst::isa(
+            op("v_readlane_b32"),
+            &[
+                MOperand::Def(s),
+                MOperand::Use(acc),
+                MOperand::Phys(Operand::InlineInt(63)),
+            ],
+        );
+        i.implicit_uses = implicit::EXEC;
+        self.push(i);
+        s
+    }
+
     fn wave_reduce(&mut self, o: ReduceOp, arg: Value, scan: bool) -> Result<VReg, IselError> {
         let t = self.func.value_type(arg);
         if is64(t) {
@@ -1451,6 +1511,11 @@ impl Isel<'_> {
         };
         let t1 = self.new_vreg(RegClass::Vgpr, 1);
         self.vop("v_cndmask_b32", &[t1], &[t0, Src::R(v), Src::R(exec)]);
+        if !scan && matches!(t, Type::F32 | Type::I32 | Type::U32) {
+            let r = self.dpp_reduce(o, t, t1);
+            self.set_exec(exec);
+            return Ok(r);
+        }
         // The lane id in every lane (the prologue's is only valid in launched lanes).
         let lane = self.lane_id_reg();
         // Byte addresses of the source lanes from the lane's own once: (lane ^ k) * 4 =
