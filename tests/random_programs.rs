@@ -489,12 +489,7 @@ impl<'k> Gen<'k> {
 }
 
 /// A random kernel from `seed`: `(a: buf<u32>, b: buf<f32>, out: buf_mut<u32>,
-/// outf: buf_mut<f32>, su: u32, sf: f32)`.
-fn random_kernel(seed: u64, div: bool) -> Function {
-    random_kernel_with(seed, div, false, false)
-}
-
-/// Program flavours: `div` loads and division, `wide` 64-bit and f16 values, `cross` wave
+/// outf: buf_mut<f32>, su: u32, sf: f32)` and the wide/cross buffers. Program flavours: `div` loads and division, `wide` 64-bit and f16 values, `cross` wave
 /// operations, LDS, atomics and barriers.
 fn random_kernel_with(seed: u64, div: bool, wide: bool, cross: bool) -> Function {
     let k = KernelBuilder::new("random");

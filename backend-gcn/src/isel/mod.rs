@@ -209,6 +209,9 @@ pub(crate) struct Isel<'a> {
     /// Per-block cache of byte-offset VGPRs: (index, shift) -> `index << shift`, valid in the
     /// current block under the current EXEC (cleared when EXEC is set).
     pub(crate) addr_cache: HashMap<(Value, u32), VReg>,
+    /// Per-block map from an SGPR made by `v_readfirstlane_b32` to the VGPR it was read from,
+    /// valid under the current EXEC (cleared with `addr_cache`).
+    pub(crate) lane_copies: HashMap<VReg, VReg>,
     /// Latch block of each loop header.
     latch: SecondaryMap<Block, Option<MBlock>>,
     /// The EXEC each section's head set (the body runs under it).
@@ -293,6 +296,7 @@ impl<'a> Isel<'a> {
             slots,
             mask_cache: HashMap::default(),
             addr_cache: HashMap::default(),
+            lane_copies: HashMap::default(),
             latch: SecondaryMap::new(),
             exec_of: HashMap::default(),
             zero_pairs: Default::default(),
@@ -734,6 +738,7 @@ impl<'a> Isel<'a> {
         self.cur = mb;
         self.mask_cache.clear();
         self.addr_cache.clear();
+        self.lane_copies.clear();
         if mb == self.mf.entry() {
             self.prologue()?;
             let entry = self.order[0];
@@ -841,6 +846,7 @@ impl<'a> Isel<'a> {
         i.implicit_defs = implicit::EXEC;
         self.push(i);
         self.addr_cache.clear();
+        self.lane_copies.clear();
         let b = self.cur;
         self.mf.blocks[b].exec_partial = true;
     }
@@ -858,6 +864,7 @@ impl<'a> Isel<'a> {
         self.push(i);
         // A VGPR computed under the old EXEC may lack lanes the new one has.
         self.addr_cache.clear();
+        self.lane_copies.clear();
         // Moves the allocator puts in this block must be whole-wave from here on.
         let b = self.cur;
         self.mf.blocks[b].exec_partial = true;
