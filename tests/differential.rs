@@ -28,6 +28,7 @@ fn run_kernel(name: &str) {
             let opts = CompileOptions {
                 optimize,
                 vgpr_budget: None,
+                occupancy: None,
                 check: true,
             };
             let ck = match compile(&func, t, &opts) {
@@ -140,6 +141,7 @@ fn run_custom(func: &kjit_ir::Function, case: &kjit_kernels::Case) {
         let opts = CompileOptions {
             optimize: false,
             vgpr_budget: None,
+            occupancy: None,
             check: true,
         };
         let ck = compile(func, t, &opts).expect("compiles");

@@ -640,6 +640,7 @@ fn check_flavour(
     let opts = CompileOptions {
         optimize,
         vgpr_budget: None,
+        occupancy: None,
         check: true,
     };
     let ck = match compile(&func, target, &opts) {

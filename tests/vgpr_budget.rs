@@ -83,6 +83,7 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
             let opts = CompileOptions {
                 optimize: false,
                 vgpr_budget: budget,
+                occupancy: None,
                 check: true,
             };
             let ck = match compile(&func, t, &opts) {
@@ -155,6 +156,7 @@ fn regalloc_time_per_kernel() {
         let opts = CompileOptions {
             optimize: true,
             vgpr_budget: None,
+            occupancy: None,
             check: false,
         };
         let mut best = std::time::Duration::MAX;

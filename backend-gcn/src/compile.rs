@@ -29,6 +29,11 @@ pub struct CompileOptions {
     pub optimize: bool,
     /// Most VGPRs (+AGPRs) per lane; the allocator spills to stay inside. `None` = whole file.
     pub vgpr_budget: Option<u32>,
+    /// Waves per SIMD to compile for: the VGPR(+AGPR) and SGPR budgets that allow it are
+    /// derived from the target's register files ([`occupancy_budgets`]); with `vgpr_budget`
+    /// too, the smaller budget holds. A level the target or the kernel's LDS cannot reach is
+    /// an error.
+    pub occupancy: Option<u32>,
     /// Run every stage's verifier and regalloc2's checker (slower; for tests).
     pub check: bool,
 }
@@ -39,6 +44,7 @@ impl Default for CompileOptions {
         CompileOptions {
             optimize: true,
             vgpr_budget: None,
+            occupancy: None,
             check: false,
         }
     }
@@ -72,6 +78,29 @@ pub enum CompileError {
     /// Emission failed.
     #[error("emission: {0}")]
     Emit(#[from] EmitError),
+    /// An occupancy the target cannot reach at all.
+    #[error("occupancy {occupancy} waves/SIMD is out of range for {target} (1..={max})")]
+    BadOccupancy {
+        /// Waves per SIMD asked for.
+        occupancy: u32,
+        /// The target.
+        target: Target,
+        /// The target's wave slots per SIMD.
+        max: u32,
+    },
+    /// The kernel compiled inside the occupancy's budgets but something else (its LDS and
+    /// workgroup size) holds it below.
+    #[error("occupancy {occupancy} waves/SIMD is unreachable for this kernel on {target}: it reaches {reached} (limited by {limited_by})")]
+    OccupancyUnreachable {
+        /// Waves per SIMD asked for.
+        occupancy: u32,
+        /// The target.
+        target: Target,
+        /// What the compiled kernel reaches.
+        reached: u32,
+        /// What limits it.
+        limited_by: String,
+    },
     /// A VGPR budget the target cannot honour.
     #[error("VGPR budget {budget} is out of range for {target} (1..={max})")]
     BadBudget {
@@ -82,6 +111,33 @@ pub enum CompileError {
         /// The register file per lane.
         max: u32,
     },
+}
+
+/// The register budgets that let a kernel run `waves` waves per SIMD on a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OccupancyBudgets {
+    /// Most VGPRs (+AGPRs on gfx90a/gfx942) per lane.
+    pub vgprs: u32,
+    /// Most SGPRs the code may name (without VCC/FLAT_SCRATCH/XNACK_MASK); `None` when the
+    /// SGPR file never limits this level.
+    pub sgprs: Option<u32>,
+}
+
+/// The budgets for `waves` waves per SIMD on `target`, from the same tables the occupancy in
+/// the resource header (and `kjit disasm`) is computed with.
+pub fn occupancy_budgets(target: Target, waves: u32) -> Result<OccupancyBudgets, CompileError> {
+    let max = target.max_waves_per_simd();
+    if waves == 0 || waves > max {
+        return Err(CompileError::BadOccupancy {
+            occupancy: waves,
+            target,
+            max,
+        });
+    }
+    Ok(OccupancyBudgets {
+        vgprs: target.registers_for_waves_per_simd(waves),
+        sgprs: crate::codeobj::descriptor::named_sgprs_for_waves(target, waves),
+    })
 }
 
 /// Wall-clock time of each stage.
@@ -170,6 +226,13 @@ fn to_phys(
     opts: &CompileOptions,
     t: &mut StageTimings,
 ) -> Result<ToPhys, CompileError> {
+    let (occ_vgprs, occ_sgprs) = match opts.occupancy {
+        Some(w) => {
+            let b = occupancy_budgets(target, w)?;
+            (Some(b.vgprs), b.sgprs)
+        }
+        None => (None, None),
+    };
     if let Some(budget) = opts.vgpr_budget {
         let max = target.register_file_per_lane();
         if budget == 0 || budget > max {
@@ -217,8 +280,13 @@ fn to_phys(
             }
         })?;
     }
+    let vgpr_budget = match (opts.vgpr_budget, occ_vgprs) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let ra = RegallocOptions {
-        vgpr_budget: opts.vgpr_budget,
+        vgpr_budget,
+        sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
     let mut phys = timed(&mut t.regalloc, || allocate(&mf, &ra))?;
@@ -255,6 +323,16 @@ pub fn compile(
     let p = to_phys(func, target, opts, &mut t)?;
     let e = timed(&mut t.emit, || emit(&p.phys))?;
     t.total = start.elapsed();
+    if let Some(w) = opts.occupancy {
+        if e.header.occupancy < w {
+            return Err(CompileError::OccupancyUnreachable {
+                occupancy: w,
+                target,
+                reached: e.header.occupancy,
+                limited_by: e.header.occupancy_limit.to_string(),
+            });
+        }
+    }
     Ok(CompiledKernel {
         name: e.header.name.clone(),
         target,

@@ -61,14 +61,25 @@ pub struct RegUsage {
     pub agprs: u32,
     /// Scratch bytes per work-item.
     pub scratch_bytes: u32,
-    /// Values spilled to AGPRs (or spare VGPRs).
-    pub spills_to_registers: u32,
+    /// Values spilled to spare SGPRs.
+    pub spills_to_sgprs: u32,
+    /// Values spilled to spare VGPRs above the allocated range.
+    pub spills_to_vgprs: u32,
+    /// Values spilled to AGPRs (gfx90a/gfx942).
+    pub spills_to_agprs: u32,
     /// Values spilled to scratch memory.
     pub spills_to_scratch: u32,
     /// Spill and reload instructions inserted.
     pub spill_insts: u32,
     /// Register-to-register moves the allocator inserted.
     pub moves: u32,
+}
+
+impl RegUsage {
+    /// Values spilled, to any location.
+    pub fn spills(&self) -> u32 {
+        self.spills_to_sgprs + self.spills_to_vgprs + self.spills_to_agprs + self.spills_to_scratch
+    }
 }
 
 /// An allocated kernel, ready for waits, hazards and emission.

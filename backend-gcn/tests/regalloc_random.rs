@@ -412,7 +412,7 @@ fn random_functions_allocate_and_compute_the_same_stores() {
                 match f {
                     Ok(f) => {
                         stats[0] += 1;
-                        stats[1] += f.usage.spills_to_registers + f.usage.spills_to_scratch;
+                        stats[1] += f.usage.spills();
                         stats[2] += f.usage.moves;
                     }
                     Err(_) => panic!("seed {seed} {t} budget {budget:?} failed"),
@@ -454,6 +454,7 @@ fn debug_smallest_failure() {
             &mf,
             &RegallocOptions {
                 vgpr_budget: None,
+                sgpr_budget: None,
                 run_checker: true,
             },
         ) {
@@ -483,6 +484,7 @@ fn debug_reduce() {
             mf,
             &RegallocOptions {
                 vgpr_budget: None,
+                sgpr_budget: None,
                 run_checker: true,
             },
         )
@@ -537,6 +539,7 @@ fn debug_reduce() {
         &mf,
         &RegallocOptions {
             vgpr_budget: None,
+            sgpr_budget: None,
             run_checker: true,
         },
     )
@@ -545,6 +548,7 @@ fn debug_reduce() {
         &mf,
         &RegallocOptions {
             vgpr_budget: None,
+            sgpr_budget: None,
             run_checker: false,
         },
     )
@@ -568,6 +572,7 @@ fn reused_allocator_context_gives_the_same_result() {
     use kjit_backend_gcn::regalloc::{allocate, RegallocOptions};
     let opts = |budget| RegallocOptions {
         vgpr_budget: budget,
+        sgpr_budget: None,
         run_checker: false,
     };
     let mut cases = Vec::new();

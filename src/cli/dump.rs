@@ -54,6 +54,7 @@ pub fn run(args: &DumpArgs) -> Result<()> {
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
+        occupancy: None,
         check: false,
     };
     let k = compile(&func, args.target, &opts)

@@ -100,6 +100,7 @@ fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
+        occupancy: None,
         check: false,
     };
     let k = compile(&func, target, &opts)
