@@ -76,6 +76,16 @@ pub struct RegUsage {
 }
 
 impl RegUsage {
+    /// Registers per lane counted against a VGPR budget: the VGPRs, plus the AGPRs above
+    /// `accum_offset` (VGPRs rounded up to 4) when there are any.
+    pub fn budget_registers(&self) -> u32 {
+        if self.agprs > 0 {
+            self.vgprs.div_ceil(4) * 4 + self.agprs
+        } else {
+            self.vgprs
+        }
+    }
+
     /// Values spilled, to any location.
     pub fn spills(&self) -> u32 {
         self.spills_to_sgprs + self.spills_to_vgprs + self.spills_to_agprs + self.spills_to_scratch

@@ -243,8 +243,7 @@ pub fn allocate(
         pres_v,
         n_temps,
     };
-    let budget_caps = shape.caps(budget)?;
-    let vgpr_cap = budget_caps.vgpr_cap;
+    let vgpr_cap = shape.vgpr_cap(budget);
 
     // SGPR singles: what the tuples leave, in the worst (scratch) layout.
     let first_try = target != Target::Gfx942;
@@ -252,7 +251,9 @@ pub fn allocate(
         Ok(l) => (l, first_try),
         Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
     };
-    let sgpr_limit = opts.sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
+    let sgpr_limit = opts
+        .sgpr_budget
+        .map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
     let sgpr_free = (sgpr_limit as u32).saturating_sub(probe.taken.len() as u32 + 2);
     let n_int = 63.min(sgpr_free).max(3);
 
@@ -269,7 +270,11 @@ pub fn allocate(
     // fit, the search is repeated inside the budget's caps.
     let start = (
         pres_f.max(min_f),
-        if has_pairs { pres_v.max(min_v.max(1)) } else { 0 },
+        if has_pairs {
+            pres_v.max(min_v.max(1))
+        } else {
+            0
+        },
     );
     let unbounded = shape.caps(target.register_file_per_lane())?;
     // A spill-free allocation needs at least the pressure: when even that exceeds the budget,
@@ -278,7 +283,9 @@ pub fn allocate(
     let mut found = None;
     if shape.registers(lower) <= budget {
         let (n_f, n_v, spilled) = search(&func, &ra_opts, n_int, start, &unbounded, &mut ra_ctx)?;
-        let top = u32::from(VgprLayout::new(&used_pregs(&func, &ra_ctx.ctx().output).0, abi_n, vweb_size).top);
+        let top = u32::from(
+            VgprLayout::new(&used_pregs(&func, &ra_ctx.ctx().output).0, abi_n, vweb_size).top,
+        );
         if !spilled && top <= vgpr_cap && shape.registers(top) <= budget {
             found = Some((n_f, n_v));
         }
@@ -286,7 +293,8 @@ pub fn allocate(
     let (n_f, n_v) = match found {
         Some(x) => x,
         None => {
-            let (n_f, n_v, _) = search(&func, &ra_opts, n_int, start, &budget_caps, &mut ra_ctx)?;
+            let caps = shape.caps(budget)?;
+            let (n_f, n_v, _) = search(&func, &ra_opts, n_int, start, &caps, &mut ra_ctx)?;
             (n_f, n_v)
         }
     };
@@ -482,7 +490,9 @@ pub fn allocate(
             });
         }
     }
-    let count = |want: fn(&SlotLoc) -> bool| ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32;
+    let count = |want: fn(&SlotLoc) -> bool| {
+        ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32
+    };
     let mut usage = RegUsage {
         sgprs: taken.end(),
         vgprs: vgprs.max(abi_n),
@@ -613,8 +623,6 @@ struct Shape {
 
 /// The most registers regalloc2 may get under one budget.
 struct Caps {
-    /// VGPRs (architectural) the layout may reach.
-    vgpr_cap: u32,
     n_f: u32,
     n_v: u32,
 }
@@ -623,16 +631,14 @@ impl Shape {
     /// The largest `Float`/`Vector` register counts under `budget`, leaving room for the tuple
     /// area and the spill temporaries; an error when not even one instruction's operands fit.
     fn caps(&self, budget: u32) -> Result<Caps, RegallocError> {
-        let vgpr_cap = if self.target.has_agprs() {
-            256.min(budget.saturating_sub(self.aweb_size))
-        } else {
-            256.min(budget)
-        };
+        let vgpr_cap = self.vgpr_cap(budget);
         let vweb = self.vweb_size;
         let avail = vgpr_cap.saturating_sub(vweb.div_ceil(4) * 4 + if vweb > 0 { 3 } else { 0 });
         let has_pairs = self.min_v > 0;
+        // Pairs live across an instruction plus the pairs it defines early: the most a
+        // spill-free allocation of the pairs can need.
         let mut n_v = if has_pairs {
-            self.pres_v.clamp(self.min_v, 64)
+            (self.pres_v + self.min_v).clamp(self.min_v, 64)
         } else {
             0
         };
@@ -650,7 +656,16 @@ impl Shape {
                 need: self.need(),
             });
         }
-        Ok(Caps { vgpr_cap, n_f, n_v })
+        Ok(Caps { n_f, n_v })
+    }
+
+    /// Architectural VGPRs a layout may reach under `budget` (the AGPR tuple area shares it).
+    fn vgpr_cap(&self, budget: u32) -> u32 {
+        if self.target.has_agprs() {
+            256.min(budget.saturating_sub(self.aweb_size))
+        } else {
+            256.min(budget)
+        }
     }
 
     /// The smallest budget [`Shape::caps`] accepts: one instruction's operands, the spill
@@ -658,8 +673,16 @@ impl Shape {
     fn need(&self) -> u32 {
         let vweb = self.vweb_size;
         let web_area = vweb.div_ceil(4) * 4 + if vweb > 0 { 3 } else { 0 };
-        let pairs = if self.min_v > 0 { 2 * self.min_v + 1 } else { 0 };
-        let agprs = if self.target.has_agprs() { self.aweb_size } else { 0 };
+        let pairs = if self.min_v > 0 {
+            2 * self.min_v + 1
+        } else {
+            0
+        };
+        let agprs = if self.target.has_agprs() {
+            self.aweb_size
+        } else {
+            0
+        };
         web_area + self.min_f + self.n_temps + pairs + agprs
     }
 
@@ -690,16 +713,21 @@ fn search(
     let (mut n_f, mut n_v) = (start.0.min(caps.n_f), start.1.min(caps.n_v));
     loop {
         let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
-        let out = ra::run_with_ctx(func, &env, ra_opts, ctx.ctx())
-            .map_err(|e| RegallocError::Regalloc2(e.to_string()))?;
-        let (spill_f, spill_v) = if out.num_spillslots == 0 {
-            (false, false)
-        } else {
-            let (_, slots) = used_pregs(func, out);
-            (
-                slots.values().any(|&c| c == ra::RegClass::Float),
-                slots.values().any(|&c| c == ra::RegClass::Vector),
-            )
+        let (spill_f, spill_v) = match ra::run_with_ctx(func, &env, ra_opts, ctx.ctx()) {
+            // Values live through an instruction plus its operands can exceed the pressure
+            // between instructions: more registers, as for a spill.
+            Err(ra::RegAllocError::TooManyLiveRegs) if n_f < caps.n_f || n_v < caps.n_v => {
+                (n_f < caps.n_f, n_v < caps.n_v)
+            }
+            Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
+            Ok(out) if out.num_spillslots == 0 => (false, false),
+            Ok(out) => {
+                let (_, slots) = used_pregs(func, out);
+                (
+                    slots.values().any(|&c| c == ra::RegClass::Float),
+                    slots.values().any(|&c| c == ra::RegClass::Vector),
+                )
+            }
         };
         let grow_f = spill_f && n_f < caps.n_f;
         let grow_v = spill_v && n_v < caps.n_v;

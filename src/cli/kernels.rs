@@ -42,6 +42,9 @@ pub struct RunArgs {
     /// Most VGPRs (+AGPRs) per lane; the allocator spills to fit.
     #[arg(long, conflicts_with = "interp")]
     pub vgpr_budget: Option<u32>,
+    /// Waves per SIMD to compile for: VGPR(+AGPR) and SGPR budgets derived from the target.
+    #[arg(long, conflicts_with = "interp")]
+    pub occupancy: Option<u32>,
     /// Device: hip or emu (default: HIP if an AMD GPU is present, else the software device).
     #[arg(long, conflicts_with = "interp")]
     pub device: Option<DeviceKind>,
@@ -100,7 +103,7 @@ fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
-        occupancy: None,
+        occupancy: args.occupancy,
         check: false,
     };
     let k = compile(&func, target, &opts)
