@@ -281,8 +281,19 @@ pub fn allocate(
     // the unbudgeted search is skipped.
     let lower = pres_f.max(abi_n) + 2 * start.1 + vweb_size;
     let mut found = None;
+    // The last try's counts and whether it spilled: its output is still in the context, so
+    // the budgeted search does not run it again.
+    let mut last = None;
     if shape.registers(lower) <= budget {
-        let (n_f, n_v, spilled) = search(&func, &ra_opts, n_int, start, &unbounded, &mut ra_ctx)?;
+        let (n_f, n_v, spilled) = search(
+            &func,
+            &ra_opts,
+            n_int,
+            start,
+            &unbounded,
+            &mut ra_ctx,
+            &mut last,
+        )?;
         let top = u32::from(
             VgprLayout::new(&used_pregs(&func, &ra_ctx.ctx().output).0, abi_n, vweb_size).top,
         );
@@ -294,7 +305,8 @@ pub fn allocate(
         Some(x) => x,
         None => {
             let caps = shape.caps(budget)?;
-            let (n_f, n_v, _) = search(&func, &ra_opts, n_int, start, &caps, &mut ra_ctx)?;
+            let (n_f, n_v, _) =
+                search(&func, &ra_opts, n_int, start, &caps, &mut ra_ctx, &mut last)?;
             (n_f, n_v)
         }
     };
@@ -709,24 +721,23 @@ fn search(
     start: (u32, u32),
     caps: &Caps,
     ctx: &mut CtxGuard,
+    last: &mut Option<(u32, u32, (bool, bool))>,
 ) -> Result<(u32, u32, bool), RegallocError> {
     let (mut n_f, mut n_v) = (start.0.min(caps.n_f), start.1.min(caps.n_v));
     loop {
         let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
-        let (spill_f, spill_v) = match ra::run_with_ctx(func, &env, ra_opts, ctx.ctx()) {
-            // Values live through an instruction plus its operands can exceed the pressure
-            // between instructions: more registers, as for a spill.
-            Err(ra::RegAllocError::TooManyLiveRegs) if n_f < caps.n_f || n_v < caps.n_v => {
+        let result = match *last {
+            Some((f, v, spilled)) if (f, v) == (n_f, n_v) => Ok(Some(spilled)),
+            _ => try_allocate(func, &env, ra_opts, ctx, n_f < caps.n_f || n_v < caps.n_v),
+        };
+        let (spill_f, spill_v) = match result? {
+            None => {
+                *last = None;
                 (n_f < caps.n_f, n_v < caps.n_v)
             }
-            Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
-            Ok(out) if out.num_spillslots == 0 => (false, false),
-            Ok(out) => {
-                let (_, slots) = used_pregs(func, out);
-                (
-                    slots.values().any(|&c| c == ra::RegClass::Float),
-                    slots.values().any(|&c| c == ra::RegClass::Vector),
-                )
+            Some(s) => {
+                *last = Some((n_f, n_v, s));
+                s
             }
         };
         let grow_f = spill_f && n_f < caps.n_f;
@@ -741,6 +752,34 @@ fn search(
             n_v = (n_v + n_v / 4 + 1).min(caps.n_v);
         }
     }
+}
+
+/// One regalloc2 run: whether it spilled `Float` / `Vector` values, or `None` when there were
+/// too few registers for one instruction and `can_grow` (the caller adds registers, as for a
+/// spill).
+fn try_allocate(
+    func: &ra2::RaFunc,
+    env: &MachineEnv,
+    ra_opts: &ra::RegallocOptions,
+    ctx: &mut CtxGuard,
+    can_grow: bool,
+) -> Result<Option<(bool, bool)>, RegallocError> {
+    Ok(Some(
+        match ra::run_with_ctx(func, env, ra_opts, ctx.ctx()) {
+            // Values live through an instruction plus its operands can exceed the pressure
+            // between instructions: more registers, as for a spill.
+            Err(ra::RegAllocError::TooManyLiveRegs) if can_grow => return Ok(None),
+            Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
+            Ok(out) if out.num_spillslots == 0 => (false, false),
+            Ok(out) => {
+                let (_, slots) = used_pregs(func, out);
+                (
+                    slots.values().any(|&c| c == ra::RegClass::Float),
+                    slots.values().any(|&c| c == ra::RegClass::Vector),
+                )
+            }
+        },
+    ))
 }
 
 fn livein_vreg(p: &Prepared, a: AbiValue) -> Option<crate::mir::VReg> {
