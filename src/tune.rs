@@ -23,7 +23,9 @@ use std::hash::Hasher;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
-use kjit_backend_gcn::compile::{compile, CompileError, CompileOptions};
+use kjit_backend_gcn::compile::{
+    compile_selected, select_and_schedule, CompileError, CompileOptions, Selected,
+};
 use kjit_backend_gcn::Target;
 use kjit_ir::interp::Arg;
 use kjit_ir::Function;
@@ -326,6 +328,7 @@ pub fn tune(
             from_cache: false,
         },
         seen: Vec::new(),
+        selected: Vec::new(),
     };
     let total = configs.len() * levels.len();
     if total <= opts.exhaustive_limit {
@@ -390,6 +393,9 @@ struct Tuner<'j, 'a> {
     result: TuneResult,
     /// (parameter values, code object) of every candidate run, by candidate index.
     seen: Vec<(Vec<u32>, Vec<u8>)>,
+    /// Per parameter choice: the kernel, and its selected and scheduled machine code (shared
+    /// by all occupancy levels; only allocation and what follows runs per level).
+    selected: Vec<(Vec<u32>, Function, Selected)>,
 }
 
 impl Tuner<'_, '_> {
@@ -438,14 +444,24 @@ impl Tuner<'_, '_> {
             note: None,
             compile_ms: 0.0,
         };
-        let func = (job.build)(cfg_arg).map_err(|e| anyhow!("building {}: {e}", job.name))?;
         let copts = CompileOptions {
             optimize: self.opts.optimize,
             occupancy: *occ,
             ..CompileOptions::default()
         };
         let t0 = Instant::now();
-        let compiled = compile(&func, self.opts.target, &copts);
+        let at = match self.selected.iter().position(|s| s.0 == *cfg) {
+            Some(i) => i,
+            None => {
+                let func =
+                    (job.build)(cfg_arg).map_err(|e| anyhow!("building {}: {e}", job.name))?;
+                let sel = select_and_schedule(&func, self.opts.target, &copts)
+                    .map_err(|e| anyhow!("compiling {}: {e}", job.name))?;
+                self.selected.push((cfg.clone(), func, sel));
+                self.selected.len() - 1
+            }
+        };
+        let compiled = compile_selected(&self.selected[at].2, &copts);
         cand.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
         self.result.compile_ms += cand.compile_ms;
         let k = match compiled {
@@ -486,7 +502,7 @@ impl Tuner<'_, '_> {
         }
         let case = (job.case)(cfg_arg);
         let t1 = Instant::now();
-        let out = run_case(&self.dev, &k.code_object, &func, &case);
+        let out = run_case(&self.dev, &k.code_object, &self.selected[at].1, &case);
         self.result.run_ms += t1.elapsed().as_secs_f64() * 1e3;
         match out {
             Ok(out) => {

@@ -220,29 +220,36 @@ struct ToPhys {
     wait_states: u32,
 }
 
-fn to_phys(
+/// A kernel after optimization, instruction selection and scheduling: what every register
+/// budget of one kernel shares, so a tuner compiles it once and allocates it per budget
+/// ([`select`], then [`compile_selected`]).
+#[derive(Clone, Debug)]
+pub struct Selected {
+    mf: crate::mir::MachineFunction,
+    target: Target,
+    /// Time of the stages so far.
+    pub timings: StageTimings,
+}
+
+/// Verifies (with `opts.check`), optimizes (with `opts.optimize`), selects and schedules.
+pub fn select_and_schedule(
+    func: &kjit_ir::Function,
+    target: Target,
+    opts: &CompileOptions,
+) -> Result<Selected, CompileError> {
+    let start = Instant::now();
+    let mut t = StageTimings::default();
+    let mut s = front(func, target, opts, &mut t)?;
+    s.timings.total = start.elapsed();
+    Ok(s)
+}
+
+fn front(
     func: &kjit_ir::Function,
     target: Target,
     opts: &CompileOptions,
     t: &mut StageTimings,
-) -> Result<ToPhys, CompileError> {
-    let (occ_vgprs, occ_sgprs) = match opts.occupancy {
-        Some(w) => {
-            let b = occupancy_budgets(target, w)?;
-            (Some(b.vgprs), b.sgprs)
-        }
-        None => (None, None),
-    };
-    if let Some(budget) = opts.vgpr_budget {
-        let max = target.register_file_per_lane();
-        if budget == 0 || budget > max {
-            return Err(CompileError::BadBudget {
-                budget,
-                target,
-                max,
-            });
-        }
-    }
+) -> Result<Selected, CompileError> {
     if opts.check {
         timed(&mut t.verify, || kjit_ir::verify(func)).map_err(|e| CompileError::Ir {
             stage: "input",
@@ -280,16 +287,66 @@ fn to_phys(
             }
         })?;
     }
+    Ok(Selected {
+        mf,
+        target,
+        timings: *t,
+    })
+}
+
+fn to_phys(
+    func: &kjit_ir::Function,
+    target: Target,
+    opts: &CompileOptions,
+    t: &mut StageTimings,
+) -> Result<ToPhys, CompileError> {
+    check_budgets(target, opts)?;
+    let sel = front(func, target, opts, t)?;
+    back(&sel.mf, target, opts, t)
+}
+
+/// The budgets `opts` asks for, checked against the target: (VGPR budget, SGPR budget).
+fn check_budgets(
+    target: Target,
+    opts: &CompileOptions,
+) -> Result<(Option<u32>, Option<u32>), CompileError> {
+    let (occ_vgprs, occ_sgprs) = match opts.occupancy {
+        Some(w) => {
+            let b = occupancy_budgets(target, w)?;
+            (Some(b.vgprs), b.sgprs)
+        }
+        None => (None, None),
+    };
+    if let Some(budget) = opts.vgpr_budget {
+        let max = target.register_file_per_lane();
+        if budget == 0 || budget > max {
+            return Err(CompileError::BadBudget {
+                budget,
+                target,
+                max,
+            });
+        }
+    }
     let vgpr_budget = match (opts.vgpr_budget, occ_vgprs) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    Ok((vgpr_budget, occ_sgprs))
+}
+
+fn back(
+    mf: &crate::mir::MachineFunction,
+    target: Target,
+    opts: &CompileOptions,
+    t: &mut StageTimings,
+) -> Result<ToPhys, CompileError> {
+    let (vgpr_budget, occ_sgprs) = check_budgets(target, opts)?;
     let ra = RegallocOptions {
         vgpr_budget,
         sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
-    let mut phys = timed(&mut t.regalloc, || allocate(&mf, &ra))?;
+    let mut phys = timed(&mut t.regalloc, || allocate(mf, &ra))?;
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {
         crate::hazards::insert_wait_states(&mut phys)
@@ -321,6 +378,30 @@ pub fn compile(
     let start = Instant::now();
     let mut t = StageTimings::default();
     let p = to_phys(func, target, opts, &mut t)?;
+    finish(p, target, opts, t, start)
+}
+
+/// Compiles a kernel [`select_and_schedule`] prepared, under `opts`' budgets (its `optimize`
+/// and `check` were applied when it was prepared). The timings count the shared stages too.
+pub fn compile_selected(
+    sel: &Selected,
+    opts: &CompileOptions,
+) -> Result<CompiledKernel, CompileError> {
+    let start = Instant::now()
+        .checked_sub(sel.timings.total)
+        .unwrap_or_else(Instant::now);
+    let mut t = sel.timings;
+    let p = back(&sel.mf, sel.target, opts, &mut t)?;
+    finish(p, sel.target, opts, t, start)
+}
+
+fn finish(
+    p: ToPhys,
+    target: Target,
+    opts: &CompileOptions,
+    mut t: StageTimings,
+    start: Instant,
+) -> Result<CompiledKernel, CompileError> {
     let e = timed(&mut t.emit, || emit(&p.phys))?;
     t.total = start.elapsed();
     if let Some(w) = opts.occupancy {

@@ -45,6 +45,9 @@ pub struct RunArgs {
     /// Waves per SIMD to compile for: VGPR(+AGPR) and SGPR budgets derived from the target.
     #[arg(long, conflicts_with = "interp")]
     pub occupancy: Option<u32>,
+    /// Compile with the winner `kjit tune` cached for this kernel and target.
+    #[arg(long, conflicts_with_all = ["occupancy", "vgpr_budget"])]
+    pub tuned: bool,
     /// Device: hip or emu (default: HIP if an AMD GPU is present, else the software device).
     #[arg(long, conflicts_with = "interp")]
     pub device: Option<DeviceKind>,
@@ -85,8 +88,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
 }
 
 /// Compiles, runs on a device, checks.
-fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
-    let func = build_kernel(spec)?;
+fn run_compiled(args: &RunArgs, spec: &'static KernelSpec) -> anyhow::Result<()> {
     let chosen = device_for(args.device).map_err(|e| anyhow!("{e}"))?;
     let device = chosen.device.as_ref();
     let target = match (args.target, device.target()) {
@@ -100,10 +102,19 @@ fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
         (None, Some(d)) => d,
         (None, None) => Target::Gfx942,
     };
+    let tuned = if args.tuned {
+        Some(super::tune::Tuned::lookup(spec, target, args.n)?)
+    } else {
+        None
+    };
+    let func = match &tuned {
+        Some(t) => t.build(spec)?,
+        None => build_kernel(spec)?,
+    };
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
-        occupancy: args.occupancy,
+        occupancy: tuned.as_ref().map_or(args.occupancy, |t| t.occupancy),
         check: false,
     };
     let k = compile(&func, target, &opts)
@@ -123,7 +134,10 @@ fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
         println!("  {l}");
     }
     let n = args.n.unwrap_or(spec.default_n);
-    let case = (spec.make_case)(n, args.seed);
+    let case = match &tuned {
+        Some(t) => t.case(spec, n, args.seed),
+        None => (spec.make_case)(n, args.seed),
+    };
     let t = Instant::now();
     let out =
         kjit::exec::run_case(device, &k.code_object, &func, &case).map_err(|e| anyhow!("{e}"))?;

@@ -167,3 +167,62 @@ fn report(r: &TuneResult, path: &std::path::Path, wall_ms: f64) {
         );
     }
 }
+
+/// What `--tuned` takes from the cache: the winner's occupancy and parameter values.
+pub struct Tuned {
+    /// Occupancy to compile for (`None`: the default compile won).
+    pub occupancy: Option<u32>,
+    /// Parameter values (empty when the kernel declares none).
+    pub params: Vec<u32>,
+}
+
+impl Tuned {
+    /// The cached winner for a library kernel on `target` (preferring results for the size
+    /// bucket of `n`), or an error saying how to make one. Prints where it came from.
+    pub fn lookup(
+        spec: &'static kjit_kernels::KernelSpec,
+        target: Target,
+        n: Option<usize>,
+    ) -> Result<Tuned> {
+        let job = Job::from_library(spec, n.unwrap_or(spec.default_n), 1);
+        let (path, best) = cache::winner(spec.name, job.ir_hash()?, target, n).ok_or_else(|| {
+            anyhow!(
+                "no cached tuning of {} for {target} in {}: run `kjit tune {} --target {target}` first",
+                spec.name,
+                cache::dir().display(),
+                spec.name
+            )
+        })?;
+        println!(
+            "tuned: occupancy {}{} (from {})",
+            best.occupancy.map_or("default".into(), |w| w.to_string()),
+            best.params
+                .iter()
+                .map(|(k, v)| format!(", {k}={v}"))
+                .collect::<String>(),
+            path.display()
+        );
+        Ok(Tuned {
+            occupancy: best.occupancy,
+            params: best.params.iter().map(|p| p.1).collect(),
+        })
+    }
+
+    /// The kernel built with the tuned parameters.
+    pub fn build(&self, spec: &kjit_kernels::KernelSpec) -> Result<kjit_ir::Function> {
+        match spec.tuning {
+            Some(t) if !self.params.is_empty() => {
+                (t.build)(&self.params).map_err(|e| anyhow!("building {}: {e}", spec.name))
+            }
+            _ => super::kernels::build_kernel(spec),
+        }
+    }
+
+    /// The case (launch shape) for the tuned parameters.
+    pub fn case(&self, spec: &kjit_kernels::KernelSpec, n: usize, seed: u64) -> kjit_kernels::Case {
+        match spec.tuning {
+            Some(t) if !self.params.is_empty() => (t.make_case)(&self.params, n, seed),
+            _ => (spec.make_case)(n, seed),
+        }
+    }
+}
