@@ -31,6 +31,7 @@ use kjit_ir::interp::Arg;
 use kjit_ir::Function;
 use kjit_kernels::{Case, KernelSpec};
 use kjit_runtime::emu::gcn::GcnEmulator;
+use kjit_runtime::emu::RunConfig;
 use kjit_runtime::LaunchStats;
 use serde::{Deserialize, Serialize};
 
@@ -73,13 +74,9 @@ impl TuneOptions {
     }
 }
 
-/// The timing model used for a target when none is named.
+/// The timing model used for a target when none is named (the first listed for it).
 pub fn default_model(target: Target) -> &'static str {
-    match target {
-        Target::Gfx942 => "mi300x",
-        Target::Gfx90a => "mi250x",
-        Target::Gfx900 => "mi25",
-    }
+    kjit_backend_gcn::machine::default_machine(target).name
 }
 
 /// Builds a kernel for one choice of parameters.
@@ -187,6 +184,9 @@ pub struct Candidate {
     pub us: Option<f64>,
     /// Device-memory bytes moved per second, GB/s.
     pub gbps: Option<f64>,
+    /// Floating-point operations per second, GFLOP/s (`None` when the kernel does none).
+    #[serde(default)]
+    pub gflops: Option<f64>,
     /// Default compile's cycles over this one's.
     pub speedup: Option<f64>,
     /// Output matched the reference.
@@ -247,26 +247,23 @@ impl TuneResult {
 struct Measure {
     cycles: u64,
     seconds: f64,
+    /// FLOP/s, when the model counted floating-point work.
+    flops_per_second: Option<f64>,
 }
 
 /// Description of [`measure`]'s source, stored with every result.
-const CYCLE_SOURCE: &str = "issue estimate from the software device's instruction counts \
-     (VALU/VMEM/LDS 4 cycles per wave64 instruction, SALU/SMEM/branch 1, MFMA 8, over the 4 \
-     SIMDs of one CU at 2.1 GHz); replaced by the timing model's cycles when it lands";
+fn cycle_source(model: &str) -> String {
+    format!("timing model {model} on kjit's software GCN device (LaunchStats::timing)")
+}
 
-/// Cycles of one run. Until the timing model is in, an issue-count estimate that does not
-/// see occupancy or latency (see [`CYCLE_SOURCE`]).
-fn measure(stats: &LaunchStats) -> Measure {
-    let issue = 4 * (stats.valu + stats.vmem + stats.lds)
-        + stats.salu
-        + stats.smem
-        + stats.branch
-        + 8 * stats.mfma;
-    let cycles = issue.div_ceil(4);
-    Measure {
-        cycles,
-        seconds: cycles as f64 / 2.1e9,
-    }
+/// Cycles of one run, from the timing model's report.
+fn measure(stats: &LaunchStats) -> Option<Measure> {
+    let t = stats.timing.as_ref()?;
+    Some(Measure {
+        cycles: t.cycles,
+        seconds: t.seconds,
+        flops_per_second: (t.flops > 0 && t.seconds > 0.0).then(|| t.flops as f64 / t.seconds),
+    })
 }
 
 /// The candidates to try: (parameter values, occupancy).
@@ -309,15 +306,28 @@ pub fn tune(
     } else {
         product(&params)
     };
+    let machine =
+        kjit_backend_gcn::machine::machine_by_name(&opts.model).map_err(|e| anyhow!("{e}"))?;
+    if machine.target != opts.target {
+        return Err(anyhow!(
+            "timing model {} is a {}, not a {}",
+            machine.name,
+            machine.target,
+            opts.target
+        ));
+    }
     let mut t = Tuner {
         job,
         opts,
-        dev: GcnEmulator::new(),
+        dev: GcnEmulator::with_config(RunConfig {
+            timing: Some(machine),
+            ..RunConfig::default()
+        }),
         result: TuneResult {
             kernel: job.name.clone(),
             target: opts.target.to_string(),
             model: opts.model.clone(),
-            cycle_source: CYCLE_SOURCE.to_string(),
+            cycle_source: cycle_source(&opts.model),
             n: job.n,
             strategy: String::new(),
             candidates: Vec::new(),
@@ -439,6 +449,7 @@ impl Tuner<'_, '_> {
             cycles: None,
             us: None,
             gbps: None,
+            gflops: None,
             speedup: None,
             correct: false,
             note: None,
@@ -495,6 +506,7 @@ impl Tuner<'_, '_> {
             cand.cycles = same.cycles;
             cand.us = same.us;
             cand.gbps = same.gbps;
+            cand.gflops = same.gflops;
             cand.correct = same.correct;
             cand.note = Some(format!("same code as #{i}"));
             self.push(cand, cfg, k.code_object);
@@ -506,11 +518,13 @@ impl Tuner<'_, '_> {
         self.result.run_ms += t1.elapsed().as_secs_f64() * 1e3;
         match out {
             Ok(out) => {
-                let m = measure(&out.stats);
+                let m = measure(&out.stats)
+                    .ok_or_else(|| anyhow!("the device ran without the timing model"))?;
                 cand.cycles = Some(m.cycles);
                 cand.us = Some(m.seconds * 1e6);
                 let bytes = (out.stats.bytes_read + out.stats.bytes_written) as f64;
                 cand.gbps = (m.seconds > 0.0).then(|| bytes / m.seconds / 1e9);
+                cand.gflops = m.flops_per_second.map(|f| f / 1e9);
                 let t2 = Instant::now();
                 match (job.check)(&case, &out.args) {
                     Ok(()) => cand.correct = true,
@@ -572,7 +586,7 @@ pub fn table(r: &TuneResult) -> String {
     }
     let _ = writeln!(
         s,
-        "{:>5} {:>6} {:>5} {:>5} {:>5} {:>14} {:>4} {:>10} {:>9} {:>8} {:>7}  note",
+        "{:>5} {:>6} {:>5} {:>5} {:>5} {:>14} {:>5} {:>10} {:>9} {:>8} {:>8} {:>7}  note",
         "occ",
         "budget",
         "VGPR",
@@ -583,6 +597,7 @@ pub fn table(r: &TuneResult) -> String {
         "cycles",
         "us",
         "GB/s",
+        "GFLOP/s",
         "speedup"
     );
     let opt = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |v| format!("{v:.prec$}"));
@@ -594,7 +609,7 @@ pub fn table(r: &TuneResult) -> String {
         }
         let _ = writeln!(
             s,
-            "{:>5} {:>6} {:>5} {:>5} {:>5} {:>14} {:>4} {:>10} {:>9} {:>8} {:>7}  {}",
+            "{:>5} {:>6} {:>5} {:>5} {:>5} {:>14} {:>5} {:>10} {:>9} {:>8} {:>8} {:>7}  {}",
             c.occupancy.map_or("def".into(), |w| w.to_string()),
             c.vgpr_budget.map_or("-".into(), |b| b.to_string()),
             c.vgprs,
@@ -605,6 +620,7 @@ pub fn table(r: &TuneResult) -> String {
             c.cycles.map_or("-".into(), |x| x.to_string()),
             opt(c.us, 2),
             opt(c.gbps, 1),
+            opt(c.gflops, 1),
             c.speedup.map_or("-".into(), |x| format!("{x:.2}x")),
             match (&c.note, c.correct) {
                 (Some(n), _) => n.clone(),

@@ -22,7 +22,7 @@ pub struct TuneArgs {
     /// Target processor: gfx942, gfx90a or gfx900.
     #[arg(long, default_value = "gfx942")]
     pub target: Target,
-    /// Timing model (mi300x, mi250x, mi210, mi25; default: the target's).
+    /// Timing model (`kjit run --timing` names them; default: the target's first).
     #[arg(long)]
     pub timing: Option<String>,
     /// Problem size (default: the kernel's own).
@@ -48,14 +48,6 @@ pub struct TuneArgs {
     pub no_opt: bool,
 }
 
-/// The timing models `--timing` accepts, with their targets.
-const MODELS: [(&str, Target); 4] = [
-    ("mi300x", Target::Gfx942),
-    ("mi250x", Target::Gfx90a),
-    ("mi210", Target::Gfx90a),
-    ("mi25", Target::Gfx900),
-];
-
 /// Runs `kjit tune`.
 pub fn run(args: &TuneArgs) -> Result<()> {
     let start = Instant::now();
@@ -66,14 +58,17 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     }
     let mut opts = TuneOptions::new(args.target);
     if let Some(m) = &args.timing {
-        let Some(&(_, t)) = MODELS.iter().find(|(name, _)| name == m) else {
-            let names: Vec<&str> = MODELS.iter().map(|m| m.0).collect();
-            bail!("unknown timing model `{m}` (known: {})", names.join(", "));
-        };
-        if t != args.target {
-            bail!("timing model {m} is a {t}, not a {}", args.target);
+        let machine =
+            kjit_backend_gcn::machine::machine_by_name(m).map_err(|e| anyhow!("--timing: {e}"))?;
+        if machine.target != args.target {
+            bail!(
+                "timing model {} is a {}, not a {}",
+                machine.name,
+                machine.target,
+                args.target
+            );
         }
-        opts.model = m.clone();
+        opts.model = machine.name.to_string();
     }
     opts.space = args.space;
     opts.optimize = !args.no_opt;
