@@ -118,17 +118,8 @@ impl Job<'static> {
             name: spec.name.to_string(),
             n,
             params,
-            build: Box::new(move |p| {
-                match spec.tuning {
-                    Some(t) if !p.is_empty() => (t.build)(p),
-                    _ => (spec.build)(),
-                }
-                .map_err(|e| e.to_string())
-            }),
-            case: Box::new(move |p| match spec.tuning {
-                Some(t) if !p.is_empty() => (t.make_case)(p, n, seed),
-                _ => (spec.make_case)(n, seed),
-            }),
+            build: Box::new(move |p| spec.build_with(p).map_err(|e| e.to_string())),
+            case: Box::new(move |p| spec.case_with(p, n, seed)),
             check: Box::new(move |c, args| {
                 let want = (spec.reference)(c);
                 kjit_kernels::check(c, args, &want, spec.tolerance).map_err(|m| m.to_string())

@@ -254,7 +254,7 @@ pub fn allocate(
     let sgpr_limit = opts
         .sgpr_budget
         .map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
-    let sgpr_free = (sgpr_limit as u32).saturating_sub(probe.taken.len() as u32 + 2);
+    let sgpr_free = (sgpr_limit as u32).saturating_sub(probe.taken.len() + 2);
     let n_int = 63.min(sgpr_free).max(3);
 
     let func = ra2::build(&p);
@@ -339,7 +339,7 @@ pub fn allocate(
     }
     // Slots.
     // Slots never live together share a location: locations are per color.
-    let color_of = slots::color(&func, &out, &slot_class);
+    let color_of = slots::color(&func, out, &slot_class);
     let color_class: BTreeMap<usize, ra::RegClass> =
         slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
     // Indexed by color (colors are numbered below the number of slots).
@@ -457,7 +457,7 @@ pub fn allocate(
         target,
         w: &w,
         func: &func,
-        out: &out,
+        out,
         int_map,
         float_map,
         pair_map,

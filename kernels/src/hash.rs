@@ -49,7 +49,8 @@ fn build_unrolled(unroll: u32) -> BuildResult {
         let seed = k.load(&seeds, i);
         let s: Vec<_> = (0..STATE)
             .map(|j| {
-                let w = seed * k.lit(0x9e37_79b1_u32.wrapping_add(2 * j as u32)) ^ k.lit(j as u32);
+                let w =
+                    (seed * k.lit(0x9e37_79b1_u32.wrapping_add(2 * j as u32))) ^ k.lit(j as u32);
                 k.var_named("state", w)
             })
             .collect();
@@ -71,7 +72,7 @@ fn build_unrolled(unroll: u32) -> BuildResult {
         });
         let mut h = k.lit(0u32);
         for (j, v) in s.iter().enumerate() {
-            h = h ^ v.get() * k.lit(2 * j as u32 + 1);
+            h = h ^ (v.get() * k.lit(2 * j as u32 + 1));
         }
         k.store(&out, i, h);
     });

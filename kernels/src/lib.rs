@@ -101,6 +101,25 @@ pub struct Tuning {
     pub make_case: fn(&[u32], usize, u64) -> Case,
 }
 
+impl KernelSpec {
+    /// Builds the kernel with one value per tuning parameter (`params` empty, or no declared
+    /// parameters: the default build).
+    pub fn build_with(&self, params: &[u32]) -> BuildResult {
+        match self.tuning {
+            Some(t) if !params.is_empty() => (t.build)(params),
+            _ => (self.build)(),
+        }
+    }
+
+    /// Inputs and launch shape with one value per tuning parameter (as [`KernelSpec::build_with`]).
+    pub fn case_with(&self, params: &[u32], n: usize, seed: u64) -> Case {
+        match self.tuning {
+            Some(t) if !params.is_empty() => (t.make_case)(params, n, seed),
+            _ => (self.make_case)(n, seed),
+        }
+    }
+}
+
 impl Tuning {
     /// The default value of every parameter.
     pub fn defaults(&self) -> Vec<u32> {

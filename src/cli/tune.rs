@@ -205,19 +205,12 @@ impl Tuned {
 
     /// The kernel built with the tuned parameters.
     pub fn build(&self, spec: &kjit_kernels::KernelSpec) -> Result<kjit_ir::Function> {
-        match spec.tuning {
-            Some(t) if !self.params.is_empty() => {
-                (t.build)(&self.params).map_err(|e| anyhow!("building {}: {e}", spec.name))
-            }
-            _ => super::kernels::build_kernel(spec),
-        }
+        spec.build_with(&self.params)
+            .map_err(|e| anyhow!("building {}: {e}", spec.name))
     }
 
     /// The case (launch shape) for the tuned parameters.
     pub fn case(&self, spec: &kjit_kernels::KernelSpec, n: usize, seed: u64) -> kjit_kernels::Case {
-        match spec.tuning {
-            Some(t) if !self.params.is_empty() => (t.make_case)(&self.params, n, seed),
-            _ => (spec.make_case)(n, seed),
-        }
+        spec.case_with(&self.params, n, seed)
     }
 }
