@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod exec;
+pub mod tune;
 
 pub use kjit_backend_gcn as backend_gcn;
 pub use kjit_backend_gcn::compile::{compile, CompileError, CompileOptions, CompiledKernel};

@@ -35,6 +35,8 @@ enum Command {
     Build(cli::build::BuildArgs),
     /// Compile latency of library kernels per pipeline stage (warm medians).
     Bench(cli::bench::BenchArgs),
+    /// Autotune a library kernel over occupancy levels (and its parameters) on the timing model.
+    Tune(cli::tune::TuneArgs),
 }
 
 /// Runs the CLI; any error is one line on stderr and exit status 1 (no backtrace, even when
@@ -62,6 +64,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Dump(args) => cli::dump::run(&args)?,
         Command::Build(args) => cli::build::run(&args)?,
         Command::Bench(args) => cli::bench::run(&args)?,
+        Command::Tune(args) => cli::tune::run(&args)?,
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ fn every_kernel_compiles_with_all_verifiers_on_every_target() {
                 let opts = CompileOptions {
                     optimize,
                     vgpr_budget,
+                    occupancy: None,
                     check: true,
                 };
                 let k = compile(&func, t, &opts).unwrap_or_else(|e| {

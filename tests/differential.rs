@@ -13,6 +13,7 @@ use kjit_runtime::emu::gcn::GcnEmulator;
 fn sizes(name: &str) -> Vec<usize> {
     match name {
         "matmul" => vec![5, 17, 33],
+        "hash_rounds" => vec![1, 67, 300],
         "softmax" | "seed_2d" => vec![3, 70, 201],
         _ => vec![1, 67, 1000, 4099],
     }
@@ -28,6 +29,7 @@ fn run_kernel(name: &str) {
             let opts = CompileOptions {
                 optimize,
                 vgpr_budget: None,
+                occupancy: None,
                 check: true,
             };
             let ck = match compile(&func, t, &opts) {
@@ -111,6 +113,11 @@ fn matmul() {
 }
 
 #[test]
+fn hash_rounds() {
+    run_kernel("hash_rounds");
+}
+
+#[test]
 fn every_library_kernel_is_covered() {
     let covered = [
         "vector_add",
@@ -121,6 +128,7 @@ fn every_library_kernel_is_covered() {
         "wave_permute",
         "softmax",
         "matmul",
+        "hash_rounds",
     ];
     for spec in kjit_kernels::all() {
         assert!(
@@ -140,6 +148,7 @@ fn run_custom(func: &kjit_ir::Function, case: &kjit_kernels::Case) {
         let opts = CompileOptions {
             optimize: false,
             vgpr_budget: None,
+            occupancy: None,
             check: true,
         };
         let ck = compile(func, t, &opts).expect("compiles");

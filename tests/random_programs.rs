@@ -633,6 +633,7 @@ fn check_flavour(
     let opts = CompileOptions {
         optimize,
         vgpr_budget: None,
+        occupancy: None,
         check: true,
     };
     let ck = match compile(&func, target, &opts) {

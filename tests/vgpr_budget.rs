@@ -83,6 +83,7 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
             let opts = CompileOptions {
                 optimize: false,
                 vgpr_budget: budget,
+                occupancy: None,
                 check: true,
             };
             let ck = match compile(&func, t, &opts) {
@@ -146,6 +147,127 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Every library kernel at every occupancy level of every target: the kernel reaches the level
+/// (or the level is refused with a clear error that names what holds it), stays correct on the
+/// software device, and a kernel that fits in R registers without a budget compiles to the same
+/// code, without spills, under every budget >= R.
+#[test]
+fn library_kernels_at_every_occupancy_level() {
+    use kjit_backend_gcn::compile::CompileError;
+    let dev = GcnEmulator::new();
+    let mut failures = Vec::new();
+    let mut refused = 0;
+    for spec in kjit_kernels::all() {
+        let func = (spec.build)().expect("builds");
+        let c = (spec.make_case)(spec.default_n.min(256), 7);
+        let want = (spec.reference)(&c);
+        for t in ALL_TARGETS {
+            let free = compile(&func, t, &CompileOptions::default()).expect("compiles");
+            let h = &free.header;
+            let r = if h.agprs > 0 {
+                h.vgprs.div_ceil(4) * 4 + h.agprs
+            } else {
+                h.vgprs
+            };
+            if h.spills == 0 {
+                for b in [r, r + 1, t.register_file_per_lane()] {
+                    let k = compile(
+                        &func,
+                        t,
+                        &CompileOptions {
+                            vgpr_budget: Some(b),
+                            ..Default::default()
+                        },
+                    )
+                    .expect("fits");
+                    if k.code_object != free.code_object {
+                        failures.push(format!(
+                            "{} {t}: budget {b} >= {r} changed the code",
+                            spec.name
+                        ));
+                    }
+                }
+            }
+            for w in 1..=t.max_waves_per_simd() {
+                let opts = CompileOptions {
+                    occupancy: Some(w),
+                    ..Default::default()
+                };
+                let k = match compile(&func, t, &opts) {
+                    Ok(k) => k,
+                    Err(e @ CompileError::OccupancyUnreachable { .. }) => {
+                        refused += 1;
+                        assert!(e.to_string().contains("limited by"), "{e}");
+                        continue;
+                    }
+                    Err(e) => {
+                        failures.push(format!("{} {t} occupancy {w}: {e}", spec.name));
+                        continue;
+                    }
+                };
+                if k.header.occupancy < w {
+                    failures.push(format!(
+                        "{} {t} occupancy {w}: reaches {}",
+                        spec.name, k.header.occupancy
+                    ));
+                }
+                match run_case(&dev, &k.code_object, &func, &c) {
+                    Ok(out) => {
+                        if let Err(m) = kjit_kernels::check(&c, &out.args, &want, spec.tolerance) {
+                            failures.push(format!("{} {t} occupancy {w}: {m}", spec.name));
+                        }
+                    }
+                    Err(e) => failures.push(format!("{} {t} occupancy {w}: run: {e}", spec.name)),
+                }
+            }
+        }
+    }
+    eprintln!("{refused} levels refused as unreachable");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn impossible_occupancy_is_a_clear_error() {
+    use kjit_backend_gcn::compile::CompileError;
+    let func = hungry();
+    for (t, w) in [
+        (kjit_backend_gcn::Target::Gfx942, 9),
+        (kjit_backend_gcn::Target::Gfx900, 11),
+        (kjit_backend_gcn::Target::Gfx90a, 0),
+    ] {
+        let e = compile(
+            &func,
+            t,
+            &CompileOptions {
+                occupancy: Some(w),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, CompileError::BadOccupancy { occupancy, .. } if occupancy == w),
+            "{e}"
+        );
+        assert!(e.to_string().contains("out of range"), "{e}");
+    }
+    // 120 live values at 8 waves/SIMD (64 VGPRs) spill but reach the level.
+    let k = compile(
+        &func,
+        kjit_backend_gcn::Target::Gfx942,
+        &CompileOptions {
+            occupancy: Some(8),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(k.header.occupancy, 8);
+    assert!(
+        k.header.spills > 0 && k.header.vgprs <= 64,
+        "{:?}",
+        k.header
+    );
+}
+
 /// Allocation time per library kernel (printed; `cargo test --test vgpr_budget -- --ignored --nocapture`).
 #[test]
 #[ignore]
@@ -155,6 +277,7 @@ fn regalloc_time_per_kernel() {
         let opts = CompileOptions {
             optimize: true,
             vgpr_budget: None,
+            occupancy: None,
             check: false,
         };
         let mut best = std::time::Duration::MAX;

@@ -406,6 +406,7 @@ fn compiled(
     let opts = CompileOptions {
         optimize: true,
         vgpr_budget: None,
+        occupancy: None,
         check: false,
     };
     let phys = compile_to_phys(&func, target, &opts).map_err(|e| e.to_string())?;
@@ -550,6 +551,7 @@ fn scheduled_library_kernels_run_clean_and_match_the_reference() {
                 }
                 let ra = RegallocOptions {
                     vgpr_budget: None,
+                    sgpr_budget: None,
                     run_checker: true,
                 };
                 let mut phys = match allocate(&mf, &ra) {

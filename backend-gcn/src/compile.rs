@@ -29,6 +29,11 @@ pub struct CompileOptions {
     pub optimize: bool,
     /// Most VGPRs (+AGPRs) per lane; the allocator spills to stay inside. `None` = whole file.
     pub vgpr_budget: Option<u32>,
+    /// Waves per SIMD to compile for: the VGPR(+AGPR) and SGPR budgets that allow it are
+    /// derived from the target's register files ([`occupancy_budgets`]); with `vgpr_budget`
+    /// too, the smaller budget holds. A level the target or the kernel's LDS cannot reach is
+    /// an error.
+    pub occupancy: Option<u32>,
     /// Run every stage's verifier and regalloc2's checker (slower; for tests).
     pub check: bool,
 }
@@ -39,6 +44,7 @@ impl Default for CompileOptions {
         CompileOptions {
             optimize: true,
             vgpr_budget: None,
+            occupancy: None,
             check: false,
         }
     }
@@ -72,6 +78,29 @@ pub enum CompileError {
     /// Emission failed.
     #[error("emission: {0}")]
     Emit(#[from] EmitError),
+    /// An occupancy the target cannot reach at all.
+    #[error("occupancy {occupancy} waves/SIMD is out of range for {target} (1..={max})")]
+    BadOccupancy {
+        /// Waves per SIMD asked for.
+        occupancy: u32,
+        /// The target.
+        target: Target,
+        /// The target's wave slots per SIMD.
+        max: u32,
+    },
+    /// The kernel compiled inside the occupancy's budgets but something else (its LDS and
+    /// workgroup size) holds it below.
+    #[error("occupancy {occupancy} waves/SIMD is unreachable for this kernel on {target}: it reaches {reached} (limited by {limited_by})")]
+    OccupancyUnreachable {
+        /// Waves per SIMD asked for.
+        occupancy: u32,
+        /// The target.
+        target: Target,
+        /// What the compiled kernel reaches.
+        reached: u32,
+        /// What limits it.
+        limited_by: String,
+    },
     /// A VGPR budget the target cannot honour.
     #[error("VGPR budget {budget} is out of range for {target} (1..={max})")]
     BadBudget {
@@ -82,6 +111,33 @@ pub enum CompileError {
         /// The register file per lane.
         max: u32,
     },
+}
+
+/// The register budgets that let a kernel run `waves` waves per SIMD on a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OccupancyBudgets {
+    /// Most VGPRs (+AGPRs on gfx90a/gfx942) per lane.
+    pub vgprs: u32,
+    /// Most SGPRs the code may name (without VCC/FLAT_SCRATCH/XNACK_MASK); `None` when the
+    /// SGPR file never limits this level.
+    pub sgprs: Option<u32>,
+}
+
+/// The budgets for `waves` waves per SIMD on `target`, from the same tables the occupancy in
+/// the resource header (and `kjit disasm`) is computed with.
+pub fn occupancy_budgets(target: Target, waves: u32) -> Result<OccupancyBudgets, CompileError> {
+    let max = target.max_waves_per_simd();
+    if waves == 0 || waves > max {
+        return Err(CompileError::BadOccupancy {
+            occupancy: waves,
+            target,
+            max,
+        });
+    }
+    Ok(OccupancyBudgets {
+        vgprs: target.registers_for_waves_per_simd(waves),
+        sgprs: crate::codeobj::descriptor::named_sgprs_for_waves(target, waves),
+    })
 }
 
 /// Wall-clock time of each stage.
@@ -164,22 +220,36 @@ struct ToPhys {
     wait_states: u32,
 }
 
-fn to_phys(
+/// A kernel after optimization, instruction selection and scheduling: what every register
+/// budget of one kernel shares, so a tuner compiles it once and allocates it per budget
+/// ([`select`], then [`compile_selected`]).
+#[derive(Clone, Debug)]
+pub struct Selected {
+    mf: crate::mir::MachineFunction,
+    target: Target,
+    /// Time of the stages so far.
+    pub timings: StageTimings,
+}
+
+/// Verifies (with `opts.check`), optimizes (with `opts.optimize`), selects and schedules.
+pub fn select_and_schedule(
+    func: &kjit_ir::Function,
+    target: Target,
+    opts: &CompileOptions,
+) -> Result<Selected, CompileError> {
+    let start = Instant::now();
+    let mut t = StageTimings::default();
+    let mut s = front(func, target, opts, &mut t)?;
+    s.timings.total = start.elapsed();
+    Ok(s)
+}
+
+fn front(
     func: &kjit_ir::Function,
     target: Target,
     opts: &CompileOptions,
     t: &mut StageTimings,
-) -> Result<ToPhys, CompileError> {
-    if let Some(budget) = opts.vgpr_budget {
-        let max = target.register_file_per_lane();
-        if budget == 0 || budget > max {
-            return Err(CompileError::BadBudget {
-                budget,
-                target,
-                max,
-            });
-        }
-    }
+) -> Result<Selected, CompileError> {
     if opts.check {
         timed(&mut t.verify, || kjit_ir::verify(func)).map_err(|e| CompileError::Ir {
             stage: "input",
@@ -217,13 +287,68 @@ fn to_phys(
             }
         })?;
     }
+    Ok(Selected {
+        mf,
+        target,
+        timings: *t,
+    })
+}
+
+fn to_phys(
+    func: &kjit_ir::Function,
+    target: Target,
+    opts: &CompileOptions,
+    t: &mut StageTimings,
+) -> Result<ToPhys, CompileError> {
+    check_budgets(target, opts)?;
+    let sel = front(func, target, opts, t)?;
+    back(&sel.mf, target, opts, t)
+}
+
+/// The budgets `opts` asks for, checked against the target: (VGPR budget, SGPR budget).
+fn check_budgets(
+    target: Target,
+    opts: &CompileOptions,
+) -> Result<(Option<u32>, Option<u32>), CompileError> {
+    let (occ_vgprs, occ_sgprs) = match opts.occupancy {
+        Some(w) => {
+            let b = occupancy_budgets(target, w)?;
+            (Some(b.vgprs), b.sgprs)
+        }
+        None => (None, None),
+    };
+    if let Some(budget) = opts.vgpr_budget {
+        let max = target.register_file_per_lane();
+        if budget == 0 || budget > max {
+            return Err(CompileError::BadBudget {
+                budget,
+                target,
+                max,
+            });
+        }
+    }
+    let vgpr_budget = match (opts.vgpr_budget, occ_vgprs) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Ok((vgpr_budget, occ_sgprs))
+}
+
+fn back(
+    mf: &crate::mir::MachineFunction,
+    target: Target,
+    opts: &CompileOptions,
+    t: &mut StageTimings,
+) -> Result<ToPhys, CompileError> {
+    let (vgpr_budget, occ_sgprs) = check_budgets(target, opts)?;
     let ra = RegallocOptions {
-        vgpr_budget: opts.vgpr_budget,
+        vgpr_budget,
+        sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
     // The post-allocation peepholes are timed with the allocation whose moves they remove.
     let mut phys = timed(&mut t.regalloc, || {
-        allocate(&mf, &ra).map(|mut p| {
+        allocate(mf, &ra).map(|mut p| {
             crate::peephole::run_peepholes(&mut p);
             p
         })
@@ -259,8 +384,42 @@ pub fn compile(
     let start = Instant::now();
     let mut t = StageTimings::default();
     let p = to_phys(func, target, opts, &mut t)?;
+    finish(p, target, opts, t, start)
+}
+
+/// Compiles a kernel [`select_and_schedule`] prepared, under `opts`' budgets (its `optimize`
+/// and `check` were applied when it was prepared). The timings count the shared stages too.
+pub fn compile_selected(
+    sel: &Selected,
+    opts: &CompileOptions,
+) -> Result<CompiledKernel, CompileError> {
+    let start = Instant::now()
+        .checked_sub(sel.timings.total)
+        .unwrap_or_else(Instant::now);
+    let mut t = sel.timings;
+    let p = back(&sel.mf, sel.target, opts, &mut t)?;
+    finish(p, sel.target, opts, t, start)
+}
+
+fn finish(
+    p: ToPhys,
+    target: Target,
+    opts: &CompileOptions,
+    mut t: StageTimings,
+    start: Instant,
+) -> Result<CompiledKernel, CompileError> {
     let e = timed(&mut t.emit, || emit(&p.phys))?;
     t.total = start.elapsed();
+    if let Some(w) = opts.occupancy {
+        if e.header.occupancy < w {
+            return Err(CompileError::OccupancyUnreachable {
+                occupancy: w,
+                target,
+                reached: e.header.occupancy,
+                limited_by: e.header.occupancy_limit.to_string(),
+            });
+        }
+    }
     Ok(CompiledKernel {
         name: e.header.name.clone(),
         target,

@@ -106,8 +106,16 @@ pub struct KernelHeader {
     pub lds_bytes: u32,
     /// Scratch bytes per work-item.
     pub scratch_bytes: u32,
-    /// Values spilled (to AGPRs or scratch).
+    /// Values spilled, to any location (the sum of the four counts below).
     pub spills: u32,
+    /// Values spilled to spare SGPRs.
+    pub spills_sgpr: u32,
+    /// Values spilled to spare VGPRs.
+    pub spills_vgpr: u32,
+    /// Values spilled to AGPRs.
+    pub spills_agpr: u32,
+    /// Values spilled to scratch memory.
+    pub spills_scratch: u32,
     /// Waves per SIMD the kernel's registers and LDS allow (at its largest workgroup).
     pub occupancy: u32,
     /// What limits the occupancy.
@@ -121,12 +129,7 @@ pub struct KernelHeader {
 impl KernelHeader {
     /// The header as lines without a comment marker.
     pub fn lines(&self) -> Vec<String> {
-        let limit = match self.occupancy_limit {
-            OccupancyLimit::WaveSlots => "wave slots",
-            OccupancyLimit::Vgprs => "VGPRs",
-            OccupancyLimit::Sgprs => "SGPRs",
-            OccupancyLimit::Lds => "LDS/workgroup size",
-        };
+        let limit = self.occupancy_limit;
         vec![
             format!("kernel {} for {}", self.name, self.target),
             format!(
@@ -134,8 +137,14 @@ impl KernelHeader {
                 self.vgprs, self.agprs, self.sgprs, self.sgprs_used
             ),
             format!(
-                "LDS: {} bytes  scratch: {} bytes/lane  spills: {}",
-                self.lds_bytes, self.scratch_bytes, self.spills
+                "LDS: {} bytes  scratch: {} bytes/lane  spills: {} ({} to SGPRs, {} to VGPRs, {} to AGPRs, {} to scratch)",
+                self.lds_bytes,
+                self.scratch_bytes,
+                self.spills,
+                self.spills_sgpr,
+                self.spills_vgpr,
+                self.spills_agpr,
+                self.spills_scratch
             ),
             format!(
                 "occupancy: {} waves/SIMD (limited by {limit})",
@@ -464,7 +473,7 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
     // 4. Descriptor, metadata, code object.
     let abi = &f.abi;
     let u = &f.usage;
-    let spills = u.spills_to_registers + u.spills_to_scratch;
+    let spills = u.spills();
     // The dispatcher writes the user and system SGPRs and the work-item id VGPRs whether the
     // code reads them or not; the allocation must cover them.
     let initial_sgprs = f.user_sgprs.count()
@@ -521,6 +530,10 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
         lds_bytes: abi.lds_bytes,
         scratch_bytes: u.scratch_bytes,
         spills,
+        spills_sgpr: u.spills_to_sgprs,
+        spills_vgpr: u.spills_to_vgprs,
+        spills_agpr: u.spills_to_agprs,
+        spills_scratch: u.spills_to_scratch,
         occupancy: occ.waves_per_simd,
         occupancy_limit: occ.limited_by,
         instructions: insts.len() as u32,

@@ -61,14 +61,35 @@ pub struct RegUsage {
     pub agprs: u32,
     /// Scratch bytes per work-item.
     pub scratch_bytes: u32,
-    /// Values spilled to AGPRs (or spare VGPRs).
-    pub spills_to_registers: u32,
+    /// Values spilled to spare SGPRs.
+    pub spills_to_sgprs: u32,
+    /// Values spilled to spare VGPRs above the allocated range.
+    pub spills_to_vgprs: u32,
+    /// Values spilled to AGPRs (gfx90a/gfx942).
+    pub spills_to_agprs: u32,
     /// Values spilled to scratch memory.
     pub spills_to_scratch: u32,
     /// Spill and reload instructions inserted.
     pub spill_insts: u32,
     /// Register-to-register moves the allocator inserted.
     pub moves: u32,
+}
+
+impl RegUsage {
+    /// Registers per lane counted against a VGPR budget: the VGPRs, plus the AGPRs above
+    /// `accum_offset` (VGPRs rounded up to 4) when there are any.
+    pub fn budget_registers(&self) -> u32 {
+        if self.agprs > 0 {
+            self.vgprs.div_ceil(4) * 4 + self.agprs
+        } else {
+            self.vgprs
+        }
+    }
+
+    /// Values spilled, to any location.
+    pub fn spills(&self) -> u32 {
+        self.spills_to_sgprs + self.spills_to_vgprs + self.spills_to_agprs + self.spills_to_scratch
+    }
 }
 
 /// An allocated kernel, ready for waits, hazards and emission.

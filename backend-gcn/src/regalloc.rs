@@ -79,6 +79,9 @@ pub struct RegallocOptions {
     /// Most VGPRs (plus AGPRs on gfx90a/gfx942) per lane the kernel may use; `None` = the
     /// whole register file.
     pub vgpr_budget: Option<u32>,
+    /// Most SGPRs the code may name (without VCC/FLAT_SCRATCH/XNACK_MASK); `None` = all 102.
+    /// SGPRs are never spilled: a kernel that needs more is an error.
+    pub sgpr_budget: Option<u32>,
     /// Run regalloc2's checker on the result.
     pub run_checker: bool,
 }
@@ -226,38 +229,21 @@ pub fn allocate(
     let aweb_size = aweb.last().map(|x| x + 1).unwrap_or(0) as u32;
 
     // Budget split between regalloc2's Float singles and Vector pairs.
-    let vgpr_cap = if target.has_agprs() {
-        256.min(budget.saturating_sub(aweb_size))
-    } else {
-        256.min(budget)
-    };
     let (min_f, min_v, pres_f, pres_v, has_pairs) = demand(&p, &lv);
     let abi_n = abi_vgprs(&p);
-    let avail =
-        vgpr_cap.saturating_sub(vweb_size.div_ceil(4) * 4 + if vweb_size > 0 { 3 } else { 0 });
     let min_f = min_f.max(abi_n).max(1);
-    let mut n_v = if has_pairs {
-        pres_v.clamp(min_v.max(1), 64)
-    } else {
-        0
-    };
     // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
     let n_temps = min_f;
-    n_v = n_v.min(avail.saturating_sub(min_f + n_temps + 1) / 2);
-    if has_pairs && n_v < min_v.max(1) {
-        return Err(RegallocError::BudgetTooSmall {
-            budget,
-            need: min_f + 2 * min_v.max(1) + vweb_size + 1,
-        });
-    }
-    let n_f = 64.min(avail.saturating_sub(2 * n_v + u32::from(n_v > 0) + n_temps));
-    let _ = pres_f;
-    if n_f < min_f {
-        return Err(RegallocError::BudgetTooSmall {
-            budget,
-            need: min_f + 2 * min_v + vweb_size,
-        });
-    }
+    let shape = Shape {
+        target,
+        vweb_size,
+        aweb_size,
+        min_f,
+        min_v: if has_pairs { min_v.max(1) } else { 0 },
+        pres_v,
+        n_temps,
+    };
+    let vgpr_cap = shape.vgpr_cap(budget);
 
     // SGPR singles: what the tuples leave, in the worst (scratch) layout.
     let first_try = target != Target::Gfx942;
@@ -265,10 +251,12 @@ pub fn allocate(
         Ok(l) => (l, first_try),
         Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
     };
-    let sgpr_free = MAX_SGPRS as u32 - probe.taken.len() as u32 - 2;
+    let sgpr_limit = opts
+        .sgpr_budget
+        .map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
+    let sgpr_free = (sgpr_limit as u32).saturating_sub(probe.taken.len() + 2);
     let n_int = 63.min(sgpr_free).max(3);
 
-    let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
     let func = ra2::build(&p);
     let ra_opts = ra::RegallocOptions {
         verbose_log: false,
@@ -276,71 +264,73 @@ pub fn allocate(
         algorithm: ra::Algorithm::Ion,
     };
     let mut ra_ctx = CtxGuard::take();
-    let out = ra::run_with_ctx(&func, &env, &ra_opts, ra_ctx.ctx())
-        .map_err(|e| RegallocError::Regalloc2(e.to_string()))?;
+    // regalloc2 spreads values over every register it is given, so it gets the fewest that
+    // avoid spills (see `search`): first as if there were no budget, so that a kernel that fits
+    // in R registers gets the same allocation under every budget >= R; only when that does not
+    // fit, the search is repeated inside the budget's caps.
+    let start = (
+        pres_f.max(min_f),
+        if has_pairs {
+            pres_v.max(min_v.max(1))
+        } else {
+            0
+        },
+    );
+    let unbounded = shape.caps(target.register_file_per_lane())?;
+    // A spill-free allocation needs at least the pressure: when even that exceeds the budget,
+    // the unbudgeted search is skipped.
+    let lower = pres_f.max(abi_n) + 2 * start.1 + vweb_size;
+    let mut found = None;
+    // The last try's counts and whether it spilled: its output is still in the context, so
+    // the budgeted search does not run it again.
+    let mut last = None;
+    if shape.registers(lower) <= budget {
+        let (n_f, n_v, spilled) = search(
+            &func,
+            &ra_opts,
+            n_int,
+            start,
+            &unbounded,
+            &mut ra_ctx,
+            &mut last,
+        )?;
+        let top = u32::from(
+            VgprLayout::new(&used_pregs(&func, &ra_ctx.ctx().output).0, abi_n, vweb_size).top,
+        );
+        if !spilled && top <= vgpr_cap && shape.registers(top) <= budget {
+            found = Some((n_f, n_v));
+        }
+    }
+    let (n_f, n_v) = match found {
+        Some(x) => x,
+        None => {
+            let caps = shape.caps(budget)?;
+            let (n_f, n_v, _) =
+                search(&func, &ra_opts, n_int, start, &caps, &mut ra_ctx, &mut last)?;
+            (n_f, n_v)
+        }
+    };
+    let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
+    let out = &ra_ctx.ctx().output;
     if opts.run_checker {
         let mut checker = ra::checker::Checker::new(&func, &env);
-        checker.prepare(&out);
+        checker.prepare(out);
         checker
             .run()
             .map_err(|e| RegallocError::Checker(format!("{e:?}")))?;
     }
 
     // Which PRegs and slots were used.
-    // `PReg::hw_enc` is below 64: one bit mask per class.
-    let mut used = [0u64; 3];
-    let mut slot_class: BTreeMap<usize, ra::RegClass> = BTreeMap::new();
-    for a in &out.allocs {
-        if let Some(r) = a.as_reg() {
-            used[r.class() as usize] |= 1 << r.hw_enc();
-        }
-    }
-    if out.num_spillslots > 0 {
-        for i in 0..ra::Function::num_insts(&func) {
-            let allocs = out.inst_allocs(ra::Inst::new(i));
-            for (op, a) in func.ops.get(i).iter().zip(allocs) {
-                if let Some(s) = a.as_stack() {
-                    slot_class.insert(s.index(), op.class());
-                }
-            }
-        }
-    }
-    for (_, Edit::Move { from, to }) in &out.edits {
-        for r in [from.as_reg(), to.as_reg()].into_iter().flatten() {
-            used[r.class() as usize] |= 1 << r.hw_enc();
-        }
-        let reg = from.as_reg().or(to.as_reg());
-        if let Some(r) = reg {
-            for s in [from.as_stack(), to.as_stack()].into_iter().flatten() {
-                slot_class.insert(s.index(), r.class());
-            }
-        }
-    }
+    let (used, slot_class) = used_pregs(&func, out);
 
     // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
-    let mut float_map = [NO_REG; 64];
-    let mut next = abi_n as u16;
-    for h in bits(used[ra::RegClass::Float as usize]) {
-        if (h as u32) < abi_n {
-            float_map[h] = h as u16;
-        } else {
-            float_map[h] = next;
-            next += 1;
-        }
-    }
-    let mut top = next.max(abi_n as u16);
-    let mut pair_map = [NO_REG; 64];
-    if used[ra::RegClass::Vector as usize] != 0 {
-        top = top.next_multiple_of(2);
-        for h in bits(used[ra::RegClass::Vector as usize]) {
-            pair_map[h] = top;
-            top += 2;
-        }
-    }
-    let vweb_base = top.next_multiple_of(4);
-    if vweb_size > 0 {
-        top = vweb_base + vweb_size as u16;
-    }
+    let VgprLayout {
+        float_map,
+        pair_map,
+        vweb_base,
+        top,
+    } = VgprLayout::new(&used, abi_n, vweb_size);
+    let mut top = top;
     if top as u32 > vgpr_cap {
         return Err(RegallocError::BudgetTooSmall {
             budget,
@@ -349,7 +339,7 @@ pub fn allocate(
     }
     // Slots.
     // Slots never live together share a location: locations are per color.
-    let color_of = slots::color(&func, &out, &slot_class);
+    let color_of = slots::color(&func, out, &slot_class);
     let color_class: BTreeMap<usize, ra::RegClass> =
         slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
     // Indexed by color (colors are numbered below the number of slots).
@@ -467,7 +457,7 @@ pub fn allocate(
         target,
         w: &w,
         func: &func,
-        out: &out,
+        out,
         int_map,
         float_map,
         pair_map,
@@ -504,23 +494,26 @@ pub fn allocate(
         taken.insert(r + 1);
         ctx.exec_save = Some(r);
     }
+    if let Some(limit) = opts.sgpr_budget {
+        if taken.end() > limit {
+            return Err(RegallocError::OutOfRegisters {
+                file: "SGPR",
+                limit,
+            });
+        }
+    }
+    let count = |want: fn(&SlotLoc) -> bool| {
+        ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32
+    };
     let mut usage = RegUsage {
         sgprs: taken.end(),
         vgprs: vgprs.max(abi_n),
         agprs: atop as u32,
         scratch_bytes,
-        spills_to_registers: ctx
-            .slot_loc
-            .iter()
-            .flatten()
-            .filter(|l| !matches!(l, SlotLoc::Scratch(_)))
-            .count() as u32,
-        spills_to_scratch: ctx
-            .slot_loc
-            .iter()
-            .flatten()
-            .filter(|l| matches!(l, SlotLoc::Scratch(_)))
-            .count() as u32,
+        spills_to_sgprs: count(|l| matches!(l, SlotLoc::Sgpr(_))),
+        spills_to_vgprs: count(|l| matches!(l, SlotLoc::Vgpr(_))),
+        spills_to_agprs: count(|l| matches!(l, SlotLoc::Agpr(_))),
+        spills_to_scratch: count(|l| matches!(l, SlotLoc::Scratch(_))),
         spill_insts: 0,
         moves: 0,
     };
@@ -545,6 +538,248 @@ pub fn allocate(
         blocks,
         usage,
     })
+}
+
+/// PRegs used per class (`PReg::hw_enc` is below 64: one bit mask per class), and the class
+/// of every spill slot regalloc2 used.
+fn used_pregs(func: &ra2::RaFunc, out: &ra::Output) -> ([u64; 3], BTreeMap<usize, ra::RegClass>) {
+    let mut used = [0u64; 3];
+    let mut slot_class: BTreeMap<usize, ra::RegClass> = BTreeMap::new();
+    for a in &out.allocs {
+        if let Some(r) = a.as_reg() {
+            used[r.class() as usize] |= 1 << r.hw_enc();
+        }
+    }
+    if out.num_spillslots > 0 {
+        for i in 0..ra::Function::num_insts(func) {
+            let allocs = out.inst_allocs(ra::Inst::new(i));
+            for (op, a) in func.ops.get(i).iter().zip(allocs) {
+                if let Some(s) = a.as_stack() {
+                    slot_class.insert(s.index(), op.class());
+                }
+            }
+        }
+    }
+    for (_, Edit::Move { from, to }) in &out.edits {
+        for r in [from.as_reg(), to.as_reg()].into_iter().flatten() {
+            used[r.class() as usize] |= 1 << r.hw_enc();
+        }
+        let reg = from.as_reg().or(to.as_reg());
+        if let Some(r) = reg {
+            for s in [from.as_stack(), to.as_stack()].into_iter().flatten() {
+                slot_class.insert(s.index(), r.class());
+            }
+        }
+    }
+    (used, slot_class)
+}
+
+/// Where regalloc2's used `Float` and `Vector` PRegs go: ABI singles keep their numbers, other
+/// singles follow densely, then even-aligned pairs, then the VGPR tuple area (aligned to 4).
+struct VgprLayout {
+    float_map: [u16; 64],
+    pair_map: [u16; 64],
+    vweb_base: u16,
+    /// One past the last VGPR of the layout (spare-VGPR slots go above).
+    top: u16,
+}
+
+impl VgprLayout {
+    fn new(used: &[u64; 3], abi_n: u32, vweb_size: u32) -> VgprLayout {
+        let mut float_map = [NO_REG; 64];
+        let mut next = abi_n as u16;
+        for h in bits(used[ra::RegClass::Float as usize]) {
+            if (h as u32) < abi_n {
+                float_map[h] = h as u16;
+            } else {
+                float_map[h] = next;
+                next += 1;
+            }
+        }
+        let mut top = next.max(abi_n as u16);
+        let mut pair_map = [NO_REG; 64];
+        if used[ra::RegClass::Vector as usize] != 0 {
+            top = top.next_multiple_of(2);
+            for h in bits(used[ra::RegClass::Vector as usize]) {
+                pair_map[h] = top;
+                top += 2;
+            }
+        }
+        let vweb_base = top.next_multiple_of(4);
+        if vweb_size > 0 {
+            top = vweb_base + vweb_size as u16;
+        }
+        VgprLayout {
+            float_map,
+            pair_map,
+            vweb_base,
+            top,
+        }
+    }
+}
+
+/// What the budget split depends on besides the budget.
+struct Shape {
+    target: Target,
+    /// Registers of the VGPR / AGPR tuple areas.
+    vweb_size: u32,
+    aweb_size: u32,
+    /// Most single-VGPR / VGPR-pair operands of one instruction (`min_v` 0: no pairs).
+    min_f: u32,
+    min_v: u32,
+    /// Most pairs live at once.
+    pres_v: u32,
+    /// VGPRs reserved to carry operands left in AGPR/scratch slots.
+    n_temps: u32,
+}
+
+/// The most registers regalloc2 may get under one budget.
+struct Caps {
+    n_f: u32,
+    n_v: u32,
+}
+
+impl Shape {
+    /// The largest `Float`/`Vector` register counts under `budget`, leaving room for the tuple
+    /// area and the spill temporaries; an error when not even one instruction's operands fit.
+    fn caps(&self, budget: u32) -> Result<Caps, RegallocError> {
+        let vgpr_cap = self.vgpr_cap(budget);
+        let vweb = self.vweb_size;
+        let avail = vgpr_cap.saturating_sub(vweb.div_ceil(4) * 4 + if vweb > 0 { 3 } else { 0 });
+        let has_pairs = self.min_v > 0;
+        // Pairs live across an instruction plus the pairs it defines early: the most a
+        // spill-free allocation of the pairs can need.
+        let mut n_v = if has_pairs {
+            (self.pres_v + self.min_v).clamp(self.min_v, 64)
+        } else {
+            0
+        };
+        n_v = n_v.min(avail.saturating_sub(self.min_f + self.n_temps + 1) / 2);
+        if has_pairs && n_v < self.min_v {
+            return Err(RegallocError::BudgetTooSmall {
+                budget,
+                need: self.need(),
+            });
+        }
+        let n_f = 64.min(avail.saturating_sub(2 * n_v + u32::from(n_v > 0) + self.n_temps));
+        if n_f < self.min_f {
+            return Err(RegallocError::BudgetTooSmall {
+                budget,
+                need: self.need(),
+            });
+        }
+        Ok(Caps { n_f, n_v })
+    }
+
+    /// Architectural VGPRs a layout may reach under `budget` (the AGPR tuple area shares it).
+    fn vgpr_cap(&self, budget: u32) -> u32 {
+        if self.target.has_agprs() {
+            256.min(budget.saturating_sub(self.aweb_size))
+        } else {
+            256.min(budget)
+        }
+    }
+
+    /// The smallest budget [`Shape::caps`] accepts: one instruction's operands, the spill
+    /// temporaries and the tuple areas.
+    fn need(&self) -> u32 {
+        let vweb = self.vweb_size;
+        let web_area = vweb.div_ceil(4) * 4 + if vweb > 0 { 3 } else { 0 };
+        let pairs = if self.min_v > 0 {
+            2 * self.min_v + 1
+        } else {
+            0
+        };
+        let agprs = if self.target.has_agprs() {
+            self.aweb_size
+        } else {
+            0
+        };
+        web_area + self.min_f + self.n_temps + pairs + agprs
+    }
+
+    /// Registers (VGPRs, plus AGPRs on a unified file) a layout reaching VGPR `top` takes.
+    fn registers(&self, top: u32) -> u32 {
+        if self.target.has_agprs() && self.aweb_size > 0 {
+            top.div_ceil(4) * 4 + self.aweb_size
+        } else {
+            top
+        }
+    }
+}
+
+/// Runs regalloc2 with `start` `Float`/`Vector` registers, growing a class by a quarter while
+/// it spills and `caps` allow. regalloc2 spreads values over all the registers it is given
+/// (its probe starts at a different register per bundle), so the fewest registers that avoid
+/// spills are also the fewest the kernel ends up using. The sequence of tries depends on
+/// `start` only, truncated by the caps. Returns the counts of the last try and whether it
+/// spilled a VGPR value; its output is in `ctx`.
+fn search(
+    func: &ra2::RaFunc,
+    ra_opts: &ra::RegallocOptions,
+    n_int: u32,
+    start: (u32, u32),
+    caps: &Caps,
+    ctx: &mut CtxGuard,
+    last: &mut Option<(u32, u32, (bool, bool))>,
+) -> Result<(u32, u32, bool), RegallocError> {
+    let (mut n_f, mut n_v) = (start.0.min(caps.n_f), start.1.min(caps.n_v));
+    loop {
+        let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
+        let result = match *last {
+            Some((f, v, spilled)) if (f, v) == (n_f, n_v) => Ok(Some(spilled)),
+            _ => try_allocate(func, &env, ra_opts, ctx, n_f < caps.n_f || n_v < caps.n_v),
+        };
+        let (spill_f, spill_v) = match result? {
+            None => {
+                *last = None;
+                (n_f < caps.n_f, n_v < caps.n_v)
+            }
+            Some(s) => {
+                *last = Some((n_f, n_v, s));
+                s
+            }
+        };
+        let grow_f = spill_f && n_f < caps.n_f;
+        let grow_v = spill_v && n_v < caps.n_v;
+        if !grow_f && !grow_v {
+            return Ok((n_f, n_v, spill_f || spill_v));
+        }
+        if grow_f {
+            n_f = (n_f + n_f / 4 + 1).min(caps.n_f);
+        }
+        if grow_v {
+            n_v = (n_v + n_v / 4 + 1).min(caps.n_v);
+        }
+    }
+}
+
+/// One regalloc2 run: whether it spilled `Float` / `Vector` values, or `None` when there were
+/// too few registers for one instruction and `can_grow` (the caller adds registers, as for a
+/// spill).
+fn try_allocate(
+    func: &ra2::RaFunc,
+    env: &MachineEnv,
+    ra_opts: &ra::RegallocOptions,
+    ctx: &mut CtxGuard,
+    can_grow: bool,
+) -> Result<Option<(bool, bool)>, RegallocError> {
+    Ok(Some(
+        match ra::run_with_ctx(func, env, ra_opts, ctx.ctx()) {
+            // Values live through an instruction plus its operands can exceed the pressure
+            // between instructions: more registers, as for a spill.
+            Err(ra::RegAllocError::TooManyLiveRegs) if can_grow => return Ok(None),
+            Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
+            Ok(out) if out.num_spillslots == 0 => (false, false),
+            Ok(out) => {
+                let (_, slots) = used_pregs(func, out);
+                (
+                    slots.values().any(|&c| c == ra::RegClass::Float),
+                    slots.values().any(|&c| c == ra::RegClass::Vector),
+                )
+            }
+        },
+    ))
 }
 
 fn livein_vreg(p: &Prepared, a: AbiValue) -> Option<crate::mir::VReg> {

@@ -112,6 +112,14 @@ impl Target {
         let alloc = regs.max(1).div_ceil(g) * g;
         (self.register_file_per_lane() / alloc).min(self.max_waves_per_simd())
     }
+
+    /// Most registers per lane (VGPRs, plus AGPRs on a unified file) a wave may use so that
+    /// `waves` waves fit on one SIMD: the inverse of [`Target::waves_per_simd_for_registers`]
+    /// (whole granules, at most the file). `waves` must be at least 1.
+    pub fn registers_for_waves_per_simd(self, waves: u32) -> u32 {
+        let g = self.vgpr_alloc_granule();
+        (self.register_file_per_lane() / waves.max(1) / g * g).min(self.register_file_per_lane())
+    }
 }
 
 impl fmt::Display for Target {
@@ -149,6 +157,24 @@ mod tests {
         // gfx900: 256 entries, 10 waves max.
         assert_eq!(Target::Gfx900.waves_per_simd_for_registers(24), 10);
         assert_eq!(Target::Gfx900.waves_per_simd_for_registers(128), 2);
+    }
+
+    #[test]
+    fn register_budget_is_the_inverse_of_occupancy() {
+        for t in ALL_TARGETS {
+            for w in 1..=t.max_waves_per_simd() {
+                let r = t.registers_for_waves_per_simd(w);
+                assert!(t.waves_per_simd_for_registers(r) >= w, "{t} {w}: {r}");
+                // One granule more loses the level (unless the file is already whole).
+                if r < t.register_file_per_lane() {
+                    let more = r + t.vgpr_alloc_granule();
+                    assert!(t.waves_per_simd_for_registers(more) < w, "{t} {w}: {more}");
+                }
+            }
+        }
+        assert_eq!(Target::Gfx942.registers_for_waves_per_simd(3), 168);
+        assert_eq!(Target::Gfx942.registers_for_waves_per_simd(5), 96);
+        assert_eq!(Target::Gfx900.registers_for_waves_per_simd(10), 24);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use kjit_ir::Function;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+pub mod hash;
 pub mod matmul;
 pub mod reduce;
 pub mod seed_2d;
@@ -72,9 +73,61 @@ pub struct KernelSpec {
     pub tolerance: Tolerance,
     /// A size that runs in well under a second in the interpreter.
     pub default_n: usize,
+    /// Parameters `kjit tune` may search besides the occupancy (`None`: occupancy only).
+    pub tuning: Option<Tuning>,
 }
 
-static ALL: [KernelSpec; 8] = [
+/// One tuning parameter of a kernel (like one key of a Triton config): its name and the values
+/// to try. `values[0]` is the default, what [`KernelSpec::build`] and
+/// [`KernelSpec::make_case`] use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TuneParam {
+    /// Name (`block`, `unroll`, `tile`, ...).
+    pub name: &'static str,
+    /// Values to try, the default first.
+    pub values: &'static [u32],
+}
+
+/// How a kernel builds and launches for one choice of its tuning parameters. The parameters
+/// change the code or the launch shape, never the result: the same reference checks them all.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// The parameters, in the order the functions below take their values.
+    pub params: &'static [TuneParam],
+    /// Builds the kernel for one value per parameter.
+    pub build: fn(&[u32]) -> BuildResult,
+    /// Inputs and launch shape for one value per parameter, size `n` and `seed` (the inputs
+    /// must not depend on the parameters, only the launch shape may).
+    pub make_case: fn(&[u32], usize, u64) -> Case,
+}
+
+impl KernelSpec {
+    /// Builds the kernel with one value per tuning parameter (`params` empty, or no declared
+    /// parameters: the default build).
+    pub fn build_with(&self, params: &[u32]) -> BuildResult {
+        match self.tuning {
+            Some(t) if !params.is_empty() => (t.build)(params),
+            _ => (self.build)(),
+        }
+    }
+
+    /// Inputs and launch shape with one value per tuning parameter (as [`KernelSpec::build_with`]).
+    pub fn case_with(&self, params: &[u32], n: usize, seed: u64) -> Case {
+        match self.tuning {
+            Some(t) if !params.is_empty() => (t.make_case)(params, n, seed),
+            _ => (self.make_case)(n, seed),
+        }
+    }
+}
+
+impl Tuning {
+    /// The default value of every parameter.
+    pub fn defaults(&self) -> Vec<u32> {
+        self.params.iter().map(|p| p.values[0]).collect()
+    }
+}
+
+static ALL: [KernelSpec; 9] = [
     vector::VECTOR_ADD,
     vector::SAXPY,
     vector::VECTOR_ADD_PERSISTENT,
@@ -83,6 +136,7 @@ static ALL: [KernelSpec; 8] = [
     wave_permute::WAVE_PERMUTE,
     softmax::SOFTMAX,
     matmul::MATMUL,
+    hash::HASH_ROUNDS,
 ];
 
 /// Every kernel of the library.

@@ -115,4 +115,5 @@ pub const MATMUL: KernelSpec = KernelSpec {
         rel: 1e-5,
     },
     default_n: 100,
+    tuning: None,
 };

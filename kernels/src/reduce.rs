@@ -81,4 +81,5 @@ pub const REDUCE_SUM: KernelSpec = KernelSpec {
         rel: 1e-5,
     },
     default_n: 10_000,
+    tuning: None,
 };

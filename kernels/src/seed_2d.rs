@@ -80,4 +80,5 @@ pub const SEED_2D: KernelSpec = KernelSpec {
     reference,
     tolerance: Tolerance::EXACT,
     default_n: 1000,
+    tuning: None,
 };

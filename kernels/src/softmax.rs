@@ -87,4 +87,5 @@ pub const SOFTMAX: KernelSpec = KernelSpec {
         rel: 1e-5,
     },
     default_n: 1000,
+    tuning: None,
 };

@@ -59,6 +59,7 @@ pub const VECTOR_ADD: KernelSpec = KernelSpec {
     reference: ref_vector_add,
     tolerance: Tolerance::EXACT,
     default_n: 10_000,
+    tuning: None,
 };
 
 /// `y[i] = alpha * x[i] + y[i]` for `i < len(y)`; contraction to fma is allowed.
@@ -120,6 +121,7 @@ pub const SAXPY: KernelSpec = KernelSpec {
         rel: 1e-6,
     },
     default_n: 10_000,
+    tuning: None,
 };
 
 /// Workgroups of the persistent kernel: fewer than the elements need, so every work-item loops.
@@ -160,4 +162,5 @@ pub const VECTOR_ADD_PERSISTENT: KernelSpec = KernelSpec {
     reference: ref_vector_add,
     tolerance: Tolerance::EXACT,
     default_n: 10_000,
+    tuning: None,
 };

@@ -62,4 +62,5 @@ pub const WAVE_PERMUTE: KernelSpec = KernelSpec {
     reference,
     tolerance: Tolerance::EXACT,
     default_n: 10_000,
+    tuning: None,
 };

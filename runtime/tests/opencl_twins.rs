@@ -185,6 +185,11 @@ fn twin_matmul() {
     check_kernel("matmul");
 }
 
+#[test]
+fn twin_hash_rounds() {
+    check_kernel("hash_rounds");
+}
+
 /// What clang made of one twin on one target.
 struct Header {
     kernel: &'static str,

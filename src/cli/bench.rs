@@ -61,6 +61,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: None,
+        occupancy: None,
         check: false,
     };
     println!(

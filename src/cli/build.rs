@@ -24,6 +24,12 @@ pub struct BuildArgs {
     /// Most VGPRs (+AGPRs) per lane; the allocator spills to fit.
     #[arg(long)]
     pub vgpr_budget: Option<u32>,
+    /// Waves per SIMD to compile for: VGPR(+AGPR) and SGPR budgets derived from the target.
+    #[arg(long)]
+    pub occupancy: Option<u32>,
+    /// Compile with the winner `kjit tune` cached for this kernel and target.
+    #[arg(long, conflicts_with_all = ["occupancy", "vgpr_budget"])]
+    pub tuned: bool,
     /// Compile without the e-graph optimizer.
     #[arg(long)]
     pub no_opt: bool,
@@ -32,10 +38,19 @@ pub struct BuildArgs {
 /// Runs `kjit build`.
 pub fn run(args: &BuildArgs) -> Result<()> {
     let spec = find_kernel(&args.kernel)?;
-    let func = build_kernel(spec)?;
+    let tuned = if args.tuned {
+        Some(super::tune::Tuned::lookup(spec, args.target, None)?)
+    } else {
+        None
+    };
+    let func = match &tuned {
+        Some(t) => t.build(spec)?,
+        None => build_kernel(spec)?,
+    };
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
+        occupancy: tuned.as_ref().map_or(args.occupancy, |t| t.occupancy),
         check: false,
     };
     let k = compile(&func, args.target, &opts)

@@ -31,6 +31,9 @@ pub struct DumpArgs {
     /// Most VGPRs (+AGPRs) per lane; the allocator spills to fit.
     #[arg(long)]
     pub vgpr_budget: Option<u32>,
+    /// Waves per SIMD to compile for: VGPR(+AGPR) and SGPR budgets derived from the target.
+    #[arg(long)]
+    pub occupancy: Option<u32>,
     /// Compile without the e-graph optimizer.
     #[arg(long)]
     pub no_opt: bool,
@@ -54,6 +57,7 @@ pub fn run(args: &DumpArgs) -> Result<()> {
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
+        occupancy: args.occupancy,
         check: false,
     };
     let k = compile(&func, args.target, &opts)

@@ -44,6 +44,12 @@ pub struct RunArgs {
     /// Most VGPRs (+AGPRs) per lane; the allocator spills to fit.
     #[arg(long, conflicts_with = "interp")]
     pub vgpr_budget: Option<u32>,
+    /// Waves per SIMD to compile for: VGPR(+AGPR) and SGPR budgets derived from the target.
+    #[arg(long, conflicts_with = "interp")]
+    pub occupancy: Option<u32>,
+    /// Compile with the winner `kjit tune` cached for this kernel and target.
+    #[arg(long, conflicts_with_all = ["occupancy", "vgpr_budget"])]
+    pub tuned: bool,
     /// Device: hip or emu (default: HIP if an AMD GPU is present, else the software device).
     #[arg(long, conflicts_with = "interp")]
     pub device: Option<DeviceKind>,
@@ -95,8 +101,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
 }
 
 /// Compiles, runs on a device, checks.
-fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
-    let func = build_kernel(spec)?;
+fn run_compiled(args: &RunArgs, spec: &'static KernelSpec) -> anyhow::Result<()> {
     let model = args
         .timing
         .as_deref()
@@ -149,9 +154,19 @@ fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
         (None, Some(d)) => d,
         (None, None) => Target::Gfx942,
     };
+    let tuned = if args.tuned {
+        Some(super::tune::Tuned::lookup(spec, target, args.n)?)
+    } else {
+        None
+    };
+    let func = match &tuned {
+        Some(t) => t.build(spec)?,
+        None => build_kernel(spec)?,
+    };
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
+        occupancy: tuned.as_ref().map_or(args.occupancy, |t| t.occupancy),
         check: false,
     };
     let k = compile(&func, target, &opts)
@@ -171,7 +186,10 @@ fn run_compiled(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
         println!("  {l}");
     }
     let n = args.n.unwrap_or(spec.default_n);
-    let case = (spec.make_case)(n, args.seed);
+    let case = match &tuned {
+        Some(t) => t.case(spec, n, args.seed),
+        None => (spec.make_case)(n, args.seed),
+    };
     let t = Instant::now();
     let out =
         kjit::exec::run_case(device, &k.code_object, &func, &case).map_err(|e| anyhow!("{e}"))?;

@@ -7,3 +7,4 @@ pub mod disasm;
 pub mod dump;
 pub mod emu;
 pub mod kernels;
+pub mod tune;

@@ -487,6 +487,17 @@ pub enum OccupancyLimit {
     Lds,
 }
 
+impl std::fmt::Display for OccupancyLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OccupancyLimit::WaveSlots => "wave slots",
+            OccupancyLimit::Vgprs => "VGPRs",
+            OccupancyLimit::Sgprs => "SGPRs",
+            OccupancyLimit::Lds => "LDS/workgroup size",
+        })
+    }
+}
+
 /// Waves per SIMD for one kernel on one target, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Occupancy {
@@ -515,6 +526,17 @@ pub fn waves_per_simd_for_sgprs(target: Target, sgprs: u32) -> u32 {
         7
     };
     w.min(target.max_waves_per_simd())
+}
+
+/// Most SGPRs the code may name (VCC/FLAT_SCRATCH/XNACK_MASK, up to 6, not counted) so that
+/// `waves` waves fit on one SIMD by [`waves_per_simd_for_sgprs`]; `None` when every SGPR count
+/// allows it.
+pub fn named_sgprs_for_waves(target: Target, waves: u32) -> Option<u32> {
+    const EXTRA: u32 = 6;
+    let total = (1..=108)
+        .rev()
+        .find(|&s| waves_per_simd_for_sgprs(target, s) >= waves)?;
+    (waves_per_simd_for_sgprs(target, 108 + 1) < waves).then_some(total - EXTRA)
 }
 
 /// SIMDs per compute unit on every gfx9 target.

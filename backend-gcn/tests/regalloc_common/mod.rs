@@ -650,6 +650,7 @@ pub fn alloc_and_compare_with(
         mf,
         &RegallocOptions {
             vgpr_budget: budget,
+            sgpr_budget: None,
             run_checker: checker,
         },
     )

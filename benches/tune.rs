@@ -1,0 +1,100 @@
+//! The compile part of tuning: for every library kernel on gfx942, one candidate's compile
+//! (register allocation and everything after it, at an occupancy level, from the kernel's
+//! selected and scheduled code, which `kjit tune` prepares once per parameter choice), and a
+//! whole `kjit::tune` run at a small size with its time split into compile, model runs and
+//! reference checks.
+//!
+//! `cargo bench --bench tune`; prints a table first, then runs criterion per kernel.
+
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use kjit::tune::{tune, Job, TuneOptions};
+use kjit_backend_gcn::compile::{compile_selected, select_and_schedule, CompileOptions};
+use kjit_backend_gcn::Target;
+use std::hint::black_box;
+
+const TARGET: Target = Target::Gfx942;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Median of `runs` timings of `f`.
+fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+    let mut t: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[runs / 2]
+}
+
+fn main() {
+    let levels = 1..=TARGET.max_waves_per_simd();
+    println!(
+        "compile part of tuning on {TARGET} (ms; median of 21 runs per level; worst level shown)"
+    );
+    println!(
+        "{:<24} {:>8} {:>10} {:>10} | {:>8} {:>9} {:>8} {:>8}",
+        "kernel", "select", "cand-med", "cand-max", "tune", "compile", "runs", "checks"
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for spec in kjit_kernels::all() {
+        let func = (spec.build)().expect("builds");
+        let opts = CompileOptions::default();
+        let select = median(21, || {
+            black_box(select_and_schedule(&func, TARGET, &opts).expect("compiles"));
+        });
+        let sel = select_and_schedule(&func, TARGET, &opts).expect("compiles");
+        let per_level: Vec<Duration> = levels
+            .clone()
+            .map(|w| {
+                let o = CompileOptions {
+                    occupancy: Some(w),
+                    ..opts
+                };
+                median(21, || {
+                    let _ = black_box(compile_selected(&sel, &o));
+                })
+            })
+            .collect();
+        let mut sorted = per_level.clone();
+        sorted.sort();
+        let job = Job::from_library(spec, spec.default_n.min(512), 1);
+        let t = Instant::now();
+        let r = tune(&job, &TuneOptions::new(TARGET), &mut |_, _| {}).expect("tunes");
+        let total = t.elapsed();
+        println!(
+            "{:<24} {:>8.3} {:>10.3} {:>10.3} | {:>8.1} {:>9.1} {:>8.1} {:>8.1}",
+            spec.name,
+            ms(select),
+            ms(sorted[sorted.len() / 2]),
+            ms(*sorted.last().unwrap()),
+            ms(total),
+            r.compile_ms,
+            r.run_ms,
+            r.check_ms
+        );
+    }
+
+    let mut c = Criterion::default().configure_from_args();
+    for spec in kjit_kernels::all() {
+        let func = (spec.build)().expect("builds");
+        let sel = select_and_schedule(&func, TARGET, &CompileOptions::default()).expect("compiles");
+        let mut w = 0;
+        c.bench_function(&format!("tune_candidate/{}", spec.name), |b| {
+            b.iter(|| {
+                w = w % TARGET.max_waves_per_simd() + 1;
+                let o = CompileOptions {
+                    occupancy: Some(w),
+                    ..CompileOptions::default()
+                };
+                let _ = black_box(compile_selected(&sel, &o));
+            })
+        });
+    }
+    c.final_summary();
+}

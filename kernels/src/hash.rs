@@ -1,0 +1,152 @@
+//! A register-heavy hash: every work-item keeps a large state (`STATE` u32 words) through many
+//! rounds of table lookups. Each round loads one table entry per word, all addressed from the
+//! previous round's state, so a round has `STATE` loads in flight on top of the live state:
+//! the kind of kernel where the VGPR budget trades spills against waves per SIMD (what
+//! `kjit tune` searches).
+
+use crate::*;
+use kjit_frontend::{Dim, KernelBuilder};
+use kjit_ir::ElemType;
+use rand::RngExt;
+
+/// u32 words of state per work-item.
+pub const STATE: usize = 40;
+/// Entries of the lookup table.
+pub const TABLE: usize = 256;
+/// Rounds (a multiple of every `unroll` value).
+pub const ROUNDS: u32 = 8;
+
+const PARAMS: &[TuneParam] = &[
+    TuneParam {
+        name: "block",
+        values: &[256, 64, 128],
+    },
+    TuneParam {
+        name: "unroll",
+        values: &[1, 2, 4],
+    },
+];
+
+/// Rotation of word `j` in a round.
+fn rot(j: usize) -> u32 {
+    3 + (j % 13) as u32
+}
+
+/// Initial state word `j` from the work-item's seed.
+fn init(seed: u32, j: usize) -> u32 {
+    seed.wrapping_mul(0x9e37_79b1_u32.wrapping_add(2 * j as u32)) ^ j as u32
+}
+
+/// The kernel with `unroll` rounds per loop iteration (the result does not depend on it).
+fn build_unrolled(unroll: u32) -> BuildResult {
+    let k = KernelBuilder::new("hash_rounds");
+    let seeds = k.buffer::<u32>("seeds");
+    let table = k.buffer::<u32>("table");
+    let out = k.buffer_mut::<u32>("out");
+    let rounds = k.arg::<u32>("rounds");
+    let i = k.global_id(Dim::X);
+    k.if_(i.lt(out.len()), || {
+        let seed = k.load(&seeds, i);
+        let s: Vec<_> = (0..STATE)
+            .map(|j| {
+                let w =
+                    (seed * k.lit(0x9e37_79b1_u32.wrapping_add(2 * j as u32))) ^ k.lit(j as u32);
+                k.var_named("state", w)
+            })
+            .collect();
+        k.for_range(k.lit(0u32), rounds, k.lit(unroll), |_| {
+            for _ in 0..unroll {
+                let old: Vec<_> = s.iter().map(|v| v.get()).collect();
+                let t: Vec<_> = (0..STATE)
+                    .map(|j| {
+                        let ix = (old[j] ^ (old[(j + 1) % STATE] >> 3u32)) & (TABLE as u32 - 1);
+                        k.load(&table, ix)
+                    })
+                    .collect();
+                for j in 0..STATE {
+                    let x = old[j] + t[j];
+                    let r = (x << rot(j)) | (x >> (32 - rot(j)));
+                    s[j].set(r ^ old[(j + STATE / 2) % STATE]);
+                }
+            }
+        });
+        let mut h = k.lit(0u32);
+        for (j, v) in s.iter().enumerate() {
+            h = h ^ (v.get() * k.lit(2 * j as u32 + 1));
+        }
+        k.store(&out, i, h);
+    });
+    k.finish()
+}
+
+fn build_default() -> BuildResult {
+    build_tuned(&[PARAMS[0].values[0], PARAMS[1].values[0]])
+}
+
+fn build_tuned(p: &[u32]) -> BuildResult {
+    build_unrolled(p[1])
+}
+
+fn make_tuned(p: &[u32], n: usize, seed: u64) -> Case {
+    let mut r = rng(seed);
+    let seeds: Vec<u32> = (0..n).map(|_| r.random()).collect();
+    let table: Vec<u32> = (0..TABLE).map(|_| r.random()).collect();
+    let block = p[0];
+    Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::U32(seeds)),
+            Arg::Buffer(BufferData::U32(table)),
+            poisoned(ElemType::U32, n),
+            Arg::U32(ROUNDS),
+        ],
+        launch: LaunchDims {
+            grid: [groups(n, block), 1, 1],
+            block: [block, 1, 1],
+        },
+        outputs: vec![2],
+    }
+}
+
+fn make_default(n: usize, seed: u64) -> Case {
+    make_tuned(&[PARAMS[0].values[0], PARAMS[1].values[0]], n, seed)
+}
+
+/// The hash on the CPU.
+pub fn hash(seed: u32, table: &[u32], rounds: u32) -> u32 {
+    let mut s: Vec<u32> = (0..STATE).map(|j| init(seed, j)).collect();
+    for _ in 0..rounds {
+        let old = s.clone();
+        for j in 0..STATE {
+            let ix = (old[j] ^ (old[(j + 1) % STATE] >> 3)) as usize & (TABLE - 1);
+            let x = old[j].wrapping_add(table[ix]);
+            s[j] = x.rotate_left(rot(j)) ^ old[(j + STATE / 2) % STATE];
+        }
+    }
+    s.iter()
+        .enumerate()
+        .fold(0, |h, (j, &v)| h ^ v.wrapping_mul(2 * j as u32 + 1))
+}
+
+fn reference(c: &Case) -> Vec<BufferData> {
+    let (seeds, table, rounds) = (u32s(c, 0), u32s(c, 1), u32_arg(c, 3));
+    vec![BufferData::U32(
+        seeds.iter().map(|&s| hash(s, table, rounds)).collect(),
+    )]
+}
+
+/// The registry entry of `hash_rounds`.
+pub const HASH_ROUNDS: KernelSpec = KernelSpec {
+    name: "hash_rounds",
+    description: "out[i] = hash of seeds[i]: 40 words of state, 8 rounds of 40 table lookups",
+    build: build_default,
+    make_case: make_default,
+    reference,
+    tolerance: Tolerance::EXACT,
+    default_n: 2048,
+    tuning: Some(Tuning {
+        params: PARAMS,
+        build: build_tuned,
+        make_case: make_tuned,
+    }),
+};
