@@ -18,6 +18,7 @@ fn size(name: &str) -> usize {
         "matmul" => 256,
         "softmax" => 2048,
         "seed_2d" => 1024,
+        "hash_rounds" => 1 << 16,
         _ => 1 << 20,
     }
 }
