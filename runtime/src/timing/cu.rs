@@ -34,41 +34,44 @@ pub fn turn_at_or_after(t: u64, simd: u8) -> u64 {
     t + ((simd as u64 + 4 - t % 4) % 4)
 }
 
-/// A resident wave's timing state.
+/// A resident wave's timing state. The fields every issue attempt reads come first and fill
+/// the first cache line (`repr(C)` keeps the order): a turn's first touch of a wave is its most
+/// expensive memory access in the replay.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct WaveState {
-    /// Slot of its workgroup in the device's group table.
-    pub group: u32,
-    /// Index of the wave in its workgroup (and in the group's trace).
-    pub index: u16,
+    /// Waiting at `s_barrier`.
+    pub at_barrier: bool,
     /// Its SIMD (0..4).
     pub simd: u8,
-    /// Its trace (taken from the workgroup's while the wave is resident).
-    pub steps: Vec<Step>,
-    /// Next step of its trace.
-    pub cursor: u32,
-    /// That step, copied out of the trace when the cursor moves (the issue loop reads it often).
-    pub step: Option<Step>,
-    /// Earliest cycle the current step's own constraints allow.
-    pub ready_at: u64,
     /// Why `ready_at` is later than the cadence allows.
     pub cause: StallCause,
     /// Cause of the last failed issue attempt (unit or category taken).
     pub blocked: StallCause,
+    /// Index of the wave in its workgroup (and in the group's trace).
+    pub index: u16,
+    /// Slot of its workgroup in the device's group table.
+    pub group: u32,
+    /// Next step of its trace.
+    pub cursor: u32,
+    /// Earliest cycle the current step's own constraints allow.
+    pub ready_at: u64,
     /// When it last issued.
     pub last_issue: u64,
+    /// That step, copied out of the trace when the cursor moves (the issue loop reads it often).
+    pub step: Option<Step>,
+    /// The instruction-cache line it last fetched from.
+    pub fetch_line: u64,
+    /// Completion of its last LDS operation (LDS returns in order).
+    pub last_lds: u64,
+    /// Its trace (taken from the workgroup's while the wave is resident).
+    pub steps: Vec<Step>,
     /// Completion cycles of outstanding vector-memory operations, in order.
     pub vm: VecDeque<u64>,
     /// Completion cycles of outstanding LDS and scalar-memory operations.
     pub lgkm: Vec<u64>,
-    /// Completion of its last LDS operation (LDS returns in order).
-    pub last_lds: u64,
     /// Results of long-latency ALU operations not yet readable: (registers, ready cycle).
     pub pending: Vec<(RegSet, u64)>,
-    /// The instruction-cache line it last fetched from.
-    pub fetch_line: u64,
-    /// Waiting at `s_barrier`.
-    pub at_barrier: bool,
     /// Dispatch cycle (for occupancy).
     pub start: u64,
 }
