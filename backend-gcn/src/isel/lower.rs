@@ -408,6 +408,29 @@ impl Isel<'_> {
                 }
                 self.v(&format!("{base}_{suf}"), &[a])
             }
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::RoundEven => {
+                let base = match o {
+                    UnaryOp::Floor => "v_floor",
+                    UnaryOp::Ceil => "v_ceil",
+                    UnaryOp::Trunc => "v_trunc",
+                    _ => "v_rndne",
+                };
+                let suf = match t {
+                    Type::F16 => "f16",
+                    Type::F32 => "f32",
+                    _ => "f64",
+                };
+                self.v(&format!("{base}_{suf}"), &[a])
+            }
+            UnaryOp::Rsqrt => match t {
+                Type::F16 => self.v("v_rsq_f16", &[a]),
+                Type::F32 => self.v("v_rsq_f32", &[a]),
+                // v_rsq_f64 is not correctly rounded; sqrt and an IEEE divide are.
+                _ => {
+                    let r = self.v("v_sqrt_f64", &[a]);
+                    return self.fdiv(t, Src::Imm64(1.0f64.to_bits()), Src::R(r));
+                }
+            },
             UnaryOp::Sin | UnaryOp::Cos => {
                 let name = if o == UnaryOp::Sin { "sin" } else { "cos" };
                 match t {
