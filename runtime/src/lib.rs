@@ -9,7 +9,10 @@ pub mod emu;
 pub mod hip;
 pub mod kernarg;
 
-pub use choose::{default_device, device_for, open_device, ChosenDevice, DeviceKind, SharedDevice};
+pub use choose::{
+    default_device, device_for, open_device, try_default_device, ChosenDevice, DeviceKind,
+    SharedDevice,
+};
 pub use device::{
     ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims, LaunchStats, ModuleId,
 };

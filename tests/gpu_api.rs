@@ -1,0 +1,199 @@
+//! The quick-start API (`kjit::Gpu`): typed buffers, typed launches checked against the kernel's
+//! parameters with errors naming the argument, the grid helper, dynamic LDS, statistics, and
+//! buffers freed on drop. Runs on the software device; the same calls go through the `Device`
+//! trait to HIP.
+
+use kjit::{Dim, Error, Gpu, KernelBuilder, LaunchDims};
+use kjit_frontend::f16;
+
+/// `out[i] = x[i] * scale + offset` over a length guard.
+fn scale_kernel() -> kjit::ir::Function {
+    let k = KernelBuilder::new("scale");
+    let x = k.buffer::<f32>("x");
+    let scale = k.arg::<f32>("scale");
+    let offset = k.arg::<u32>("offset");
+    let out = k.buffer_mut::<f32>("out");
+    let i = k.global_id(Dim::X);
+    k.if_(i.lt(x.len()), || {
+        let v = k.load(&x, i) * scale + offset.cast::<f32>();
+        k.store(&out, i, v);
+    });
+    k.finish().expect("builds")
+}
+
+#[test]
+fn typed_launch_round_trips_and_counts() {
+    let gpu = Gpu::emu();
+    let kernel = gpu.compile(&scale_kernel()).expect("compiles");
+    let n = 1000;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let x = gpu.to_device(&xs).unwrap();
+    let mut out = gpu.zeros::<f32>(n).unwrap();
+    let stats = kernel
+        .launch(LaunchDims::cover(n, 128))
+        .arg(&x)
+        .arg(3.0f32)
+        .arg(7u32)
+        .arg(&mut out)
+        .run()
+        .unwrap();
+    let got = out.to_host().unwrap();
+    for (i, (g, x)) in got.iter().zip(&xs).enumerate() {
+        assert_eq!(*g, x * 3.0 + 7.0, "element {i}");
+    }
+    // ceil(1000 / 128) = 8 workgroups of 2 waves.
+    assert_eq!(stats.waves, 16);
+    assert_eq!(stats.bytes_written, 4 * n as u64);
+}
+
+#[test]
+fn grid_helper_covers_with_at_least_one_group() {
+    assert_eq!(LaunchDims::cover(1000, 256).grid, [4, 1, 1]);
+    assert_eq!(LaunchDims::cover(1024, 256).grid, [4, 1, 1]);
+    assert_eq!(LaunchDims::cover(0, 64).grid, [1, 1, 1]);
+    let d = LaunchDims::cover_2d([100, 30], [16, 8]);
+    assert_eq!((d.grid, d.block), ([7, 4, 1], [16, 8, 1]));
+    assert_eq!(d.with_dynamic_lds(512).dynamic_lds, 512);
+}
+
+/// Each kind of mismatch is refused before the device sees it, naming the argument.
+#[test]
+fn wrong_arguments_are_errors_naming_the_argument() {
+    let gpu = Gpu::emu();
+    let kernel = gpu.compile(&scale_kernel()).expect("compiles");
+    let x = gpu.to_device(&[1.0f32; 8]).unwrap();
+    let xh = gpu.to_device(&[f16::ONE; 8]).unwrap();
+    let mut out = gpu.zeros::<f32>(8).unwrap();
+    let dims = LaunchDims::cover(8, 64);
+    let err = |e: Result<kjit::LaunchStats, Error>| {
+        let e = e.expect_err("must be refused");
+        assert!(matches!(e, Error::BadArgs { .. }), "{e}");
+        e.to_string()
+    };
+
+    let e = err(kernel.launch(dims).arg(&x).arg(1.0f32).run());
+    assert!(e.contains("takes 4 argument(s), 2 given"), "{e}");
+
+    let e = err(kernel
+        .launch(dims)
+        .arg(&x)
+        .arg(1u32)
+        .arg(7u32)
+        .arg(&mut out)
+        .run());
+    assert!(
+        e.contains("argument 1 (`scale`): u32 where f32 is needed"),
+        "{e}"
+    );
+
+    let e = err(kernel
+        .launch(dims)
+        .arg(&xh)
+        .arg(1.0f32)
+        .arg(7u32)
+        .arg(&mut out)
+        .run());
+    assert!(
+        e.contains("argument 0 (`x`): a buffer of f16 where buf<f32> is needed"),
+        "{e}"
+    );
+
+    let e = err(kernel
+        .launch(dims)
+        .arg(&x)
+        .arg(1.0f32)
+        .arg(&x)
+        .arg(&mut out)
+        .run());
+    assert!(
+        e.contains("argument 2 (`offset`): a buffer of f32 where u32 is needed"),
+        "{e}"
+    );
+
+    let e = err(kernel
+        .launch(dims)
+        .arg(&x)
+        .arg(1.0f32)
+        .arg(7u32)
+        .arg(&out)
+        .run());
+    assert!(
+        e.contains("argument 3 (`out`): the kernel may write this buffer; pass it as `&mut`"),
+        "{e}"
+    );
+    assert!(e.starts_with("kernel 'scale'"), "{e}");
+}
+
+#[test]
+fn buffers_are_freed_on_drop() {
+    let gpu = Gpu::emu();
+    let b = gpu.to_device(&[1u32, 2, 3]).unwrap();
+    let raw = b.raw();
+    assert_eq!(b.to_host().unwrap(), vec![1, 2, 3]);
+    drop(b);
+    // The allocation is gone: freeing it again is an error of the device.
+    assert!(gpu.device().free(raw).is_err());
+}
+
+#[test]
+fn copies_of_the_wrong_length_are_errors() {
+    let gpu = Gpu::emu();
+    let mut b = gpu.zeros::<i64>(4).unwrap();
+    b.copy_from_host(&[1, -2, 3, -4]).unwrap();
+    assert_eq!(b.to_host().unwrap(), vec![1, -2, 3, -4]);
+    let e = b.copy_from_host(&[1, 2]).unwrap_err().to_string();
+    assert!(e.contains("2 elements copied into a buffer of 4"), "{e}");
+}
+
+/// Dynamic LDS reaches the device: within the limit the launch runs, past it the device refuses.
+#[test]
+fn dynamic_lds_is_passed_to_the_device() {
+    let gpu = Gpu::emu();
+    let kernel = gpu.compile(&scale_kernel()).expect("compiles");
+    let x = gpu.to_device(&[1.0f32; 8]).unwrap();
+    let mut out = gpu.zeros::<f32>(8).unwrap();
+    kernel
+        .launch(LaunchDims::cover(8, 64))
+        .dynamic_lds(4096)
+        .arg(&x)
+        .arg(1.0f32)
+        .arg(0u32)
+        .arg(&mut out)
+        .run()
+        .expect("4 KiB of dynamic LDS fits");
+    let e = kernel
+        .launch(LaunchDims::cover(8, 64))
+        .dynamic_lds(1 << 20)
+        .arg(&x)
+        .arg(1.0f32)
+        .arg(0u32)
+        .arg(&mut out)
+        .run()
+        .expect_err("1 MiB of LDS does not fit");
+    assert!(matches!(e, Error::Device { .. }), "{e}");
+}
+
+/// Every target compiles and runs the same kernel on the software device.
+#[test]
+fn every_target_on_the_software_device() {
+    for t in [
+        kjit::backend_gcn::Target::Gfx942,
+        kjit::backend_gcn::Target::Gfx90a,
+        kjit::backend_gcn::Target::Gfx900,
+    ] {
+        let gpu = Gpu::emu().with_target(t).unwrap();
+        let kernel = gpu.compile(&scale_kernel()).expect("compiles");
+        assert_eq!(kernel.compiled().target, t);
+        let x = gpu.to_device(&[2.0f32; 100]).unwrap();
+        let mut out = gpu.zeros::<f32>(100).unwrap();
+        kernel
+            .launch(LaunchDims::cover(100, 64))
+            .arg(&x)
+            .arg(0.5f32)
+            .arg(1u32)
+            .arg(&mut out)
+            .run()
+            .unwrap();
+        assert!(out.to_host().unwrap().iter().all(|&v| v == 2.0));
+    }
+}
