@@ -1,0 +1,321 @@
+//! The builder's math functions against the CPU: random inputs over each function's stated
+//! domain, run in the IR interpreter and on kjit's software GCN device, with the maximum error
+//! in ulps (of the correctly rounded f32 result, from an f64 reference) asserted against the bound
+//! stated in `frontend/src/math.rs` and the method docs. Special values are checked exactly.
+
+use kjit::ir::interp::{self, Arg, BufferData};
+use kjit::ir::Function;
+use kjit::{Dim, Gpu, KernelBuilder, LaunchDims};
+use kjit_frontend::Val;
+use rand::RngExt;
+
+/// One function under test.
+struct MathFn {
+    name: &'static str,
+    /// Builds `f(x, y)` (unary functions ignore `y`).
+    build: for<'k> fn(Val<'k, f32>, Val<'k, f32>) -> Val<'k, f32>,
+    /// The f64 reference.
+    reference: fn(f64, f64) -> f64,
+    /// Random inputs `(x, y)`.
+    inputs: fn(&mut rand::rngs::StdRng) -> (f32, f32),
+    /// Largest error allowed, in ulps, for this input.
+    bound: fn(f32, f32) -> f64,
+}
+
+fn uniform(r: &mut rand::rngs::StdRng, lo: f32, hi: f32) -> f32 {
+    r.random_range(lo..hi)
+}
+
+/// A positive normal f32 spread over all binades.
+fn positive_normal(r: &mut rand::rngs::StdRng) -> f32 {
+    f32::from_bits(r.random_range(0x0080_0000u32..0x7f80_0000))
+}
+
+const FNS: &[MathFn] = &[
+    MathFn {
+        name: "exp",
+        build: |x, _| x.exp(),
+        reference: |x, _| x.exp(),
+        inputs: |r| (uniform(r, -87.0, 88.0), 0.0),
+        bound: |_, _| 1.0,
+    },
+    MathFn {
+        name: "log",
+        build: |x, _| x.log(),
+        reference: |x, _| x.ln(),
+        inputs: |r| {
+            let near_one = r.random_range(0..4) == 0;
+            let x = if near_one {
+                uniform(r, 0.5, 2.0)
+            } else {
+                positive_normal(r)
+            };
+            (x, 0.0)
+        },
+        bound: |_, _| 1.5,
+    },
+    MathFn {
+        name: "pow",
+        build: |x, y| x.pow(y),
+        reference: |x, y| x.powf(y),
+        inputs: |r| (uniform(r, -8.0, 8.0).exp2(), uniform(r, -8.0, 8.0)),
+        bound: |x, y| 2.0 + 1.5 * (y as f64 * (x as f64).log2()).abs(),
+    },
+    MathFn {
+        name: "tanh",
+        build: |x, _| x.tanh(),
+        reference: |x, _| x.tanh(),
+        inputs: |r| {
+            let small = r.random_range(0..2) == 0;
+            (
+                if small {
+                    uniform(r, -1.0, 1.0)
+                } else {
+                    uniform(r, -10.0, 10.0)
+                },
+                0.0,
+            )
+        },
+        bound: |_, _| 2.0,
+    },
+    MathFn {
+        name: "erf",
+        build: |x, _| x.erf(),
+        reference: |x, _| libm::erf(x),
+        inputs: |r| {
+            let small = r.random_range(0..2) == 0;
+            (
+                if small {
+                    uniform(r, -1.5, 1.5)
+                } else {
+                    uniform(r, -5.0, 5.0)
+                },
+                0.0,
+            )
+        },
+        bound: |_, _| 3.0,
+    },
+    MathFn {
+        name: "rsqrt",
+        build: |x, _| x.rsqrt(),
+        reference: |x, _| 1.0 / x.sqrt(),
+        inputs: |r| (positive_normal(r), 0.0),
+        bound: |_, _| 1.0,
+    },
+    MathFn {
+        name: "floor",
+        build: |x, _| x.floor(),
+        reference: |x, _| x.floor(),
+        inputs: |r| (uniform(r, -1e4, 1e4), 0.0),
+        bound: |_, _| 0.0,
+    },
+    MathFn {
+        name: "ceil",
+        build: |x, _| x.ceil(),
+        reference: |x, _| x.ceil(),
+        inputs: |r| (uniform(r, -1e4, 1e4), 0.0),
+        bound: |_, _| 0.0,
+    },
+    MathFn {
+        name: "trunc",
+        build: |x, _| x.trunc(),
+        reference: |x, _| x.trunc(),
+        inputs: |r| (uniform(r, -1e4, 1e4), 0.0),
+        bound: |_, _| 0.0,
+    },
+    MathFn {
+        name: "round",
+        // Halves included: ties go to even.
+        build: |x, _| x.round(),
+        reference: |x, _| x.round_ties_even(),
+        inputs: |r| ((r.random_range(-20000i32..20000) as f32) * 0.5, 0.0),
+        bound: |_, _| 0.0,
+    },
+];
+
+/// `out[i] = f(x[i], y[i])`.
+fn kernel(f: &MathFn) -> Function {
+    let k = KernelBuilder::new(f.name);
+    let x = k.buffer::<f32>("x");
+    let y = k.buffer::<f32>("y");
+    let out = k.buffer_mut::<f32>("out");
+    let i = k.global_id(Dim::X);
+    k.if_(i.lt(x.len()), || {
+        let v = (f.build)(k.load(&x, i), k.load(&y, i));
+        k.store(&out, i, v);
+    });
+    k.finish().expect("builds")
+}
+
+/// The error of `got` against the exact `want`, in ulps of f32 at `want` (subnormal ulps below
+/// the normal range). Equal infinities and NaN against NaN are 0; anything else against a
+/// non-finite value is infinite.
+fn ulps(got: f32, want: f64) -> f64 {
+    if want.is_nan() || got.is_nan() {
+        return if want.is_nan() && got.is_nan() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+    }
+    if want.is_infinite() || got.is_infinite() {
+        return if got as f64 == want {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+    }
+    let e = if want == 0.0 {
+        -126
+    } else {
+        (want.abs().log2().floor() as i32).max(-126)
+    };
+    (got as f64 - want).abs() / 2f64.powi(e - 23)
+}
+
+const N: usize = 4096;
+
+fn inputs(f: &MathFn, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut r = kjit::kernels::rng(seed);
+    (0..N).map(|_| (f.inputs)(&mut r)).unzip()
+}
+
+fn on_interpreter(func: &Function, xs: &[f32], ys: &[f32]) -> Vec<f32> {
+    let mut args = vec![
+        Arg::Buffer(BufferData::F32(xs.to_vec())),
+        Arg::Buffer(BufferData::F32(ys.to_vec())),
+        Arg::Buffer(BufferData::F32(vec![0.0; xs.len()])),
+    ];
+    let dims = LaunchDims::cover(xs.len(), 256);
+    let launch = interp::LaunchDims {
+        grid: dims.grid,
+        block: dims.block,
+    };
+    interp::run(func, &launch, &mut args).expect("interpreter runs");
+    let Arg::Buffer(BufferData::F32(out)) = &args[2] else {
+        unreachable!()
+    };
+    out.clone()
+}
+
+fn on_device(gpu: &Gpu, func: &Function, xs: &[f32], ys: &[f32]) -> Vec<f32> {
+    let kernel = gpu.compile(func).expect("compiles");
+    let x = gpu.to_device(xs).unwrap();
+    let y = gpu.to_device(ys).unwrap();
+    let mut out = gpu.zeros::<f32>(xs.len()).unwrap();
+    kernel
+        .launch(LaunchDims::cover(xs.len(), 256))
+        .arg(&x)
+        .arg(&y)
+        .arg(&mut out)
+        .run()
+        .expect("device runs");
+    out.to_host().unwrap()
+}
+
+/// The largest error over the inputs, asserting each against the bound.
+fn worst(f: &MathFn, engine: &str, xs: &[f32], ys: &[f32], got: &[f32]) -> f64 {
+    let mut worst = 0.0f64;
+    for i in 0..xs.len() {
+        let want = (f.reference)(xs[i] as f64, ys[i] as f64);
+        let e = ulps(got[i], want);
+        let bound = (f.bound)(xs[i], ys[i]);
+        assert!(
+            e <= bound,
+            "{} on {engine}: {}({}, {}) = {} but the exact value is {want}: {e:.2} ulp > {bound:.2}",
+            f.name,
+            f.name,
+            xs[i],
+            ys[i],
+            got[i]
+        );
+        worst = worst.max(e);
+    }
+    worst
+}
+
+#[test]
+fn math_functions_within_their_ulp_bounds() {
+    for target in [
+        kjit::backend_gcn::Target::Gfx942,
+        kjit::backend_gcn::Target::Gfx900,
+    ] {
+        let gpu = Gpu::emu().with_target(target).unwrap();
+        for (k, f) in FNS.iter().enumerate() {
+            let func = kernel(f);
+            let (xs, ys) = inputs(f, 0x5eed + k as u64);
+            let interp = on_interpreter(&func, &xs, &ys);
+            let device = on_device(&gpu, &func, &xs, &ys);
+            let wi = worst(f, "the interpreter", &xs, &ys, &interp);
+            let wd = worst(f, &format!("the device ({target})"), &xs, &ys, &device);
+            eprintln!(
+                "{:<6} {target}: max error {wi:.2} ulp (interpreter), {wd:.2} ulp (device)",
+                f.name
+            );
+        }
+    }
+}
+
+/// Special values, exactly, on both engines.
+#[test]
+fn special_values() {
+    let inf = f32::INFINITY;
+    let nan = f32::NAN;
+    let cases: &[(&str, f32, f32, f32)] = &[
+        ("exp", inf, 0.0, inf),
+        ("exp", -inf, 0.0, 0.0),
+        ("exp", nan, 0.0, nan),
+        ("exp", 0.0, 0.0, 1.0),
+        ("exp", 100.0, 0.0, inf),
+        ("exp", -200.0, 0.0, 0.0),
+        ("log", 0.0, 0.0, -inf),
+        ("log", 1.0, 0.0, 0.0),
+        ("log", inf, 0.0, inf),
+        ("log", -1.0, 0.0, nan),
+        ("pow", 0.0, 0.0, 1.0),
+        ("pow", 5.0, 0.0, 1.0),
+        ("pow", 1.0, inf, 1.0),
+        ("pow", 0.0, 2.0, 0.0),
+        ("pow", 2.0, 10.0, 1024.0),
+        ("pow", 2.0, 200.0, inf),
+        ("pow", -2.0, 0.5, nan),
+        ("tanh", inf, 0.0, 1.0),
+        ("tanh", -inf, 0.0, -1.0),
+        ("tanh", 0.0, 0.0, 0.0),
+        ("tanh", nan, 0.0, nan),
+        ("erf", inf, 0.0, 1.0),
+        ("erf", -inf, 0.0, -1.0),
+        ("erf", 0.0, 0.0, 0.0),
+        ("erf", nan, 0.0, nan),
+        ("rsqrt", 4.0, 0.0, 0.5),
+        ("rsqrt", 0.0, 0.0, inf),
+        ("floor", -0.5, 0.0, -1.0),
+        ("ceil", -0.5, 0.0, -0.0),
+        ("round", 2.5, 0.0, 2.0),
+        ("round", -3.5, 0.0, -4.0),
+        ("trunc", -2.7, 0.0, -2.0),
+    ];
+    let gpu = Gpu::emu();
+    for f in FNS {
+        let mine: Vec<_> = cases.iter().filter(|c| c.0 == f.name).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let xs: Vec<f32> = mine.iter().map(|c| c.1).collect();
+        let ys: Vec<f32> = mine.iter().map(|c| c.2).collect();
+        let func = kernel(f);
+        for (engine, got) in [
+            ("interpreter", on_interpreter(&func, &xs, &ys)),
+            ("device", on_device(&gpu, &func, &xs, &ys)),
+        ] {
+            for (c, g) in mine.iter().zip(got) {
+                let same = g.to_bits() == c.3.to_bits() || (g.is_nan() && c.3.is_nan());
+                assert!(
+                    same,
+                    "{}({}, {}) on the {engine} = {g}, want {}",
+                    c.0, c.1, c.2, c.3
+                );
+            }
+        }
+    }
+}
