@@ -49,6 +49,7 @@
 
 pub mod exec;
 pub mod gpu;
+pub mod kernel_files;
 
 pub use gpu::{Element, Error, Gpu, GpuBuffer, Kernel, KernelArg, Launch};
 pub use kjit_backend_gcn as backend_gcn;
