@@ -10,6 +10,7 @@ pub mod hazards;
 pub mod isa;
 pub mod isel;
 pub mod llvm_oracle;
+pub mod machine;
 pub mod mir;
 pub mod mir_verify;
 pub mod phys;

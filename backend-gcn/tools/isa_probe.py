@@ -841,13 +841,117 @@ MODBITS = {
 }
 
 
+
+# ---- Timing facts (the timing model reads them from the same table) ----------------------------
+# Sources (see docs/timing.md):
+# - AMD's issue categories and the 4-cycle wave64 VALU cadence: rocprofiler-compute docs,
+#   "Pipeline descriptions".
+# - Quarter-rate transcendentals and 32-bit integer multiplies: LLVM `SISchedule.td`
+#   (WriteTrans32 / WriteQuarterRate32); 16 cycles per wave64 (unconfirmed on CDNA3).
+# - f64 full rate on gfx90a/gfx942 (ROCm docs mi250.md / mi300.md: 128 f64 FLOPs/CU/clk);
+#   gfx900 (Vega 10) 1/16 of the f32 rate (unconfirmed).
+# - MFMA cycles and VALU co-execution: AMD's Matrix Instruction Calculator
+#   (ROCm/amd_matrix_instruction_calculator, `matrix_calculator.py`, fields `cycles`, `coexec`,
+#   `coexec_delay`; cdna2 = gfx90a, cdna3 = gfx942).
+TRANS = {"v_exp_f32", "v_log_f32", "v_rcp_f32", "v_rcp_iflag_f32", "v_rsq_f32", "v_sqrt_f32",
+         "v_sin_f32", "v_cos_f32", "v_exp_legacy_f32", "v_log_legacy_f32", "v_exp_f16", "v_log_f16",
+         "v_rcp_f16", "v_rsq_f16", "v_sqrt_f16", "v_sin_f16", "v_cos_f16", "v_rcp_f64", "v_rsq_f64",
+         "v_sqrt_f64"}
+QUARTER_INT = {"v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mad_u64_u32", "v_mad_i64_i32"}
+# (cycles, valu_block) per target index 1 (gfx90a) and 2 (gfx942), from the calculator; a VALU
+# op of the same SIMD may issue `valu_block` cycles after the MFMA (its co-execution delay), or
+# only when the MFMA is done where the calculator says it does not co-execute.
+MFMA_CYCLES = {
+    # gfx90a (cdna2)
+    1: {"v_mfma_f32_32x32x1f32": (64, 4), "v_mfma_f32_16x16x1f32": (32, 4), "v_mfma_f32_4x4x1f32": (8, 4),
+        "v_mfma_f32_32x32x2f32": (64, 4), "v_mfma_f32_16x16x4f32": (32, 4), "v_mfma_f32_32x32x4f16": (64, 4),
+        "v_mfma_f32_16x16x4f16": (32, 4), "v_mfma_f32_4x4x4f16": (8, 4), "v_mfma_f32_32x32x8f16": (64, 4),
+        "v_mfma_f32_16x16x16f16": (32, 4), "v_mfma_i32_32x32x4i8": (64, 4), "v_mfma_i32_16x16x4i8": (32, 4),
+        "v_mfma_i32_4x4x4i8": (8, 4), "v_mfma_i32_32x32x8i8": (64, 4), "v_mfma_i32_16x16x16i8": (32, 4),
+        "v_mfma_f32_32x32x4bf16_1k": (64, 4), "v_mfma_f32_16x16x4bf16_1k": (32, 4),
+        "v_mfma_f32_4x4x4bf16_1k": (8, 4), "v_mfma_f32_32x32x8bf16_1k": (64, 4),
+        "v_mfma_f32_16x16x16bf16_1k": (32, 4), "v_mfma_f32_32x32x2bf16": (64, 4),
+        "v_mfma_f32_16x16x2bf16": (32, 4), "v_mfma_f32_4x4x2bf16": (8, 4), "v_mfma_f32_32x32x4bf16": (64, 4),
+        "v_mfma_f32_16x16x8bf16": (32, 4), "v_mfma_f64_16x16x4f64": (32, 32), "v_mfma_f64_4x4x4f64": (16, 16)},
+    # gfx942 (cdna3), gfx940 spellings
+    2: {"v_mfma_f32_16x16x8_xf32": (16, 4), "v_mfma_f32_32x32x4_xf32": (32, 4),
+        "v_mfma_f32_32x32x1_2b_f32": (64, 64), "v_mfma_f32_16x16x1_4b_f32": (32, 32),
+        "v_mfma_f32_4x4x1_16b_f32": (8, 8), "v_mfma_f32_32x32x2_f32": (64, 64), "v_mfma_f32_16x16x4_f32": (32, 32),
+        "v_mfma_f32_32x32x4_2b_f16": (64, 4), "v_mfma_f32_16x16x4_4b_f16": (32, 4),
+        "v_mfma_f32_4x4x4_16b_f16": (8, 4), "v_mfma_f32_32x32x8_f16": (32, 4), "v_mfma_f32_16x16x16_f16": (16, 4),
+        "v_mfma_i32_32x32x4_2b_i8": (64, 4), "v_mfma_i32_16x16x4_4b_i8": (32, 4), "v_mfma_i32_4x4x4_16b_i8": (8, 4),
+        "v_mfma_i32_32x32x16_i8": (32, 4), "v_mfma_i32_16x16x32_i8": (16, 4),
+        "v_mfma_f32_32x32x4_2b_bf16": (64, 4), "v_mfma_f32_16x16x4_4b_bf16": (32, 4),
+        "v_mfma_f32_4x4x4_16b_bf16": (8, 4), "v_mfma_f32_32x32x8_bf16": (32, 4), "v_mfma_f32_16x16x16_bf16": (16, 4),
+        "v_smfmac_f32_16x16x32_f16": (16, 8), "v_smfmac_f32_32x32x16_f16": (32, 8),
+        "v_smfmac_f32_16x16x32_bf16": (16, 8), "v_smfmac_f32_32x32x16_bf16": (32, 8),
+        "v_smfmac_i32_16x16x64_i8": (16, 8), "v_smfmac_i32_32x32x32_i8": (32, 8),
+        "v_mfma_f64_16x16x4_f64": (32, 32), "v_mfma_f64_4x4x4_4b_f64": (16, 16),
+        "v_mfma_f32_16x16x32_bf8_bf8": (16, 4), "v_mfma_f32_16x16x32_bf8_fp8": (16, 4),
+        "v_mfma_f32_16x16x32_fp8_bf8": (16, 4), "v_mfma_f32_16x16x32_fp8_fp8": (16, 4),
+        "v_mfma_f32_32x32x16_bf8_bf8": (32, 4), "v_mfma_f32_32x32x16_bf8_fp8": (32, 4),
+        "v_mfma_f32_32x32x16_fp8_bf8": (32, 4), "v_mfma_f32_32x32x16_fp8_fp8": (32, 4),
+        "v_smfmac_f32_16x16x64_bf8_bf8": (16, 8), "v_smfmac_f32_16x16x64_bf8_fp8": (16, 8),
+        "v_smfmac_f32_16x16x64_fp8_bf8": (16, 8), "v_smfmac_f32_16x16x64_fp8_fp8": (16, 8),
+        "v_smfmac_f32_32x32x32_bf8_bf8": (32, 8), "v_smfmac_f32_32x32x32_bf8_fp8": (32, 8),
+        "v_smfmac_f32_32x32x32_fp8_bf8": (32, 8), "v_smfmac_f32_32x32x32_fp8_fp8": (32, 8)},
+}
+# Cycles after an MFMA's last pass before a dependent instruction may read its result
+# (unconfirmed; LLVM's GCNHazardRecognizer asks for about passes + 2-3 wait states).
+MFMA_WRITEBACK = 4
+PROGRAM_CONTROL = {"s_nop", "s_waitcnt", "s_barrier", "s_endpgm", "s_sleep", "s_setprio", "s_sethalt",
+                   "s_wakeup", "s_icache_inv", "s_incperflevel", "s_decperflevel", "s_ttracedata",
+                   "s_endpgm_saved", "s_endpgm_ordered_ps_done", "s_setkill", "s_sendmsg",
+                   "s_sendmsghalt", "s_trap", "s_set_gpr_idx_off", "s_set_gpr_idx_mode"}
+
+
+def timing_of(fmt, name, name940):
+    """The timing-model facts of one opcode: `OpTiming::new(unit, busy, latency, valu_block)`,
+    each array indexed by target (gfx900, gfx90a, gfx942)."""
+    def t(unit, busy, lat=None, block=None):
+        lat = lat or busy
+        block = block or busy
+        arr = lambda a: "[%s]" % ", ".join(str(x) for x in a)
+        return "OpTiming::new(Unit::%s, %s, %s, %s)" % (unit, arr(busy), arr(lat), arr(block))
+    if fmt in ("Sop1", "Sop2", "Sopk", "Sopc"):
+        if name in ("s_setpc_b64", "s_swappc_b64", "s_getpc_b64", "s_cbranch_join"):
+            return t("Branch", [1, 1, 1])
+        return t("Salu", [1, 1, 1])
+    if fmt == "Sopp":
+        if name.startswith("s_branch") or name.startswith("s_cbranch"):
+            return t("Branch", [1, 1, 1])
+        return t("Internal", [1, 1, 1])
+    if fmt == "Smem":
+        return t("Smem", [1, 1, 1])
+    if fmt == "Ds":
+        return t("Lds", [4, 4, 4])
+    if fmt in ("Mubuf", "Mtbuf", "Flat", "Global", "Scratch"):
+        return t("Vmem", [4, 4, 4])
+    # Vector ALU.
+    if name.startswith("v_mfma") or name.startswith("v_smfmac"):
+        c = [0, 0, 0]
+        lat = [0, 0, 0]
+        blk = [0, 0, 0]
+        for ti, nm in ((1, name), (2, name940)):
+            if nm in MFMA_CYCLES[ti]:
+                cyc, b = MFMA_CYCLES[ti][nm]
+                c[ti], lat[ti], blk[ti] = cyc, cyc + MFMA_WRITEBACK, b
+        return t("Mfma", c, lat, blk)
+    if name in TRANS:
+        return t("Trans", [16, 16, 16])
+    if name in QUARTER_INT:
+        return t("Valu", [16, 16, 16])
+    if name.endswith("_f64") or "_f64_" in name:
+        return t("Valu", [64, 4, 4])
+    return t("Valu", [4, 4, 4])
+
 def emit_rust(recs, path):
     lines = []
     lines.append("//! The gfx9 opcode table: GENERATED by `backend-gcn/tools/isa_probe.py` from probes of")
     lines.append("//! `llvm-mc-19 --disassemble` (opcode numbers, operand order, widths). Do not edit by hand;")
     lines.append("//! change the generator and re-run it. See `docs/isa.md`.")
     lines.append("")
-    lines.append("use super::opcodes::{Access::*, Format, Kind::*, OpInfo, OperandInfo as O, Slot::*, NO};")
+    lines.append("use super::opcodes::{Access::*, Format, Kind::*, OpInfo, OpTiming, OperandInfo as O, Slot::*, Unit, NO};")
     lines.append("use super::opcodes::flags::*;")
     lines.append("")
     keep = [r for r in recs.values() if r["format"] is not None and not r["names"].get("gfx900", "").startswith("v_interp")]
@@ -896,10 +1000,10 @@ def emit_rust(recs, path):
             flags.append("SDWA_NO_DST_SEL")
         fl = " | ".join(flags) if flags else "0"
         lines.append(
-            '    OpInfo::new("%s", "%s", Format::%s, [%s], [%s], %s, %s, %s),'
+            '    OpInfo::new("%s", "%s", Format::%s, [%s], [%s], %s, %s, %s, %s),'
             % (name, name940, r["format"], ", ".join(ops), ", ".join(e64),
                rust_operands(r["format"], r["operands"], name, False, r.get("restrict")),
-               alt_operands(r, name), fl)
+               alt_operands(r, name), fl, timing_of(r["format"], name, name940))
         )
     lines.append("];")
     with open(path, "w") as f:

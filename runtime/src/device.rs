@@ -117,6 +117,9 @@ pub struct LaunchStats {
     pub hazard_checks: u64,
     /// Waves launched.
     pub waves: u64,
+    /// The timing model's report, when the software device was asked to time the launch
+    /// (`RunConfig::timing`).
+    pub timing: Option<Box<crate::timing::TimingReport>>,
 }
 
 /// A device error: what went wrong, with enough context to find it.

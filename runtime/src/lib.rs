@@ -8,6 +8,7 @@ pub mod emu;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod kernarg;
+pub mod timing;
 
 pub use choose::{
     default_device, device_for, open_device, try_default_device, ChosenDevice, DeviceKind,

@@ -61,6 +61,13 @@ pub struct RunArgs {
     /// or to measure what the checks cost.
     #[arg(long)]
     pub no_wait_state_checks: bool,
+    /// Time the launch on this machine model (mi300x, mi250x, mi210, mi25) and print its
+    /// report: cycles, bandwidth, occupancy, stalls by cause, hottest instructions.
+    #[arg(long)]
+    pub timing: Option<String>,
+    /// With `--timing`: print the timing report as one JSON object instead of text.
+    #[arg(long, requires = "timing")]
+    pub json: bool,
 }
 
 /// One parsed `--arg`.
@@ -194,10 +201,17 @@ fn run_kernel(a: RunArgs) -> Result<()> {
     }
     let code = std::fs::read(&a.code_object)
         .with_context(|| format!("cannot read {}", a.code_object.display()))?;
+    let timing = a
+        .timing
+        .as_deref()
+        .map(kjit_backend_gcn::machine::machine_by_name)
+        .transpose()
+        .map_err(|e| anyhow!("--timing: {e}"))?;
     let dev = GcnEmulator::with_config(RunConfig {
         schedule,
         max_instructions_per_wave: a.max_instructions,
         check_wait_states: !a.no_wait_state_checks,
+        timing,
         ..RunConfig::default()
     });
     let module = dev.load_module(&code)?;
@@ -248,6 +262,13 @@ fn run_kernel(a: RunArgs) -> Result<()> {
         println!("bytes read:       {}", stats.bytes_read);
         println!("bytes written:    {}", stats.bytes_written);
         println!("hazard checks:    {}", stats.hazard_checks);
+    }
+    if let Some(t) = &stats.timing {
+        if a.json {
+            println!("{}", t.to_json());
+        } else {
+            print!("{t}");
+        }
     }
     Ok(())
 }

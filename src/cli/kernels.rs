@@ -8,9 +8,11 @@
 use anyhow::{anyhow, bail};
 use kjit::kernel_files::{resolve_kernel, ResolvedKernel};
 use kjit_backend_gcn::compile::{compile, CompileOptions};
+use kjit_backend_gcn::machine::machine_by_name;
 use kjit_backend_gcn::Target;
 use kjit_ir::interp;
 use kjit_kernels::{all, check, find, Case, KernelSpec};
+use kjit_runtime::emu::{GcnEmulator, RunConfig};
 use kjit_runtime::{device_for, DeviceKind};
 use std::time::Instant;
 
@@ -50,6 +52,13 @@ pub struct RunArgs {
     /// Run in the IR interpreter instead of compiling.
     #[arg(long)]
     pub interp: bool,
+    /// Time the launch on this machine model of the software device (mi300x, mi250x, mi210,
+    /// mi25) and print its report; the target defaults to the model's.
+    #[arg(long, conflicts_with_all = ["interp", "device"])]
+    pub timing: Option<String>,
+    /// With `--timing`: print the timing report as one JSON object instead of text.
+    #[arg(long, requires = "timing")]
+    pub json: bool,
 }
 
 /// The library kernel called `name`, or an error listing the known ones.
@@ -93,9 +102,37 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
 fn run_compiled(args: &RunArgs, kernel: &ResolvedKernel) -> anyhow::Result<()> {
     let func = &kernel.func;
     let name = kernel.name();
-    let chosen = device_for(args.device).map_err(|e| anyhow!("{e}"))?;
-    let device = chosen.device.as_ref();
-    let target = match (args.target, device.target()) {
+    let model = args
+        .timing
+        .as_deref()
+        .map(machine_by_name)
+        .transpose()
+        .map_err(|e| anyhow!("--timing: {e}"))?;
+    let timed: Box<dyn kjit_runtime::Device>;
+    let chosen;
+    let device: &dyn kjit_runtime::Device = match model {
+        Some(m) => {
+            if args.target.is_some_and(|t| t != m.target) {
+                bail!(
+                    "--target {} does not match the timing model {} ({})",
+                    args.target.map(|t| t.name()).unwrap_or_default(),
+                    m.name,
+                    m.target
+                );
+            }
+            timed = Box::new(GcnEmulator::with_config(RunConfig {
+                timing: Some(m),
+                ..RunConfig::default()
+            }));
+            timed.as_ref()
+        }
+        None => {
+            chosen = device_for(args.device).map_err(|e| anyhow!("{e}"))?;
+            chosen.device.as_ref()
+        }
+    };
+    let args_target = args.target.or(model.map(|m| m.target));
+    let target = match (args_target, device.target()) {
         (Some(t), Some(d)) if t != d => {
             bail!(
                 "--target {t} does not match the device ({}, {d})",
@@ -142,6 +179,13 @@ fn run_compiled(args: &RunArgs, kernel: &ResolvedKernel) -> anyhow::Result<()> {
         "  {} waves; wave-instructions: {} SALU, {} VALU, {} VMEM, {} SMEM, {} LDS, {} branch, {} MFMA; {} lane-ops; {} bytes read, {} written",
         s.waves, s.salu, s.valu, s.vmem, s.smem, s.lds, s.branch, s.mfma, s.lane_ops, s.bytes_read, s.bytes_written
     );
+    if let Some(t) = &s.timing {
+        if args.json {
+            println!("{}", t.to_json());
+        } else {
+            print!("{t}");
+        }
+    }
     verdict(kernel, &case, &out.args)
 }
 

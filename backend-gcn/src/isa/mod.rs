@@ -24,7 +24,9 @@ use smallvec::SmallVec;
 
 pub use decode::{decode, DecodeError};
 pub use encode::{encode, EncodeError};
-pub use opcodes::{flags, Access, Format, Kind, OpInfo, Opcode, OperandInfo, Slot, OPCODE_COUNT};
+pub use opcodes::{
+    flags, Access, Format, Kind, OpInfo, OpTiming, Opcode, OperandInfo, Slot, Unit, OPCODE_COUNT,
+};
 pub use operand::{InlineFloat, Operand, SpecialReg};
 
 use crate::Target;

@@ -306,6 +306,62 @@ pub struct OpInfo {
     pub alt_operands: &'static [OperandInfo],
     /// [`flags`] bits.
     pub flags: u32,
+    /// What the timing model needs: issue unit, busy cycles, result latency.
+    pub timing: OpTiming,
+}
+
+/// The issue category of an instruction: AMD's CU issues at most one instruction per category
+/// per cycle (rocprofiler-compute, "Pipeline descriptions"). `Internal` instructions (`s_nop`,
+/// `s_waitcnt`, `s_barrier`, `s_endpgm`, ...) retire in the instruction scheduler itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// Scalar ALU.
+    Salu,
+    /// Vector ALU at full or reduced rate.
+    Valu,
+    /// Vector ALU, transcendental (quarter rate).
+    Trans,
+    /// Matrix core (issues through the VALU port).
+    Mfma,
+    /// Vector memory.
+    Vmem,
+    /// Scalar memory.
+    Smem,
+    /// LDS.
+    Lds,
+    /// Branches.
+    Branch,
+    /// Handled by the instruction scheduler, no execution unit.
+    Internal,
+}
+
+/// Timing facts of one opcode, per target (indexed by [`target_index`]). Sources are listed in
+/// `tools/isa_probe.py`, which generates them, and in `docs/timing.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpTiming {
+    /// The issue category.
+    pub unit: Unit,
+    /// Cycles a wave64 instance keeps its unit busy (VALU: 4 at full rate; MFMA: the matrix
+    /// unit's pass cycles). Memory units take their busy time from the machine model instead.
+    pub busy: [u8; 3],
+    /// Cycles from issue until a dependent instruction may read the result (ALU results only;
+    /// memory results are covered by `s_waitcnt`).
+    pub latency: [u8; 3],
+    /// Cycles before the SIMD's VALU may issue again: `busy` for VALU ops; an MFMA's VALU
+    /// co-execution delay, or its whole duration where it does not co-execute.
+    pub valu_block: [u8; 3],
+}
+
+impl OpTiming {
+    /// A table entry.
+    pub const fn new(unit: Unit, busy: [u8; 3], latency: [u8; 3], valu_block: [u8; 3]) -> Self {
+        OpTiming {
+            unit,
+            busy,
+            latency,
+            valu_block,
+        }
+    }
 }
 
 impl OpInfo {
@@ -320,6 +376,7 @@ impl OpInfo {
         operands: &'static [OperandInfo],
         alt_operands: &'static [OperandInfo],
         flags: u32,
+        timing: OpTiming,
     ) -> OpInfo {
         OpInfo {
             name,
@@ -330,6 +387,7 @@ impl OpInfo {
             operands,
             alt_operands,
             flags,
+            timing,
         }
     }
 

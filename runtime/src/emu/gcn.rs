@@ -117,6 +117,8 @@ impl GcnEmulator {
             )?;
             Ok(Arc::new(KernelImage {
                 name: k.info.name.clone(),
+                vector_registers: k.info.descriptor.registers_allocated(m.target),
+                sgprs: k.info.descriptor.sgprs_allocated(m.target),
                 target: m.target,
                 setup,
                 program,
@@ -206,8 +208,9 @@ impl Device for GcnEmulator {
         let id = self.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let pack = |queue: u64| args::pack(&k.info.meta, args, &HiddenValues { dims, queue });
         match run_launch(&self.mem, &image, dims, pack, self.config(), id) {
-            Ok(c) => {
-                let s = c.to_launch_stats();
+            Ok((c, timing)) => {
+                let mut s = c.to_launch_stats();
+                s.timing = timing.map(Box::new);
                 *self.last.lock().unwrap_or_else(|p| p.into_inner()) = c;
                 Ok(s)
             }

@@ -16,10 +16,14 @@ use rayon::prelude::*;
 use super::dispatch::{aql_packet, waves_per_group, DispatchAddrs, KernelSetup};
 use super::memory::Memory;
 use super::program::Program;
-use super::scheduler::{run_workgroup, LaunchState, RunConfig, WorkgroupScratch};
+use super::scheduler::{
+    run_workgroup, run_workgroup_traced, LaunchState, RunConfig, WorkgroupScratch,
+};
 use super::stats::Counters;
 use super::wave::{At, EmuError};
 use crate::device::LaunchDims;
+use crate::timing::trace::GroupTrace;
+use crate::timing::{facts, DeviceSim, GroupShape, TimingReport};
 
 /// A kernel ready to launch.
 pub struct KernelImage {
@@ -35,6 +39,10 @@ pub struct KernelImage {
     pub entry: u64,
     /// Device address of the kernel descriptor (the AQL packet's kernel object).
     pub descriptor: u64,
+    /// Vector registers (VGPRs + AGPRs) the descriptor allocates per wave (for occupancy).
+    pub vector_registers: u32,
+    /// SGPRs the descriptor allocates per wave, VCC etc. included.
+    pub sgprs: u32,
 }
 
 /// Why a launch did not run to completion.
@@ -93,7 +101,8 @@ pub fn validate_dims(dims: &LaunchDims, setup: &KernelSetup, target: Target) -> 
 }
 
 /// Runs one launch of `k`. `kernarg` packs the kernarg segment (explicit and hidden arguments)
-/// given the address of the launch's queue object.
+/// given the address of the launch's queue object. With `config.timing`, the launch is also timed
+/// on that machine model.
 pub fn run_launch(
     mem: &Memory,
     k: &KernelImage,
@@ -101,8 +110,16 @@ pub fn run_launch(
     kernarg: impl FnOnce(u64) -> Result<Vec<u8>, String>,
     config: RunConfig,
     dispatch_id: u64,
-) -> Result<Counters, LaunchError> {
+) -> Result<(Counters, Option<TimingReport>), LaunchError> {
     validate_dims(&dims, &k.setup, k.target).map_err(LaunchError::Invalid)?;
+    if let Some(m) = config.timing {
+        if m.target != k.target {
+            return Err(LaunchError::Invalid(format!(
+                "the timing model {} is a {} machine, but the code object is for {}",
+                m.name, m.target, k.target
+            )));
+        }
+    }
     let mut allocations = Vec::new();
     let result = (|| {
         let mut alloc = |bytes: u64| -> Result<u64, LaunchError> {
@@ -162,6 +179,9 @@ pub fn run_launch(
         };
         let [gx, gy, gz] = dims.grid.map(|g| g as u64);
         let total = gx * gy * gz;
+        if let Some(model) = config.timing {
+            return run_timed(&state, k, model, total, slot_bytes, slots);
+        }
         let first_bad = AtomicU64::new(u64::MAX);
         let failure: Mutex<Option<(u64, EmuError)>> = Mutex::new(None);
         let record = |id: u64, e: EmuError| {
@@ -227,13 +247,106 @@ pub fn run_launch(
         let _ = gz;
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some((_, e)) => Err(LaunchError::Fault(e)),
-            None => Ok(counters),
+            None => Ok((counters, None)),
         }
     })();
     for a in allocations {
         let _ = mem.free(a);
     }
     result
+}
+
+/// The workgroup with linear id `id` of a grid `[gx, gy, _]`.
+fn group_coords(id: u64, gx: u64, gy: u64) -> [u32; 3] {
+    [
+        (id % gx) as u32,
+        ((id / gx) % gy) as u32,
+        (id / (gx * gy)) as u32,
+    ]
+}
+
+/// Runs a launch functionally in batches of workgroups (in parallel, as untimed launches do),
+/// while the timing model replays the previous batch: the two overlap on the host's cores, and
+/// the model sees workgroups in dispatch order whatever the number of threads.
+fn run_timed(
+    state: &LaunchState,
+    k: &KernelImage,
+    model: &'static kjit_backend_gcn::machine::MachineModel,
+    total: u64,
+    slot_bytes: u64,
+    slots: u64,
+) -> Result<(Counters, Option<TimingReport>), LaunchError> {
+    let facts = facts::program_facts(&k.program, k.target);
+    let shape = GroupShape {
+        waves: waves_per_group(&state.dims),
+        vector_registers: k.vector_registers,
+        sgprs: k.sgprs,
+        lds_bytes: k.setup.group_segment_fixed_size + state.dims.dynamic_lds,
+    };
+    let mut sim = DeviceSim::new(model, &facts, shape, total);
+    let [gx, gy, _] = state.dims.grid.map(|g| g as u64);
+    // Enough workgroups per batch to fill the device several times over.
+    let batch = (model.cus as u64 * 32).max(4096);
+    let produce = |from: u64| -> Result<(Vec<GroupTrace>, Counters), (u64, EmuError)> {
+        let to = (from + batch).min(total);
+        let results: Vec<Result<(GroupTrace, Counters), (u64, EmuError)>> = (from..to)
+            .into_par_iter()
+            .map_init(WorkgroupScratch::default, |scratch, id| {
+                let slot = rayon::current_thread_index().unwrap_or(0) as u64 % slots;
+                let mut trace = GroupTrace::new(id, 0);
+                let run = catch_unwind(AssertUnwindSafe(|| {
+                    run_workgroup_traced(
+                        state,
+                        group_coords(id, gx, gy),
+                        slot * slot_bytes,
+                        scratch,
+                        &mut trace,
+                    )
+                }));
+                match run {
+                    Ok(Ok(c)) => Ok((trace, c)),
+                    Ok(Err(e)) => Err((id, e)),
+                    Err(_) => {
+                        *scratch = WorkgroupScratch::default();
+                        Err((
+                            id,
+                            EmuError::Stuck {
+                                at: At::default(),
+                                detail: "internal error of the software device (please report)"
+                                    .into(),
+                            },
+                        ))
+                    }
+                }
+            })
+            .collect();
+        let mut traces = Vec::with_capacity(results.len());
+        let mut counters = Counters::default();
+        for r in results {
+            let (t, c) = r?;
+            traces.push(t);
+            counters.merge(&c);
+        }
+        Ok((traces, counters))
+    };
+    let mut counters = Counters::default();
+    let mut next = produce(0);
+    let mut from = 0u64;
+    loop {
+        let (traces, c) = next.map_err(|(_, e)| LaunchError::Fault(e))?;
+        counters.merge(&c);
+        from += traces.len() as u64;
+        sim.feed(traces);
+        if from >= total {
+            sim.run();
+            break;
+        }
+        // Produce the next batch while the model replays this one.
+        let (n, _) = rayon::join(|| produce(from), || sim.run());
+        next = n;
+    }
+    let report = sim.finish(counters.bytes_read, counters.bytes_written);
+    Ok((counters, Some(report)))
 }
 
 #[cfg(test)]

@@ -54,6 +54,8 @@ pub struct Decoded {
     pub vector: bool,
     /// Assembler text with the encoding, for messages.
     pub text: String,
+    /// The opcode (its table entry has the timing model's facts); `None` for undecodable words.
+    pub opcode: Option<kjit_backend_gcn::isa::Opcode>,
     /// Register operands beyond what the kernel descriptor allocates: executing this is an error.
     pub illegal: Option<String>,
     /// Wait states it provides, produces and needs (see `wait_states`).
@@ -93,11 +95,17 @@ impl Program {
     /// The instruction at `pc`.
     #[inline(always)]
     pub fn at(&self, pc: u64) -> Result<&Decoded, EmuError> {
+        self.lookup(pc).map(|(_, d)| d)
+    }
+
+    /// The instruction at `pc` and its index in [`Program::insts`].
+    #[inline(always)]
+    pub fn lookup(&self, pc: u64) -> Result<(u32, &Decoded), EmuError> {
         let off = pc.wrapping_sub(self.base);
         if off.is_multiple_of(4) {
             if let Some(&i) = self.index.get((off / 4) as usize) {
                 if i != u32::MAX {
-                    return Ok(&self.insts[i as usize]);
+                    return Ok((i, &self.insts[i as usize]));
                 }
             }
         }

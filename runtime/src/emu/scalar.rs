@@ -749,15 +749,22 @@ pub fn execute(w: &mut Wave, i: &ScalarInst) -> Result<Flow, EmuError> {
         }
         Barrier => return Ok(Flow::Barrier),
         Waitcnt => {
-            let s = i.simm16 as u32;
-            return Ok(Flow::Wait {
-                vm: (s & 0xf) | ((s >> 14) & 3) << 4,
-                exp: (s >> 4) & 7,
-                lgkm: (s >> 8) & 0xf,
-            });
+            let (vm, exp, lgkm) = waitcnt_counts(i.simm16);
+            return Ok(Flow::Wait { vm, exp, lgkm });
         }
     }
     Ok(Flow::Next)
+}
+
+/// The counts of an `s_waitcnt` immediate on gfx9: `(vmcnt, expcnt, lgkmcnt)`; vmcnt is split
+/// over bits 3:0 and 15:14.
+pub fn waitcnt_counts(simm16: u16) -> (u32, u32, u32) {
+    let s = simm16 as u32;
+    (
+        (s & 0xf) | ((s >> 14) & 3) << 4,
+        (s >> 4) & 7,
+        (s >> 8) & 0xf,
+    )
 }
 
 /// Checks (and reads) `n` SGPRs at absolute code `at`, for `s_movrels/movreld`.

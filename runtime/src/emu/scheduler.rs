@@ -17,6 +17,7 @@
 
 use std::str::FromStr;
 
+use kjit_backend_gcn::machine::MachineModel;
 use kjit_backend_gcn::Target;
 
 use super::ctx::Ctx;
@@ -31,6 +32,8 @@ use super::wait_states::WaitClock;
 use super::wave::{At, EmuError, Wave, LANES};
 use super::{ds, smem, valu, vmem};
 use crate::device::LaunchDims;
+use crate::timing::footprint;
+use crate::timing::trace::GroupTrace;
 
 /// How the waves of a workgroup take turns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +74,8 @@ pub struct RunConfig {
     /// Report instructions issued fewer wait states after their producer than gfx9 requires
     /// (see `wait_states`).
     pub check_wait_states: bool,
+    /// Time launches on this machine model (see `crate::timing`); `None` runs untimed.
+    pub timing: Option<&'static MachineModel>,
 }
 
 impl Default for RunConfig {
@@ -80,6 +85,7 @@ impl Default for RunConfig {
             max_instructions_per_wave: 100_000_000,
             strict_store_sources: false,
             check_wait_states: true,
+            timing: None,
         }
     }
 }
@@ -109,6 +115,7 @@ pub struct WorkgroupScratch {
     /// The workgroup's LDS.
     pub lds: Lds,
     slots: Vec<Slot>,
+    addrs: Vec<u64>,
 }
 
 impl Default for WorkgroupScratch {
@@ -116,8 +123,15 @@ impl Default for WorkgroupScratch {
         WorkgroupScratch {
             lds: Lds::new(0, false),
             slots: Vec::new(),
+            addrs: Vec::new(),
         }
     }
+}
+
+/// Where the timing model's trace of a workgroup is recorded while it runs.
+struct Recorder<'t> {
+    trace: &'t mut GroupTrace,
+    addrs: &'t mut Vec<u64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -160,14 +174,47 @@ fn locate(e: EmuError, w: &Wave, d: Option<&Decoded>, image_base: u64) -> EmuErr
     })
 }
 
-/// Executes one instruction of `slot`'s wave.
+/// Executes one instruction of `slot`'s wave (recording it for the timing model if asked).
 #[inline]
-fn step(l: &LaunchState, slot: &mut Slot, lds: &mut Lds, wave_index: u8) -> Result<Flow, EmuError> {
+fn step(
+    l: &LaunchState,
+    slot: &mut Slot,
+    lds: &mut Lds,
+    wave_index: u8,
+    rec: Option<&mut Recorder>,
+) -> Result<Flow, EmuError> {
     let w = &mut slot.wave;
-    let d = match l.program.at(w.pc) {
-        Ok(d) => d,
+    let (index, d) = match l.program.lookup(w.pc) {
+        Ok(x) => x,
         Err(e) => return Err(locate(e, w, None, l.program.image_base)),
     };
+    if let Some(rec) = rec {
+        // Footprints read the registers as the instruction finds them.
+        let extra = record_footprint(l, d, w, rec);
+        let r = execute(
+            l,
+            d,
+            w,
+            &mut slot.sb,
+            &mut slot.counters,
+            &mut slot.cache,
+            lds,
+            wave_index,
+            &mut slot.executed,
+            &mut slot.clock,
+        );
+        let r = r.map_err(|e| locate(e, w, Some(d), l.program.image_base));
+        if r.is_ok() {
+            match &d.op {
+                Op::Vmem(_) | Op::Smem(_) => {
+                    rec.trace
+                        .push_access(wave_index as usize, index, rec.addrs, extra)
+                }
+                _ => rec.trace.push(wave_index as usize, index, extra),
+            }
+        }
+        return r;
+    }
     let r = execute(
         l,
         d,
@@ -181,6 +228,28 @@ fn step(l: &LaunchState, slot: &mut Slot, lds: &mut Lds, wave_index: u8) -> Resu
         &mut slot.clock,
     );
     r.map_err(|e| locate(e, w, Some(d), l.program.image_base))
+}
+
+/// Gathers what the timing model needs of `d` before it executes: its memory addresses (into
+/// `rec.addrs`), and the step's extra field (LDS bank cycles, VALU active lanes, direct-to-LDS).
+fn record_footprint(l: &LaunchState, d: &Decoded, w: &Wave, rec: &mut Recorder) -> u16 {
+    rec.addrs.clear();
+    match &d.op {
+        Op::Vmem(v) => {
+            vmem::touched_addresses(w, v, l.addrs.scratch_per_lane, rec.addrs);
+            v.lds as u16
+        }
+        Op::Smem(s) => {
+            if let Some((a, n)) = smem::touched_range(w, s) {
+                rec.addrs.push(a);
+                rec.addrs.push(a + n.max(1) as u64 - 1);
+            }
+            0
+        }
+        Op::Ds(ds) => footprint::lds_bank_cycles(w, ds),
+        Op::Valu(_) => w.exec.count_ones() as u16,
+        _ => 0,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -288,6 +357,18 @@ pub fn run_workgroup(
     run_workgroup_with(l, wg, scratch_offset, scratch, |_| {})
 }
 
+/// [`run_workgroup`], recording every wave's executed instructions and memory footprints into
+/// `trace` for the timing model.
+pub fn run_workgroup_traced(
+    l: &LaunchState,
+    wg: [u32; 3],
+    scratch_offset: u64,
+    scratch: &mut WorkgroupScratch,
+    trace: &mut GroupTrace,
+) -> Result<Counters, EmuError> {
+    run_workgroup_inner(l, wg, scratch_offset, scratch, |_| {}, Some(trace))
+}
+
 /// [`run_workgroup`], with `init` applied to every wave's initial state (tests).
 pub fn run_workgroup_with(
     l: &LaunchState,
@@ -296,9 +377,30 @@ pub fn run_workgroup_with(
     scratch: &mut WorkgroupScratch,
     init: impl Fn(&mut Wave),
 ) -> Result<Counters, EmuError> {
+    run_workgroup_inner(l, wg, scratch_offset, scratch, init, None)
+}
+
+fn run_workgroup_inner(
+    l: &LaunchState,
+    wg: [u32; 3],
+    scratch_offset: u64,
+    scratch: &mut WorkgroupScratch,
+    init: impl Fn(&mut Wave),
+    trace: Option<&mut GroupTrace>,
+) -> Result<Counters, EmuError> {
     let nwaves = super::dispatch::waves_per_group(&l.dims) as usize;
     let lds_bytes = l.setup.group_segment_fixed_size + l.dims.dynamic_lds;
-    let WorkgroupScratch { lds, slots: pool } = scratch;
+    let WorkgroupScratch {
+        lds,
+        slots: pool,
+        addrs,
+    } = scratch;
+    let mut rec = trace.map(|trace| {
+        trace.waves.clear();
+        trace.waves.resize(nwaves, Default::default());
+        trace.granules.clear();
+        Recorder { trace, addrs }
+    });
     lds.reset(lds_bytes, nwaves > 1);
     let per_wave = l.addrs.scratch_per_wave();
     while pool.len() < nwaves {
@@ -390,7 +492,7 @@ pub fn run_workgroup_with(
         };
         let slot = &mut slots[i];
         for _ in 0..quantum {
-            match step(l, slot, lds, i as u8)? {
+            match step(l, slot, lds, i as u8, rec.as_mut())? {
                 Flow::Barrier => {
                     slot.state = State::AtBarrier;
                     running -= 1;
@@ -528,6 +630,7 @@ mod program_tests {
                     issuing,
                     class,
                     vector,
+                    opcode: None,
                     illegal: None,
                     waits: Default::default(),
                 }
@@ -855,6 +958,7 @@ mod perf_probe {
                         InstClass::Salu
                     },
                     vector,
+                    opcode: None,
                     illegal: None,
                     waits: Default::default(),
                 }

@@ -113,6 +113,25 @@ impl SmemInst {
     }
 }
 
+/// The byte address and length of a scalar load or store through a base pair (for the timing
+/// model's scalar cache); `None` for buffer forms and cache control.
+pub fn touched_range(w: &Wave, i: &SmemInst) -> Option<(u64, u32)> {
+    let soff = match i.soffset {
+        Some(c) => w.read_scalar(c, 0, SrcType::B32).ok()? as i64,
+        None => 0,
+    };
+    match i.op {
+        SmemOp::Load(n) | SmemOp::Store(n) => {
+            let base = w.read_scalar64(i.sbase, 0, SrcType::B64).ok()?;
+            Some((
+                base.wrapping_add((i.offset as i64 + soff) as u64) & !3,
+                4 * n as u32,
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Executes one SMEM instruction.
 pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &SmemInst) -> Result<(), EmuError> {
     // Code-object address, for messages (waves run at device addresses).

@@ -84,6 +84,7 @@ impl Counters {
             bytes_written: self.bytes_written,
             hazard_checks: self.hazard_checks,
             waves: self.waves,
+            timing: None,
         }
     }
 }

@@ -233,6 +233,7 @@ pub fn translate(
         class: parts.class,
         vector: parts.vector,
         text,
+        opcode: None,
         illegal: None,
         waits: WaitRules::default(),
     };
@@ -965,7 +966,10 @@ fn vop3p_source_count(base: &str) -> usize {
 /// Identifies the instruction at the start of `words` with the instruction layer
 /// ([`kjit_backend_gcn::isa::decode`]): its mnemonic as LLVM spells it on `target`, its length in
 /// dwords, and its assembler text followed by its encoding words (for error messages).
-pub fn identify(words: &[u32], target: Target) -> Result<(String, usize, String), String> {
+pub fn identify(
+    words: &[u32],
+    target: Target,
+) -> Result<(String, usize, String, kjit_backend_gcn::isa::Opcode), String> {
     let (inst, len) = kjit_backend_gcn::isa::decode(words, target).map_err(|e| e.to_string())?;
     let name = kjit_backend_gcn::isa::print::mnemonic(&inst, target);
     let enc: Vec<String> = words[..len.min(words.len())]
@@ -973,7 +977,7 @@ pub fn identify(words: &[u32], target: Target) -> Result<(String, usize, String)
         .map(|w| format!("{w:#010x}"))
         .collect();
     let text = format!("{} ({})", inst.display(target), enc.join(" "));
-    Ok((name, len, text))
+    Ok((name, len, text, inst.op))
 }
 
 /// Decodes a kernel's code (at device address `entry`) into the device's program. Words that do
@@ -1001,16 +1005,11 @@ pub fn decode_program(
     while k < words.len() {
         let pc = entry + 4 * k as u64;
         match identify(&words[k..], target) {
-            Ok((name, len, text)) => {
+            Ok((name, len, text, opcode)) => {
                 let len = len.max(1).min(words.len() - k);
-                insts.push(translate(
-                    &name,
-                    &words[k..k + len],
-                    pc,
-                    target,
-                    limits,
-                    text,
-                ));
+                let mut d = translate(&name, &words[k..k + len], pc, target, limits, text);
+                d.opcode = Some(opcode);
+                insts.push(d);
                 k += len;
             }
             Err(why) => {
@@ -1024,6 +1023,7 @@ pub fn decode_program(
                     class: InstClass::Salu,
                     vector: false,
                     text: format!("<undecodable {:#010x}>", words[k]),
+                    opcode: None,
                     illegal: None,
                     waits: WaitRules::default(),
                 });

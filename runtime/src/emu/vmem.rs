@@ -788,6 +788,29 @@ fn global_fast_path<'m>(
     mem.span(ctx.cache, lo, end)
 }
 
+/// Appends the device byte address of every item `i` accesses in global memory (each active
+/// lane's dwords, or its one sub-dword item), for the timing model's coalescer. Called before
+/// [`execute`] on the same wave state; items in the LDS window or out of a buffer's range are
+/// skipped, and an addressing error is left for `execute` to report.
+pub fn touched_addresses(w: &Wave, i: &VmemInst, scratch_per_lane: u32, out: &mut Vec<u64>) {
+    let Ok(a) = prepare(w, i) else { return };
+    let (n, bytes) = match i.op {
+        VmemOp::Load(s) | VmemOp::Store(s) => (s.dwords as u32, s.bytes as u32),
+        VmemOp::Atomic { wide, .. } => (1, if wide { 8 } else { 4 }),
+        VmemOp::CacheControl => return,
+    };
+    for l in 0..LANES {
+        if w.exec >> l & 1 == 0 {
+            continue;
+        }
+        for k in 0..n.max(1) {
+            if let Ok(Target::Global(addr)) = locate(w, i, &a, l, k, bytes, scratch_per_lane) {
+                out.push(addr);
+            }
+        }
+    }
+}
+
 /// Executes one vector memory instruction: memory is read or written now; loaded data is handed
 /// to the scoreboard.
 pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError> {

@@ -1,0 +1,739 @@
+//! The whole device: the dispatcher, the event loop over CUs, and the report.
+//!
+//! Takes the kernel's instruction facts, its resource needs and the workgroups' traces (fed in
+//! dispatch order, in batches, while the functional device produces the next ones); gives a
+//! [`TimingReport`]. Events are CU issue turns in cycle order (a binary heap), so requests reach
+//! the shared memory system in issue order and the result does not depend on host threads.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use kjit_backend_gcn::codeobj::descriptor::{Occupancy, MAX_BARRIERS_PER_CU, SIMDS_PER_CU};
+use kjit_backend_gcn::machine::MachineModel;
+
+use super::cu::{turn_at_or_after, Cu, WaveState, CATEGORIES, MAX_LGKMCNT, MAX_VMCNT, NEVER};
+use super::facts::{InstFacts, Kind};
+use super::memory::MemorySystem;
+use super::report::{HotInst, StallCause, Stalls, TimingReport};
+use super::trace::{GroupTrace, GRANULE};
+
+/// What one workgroup of the kernel needs from a CU.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupShape {
+    /// Waves per workgroup.
+    pub waves: u32,
+    /// Vector registers (VGPRs + AGPRs) allocated per wave.
+    pub vector_registers: u32,
+    /// SGPRs allocated per wave.
+    pub sgprs: u32,
+    /// LDS bytes per workgroup (static + dynamic).
+    pub lds_bytes: u32,
+}
+
+struct GroupState {
+    trace: GroupTrace,
+    cu: u32,
+    waves: Vec<u32>,
+    live: u32,
+    arrived: u32,
+}
+
+/// The timing simulation of one launch.
+pub struct DeviceSim<'f> {
+    m: &'static MachineModel,
+    facts: &'f [InstFacts],
+    shape: GroupShape,
+    waves_per_simd_limit: u32,
+    groups_per_cu_limit: u32,
+    cus: Vec<Cu>,
+    mem: MemorySystem,
+    waves: Vec<WaveState>,
+    free_waves: Vec<u32>,
+    groups: Vec<Option<GroupState>>,
+    free_groups: Vec<u32>,
+    pending: VecDeque<GroupTrace>,
+    total_groups: u64,
+    fed: u64,
+    dispatch_stalled: Option<u64>,
+    dispatch_free: f64,
+    rr: Vec<usize>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    end: u64,
+    stalls: Stalls,
+    inst_stalls: Vec<[u64; 8]>,
+    inst_issued: Vec<u64>,
+    flops: u64,
+    wave_cycles: u64,
+    instructions: u64,
+    lines: Vec<u64>,
+}
+
+impl<'f> DeviceSim<'f> {
+    /// A simulation of `total_groups` workgroups of `shape` running code with `facts` on `m`.
+    pub fn new(
+        m: &'static MachineModel,
+        facts: &'f [InstFacts],
+        shape: GroupShape,
+        total_groups: u64,
+    ) -> DeviceSim<'f> {
+        let occ = Occupancy::from_counts(
+            m.target,
+            shape.vector_registers,
+            shape.sgprs,
+            shape.lds_bytes,
+            None,
+        );
+        let slots = m.target.max_waves_per_simd() * SIMDS_PER_CU;
+        let groups_per_cu_limit = if shape.waves <= 1 {
+            slots
+        } else {
+            MAX_BARRIERS_PER_CU
+        };
+        DeviceSim {
+            m,
+            facts,
+            shape,
+            waves_per_simd_limit: occ.waves_per_simd.max(1),
+            groups_per_cu_limit,
+            cus: (0..m.cus).map(|c| Cu::new(c % m.partitions)).collect(),
+            mem: MemorySystem::new(m),
+            waves: Vec::new(),
+            free_waves: Vec::new(),
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            pending: VecDeque::new(),
+            total_groups,
+            fed: 0,
+            dispatch_stalled: Some(0),
+            dispatch_free: 0.0,
+            rr: vec![0; m.partitions as usize],
+            heap: BinaryHeap::new(),
+            end: 0,
+            stalls: Stalls::default(),
+            inst_stalls: vec![[0; 8]; facts.len()],
+            inst_issued: vec![0; facts.len()],
+            flops: 0,
+            wave_cycles: 0,
+            instructions: 0,
+            lines: Vec::new(),
+        }
+    }
+
+    /// Hands the simulation the next workgroups' traces, in dispatch order.
+    pub fn feed(&mut self, groups: impl IntoIterator<Item = GroupTrace>) {
+        for g in groups {
+            self.fed += 1;
+            self.pending.push_back(g);
+        }
+    }
+
+    /// Runs until every workgroup has finished, or until the dispatcher needs a workgroup that
+    /// has not been fed yet (then returns `false`; feed more and call again).
+    pub fn run(&mut self) -> bool {
+        loop {
+            if let Some(t) = self.dispatch_stalled {
+                if self.pending.is_empty() && self.fed < self.total_groups {
+                    return false;
+                }
+                self.dispatch_stalled = None;
+                self.dispatch(t);
+                continue;
+            }
+            let Some(Reverse((t, cu))) = self.heap.pop() else {
+                return true;
+            };
+            if self.cus[cu as usize].next_wake != t {
+                continue;
+            }
+            self.cus[cu as usize].next_wake = NEVER;
+            self.turn(cu as usize, t);
+        }
+    }
+
+    fn schedule(&mut self, cu: usize, t: u64) {
+        if t < self.cus[cu].next_wake {
+            self.cus[cu].next_wake = t;
+            self.heap.push(Reverse((t, cu as u32)));
+        }
+    }
+
+    /// Whether a workgroup fits on `cu` now.
+    fn fits(&self, cu: usize) -> bool {
+        let c = &self.cus[cu];
+        if c.groups >= self.groups_per_cu_limit
+            || c.lds_used + self.shape.lds_bytes > self.m.target.lds_bytes()
+        {
+            return false;
+        }
+        let free: u32 = c
+            .simds
+            .iter()
+            .map(|s| self.waves_per_simd_limit.saturating_sub(s.placed))
+            .sum();
+        free >= self.shape.waves
+    }
+
+    /// Places pending workgroups, in order, while they fit (each on the next CU of its
+    /// partition, round-robin, that has room).
+    fn dispatch(&mut self, t: u64) {
+        let per_partition = self.m.cus / self.m.partitions;
+        loop {
+            let Some(front) = self.pending.front() else {
+                if self.fed < self.total_groups {
+                    self.dispatch_stalled = Some(t);
+                }
+                return;
+            };
+            let p = (front.id % self.m.partitions as u64) as usize;
+            let start = self.rr[p];
+            let found = (0..per_partition as usize)
+                .map(|k| (start + k) % per_partition as usize)
+                .find(|&k| self.fits(k * self.m.partitions as usize + p));
+            let Some(k) = found else {
+                return;
+            };
+            self.rr[p] = (k + 1) % per_partition as usize;
+            let cu = k * self.m.partitions as usize + p;
+            let trace = self.pending.pop_front().expect("front exists");
+            let at = (self.dispatch_free.max(t as f64)) as u64;
+            self.dispatch_free =
+                self.dispatch_free.max(t as f64) + 1.0 / self.m.dispatch_per_clk as f64;
+            self.place(cu, trace, at);
+        }
+    }
+
+    fn place(&mut self, cu: usize, trace: GroupTrace, at: u64) {
+        let slot = match self.free_groups.pop() {
+            Some(s) => s,
+            None => {
+                self.groups.push(None);
+                self.groups.len() as u32 - 1
+            }
+        };
+        let start = at + self.m.wave_launch_cycles as u64;
+        let n = trace.waves.len();
+        let mut ids = Vec::with_capacity(n);
+        for w in 0..n {
+            let c = &mut self.cus[cu];
+            // The least loaded SIMD takes the next wave.
+            let simd = (0..4)
+                .min_by_key(|&s| (c.simds[s].placed, s))
+                .expect("four SIMDs") as u8;
+            c.simds[simd as usize].placed += 1;
+            let ws = WaveState::new(slot, w as u16, simd, start);
+            let id = match self.free_waves.pop() {
+                Some(id) => {
+                    self.waves[id as usize] = ws;
+                    id
+                }
+                None => {
+                    self.waves.push(ws);
+                    self.waves.len() as u32 - 1
+                }
+            };
+            let s = &mut self.cus[cu].simds[simd as usize];
+            if let Some(since) = s.empty_since.take() {
+                self.stalls
+                    .add(StallCause::NoWaveResident, start.saturating_sub(since));
+            }
+            s.waves.push(id);
+            ids.push(id);
+        }
+        let c = &mut self.cus[cu];
+        c.groups += 1;
+        c.lds_used += self.shape.lds_bytes;
+        let live = ids.len() as u32;
+        self.groups[slot as usize] = Some(GroupState {
+            trace,
+            cu: cu as u32,
+            waves: ids.clone(),
+            live,
+            arrived: 0,
+        });
+        for id in ids {
+            self.prepare(cu, id, start);
+        }
+        if live == 0 {
+            self.retire_group(slot, start);
+        }
+        self.schedule_cu(cu);
+    }
+
+    /// Sets the wave's `ready_at`/`cause` for its current step, given it may go from `t`.
+    fn prepare(&mut self, cu: usize, id: u32, t: u64) {
+        let Some(step) = self.current_step(id) else {
+            // Ran off the trace without s_endpgm (a failed launch): end the wave.
+            self.end_wave(cu, id, t);
+            return;
+        };
+        let facts = self.facts;
+        let f = &facts[step.inst as usize];
+        let mut ready = t;
+        let mut cause = StallCause::IssuePort;
+        fn later(at: u64, why: StallCause, ready: &mut u64, cause: &mut StallCause) {
+            if at > *ready {
+                *ready = at;
+                *cause = why;
+            }
+        }
+        let p = self.cus[cu].partition as usize;
+        let w = &mut self.waves[id as usize];
+        if f.fetch_line != w.fetch_line {
+            w.fetch_line = f.fetch_line;
+            if let Some(arrive) = self.mem.fetch(cu, p, f.fetch_line, t) {
+                later(arrive, StallCause::IcacheMiss, &mut ready, &mut cause);
+            }
+        }
+        match f.kind {
+            Kind::Waitcnt { vm, lgkm } => {
+                later(
+                    w.vm_ready(vm as usize),
+                    StallCause::VmcntWait,
+                    &mut ready,
+                    &mut cause,
+                );
+                later(
+                    w.lgkm_ready(lgkm as usize),
+                    StallCause::LgkmcntWait,
+                    &mut ready,
+                    &mut cause,
+                );
+            }
+            Kind::Vmem { .. } if w.vm.len() >= MAX_VMCNT => {
+                later(
+                    w.vm_ready(MAX_VMCNT - 1),
+                    StallCause::VmcntWait,
+                    &mut ready,
+                    &mut cause,
+                );
+            }
+            Kind::Lds { .. } | Kind::Smem if w.lgkm.len() >= MAX_LGKMCNT => {
+                later(
+                    w.lgkm_ready(MAX_LGKMCNT - 1),
+                    StallCause::LgkmcntWait,
+                    &mut ready,
+                    &mut cause,
+                );
+            }
+            _ => {}
+        }
+        for (regs, at) in &w.pending {
+            if *at > ready && (regs.intersects(&f.reads) || regs.intersects(&f.writes)) {
+                ready = *at;
+                cause = StallCause::Dependency;
+            }
+        }
+        w.ready_at = ready;
+        w.cause = cause;
+    }
+
+    /// The step wave `id` is at, if any.
+    fn current_step(&self, id: u32) -> Option<super::trace::Step> {
+        let w = &self.waves[id as usize];
+        let g = self.groups[w.group as usize].as_ref()?;
+        g.trace.waves[w.index as usize]
+            .steps
+            .get(w.cursor as usize)
+            .copied()
+    }
+
+    /// The next cycle at which wave `id` might issue (aligned to its SIMD's turn).
+    fn next_try(&self, cu: usize, id: u32) -> u64 {
+        let w = &self.waves[id as usize];
+        if w.at_barrier {
+            return NEVER;
+        }
+        let c = &self.cus[cu];
+        let s = &c.simds[w.simd as usize];
+        let Some(step) = self.current_step(id) else {
+            return NEVER;
+        };
+        let f = &self.facts[step.inst as usize];
+        let unit_free = match f.kind {
+            Kind::Valu => s.valu_free,
+            Kind::Mfma => s.valu_free.max(s.mfma_free),
+            Kind::Vmem { .. } => c.vmem_free,
+            Kind::Lds { .. } => c.lds_port_free[w.simd as usize / 2],
+            _ => 0,
+        };
+        let earliest = w.ready_at.max(unit_free).max(w.last_issue + 1);
+        turn_at_or_after(earliest, w.simd)
+    }
+
+    /// Recomputes the cached next-issue bounds of every wave of `cu` and schedules its next turn.
+    fn schedule_cu(&mut self, cu: usize) {
+        for s in 0..4 {
+            self.refresh_simd(cu, s, |_| true);
+        }
+        self.wake_cu(cu);
+    }
+
+    /// Recomputes `next_try` of the waves of SIMD `s` selected by `which`, and the SIMD's minimum.
+    fn refresh_simd(&mut self, cu: usize, s: usize, which: impl Fn(&WaveState) -> bool) {
+        let mut best = NEVER;
+        for k in 0..self.cus[cu].simds[s].waves.len() {
+            let id = self.cus[cu].simds[s].waves[k];
+            let w = &self.waves[id as usize];
+            let nt = if which(w) {
+                let nt = self.next_try(cu, id);
+                self.waves[id as usize].next_try = nt;
+                nt
+            } else {
+                w.next_try
+            };
+            best = best.min(nt);
+        }
+        self.cus[cu].simds[s].next_try = best;
+    }
+
+    /// Schedules the CU's next turn from its SIMDs' cached minima.
+    fn wake_cu(&mut self, cu: usize) {
+        let best = self.cus[cu]
+            .simds
+            .iter()
+            .map(|s| s.next_try)
+            .min()
+            .unwrap_or(NEVER);
+        if best < NEVER {
+            self.schedule(cu, best);
+        }
+    }
+
+    /// One issue turn of CU `cu` at cycle `t` (SIMD `t mod 4`). Cached bounds of the other
+    /// SIMDs' waves stay valid: units only get busier, so they remain lower bounds.
+    fn turn(&mut self, cu: usize, t: u64) {
+        let simd = (t % 4) as usize;
+        let mut used = [false; CATEGORIES];
+        let mut k = 0;
+        while k < self.cus[cu].simds[simd].waves.len() {
+            let id = self.cus[cu].simds[simd].waves[k];
+            k += 1;
+            let w = &self.waves[id as usize];
+            if w.at_barrier || w.next_try > t || w.ready_at > t {
+                continue;
+            }
+            let before = self.cus[cu].simds[simd].waves.len();
+            self.try_issue(cu, id, t, &mut used);
+            // A wave that ended left the list: the next one moved into its place.
+            if self.cus[cu].simds[simd].waves.len() < before {
+                k -= 1;
+            }
+        }
+        self.refresh_simd(cu, simd, |w| w.next_try <= t);
+        self.wake_cu(cu);
+    }
+
+    fn try_issue(&mut self, cu: usize, id: u32, t: u64, used: &mut [bool; CATEGORIES]) {
+        let (group, index, cursor, simd) = {
+            let w = &self.waves[id as usize];
+            (w.group, w.index, w.cursor, w.simd as usize)
+        };
+        let _ = (group, index, cursor);
+        let Some(step) = self.current_step(id) else {
+            return;
+        };
+        let inst = step.inst as usize;
+        let facts = self.facts;
+        let f = &facts[inst];
+        let kind = f.kind;
+        // Category and unit.
+        let c = &self.cus[cu];
+        let s = &c.simds[simd];
+        let port = simd / 2;
+        let blocked = if kind.category().is_some_and(|k| used[k]) {
+            Some(StallCause::IssuePort)
+        } else {
+            match kind {
+                Kind::Valu if t < s.valu_free => Some(StallCause::IssuePort),
+                Kind::Mfma if t < s.valu_free.max(s.mfma_free) => Some(StallCause::IssuePort),
+                Kind::Vmem { .. } if t < c.vmem_free => Some(StallCause::IssuePort),
+                Kind::Lds { .. } if t < c.lds_port_free[port] => {
+                    Some(if c.lds_port_conflicted[port] {
+                        StallCause::LdsBankConflict
+                    } else {
+                        StallCause::IssuePort
+                    })
+                }
+                _ => None,
+            }
+        };
+        if let Some(why) = blocked {
+            self.waves[id as usize].blocked = why;
+            return;
+        }
+        if let Some(k) = kind.category() {
+            used[k] = true;
+        }
+        // Stall accounting: cycles beyond the cadence (one issue per turn).
+        {
+            let w = &self.waves[id as usize];
+            let ideal = turn_at_or_after(w.last_issue + 1, w.simd);
+            let gap = t.saturating_sub(ideal);
+            if gap > 0 {
+                let own = w.ready_at.saturating_sub(ideal).min(gap);
+                let rest = gap - own;
+                let (own_cause, rest_cause) = (w.cause, w.blocked);
+                if own > 0 {
+                    self.stalls.add(own_cause, own);
+                    self.inst_stalls[inst][own_cause as usize] += own;
+                }
+                if rest > 0 {
+                    self.stalls.add(rest_cause, rest);
+                    self.inst_stalls[inst][rest_cause as usize] += rest;
+                }
+            }
+        }
+        self.inst_issued[inst] += 1;
+        self.instructions += 1;
+        let busy = f.busy as u64;
+        let latency = f.latency as u64;
+        let valu_block = f.valu_block as u64;
+        let p = self.cus[cu].partition as usize;
+        let mut next_ready = t + 1;
+        let mut next_cause = StallCause::IssuePort;
+        match kind {
+            Kind::Valu | Kind::Mfma => {
+                let sd = &mut self.cus[cu].simds[simd];
+                if kind == Kind::Mfma {
+                    sd.mfma_free = t + busy;
+                    sd.valu_free = t + valu_block;
+                    self.flops += f.flops as u64;
+                } else {
+                    sd.valu_free = t + busy;
+                    self.flops += f.flops as u64 * step.extra as u64;
+                }
+                if latency > 4 {
+                    let writes = f.writes;
+                    self.waves[id as usize].pending.push((writes, t + latency));
+                }
+            }
+            Kind::Vmem { store } => {
+                let line = self.mem.l1_line();
+                self.collect_lines(group, &step, line);
+                let lines = std::mem::take(&mut self.lines);
+                let bytes = lines.len() as u64 * line;
+                let occupancy = (bytes / self.m.l1.bytes_per_clk.max(1) as u64).max(4);
+                self.cus[cu].vmem_free = t + occupancy;
+                let done = if lines.is_empty() {
+                    t + occupancy
+                } else if store {
+                    self.mem.vector_write(cu, p, &lines, t)
+                } else {
+                    self.mem.vector_read(cu, p, &lines, t)
+                };
+                self.lines = lines;
+                let w = &mut self.waves[id as usize];
+                let done = done
+                    .max(t + occupancy)
+                    .max(w.vm.back().copied().unwrap_or(0));
+                w.vm.push_back(done);
+            }
+            Kind::Smem => {
+                let line = self.m.scalar.line as u64;
+                self.collect_lines(group, &step, line);
+                let lines = std::mem::take(&mut self.lines);
+                let done = self.mem.scalar_read(cu, p, &lines, t);
+                self.lines = lines;
+                self.waves[id as usize].lgkm.push(done);
+            }
+            Kind::Lds { port_cycles } => {
+                let c = &mut self.cus[cu];
+                let banks_start = t.max(c.lds_banks_free);
+                c.lds_banks_free = banks_start + step.extra as u64;
+                let port_end = t + port_cycles as u64;
+                c.lds_port_free[port] = port_end.max(c.lds_banks_free);
+                c.lds_port_conflicted[port] = c.lds_banks_free > port_end;
+                let w = &mut self.waves[id as usize];
+                let done = (c.lds_port_free[port] + self.m.lds_latency as u64).max(w.last_lds);
+                w.last_lds = done;
+                w.lgkm.push(done);
+            }
+            Kind::Waitcnt { .. } => {}
+            Kind::Nop(n) => {
+                next_ready = t + 1 + n as u64 + 1;
+                next_cause = StallCause::Dependency;
+            }
+            Kind::Barrier => {
+                let w = &mut self.waves[id as usize];
+                w.at_barrier = true;
+                w.last_issue = t;
+                w.cursor += 1;
+                let g = self.groups[group as usize].as_mut().expect("live group");
+                g.arrived += 1;
+                self.release_barrier(group, t);
+                return;
+            }
+            Kind::End => {
+                self.waves[id as usize].last_issue = t;
+                self.end_wave(cu, id, t);
+                return;
+            }
+            Kind::Salu | Kind::Branch | Kind::Internal => {}
+        }
+        let w = &mut self.waves[id as usize];
+        w.last_issue = t;
+        w.cursor += 1;
+        w.retire(t);
+        self.prepare(cu, id, next_ready);
+        if next_cause != StallCause::IssuePort {
+            let w = &mut self.waves[id as usize];
+            if w.ready_at <= next_ready {
+                w.cause = next_cause;
+            }
+        }
+    }
+
+    /// The byte addresses of the `line`-byte lines a step's granules fall in, into `self.lines`.
+    fn collect_lines(&mut self, group: u32, step: &super::trace::Step, line: u64) {
+        self.lines.clear();
+        let g = self.groups[group as usize].as_ref().expect("live group");
+        for &gr in g.trace.granules_of(step) {
+            let l = gr * GRANULE / line * line;
+            if self.lines.last() != Some(&l) {
+                self.lines.push(l);
+            }
+        }
+    }
+
+    /// Releases the group's barrier if every live wave has arrived.
+    fn release_barrier(&mut self, group: u32, t: u64) {
+        let g = self.groups[group as usize].as_mut().expect("live group");
+        if g.arrived < g.live || g.live == 0 {
+            return;
+        }
+        g.arrived = 0;
+        let cu = g.cu as usize;
+        let ids = g.waves.clone();
+        for id in ids {
+            let w = &mut self.waves[id as usize];
+            if w.at_barrier {
+                w.at_barrier = false;
+                self.prepare(cu, id, t + 1);
+                let w = &mut self.waves[id as usize];
+                if w.ready_at <= t + 1 {
+                    w.cause = StallCause::Barrier;
+                }
+            }
+        }
+        // Waves that waited at the barrier were stalled by it: attribute on their next issue.
+        let g = self.groups[group as usize].as_ref().expect("live group");
+        for &id in &g.waves {
+            let w = &mut self.waves[id as usize];
+            if w.cause == StallCause::IssuePort {
+                w.cause = StallCause::Barrier;
+            }
+            w.ready_at = w.ready_at.max(t + 1);
+        }
+        self.schedule_cu(cu);
+    }
+
+    fn end_wave(&mut self, cu: usize, id: u32, t: u64) {
+        let (group, simd, start, drained) = {
+            let w = &self.waves[id as usize];
+            (w.group, w.simd as usize, w.start, w.drained_at())
+        };
+        let finish = t.max(drained);
+        self.end = self.end.max(finish);
+        self.wave_cycles += t.saturating_sub(start);
+        let s = &mut self.cus[cu].simds[simd];
+        s.waves.retain(|&x| x != id);
+        s.placed -= 1;
+        if s.waves.is_empty() {
+            s.empty_since = Some(t);
+        }
+        self.free_waves.push(id);
+        let g = self.groups[group as usize].as_mut().expect("live group");
+        g.live -= 1;
+        g.waves.retain(|&x| x != id);
+        if g.live == 0 {
+            self.retire_group(group, t);
+        } else {
+            // A wave that ends no longer holds its group's barrier.
+            self.release_barrier(group, t);
+        }
+    }
+
+    fn retire_group(&mut self, group: u32, t: u64) {
+        let g = self.groups[group as usize].take().expect("live group");
+        let c = &mut self.cus[g.cu as usize];
+        c.groups -= 1;
+        c.lds_used -= self.shape.lds_bytes;
+        self.free_groups.push(group);
+        if self.dispatch_stalled.is_none() {
+            self.dispatch(t);
+        } else {
+            self.dispatch_stalled = self.dispatch_stalled.map(|s| s.min(t));
+        }
+    }
+
+    /// The report, once [`run`](Self::run) has returned `true`.
+    pub fn finish(mut self, bytes_read: u64, bytes_written: u64) -> TimingReport {
+        let end = self.end.max(1);
+        for c in &mut self.cus {
+            for s in &mut c.simds {
+                if let Some(since) = s.empty_since.take() {
+                    self.stalls
+                        .add(StallCause::NoWaveResident, end.saturating_sub(since));
+                }
+            }
+        }
+        let seconds = end as f64 / (self.m.clock_ghz * 1e9);
+        let simds = self.m.cus as f64 * SIMDS_PER_CU as f64;
+        let mut hot: Vec<HotInst> = self
+            .inst_stalls
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.iter().sum::<u64>() > 0)
+            .map(|(i, s)| {
+                let (cause, _) = StallCause::ALL
+                    .iter()
+                    .map(|&c| (c, s[c as usize]))
+                    .max_by_key(|&(_, n)| n)
+                    .expect("causes");
+                HotInst {
+                    pc: self.facts[i].pc,
+                    text: self.facts[i].text.clone(),
+                    stall_cycles: s.iter().sum(),
+                    cause,
+                    issued: self.inst_issued[i],
+                }
+            })
+            .collect();
+        hot.sort_by(|a, b| b.stall_cycles.cmp(&a.stall_cycles).then(a.pc.cmp(&b.pc)));
+        hot.truncate(10);
+        let mfma = self.facts.iter().any(|f| f.kind == Kind::Mfma);
+        let peak_flops = if mfma {
+            // Matrix peak of the kernel's MFMA kind: the fastest MFMA in the code at full rate.
+            self.facts
+                .iter()
+                .filter(|f| f.kind == Kind::Mfma)
+                .map(|f| f.flops as f64 / f.busy as f64)
+                .fold(0.0, f64::max)
+                * SIMDS_PER_CU as f64
+                * self.m.cus as f64
+                * self.m.clock_ghz
+                * 1e9
+        } else {
+            self.m.peak_f32_flops()
+        };
+        TimingReport {
+            model: self.m.name.to_string(),
+            target: self.m.target.name().to_string(),
+            cycles: end,
+            seconds,
+            clock_ghz: self.m.clock_ghz,
+            bytes_read,
+            bytes_written,
+            achieved_gbps: (bytes_read + bytes_written) as f64 / seconds / 1e9,
+            peak_gbps: self.m.peak_gbps(),
+            flops: self.flops,
+            peak_flops,
+            waves_per_simd: self.wave_cycles as f64 / (end as f64 * simds),
+            stalls: self.stalls,
+            hot,
+            launch_overhead_seconds: self.m.launch_overhead_s,
+            instructions: self.instructions,
+            cus_simulated: self.m.cus,
+        }
+    }
+}
