@@ -254,6 +254,23 @@ impl Gpu {
         Gpu::on(Box::new(GcnEmulator::with_config(config)))
     }
 
+    /// kjit's software GCN device timing every launch on the machine model `model` (`mi300x`,
+    /// `mi250x`, `mi210`, `mi25`; see `kjit_backend_gcn::machine`), compiling for the model's
+    /// target: each launch's [`LaunchStats::timing`] holds the model's
+    /// [`kjit_runtime::timing::TimingReport`] (cycles, seconds, bandwidth, stalls).
+    pub fn emu_timed(model: &str) -> Result<Gpu, Error> {
+        let m = kjit_backend_gcn::machine::machine_by_name(model).map_err(|e| Error::Device {
+            kernel: String::new(),
+            device: "kjit GCN device (software)".into(),
+            source: DeviceError::Unavailable(e.to_string()),
+        })?;
+        let gpu = Gpu::emu_with(RunConfig {
+            timing: Some(m),
+            ..RunConfig::default()
+        });
+        gpu.with_target(m.target)
+    }
+
     /// Any device; kernels are compiled for its architecture (gfx942 on the software device).
     pub fn on(device: SharedDevice) -> Gpu {
         let target = device.target().unwrap_or(Target::Gfx942);

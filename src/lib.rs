@@ -35,6 +35,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`Gpu::emu_timed`]`("mi300x")` times each launch on a machine model of the software device: the
+//! launch's `stats.timing` is the model's report (cycles, seconds, bandwidth, stalls).
 //! `KJIT_DEVICE=emu|hip` picks the device; `KJIT_VERBOSE=1` says which one was picked and why.
 //! The `examples/` folder has more (GELU with bias, a 2-D stencil, row sums with LDS and wave
 //! reductions).

@@ -197,3 +197,47 @@ fn every_target_on_the_software_device() {
         assert!(out.to_host().unwrap().iter().all(|&v| v == 2.0));
     }
 }
+
+/// A timed software device gives the timing model's report back with each launch; an unknown
+/// model is an error naming the known ones.
+#[test]
+fn timing_report_comes_back_from_a_launch() {
+    let gpu = Gpu::emu_timed("mi300x").expect("mi300x is a model");
+    assert_eq!(gpu.target(), kjit::backend_gcn::Target::Gfx942);
+    let kernel = gpu.compile(&scale_kernel()).expect("compiles");
+    let n = 1 << 16;
+    let x = gpu.to_device(&vec![1.0f32; n]).unwrap();
+    let mut out = gpu.zeros::<f32>(n).unwrap();
+    let stats = kernel
+        .launch(LaunchDims::cover(n, 256))
+        .arg(&x)
+        .arg(2.0f32)
+        .arg(1u32)
+        .arg(&mut out)
+        .run()
+        .unwrap();
+    let t = stats.timing.expect("a timed launch has a report");
+    assert_eq!(t.model, "mi300x");
+    assert!(t.cycles > 0 && t.seconds > 0.0, "{t:?}");
+    assert_eq!(t.bytes_written, 4 * n as u64);
+    // Untimed devices give no report.
+    let plain = Gpu::emu();
+    let kernel = plain.compile(&scale_kernel()).unwrap();
+    let x = plain.to_device(&[1.0f32; 8]).unwrap();
+    let mut out = plain.zeros::<f32>(8).unwrap();
+    let stats = kernel
+        .launch(LaunchDims::cover(8, 64))
+        .arg(&x)
+        .arg(2.0f32)
+        .arg(1u32)
+        .arg(&mut out)
+        .run()
+        .unwrap();
+    assert!(stats.timing.is_none());
+
+    let e = Gpu::emu_timed("h100")
+        .err()
+        .expect("not a model")
+        .to_string();
+    assert!(e.contains("h100"), "{e}");
+}
