@@ -103,6 +103,13 @@ const FNS: &[MathFn] = &[
         bound: |_, _| 1.0,
     },
     MathFn {
+        name: "div",
+        build: |x, y| x / y,
+        reference: |x, y| x / y,
+        inputs: |r| (positive_normal(r) * 0.5, uniform(r, 1e-3, 1e3)),
+        bound: |_, _| 1.0,
+    },
+    MathFn {
         name: "floor",
         build: |x, _| x.floor(),
         reference: |x, _| x.floor(),
@@ -289,6 +296,14 @@ fn special_values() {
         ("erf", nan, 0.0, nan),
         ("rsqrt", 4.0, 0.0, 0.5),
         ("rsqrt", 0.0, 0.0, inf),
+        ("div", 1.0, 0.0, inf),
+        ("div", -1.0, 0.0, -inf),
+        ("div", 1.0, inf, 0.0),
+        ("div", 1.0, -inf, -0.0),
+        ("div", inf, 2.0, inf),
+        ("div", 0.0, 0.0, nan),
+        ("div", inf, inf, nan),
+        ("div", nan, 1.0, nan),
         ("floor", -0.5, 0.0, -1.0),
         ("ceil", -0.5, 0.0, -0.0),
         ("round", 2.5, 0.0, 2.0),
@@ -317,5 +332,51 @@ fn special_values() {
                 );
             }
         }
+    }
+}
+
+/// f64 division with zero and infinite operands, as in the interpreter (IEEE).
+#[test]
+fn f64_division_special_values() {
+    let k = KernelBuilder::new("div64");
+    let x = k.buffer::<f64>("x");
+    let y = k.buffer::<f64>("y");
+    let out = k.buffer_mut::<f64>("out");
+    let i = k.global_id(Dim::X);
+    k.if_(i.lt(x.len()), || {
+        k.store(&out, i, k.load(&x, i) / k.load(&y, i))
+    });
+    let func = k.finish().unwrap();
+    let inf = f64::INFINITY;
+    let cases = [
+        (1.0, 0.0, inf),
+        (-1.0, 0.0, -inf),
+        (1.0, inf, 0.0),
+        (inf, 2.0, inf),
+        (0.0, 0.0, f64::NAN),
+        (6.0, 3.0, 2.0),
+    ];
+    let gpu = Gpu::emu();
+    let kernel = gpu.compile(&func).unwrap();
+    let xs: Vec<f64> = cases.iter().map(|c| c.0).collect();
+    let ys: Vec<f64> = cases.iter().map(|c| c.1).collect();
+    let dx = gpu.to_device(&xs).unwrap();
+    let dy = gpu.to_device(&ys).unwrap();
+    let mut dout = gpu.zeros::<f64>(cases.len()).unwrap();
+    kernel
+        .launch(LaunchDims::cover(cases.len(), 64))
+        .arg(&dx)
+        .arg(&dy)
+        .arg(&mut dout)
+        .run()
+        .unwrap();
+    for (c, g) in cases.iter().zip(dout.to_host().unwrap()) {
+        assert!(
+            g.to_bits() == c.2.to_bits() || (g.is_nan() && c.2.is_nan()),
+            "{} / {} = {g} on the device, want {}",
+            c.0,
+            c.1,
+            c.2
+        );
     }
 }

@@ -726,7 +726,8 @@ impl Isel<'_> {
         })
     }
 
-    /// Float division: reciprocal, Newton refinement and one residual correction.
+    /// Float division: reciprocal, Newton refinement, one residual correction, and
+    /// `v_div_fixup` for zero, infinite and NaN operands.
     fn fdiv(&mut self, t: Type, a: Src, b: Src) -> Result<VReg, IselError> {
         match t {
             Type::F32 | Type::F16 => {
@@ -748,6 +749,9 @@ impl Isel<'_> {
                 let e2 = self.v("v_fma_f32", &[fb, Src::R(q), fa]);
                 self.set_last_neg(0b001);
                 let q2 = self.v("v_fma_f32", &[Src::R(e2), Src::R(r2), Src::R(q)]);
+                // Zero and infinite operands make the refinement NaN (rcp(inf) = 0, then
+                // inf * 0); v_div_fixup gives IEEE's ±inf, ±0 or NaN for them and q2 otherwise.
+                let q2 = self.v("v_div_fixup_f32", &[Src::R(q2), fb, fa]);
                 Ok(if t == Type::F16 {
                     self.v("v_cvt_f16_f32", &[Src::R(q2)])
                 } else {
@@ -767,7 +771,9 @@ impl Isel<'_> {
                 let q = self.v("v_mul_f64", &[fa, Src::R(r)]);
                 let e = self.v("v_fma_f64", &[fb, Src::R(q), fa]);
                 self.set_last_neg(0b001);
-                Ok(self.v("v_fma_f64", &[Src::R(e), Src::R(r), Src::R(q)]))
+                let q = self.v("v_fma_f64", &[Src::R(e), Src::R(r), Src::R(q)]);
+                // As for f32: IEEE results for zero and infinite operands.
+                Ok(self.v("v_div_fixup_f64", &[Src::R(q), fb, fa]))
             }
         }
     }
