@@ -68,7 +68,7 @@ const ERFCX_POLY: [f32; 9] = [
 
 fn erf_coefficient(n: usize) -> f64 {
     let factorial: f64 = (1..=n).map(|k| k as f64).product();
-    let sign = if n % 2 == 0 { 1.0 } else { -1.0 };
+    let sign = if n.is_multiple_of(2) { 1.0 } else { -1.0 };
     std::f64::consts::FRAC_2_SQRT_PI * sign / (factorial * (2 * n + 1) as f64)
 }
 
