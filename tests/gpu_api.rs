@@ -3,7 +3,7 @@
 //! buffers freed on drop. Runs on the software device; the same calls go through the `Device`
 //! trait to HIP.
 
-use kjit::{Dim, Error, Gpu, KernelBuilder, LaunchDims};
+use kjit::{Dim, Error, Gpu, Kernel, KernelArg, KernelBuilder, LaunchDims, LaunchStats};
 use kjit_frontend::f16;
 
 /// `out[i] = x[i] * scale + offset` over a length guard.
@@ -21,6 +21,26 @@ fn scale_kernel() -> kjit::ir::Function {
     k.finish().expect("builds")
 }
 
+/// Launches `kernel` with four arguments in order.
+fn launch4(
+    kernel: &Kernel,
+    dims: LaunchDims,
+    args: (
+        impl KernelArg,
+        impl KernelArg,
+        impl KernelArg,
+        impl KernelArg,
+    ),
+) -> Result<LaunchStats, Error> {
+    kernel
+        .launch(dims)
+        .arg(args.0)
+        .arg(args.1)
+        .arg(args.2)
+        .arg(args.3)
+        .run()
+}
+
 #[test]
 fn typed_launch_round_trips_and_counts() {
     let gpu = Gpu::emu();
@@ -29,14 +49,12 @@ fn typed_launch_round_trips_and_counts() {
     let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let x = gpu.to_device(&xs).unwrap();
     let mut out = gpu.zeros::<f32>(n).unwrap();
-    let stats = kernel
-        .launch(LaunchDims::cover(n, 128))
-        .arg(&x)
-        .arg(3.0f32)
-        .arg(7u32)
-        .arg(&mut out)
-        .run()
-        .unwrap();
+    let stats = launch4(
+        &kernel,
+        LaunchDims::cover(n, 128),
+        (&x, 3.0f32, 7u32, &mut out),
+    )
+    .unwrap();
     let got = out.to_host().unwrap();
     for (i, (g, x)) in got.iter().zip(&xs).enumerate() {
         assert_eq!(*g, x * 3.0 + 7.0, "element {i}");
@@ -74,49 +92,25 @@ fn wrong_arguments_are_errors_naming_the_argument() {
     let e = err(kernel.launch(dims).arg(&x).arg(1.0f32).run());
     assert!(e.contains("takes 4 argument(s), 2 given"), "{e}");
 
-    let e = err(kernel
-        .launch(dims)
-        .arg(&x)
-        .arg(1u32)
-        .arg(7u32)
-        .arg(&mut out)
-        .run());
+    let e = err(launch4(&kernel, dims, (&x, 1u32, 7u32, &mut out)));
     assert!(
         e.contains("argument 1 (`scale`): u32 where f32 is needed"),
         "{e}"
     );
 
-    let e = err(kernel
-        .launch(dims)
-        .arg(&xh)
-        .arg(1.0f32)
-        .arg(7u32)
-        .arg(&mut out)
-        .run());
+    let e = err(launch4(&kernel, dims, (&xh, 1.0f32, 7u32, &mut out)));
     assert!(
         e.contains("argument 0 (`x`): a buffer of f16 where buf<f32> is needed"),
         "{e}"
     );
 
-    let e = err(kernel
-        .launch(dims)
-        .arg(&x)
-        .arg(1.0f32)
-        .arg(&x)
-        .arg(&mut out)
-        .run());
+    let e = err(launch4(&kernel, dims, (&x, 1.0f32, &x, &mut out)));
     assert!(
         e.contains("argument 2 (`offset`): a buffer of f32 where u32 is needed"),
         "{e}"
     );
 
-    let e = err(kernel
-        .launch(dims)
-        .arg(&x)
-        .arg(1.0f32)
-        .arg(7u32)
-        .arg(&out)
-        .run());
+    let e = err(launch4(&kernel, dims, (&x, 1.0f32, 7u32, &out)));
     assert!(
         e.contains("argument 3 (`out`): the kernel may write this buffer; pass it as `&mut`"),
         "{e}"
@@ -161,15 +155,12 @@ fn dynamic_lds_is_passed_to_the_device() {
         .arg(&mut out)
         .run()
         .expect("4 KiB of dynamic LDS fits");
-    let e = kernel
-        .launch(LaunchDims::cover(8, 64))
-        .dynamic_lds(1 << 20)
-        .arg(&x)
-        .arg(1.0f32)
-        .arg(0u32)
-        .arg(&mut out)
-        .run()
-        .expect_err("1 MiB of LDS does not fit");
+    let e = launch4(
+        &kernel,
+        LaunchDims::cover(8, 64).with_dynamic_lds(1 << 20),
+        (&x, 1.0f32, 0u32, &mut out),
+    )
+    .expect_err("1 MiB of LDS does not fit");
     assert!(matches!(e, Error::Device { .. }), "{e}");
 }
 
@@ -186,14 +177,12 @@ fn every_target_on_the_software_device() {
         assert_eq!(kernel.compiled().target, t);
         let x = gpu.to_device(&[2.0f32; 100]).unwrap();
         let mut out = gpu.zeros::<f32>(100).unwrap();
-        kernel
-            .launch(LaunchDims::cover(100, 64))
-            .arg(&x)
-            .arg(0.5f32)
-            .arg(1u32)
-            .arg(&mut out)
-            .run()
-            .unwrap();
+        launch4(
+            &kernel,
+            LaunchDims::cover(100, 64),
+            (&x, 0.5f32, 1u32, &mut out),
+        )
+        .unwrap();
         assert!(out.to_host().unwrap().iter().all(|&v| v == 2.0));
     }
 }
@@ -208,14 +197,12 @@ fn timing_report_comes_back_from_a_launch() {
     let n = 1 << 16;
     let x = gpu.to_device(&vec![1.0f32; n]).unwrap();
     let mut out = gpu.zeros::<f32>(n).unwrap();
-    let stats = kernel
-        .launch(LaunchDims::cover(n, 256))
-        .arg(&x)
-        .arg(2.0f32)
-        .arg(1u32)
-        .arg(&mut out)
-        .run()
-        .unwrap();
+    let stats = launch4(
+        &kernel,
+        LaunchDims::cover(n, 256),
+        (&x, 2.0f32, 1u32, &mut out),
+    )
+    .unwrap();
     let t = stats.timing.expect("a timed launch has a report");
     assert_eq!(t.model, "mi300x");
     assert!(t.cycles > 0 && t.seconds > 0.0, "{t:?}");
@@ -225,14 +212,12 @@ fn timing_report_comes_back_from_a_launch() {
     let kernel = plain.compile(&scale_kernel()).unwrap();
     let x = plain.to_device(&[1.0f32; 8]).unwrap();
     let mut out = plain.zeros::<f32>(8).unwrap();
-    let stats = kernel
-        .launch(LaunchDims::cover(8, 64))
-        .arg(&x)
-        .arg(2.0f32)
-        .arg(1u32)
-        .arg(&mut out)
-        .run()
-        .unwrap();
+    let stats = launch4(
+        &kernel,
+        LaunchDims::cover(8, 64),
+        (&x, 2.0f32, 1u32, &mut out),
+    )
+    .unwrap();
     assert!(stats.timing.is_none());
 
     let e = Gpu::emu_timed("h100")
@@ -240,4 +225,29 @@ fn timing_report_comes_back_from_a_launch() {
         .expect("not a model")
         .to_string();
     assert!(e.contains("h100"), "{e}");
+}
+
+/// The same calls on HIP give the software device's results (needs an AMD GPU and the `hip`
+/// feature: `cargo test --features hip -- --ignored`).
+#[test]
+#[ignore = "needs an AMD GPU"]
+fn same_results_on_hip() {
+    let device = kjit::runtime::open_device(kjit::runtime::DeviceKind::Hip).expect("a GPU");
+    let hip = Gpu::on(device);
+    let emu = Gpu::emu().with_target(hip.target()).unwrap();
+    let xs: Vec<f32> = (0..5000).map(|i| (i as f32).sin()).collect();
+    let mut results = Vec::new();
+    for gpu in [&hip, &emu] {
+        let kernel = gpu.compile(&scale_kernel()).expect("compiles");
+        let x = gpu.to_device(&xs).unwrap();
+        let mut out = gpu.zeros::<f32>(xs.len()).unwrap();
+        launch4(
+            &kernel,
+            LaunchDims::cover(xs.len(), 256),
+            (&x, 1.5f32, 3u32, &mut out),
+        )
+        .unwrap();
+        results.push(out.to_host().unwrap());
+    }
+    assert_eq!(results[0], results[1]);
 }

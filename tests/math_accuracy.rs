@@ -26,6 +26,17 @@ fn uniform(r: &mut rand::rngs::StdRng, lo: f32, hi: f32) -> f32 {
     r.random_range(lo..hi)
 }
 
+/// Uniform in `[-small, small)` or, as often, in `[-wide, wide)`: both the region near 0 and the
+/// whole domain get many samples.
+fn small_or_wide(r: &mut rand::rngs::StdRng, small: f32, wide: f32) -> f32 {
+    let w = if r.random_range(0..2) == 0 {
+        small
+    } else {
+        wide
+    };
+    uniform(r, -w, w)
+}
+
 /// A positive normal f32 spread over all binades.
 fn positive_normal(r: &mut rand::rngs::StdRng) -> f32 {
     f32::from_bits(r.random_range(0x0080_0000u32..0x7f80_0000))
@@ -65,34 +76,14 @@ const FNS: &[MathFn] = &[
         name: "tanh",
         build: |x, _| x.tanh(),
         reference: |x, _| x.tanh(),
-        inputs: |r| {
-            let small = r.random_range(0..2) == 0;
-            (
-                if small {
-                    uniform(r, -1.0, 1.0)
-                } else {
-                    uniform(r, -10.0, 10.0)
-                },
-                0.0,
-            )
-        },
+        inputs: |r| (small_or_wide(r, 1.0, 10.0), 0.0),
         bound: |_, _| 2.0,
     },
     MathFn {
         name: "erf",
         build: |x, _| x.erf(),
         reference: |x, _| libm::erf(x),
-        inputs: |r| {
-            let small = r.random_range(0..2) == 0;
-            (
-                if small {
-                    uniform(r, -1.5, 1.5)
-                } else {
-                    uniform(r, -5.0, 5.0)
-                },
-                0.0,
-            )
-        },
+        inputs: |r| (small_or_wide(r, 1.5, 5.0), 0.0),
         bound: |_, _| 3.0,
     },
     MathFn {

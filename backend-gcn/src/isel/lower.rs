@@ -19,7 +19,7 @@ pub(crate) fn is64(t: Type) -> bool {
     matches!(t, Type::I64 | Type::U64 | Type::F64)
 }
 
-/// Name suffix of a VALU compare on `t`.
+/// Name suffix of a VALU compare, or of a float operation, on `t`.
 fn cmp_suffix(t: Type) -> &'static str {
     match t {
         Type::I32 => "i32",
@@ -388,17 +388,23 @@ impl Isel<'_> {
                     self.v("v_not_b32", &[a])
                 }
             }
-            UnaryOp::Sqrt | UnaryOp::Rcp | UnaryOp::Exp2 | UnaryOp::Log2 => {
+            UnaryOp::Sqrt
+            | UnaryOp::Rcp
+            | UnaryOp::Exp2
+            | UnaryOp::Log2
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Trunc
+            | UnaryOp::RoundEven => {
                 let base = match o {
                     UnaryOp::Sqrt => "v_sqrt",
                     UnaryOp::Rcp => "v_rcp",
                     UnaryOp::Exp2 => "v_exp",
-                    _ => "v_log",
-                };
-                let suf = match t {
-                    Type::F16 => "f16",
-                    Type::F32 => "f32",
-                    _ => "f64",
+                    UnaryOp::Log2 => "v_log",
+                    UnaryOp::Floor => "v_floor",
+                    UnaryOp::Ceil => "v_ceil",
+                    UnaryOp::Trunc => "v_trunc",
+                    _ => "v_rndne",
                 };
                 if t == Type::F64 && matches!(o, UnaryOp::Exp2 | UnaryOp::Log2) {
                     return unsupported(format!("{o:?} on f64"));
@@ -406,21 +412,7 @@ impl Isel<'_> {
                 if t == Type::F64 && o == UnaryOp::Rcp {
                     return self.fdiv(t, Src::Imm64(1.0f64.to_bits()), a);
                 }
-                self.v(&format!("{base}_{suf}"), &[a])
-            }
-            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::RoundEven => {
-                let base = match o {
-                    UnaryOp::Floor => "v_floor",
-                    UnaryOp::Ceil => "v_ceil",
-                    UnaryOp::Trunc => "v_trunc",
-                    _ => "v_rndne",
-                };
-                let suf = match t {
-                    Type::F16 => "f16",
-                    Type::F32 => "f32",
-                    _ => "f64",
-                };
-                self.v(&format!("{base}_{suf}"), &[a])
+                self.v(&format!("{base}_{}", cmp_suffix(t)), &[a])
             }
             UnaryOp::Rsqrt => match t {
                 Type::F16 => self.v("v_rsq_f16", &[a]),
