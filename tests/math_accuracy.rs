@@ -1,7 +1,8 @@
 //! The builder's math functions against the CPU: random inputs over each function's stated
 //! domain, run in the IR interpreter and on kjit's software GCN device, with the maximum error
 //! in ulps (of the correctly rounded f32 result, from an f64 reference) asserted against the bound
-//! stated in `frontend/src/math.rs` and the method docs. Special values are checked exactly.
+//! stated in `frontend/src/math.rs` and the method docs. Special values, division and integer
+//! min/max/clamp are checked exactly.
 
 use kjit::ir::interp::{self, Arg, BufferData};
 use kjit::ir::Function;
@@ -370,4 +371,86 @@ fn f64_division_special_values() {
             c.2
         );
     }
+}
+
+/// Integer `min/max/clamp` (with literals) on signed and unsigned 32- and 64-bit values, exact on
+/// both engines.
+#[test]
+fn integer_min_max_clamp() {
+    let k = KernelBuilder::new("int_clamp");
+    let a = k.buffer::<i32>("a");
+    let b = k.buffer::<i64>("b");
+    let oa = k.buffer_mut::<i32>("oa");
+    let ob = k.buffer_mut::<i64>("ob");
+    let ou = k.buffer_mut::<u32>("ou");
+    let i = k.global_id(Dim::X);
+    k.if_(i.lt(a.len()), || {
+        let x = k.load(&a, i);
+        let y = k.load(&b, i);
+        k.store(&oa, i, x.clamp(-100i32, 100i32).max(x.min(-7i32)));
+        k.store(&ob, i, y.clamp(-(1i64 << 40), 1i64 << 40) + y.min(0i64));
+        let u = x.bitcast::<u32>();
+        k.store(&ou, i, u.clamp(1000u32, 0x8000_0000u32).min(u.max(5u32)));
+    });
+    let func = k.finish().unwrap();
+    let mut r = kjit::kernels::rng(99);
+    let n = 1000;
+    let xs: Vec<i32> = (0..n)
+        .map(|_| r.random_range(i32::MIN..=i32::MAX))
+        .collect();
+    let ys: Vec<i64> = (0..n)
+        .map(|_| r.random_range(i64::MIN / 2..=i64::MAX / 2))
+        .collect();
+    let want_a: Vec<i32> = xs
+        .iter()
+        .map(|&x| x.clamp(-100, 100).max(x.min(-7)))
+        .collect();
+    let want_b: Vec<i64> = ys
+        .iter()
+        .map(|&y| y.clamp(-(1 << 40), 1 << 40) + y.min(0))
+        .collect();
+    let want_u: Vec<u32> = xs
+        .iter()
+        .map(|&x| {
+            let u = x as u32;
+            u.clamp(1000, 0x8000_0000).min(u.max(5))
+        })
+        .collect();
+
+    let mut args = vec![
+        Arg::Buffer(BufferData::I32(xs.clone())),
+        Arg::Buffer(BufferData::I64(ys.clone())),
+        Arg::Buffer(BufferData::I32(vec![0; n])),
+        Arg::Buffer(BufferData::I64(vec![0; n])),
+        Arg::Buffer(BufferData::U32(vec![0; n])),
+    ];
+    let dims = LaunchDims::cover(n, 256);
+    let launch = interp::LaunchDims {
+        grid: dims.grid,
+        block: dims.block,
+    };
+    interp::run(&func, &launch, &mut args).unwrap();
+    assert_eq!(args[2], Arg::Buffer(BufferData::I32(want_a.clone())));
+    assert_eq!(args[3], Arg::Buffer(BufferData::I64(want_b.clone())));
+    assert_eq!(args[4], Arg::Buffer(BufferData::U32(want_u.clone())));
+
+    let gpu = Gpu::emu();
+    let kernel = gpu.compile(&func).unwrap();
+    let da = gpu.to_device(&xs).unwrap();
+    let db = gpu.to_device(&ys).unwrap();
+    let mut doa = gpu.zeros::<i32>(n).unwrap();
+    let mut dob = gpu.zeros::<i64>(n).unwrap();
+    let mut dou = gpu.zeros::<u32>(n).unwrap();
+    kernel
+        .launch(dims)
+        .arg(&da)
+        .arg(&db)
+        .arg(&mut doa)
+        .arg(&mut dob)
+        .arg(&mut dou)
+        .run()
+        .unwrap();
+    assert_eq!(doa.to_host().unwrap(), want_a);
+    assert_eq!(dob.to_host().unwrap(), want_b);
+    assert_eq!(dou.to_host().unwrap(), want_u);
 }
