@@ -179,18 +179,23 @@ fn inputs(f: &MathFn, seed: u64) -> (Vec<f32>, Vec<f32>) {
     (0..N).map(|_| (f.inputs)(&mut r)).unzip()
 }
 
+/// Runs `func` in the IR interpreter over `n` work-items in workgroups of 256, as the device runs.
+fn run_interpreter(func: &Function, n: usize, args: &mut [Arg]) {
+    let dims = LaunchDims::cover(n, 256);
+    let launch = interp::LaunchDims {
+        grid: dims.grid,
+        block: dims.block,
+    };
+    interp::run(func, &launch, args).expect("interpreter runs");
+}
+
 fn on_interpreter(func: &Function, xs: &[f32], ys: &[f32]) -> Vec<f32> {
     let mut args = vec![
         Arg::Buffer(BufferData::F32(xs.to_vec())),
         Arg::Buffer(BufferData::F32(ys.to_vec())),
         Arg::Buffer(BufferData::F32(vec![0.0; xs.len()])),
     ];
-    let dims = LaunchDims::cover(xs.len(), 256);
-    let launch = interp::LaunchDims {
-        grid: dims.grid,
-        block: dims.block,
-    };
-    interp::run(func, &launch, &mut args).expect("interpreter runs");
+    run_interpreter(func, xs.len(), &mut args);
     let Arg::Buffer(BufferData::F32(out)) = &args[2] else {
         unreachable!()
     };
@@ -424,12 +429,8 @@ fn integer_min_max_clamp() {
         Arg::Buffer(BufferData::I64(vec![0; n])),
         Arg::Buffer(BufferData::U32(vec![0; n])),
     ];
+    run_interpreter(&func, n, &mut args);
     let dims = LaunchDims::cover(n, 256);
-    let launch = interp::LaunchDims {
-        grid: dims.grid,
-        block: dims.block,
-    };
-    interp::run(&func, &launch, &mut args).unwrap();
     assert_eq!(args[2], Arg::Buffer(BufferData::I32(want_a.clone())));
     assert_eq!(args[3], Arg::Buffer(BufferData::I64(want_b.clone())));
     assert_eq!(args[4], Arg::Buffer(BufferData::U32(want_u.clone())));
