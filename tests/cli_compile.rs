@@ -15,6 +15,46 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// `kjit build vector_add --target TARGET -o NAME` (in the scratch folder): the code object's
+/// path and the command's output.
+fn build_vector_add(target: &str, name: &str) -> (PathBuf, String) {
+    let hsaco = tmp(name);
+    let (ok, out, err) = kjit(&[
+        "build",
+        "vector_add",
+        "--target",
+        target,
+        "-o",
+        hsaco.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}{err}");
+    (hsaco, out)
+}
+
+/// Writes `v` as little-endian f32s to the scratch file `name`.
+fn write_f32s(name: &str, v: &[f32]) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(
+        &p,
+        v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    p
+}
+
+/// The f32 file at `path` holds `a[i] + b[i]`, bit for bit, element by element.
+fn assert_sums(path: &PathBuf, a: &[f32], b: &[f32]) {
+    let c: Vec<u32> = std::fs::read(path)
+        .unwrap()
+        .chunks(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    assert_eq!(c.len(), a.len());
+    for i in 0..a.len() {
+        assert_eq!(c[i], (a[i] + b[i]).to_bits(), "c[{i}]");
+    }
+}
+
 /// A failure: non-zero status, one `error:` line naming the problem, no panic text.
 fn assert_user_error(args: &[&str], needle: &str) {
     let (ok, out, err) = kjit(args);
@@ -111,16 +151,7 @@ fn a_lower_budget_changes_the_header_not_the_result() {
 
 #[test]
 fn build_writes_a_code_object_that_emu_run_executes() {
-    let hsaco = tmp("vector_add.hsaco");
-    let (ok, out, err) = kjit(&[
-        "build",
-        "vector_add",
-        "--target",
-        "gfx90a",
-        "-o",
-        hsaco.to_str().unwrap(),
-    ]);
-    assert!(ok, "{out}{err}");
+    let (hsaco, out) = build_vector_add("gfx90a", "vector_add.hsaco");
     assert!(
         out.contains("compile time:") && out.contains("VGPRs:"),
         "{out}"
@@ -131,17 +162,8 @@ fn build_writes_a_code_object_that_emu_run_executes() {
     let n = 1000usize; // not a multiple of the 256-item workgroup
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
     let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
-    let write = |name: &str, v: &[f32]| {
-        let p = tmp(name);
-        std::fs::write(
-            &p,
-            v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
-        )
-        .unwrap();
-        p
-    };
-    let (pa, pb) = (write("a.bin", &a), write("b.bin", &b));
-    let pc = write("c.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
+    let (pa, pb) = (write_f32s("a.bin", &a), write_f32s("b.bin", &b));
+    let pc = write_f32s("c.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
     let out_path = tmp("c.out");
     let len = format!("u32:{n}");
     let arg = |p: &PathBuf| format!("buf:{}", p.display());
@@ -171,15 +193,7 @@ fn build_writes_a_code_object_that_emu_run_executes() {
         &format!("4={}", out_path.display()),
     ]);
     assert!(ok, "{out}{err}");
-    let c: Vec<u32> = std::fs::read(&out_path)
-        .unwrap()
-        .chunks(4)
-        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-        .collect();
-    assert_eq!(c.len(), n);
-    for i in 0..n {
-        assert_eq!(c[i], (a[i] + b[i]).to_bits(), "c[{i}]");
-    }
+    assert_sums(&out_path, &a, &b);
 }
 
 #[test]
@@ -272,4 +286,96 @@ fn asking_for_hip_without_it_is_an_error() {
     }
     assert!(err.contains("HIP") || err.contains("hip"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// `kjit emu run` on a kjit code object: the buffers' lengths may be left out (kjit's ABI puts
+/// `x.len` after every buffer `x`; it is taken from the file), success prints a one-line
+/// summary, an argument of the wrong type is refused naming it (item: `f32` where the metadata
+/// says `uint`), and `--bounds-check` turns the tail's silent out-of-range load (1000 elements in
+/// 4 x 256 work-items) into an error naming the lane, offset and buffer; `kjit run
+/// --bounds-check` does the same for a library kernel.
+#[test]
+fn emu_run_fills_lengths_checks_arguments_and_bounds() {
+    let (hsaco, _) = build_vector_add("gfx942", "vector_add_lengths.hsaco");
+    let n = 1000usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
+    let (pa, pb) = (write_f32s("la.bin", &a), write_f32s("lb.bin", &b));
+    let pc = write_f32s("lc.bin", &vec![f32::from_bits(0x7fba_dbad); n]);
+    let out_path = tmp("lc.out");
+    let buf = |p: &PathBuf| format!("buf:{}", p.display());
+    let (a_arg, b_arg, c_arg) = (buf(&pa), buf(&pb), buf(&pc));
+    let out_arg = format!("2={}", out_path.display());
+    let hs = hsaco.to_str().unwrap();
+    let base = [
+        "emu",
+        "run",
+        hs,
+        "--kernel",
+        "vector_add",
+        "--grid",
+        "4",
+        "--block",
+        "256",
+    ];
+    let with = |extra: &[&str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(extra);
+        kjit(&v)
+    };
+    let (ok, out, err) = with(&[
+        "--arg", &a_arg, "--arg", &b_arg, "--arg", &c_arg, "--out", &out_arg,
+    ]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.starts_with(
+            "vector_add on kjit's GCN device (gfx942): grid 4x1x1 of 256x1x1, 16 waves, "
+        ) && out.contains(" wave-instructions, ")
+            && out.trim_end().ends_with(" ms")
+            && out.lines().count() == 1,
+        "{out}"
+    );
+    assert_sums(&out_path, &a, &b);
+
+    // A float where the metadata declares `uint` (the length of a).
+    let (ok, _, err) = with(&[
+        "--arg", &a_arg, "--arg", "f32:1000", "--arg", &b_arg, "--arg", "u32:1000", "--arg",
+        &c_arg, "--arg", "u32:1000",
+    ]);
+    assert!(!ok, "a f32 for a uint was accepted");
+    assert!(
+        err.contains("argument 1 (a.len): a uint is expected, a f32 was given"),
+        "{err}"
+    );
+    // A length larger than its buffer.
+    let (ok, _, err) = with(&[
+        "--arg", &a_arg, "--arg", "u32:1001", "--arg", &b_arg, "--arg", "u32:1000", "--arg",
+        &c_arg, "--arg", "u32:1000",
+    ]);
+    assert!(
+        !ok && err.contains("1001 elements of f32 need 4004 bytes"),
+        "{err}"
+    );
+
+    // Bounds checking: lanes 1000..1023 read past the 4000-byte buffers.
+    let (ok, _, err) = with(&[
+        "--arg",
+        &a_arg,
+        "--arg",
+        &b_arg,
+        "--arg",
+        &c_arg,
+        "--bounds-check",
+    ]);
+    assert!(!ok, "bounds check passed an out-of-range tail");
+    assert!(
+        err.contains("wave 3 of workgroup (3,0,0)")
+            && err.contains("lane 40: buffer access of 4 byte(s) at offset 0xfa0")
+            && err.contains("num_records 4000"),
+        "{err}"
+    );
+    let (ok, out, err) = kjit(&["run", "vector_add", "--bounds-check", "-n", "1000"]);
+    assert!(!ok && err.contains("lane 40: buffer access"), "{out}{err}");
+    let (ok, out, err) = kjit(&["run", "vector_add", "--bounds-check", "-n", "1024"]);
+    assert!(ok && out.contains("PASS vector_add"), "{out}{err}");
 }

@@ -306,3 +306,85 @@ fn disasm_text_equals_llvm_objdump_on_triton_objects() {
         assert_eq!(ours, theirs, "{file}");
     }
 }
+
+/// The label bug: a gfx942 kernel assembled by clang-19 from hand-written assembly whose branch
+/// labels are plain names (`L_outer:`, local `STT_NOTYPE` symbols in `.text`) and whose kernel
+/// symbol has size 0. `kjit disasm` must list all of its code — every instruction and label
+/// line exactly as `llvm-objdump-19 -d` does (before the fix it stopped at the first label) —
+/// and `kjit emu run` must run its two nested loops to the right result (before the fix it
+/// faulted: the code ended at the first label).
+#[test]
+fn plain_labels_are_places_in_a_kernel_not_its_end() {
+    let Some(tools) = require_all(
+        &[Tool::Clang, Tool::Lld, Tool::Objdump],
+        "plain_labels_are_places_in_a_kernel_not_its_end",
+    ) else {
+        return;
+    };
+    let (clang, lld, objdump) = (&tools[0], &tools[1], &tools[2]);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/asm/plain_labels.s");
+    let so = kjit::backend_gcn::llvm_oracle::assemble_code_object(
+        clang,
+        lld,
+        &src,
+        "gfx942",
+        &OpenClBuild::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let path = so.to_str().unwrap();
+
+    let (ok, out, err) = kjit(&["disasm", path]);
+    assert!(ok && err.is_empty(), "{err}");
+    let dump = run(objdump, &["-d", "--mcpu=gfx942", path], None).unwrap();
+    // From the first symbol header on: headers, blank lines and instruction lines, verbatim.
+    let from_first_header = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip_while(|l| !(l.ends_with(">:") && l.contains(" <")))
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let (ours, theirs) = (from_first_header(&out), from_first_header(&dump));
+    assert!(
+        theirs.iter().filter(|l| l.ends_with(">:")).count() == 4,
+        "the kernel and its three labels: {theirs:#?}"
+    );
+    assert_eq!(
+        ours, theirs,
+        "kjit disasm:\n{out}\nllvm-objdump-19 -d:\n{dump}"
+    );
+
+    // out[gid] = sum over i < n of (gid + i + 3) = n*gid + n(n-1)/2 + 3n, for 2 x 64 work-items.
+    let n = 5u32;
+    let out_file =
+        std::env::temp_dir().join(format!("kjit-plain-labels-{}.bin", std::process::id()));
+    let out_arg = format!("0={}", out_file.display());
+    let n_arg = format!("u32:{n}");
+    let (ok, _, err) = kjit(&[
+        "emu",
+        "run",
+        path,
+        "--kernel",
+        "plain_labels",
+        "--grid",
+        "2",
+        "--block",
+        "64",
+        "--arg",
+        "zeros:512",
+        "--arg",
+        &n_arg,
+        "--out",
+        &out_arg,
+    ]);
+    assert!(ok, "{err}");
+    let bytes = std::fs::read(&out_file).unwrap();
+    let _ = std::fs::remove_file(&out_file);
+    let got: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<u32> = (0..128u32)
+        .map(|g| n * g + n * (n - 1) / 2 + 3 * n)
+        .collect();
+    assert_eq!(got, want);
+}

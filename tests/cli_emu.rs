@@ -114,6 +114,12 @@ fn emu_run_reads_args_from_files_and_writes_outputs() {
         stderr.contains("memory fault") && stderr.contains("global_load"),
         "{stderr}"
     );
+    // The first lane out of range (16: byte 64 of the 64-byte x) and the buffer it missed.
+    assert!(
+        stderr.contains("lane 16: read of 4 byte(s)")
+            && stderr.contains("(0 bytes past the end of the 64-byte allocation at"),
+        "{stderr}"
+    );
 
     // Unknown kernels and malformed specs are bad input.
     let (code, _, stderr) = kjit(&[

@@ -4,13 +4,18 @@
 //! lane-operations/s (criterion's throughput is set to lane-operations per launch; the
 //! wave-instruction rate is printed once per kernel).
 //!
+//! The timing mode (`RunConfig::timing`, the `mi300x` model) is measured side by side with the
+//! functional device on both kernels: the medians of alternating runs and their ratio are printed
+//! (the timing issue's target: at most 4x, and the 16M vector add timed in under 10 s).
+//!
 //! Needs clang-19 and ld.lld-19; without them the bench prints why and does nothing.
 
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, find, scratch_file, OpenClBuild, Tool};
-use kjit_runtime::emu::GcnEmulator;
+use kjit_backend_gcn::machine::machine_by_name;
+use kjit_runtime::emu::{GcnEmulator, RunConfig};
 use kjit_runtime::{ArgValue, Device, LaunchDims};
 
 const SOURCE: &str = r#"
@@ -75,6 +80,7 @@ fn bench(c: &mut Criterion) {
         ArgValue::U32(n),
     ];
     report("vadd 16M", &dev, m, "vadd", dims, &args);
+    side_by_side("vadd 16M", &dev, m, "vadd", dims, &args);
     let stats = dev.launch(m, "vadd", dims, &args).unwrap();
     let mut g = c.benchmark_group("emu");
     g.sample_size(10);
@@ -95,12 +101,58 @@ fn bench(c: &mut Criterion) {
     };
     let args2 = [ArgValue::Buffer(io), ArgValue::U32(64)];
     report("alu 256K x 64", &dev, m, "alu", dims2, &args2);
+    side_by_side("alu 256K x 64", &dev, m, "alu", dims2, &args2);
     let stats2 = dev.launch(m, "alu", dims2, &args2).unwrap();
     g.throughput(Throughput::Elements(stats2.lane_ops));
     g.bench_function("alu_256K_x64_lane_ops", |bch| {
         bch.iter(|| dev.launch(m, "alu", dims2, &args2).unwrap())
     });
     g.finish();
+}
+
+/// Runs the launch alternately without and with the timing model (mi300x), 5 times each, and
+/// prints the median wall times and their ratio.
+fn side_by_side(
+    what: &str,
+    dev: &GcnEmulator,
+    m: kjit_runtime::ModuleId,
+    k: &str,
+    dims: LaunchDims,
+    args: &[ArgValue],
+) {
+    let model = machine_by_name("mi300x").expect("model");
+    let (mut plain, mut timed) = (Vec::new(), Vec::new());
+    let (mut plain_cpu, mut timed_cpu) = (Vec::new(), Vec::new());
+    let mut cycles = 0;
+    for _ in 0..5 {
+        dev.set_config(RunConfig::default());
+        let (t, c) = (Instant::now(), process_cpu_seconds().unwrap_or(0.0));
+        dev.launch(m, k, dims, args).unwrap();
+        plain.push(t.elapsed().as_secs_f64());
+        plain_cpu.push(process_cpu_seconds().unwrap_or(0.0) - c);
+        dev.set_config(RunConfig {
+            timing: Some(model),
+            ..RunConfig::default()
+        });
+        let (t, c) = (Instant::now(), process_cpu_seconds().unwrap_or(0.0));
+        let s = dev.launch(m, k, dims, args).unwrap();
+        timed.push(t.elapsed().as_secs_f64());
+        timed_cpu.push(process_cpu_seconds().unwrap_or(0.0) - c);
+        cycles = s.timing.map(|r| r.cycles).unwrap_or(0);
+    }
+    dev.set_config(RunConfig::default());
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let (p, t) = (median(&mut plain), median(&mut timed));
+    let (pc, tc) = (median(&mut plain_cpu), median(&mut timed_cpu));
+    eprintln!(
+        "emu bench {what}: functional {p:.3} s, timed on mi300x {t:.3} s (median of 5, alternating): {:.2}x wall; \
+         CPU {pc:.2} s vs {tc:.2} s: {:.2}x; {cycles} model cycles",
+        t / p,
+        tc / pc.max(1e-9)
+    );
 }
 
 /// Prints wave-instructions/s and lane-operations/s of one timed launch.

@@ -120,6 +120,9 @@ pub struct LaunchStats {
     /// The timing model's report, when the software device was asked to time the launch
     /// (`RunConfig::timing`).
     pub timing: Option<Box<crate::timing::TimingReport>>,
+    /// LDS writes of the bytes a location already held that met another wave's access in the
+    /// same barrier epoch (not races; the software device counts them).
+    pub lds_same_value_writes: u64,
 }
 
 /// A device error: what went wrong, with enough context to find it.
@@ -145,6 +148,22 @@ pub enum DeviceError {
 /// Result of device calls.
 pub type DeviceResult<T> = Result<T, DeviceError>;
 
+/// The kernel `kernel` of a loaded module's kernels, or an `InvalidLaunch` listing the kernels
+/// there are.
+pub(crate) fn find_kernel<'a, V>(
+    kernels: &'a std::collections::HashMap<String, V>,
+    kernel: &str,
+) -> DeviceResult<&'a V> {
+    kernels.get(kernel).ok_or_else(|| {
+        let mut names: Vec<&str> = kernels.keys().map(|s| s.as_str()).collect();
+        names.sort_unstable();
+        DeviceError::InvalidLaunch(format!(
+            "no kernel '{kernel}' in the code object (it has: {})",
+            names.join(", ")
+        ))
+    })
+}
+
 /// A place to run kernels.
 pub trait Device {
     /// A human-readable name, e.g. "kjit GCN device (software)".
@@ -162,7 +181,10 @@ pub trait Device {
     fn copy_from_device(&self, src: DeviceBuffer, offset: u64, dst: &mut [u8]) -> DeviceResult<()>;
     /// Loads a code object.
     fn load_module(&self, code_object: &[u8]) -> DeviceResult<ModuleId>;
-    /// Launches `kernel` of `module` and waits for it to finish.
+    /// Launches `kernel` of `module` and waits for it to finish. Before anything runs, the
+    /// arguments are checked against the kernel's metadata ([`crate::check_args`]) and the shape
+    /// against the hardware's and the kernel's limits (`max_flat_workgroup_size`, LDS): a
+    /// mismatch is [`DeviceError::InvalidLaunch`] naming what is wrong.
     fn launch(
         &self,
         module: ModuleId,

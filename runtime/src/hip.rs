@@ -1,28 +1,78 @@
-//! The HIP device: launches kjit code objects on a real AMD GPU through the HIP runtime
-//! (`hip-runtime-sys`, which links `libamdhip64`). Built only with the cargo feature `hip`.
+//! The HIP device: launches kjit code objects on a real AMD GPU through the HIP runtime. Built
+//! only with the cargo feature `hip`.
 //!
-//! Takes code-object bytes, buffers and explicit arguments; gives launches on the GPU. The kernarg
-//! buffer holds the explicit arguments laid out from the code object's metadata and is passed with
-//! `HIP_LAUNCH_PARAM_BUFFER_POINTER`; the HIP runtime appends the hidden arguments itself.
+//! Takes code-object bytes, buffers and explicit arguments; gives launches on the GPU. The HIP
+//! runtime (`libamdhip64`) is loaded when first needed (`libloading`), not linked, so a binary
+//! built with `hip` starts on a machine without ROCm and falls back to the software device. The
+//! kernarg buffer holds the explicit arguments laid out from the code object's metadata and is
+//! passed with `HIP_LAUNCH_PARAM_BUFFER_POINTER`; the HIP runtime appends the hidden arguments.
+//!
+//! `hipSetDevice` applies to the calling thread only and a `HipDevice` is shared across threads,
+//! so every call into HIP (including the frees and unloads of `Drop`) selects the device first.
+//! Every `hipError_t` is received as an integer (a newer runtime may return codes this file does
+//! not name) and mapped per call: memory calls to `Memory`, module calls to `BadCodeObject`,
+//! launch-configuration errors to `InvalidLaunch`, kernel faults to `Fault`, "no device" codes to
+//! `Unavailable`. Launches are checked before HIP sees them with the software device's checks
+//! (`check_args`, `validate_dims` with the kernel's `max_flat_workgroup_size`).
 //!
 //! No machine this project is developed or tested on has an AMD GPU: the paths that need one are
-//! exercised only by `#[ignore]`d tests (see README). What is tested here is discovery on a machine
-//! without a GPU, error mapping, and argument layout.
+//! exercised only by `#[ignore]`d tests (see `docs/hip.md`). What is tested here is loading the
+//! runtime (present or missing), discovery without a GPU, error mapping, the device-property
+//! layout against the HIP header, and argument layout.
 
 use std::collections::HashMap;
-use std::ffi::{c_void, CStr};
-use std::os::raw::c_char;
-use std::sync::Mutex;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::{Mutex, OnceLock};
 
-use hip_runtime_sys as sys;
+use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, KernelMeta, TargetId};
 use kjit_backend_gcn::Target;
 
 use crate::device::{
-    ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims, LaunchStats, ModuleId,
+    find_kernel, ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims,
+    LaunchStats, ModuleId,
 };
-use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, KernelMeta, TargetId};
-
+use crate::emu::dispatch::KernelSetup;
+use crate::emu::launch::validate_dims;
 use crate::kernarg::pack_explicit;
+
+/// `hipError_t` values kjit treats specially (`hip/hip_runtime_api.h`; the numbers are stable
+/// across ROCm 5 and 6).
+pub mod codes {
+    /// `hipSuccess`.
+    pub const SUCCESS: i32 = 0;
+    /// `hipErrorInvalidValue`.
+    pub const INVALID_VALUE: i32 = 1;
+    /// `hipErrorNotInitialized`.
+    pub const NOT_INITIALIZED: i32 = 3;
+    /// `hipErrorInvalidConfiguration`.
+    pub const INVALID_CONFIGURATION: i32 = 9;
+    /// `hipErrorInsufficientDriver`.
+    pub const INSUFFICIENT_DRIVER: i32 = 35;
+    /// `hipErrorInvalidDeviceFunction`.
+    pub const INVALID_DEVICE_FUNCTION: i32 = 98;
+    /// `hipErrorNoDevice`.
+    pub const NO_DEVICE: i32 = 100;
+    /// `hipErrorInvalidDevice`.
+    pub const INVALID_DEVICE: i32 = 101;
+    /// `hipErrorLaunchOutOfResources`.
+    pub const LAUNCH_OUT_OF_RESOURCES: i32 = 701;
+}
+
+/// Library names tried in order when `KJIT_HIP_LIBRARY` does not name one.
+pub const LIBRARY_NAMES: &[&str] = &["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"];
+
+/// Bytes reserved for a `hipDeviceProp_t` (792 in ROCm 5's layout; room for growth).
+const PROPS_BYTES: usize = 4096;
+/// Offsets in the ROCm 5 `hipDeviceProp_t` layout that the unversioned `hipGetDeviceProperties`
+/// fills (ROCm 6 keeps it under that name and adds the new layout as `...R0600`). Checked against
+/// the installed header by `device_property_offsets_match_the_hip_header`.
+pub const PROP_NAME: usize = 0;
+/// `sharedMemPerBlock` (`size_t`).
+pub const PROP_SHARED_MEM_PER_BLOCK: usize = 264;
+/// `multiProcessorCount` (`int`).
+pub const PROP_MULTIPROCESSOR_COUNT: usize = 336;
+/// `gcnArchName` (`char[256]`).
+pub const PROP_GCN_ARCH_NAME: usize = 396;
 
 /// A failed HIP call: which call, the `hipError_t` code and `hipGetErrorString`'s text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,40 +86,184 @@ pub struct HipError {
     pub message: String,
 }
 
-impl From<HipError> for DeviceError {
-    fn from(e: HipError) -> Self {
-        // "no device" style errors mean the device cannot be had; everything else is a fault.
-        if e.code == sys::hipError_t::hipErrorNoDevice as i32
-            || e.code == sys::hipError_t::hipErrorInvalidDevice as i32
-            || e.code == sys::hipError_t::hipErrorNotInitialized as i32
-            || e.code == sys::hipError_t::hipErrorInsufficientDriver as i32
-        {
-            DeviceError::Unavailable(e.to_string())
-        } else {
-            DeviceError::Fault(e.to_string())
-        }
+/// What a HIP call was doing, which decides the `DeviceError` its failure becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// Finding and selecting the GPU.
+    Discovery,
+    /// Allocating, freeing, copying.
+    Memory,
+    /// Loading a code object, finding a kernel in it.
+    Module,
+    /// Launching a kernel.
+    Launch,
+    /// Waiting for kernels (where their faults surface).
+    Sync,
+}
+
+/// The `DeviceError` a failed call of `kind` becomes: "no device" codes are `Unavailable`
+/// whatever the call; otherwise by what the call was doing.
+pub fn to_device_error(e: HipError, kind: CallKind) -> DeviceError {
+    use codes::*;
+    let msg = e.to_string();
+    if matches!(
+        e.code,
+        NO_DEVICE | INVALID_DEVICE | NOT_INITIALIZED | INSUFFICIENT_DRIVER
+    ) {
+        return DeviceError::Unavailable(msg);
+    }
+    match kind {
+        CallKind::Discovery => DeviceError::Unavailable(msg),
+        CallKind::Memory => DeviceError::Memory(msg),
+        CallKind::Module => DeviceError::BadCodeObject(msg),
+        CallKind::Launch => match e.code {
+            INVALID_VALUE
+            | INVALID_CONFIGURATION
+            | LAUNCH_OUT_OF_RESOURCES
+            | INVALID_DEVICE_FUNCTION => DeviceError::InvalidLaunch(msg),
+            _ => DeviceError::Fault(msg),
+        },
+        CallKind::Sync => DeviceError::Fault(msg),
     }
 }
 
-/// Turns a `hipError_t` into `Ok` or a typed error carrying the runtime's own message.
-fn check(call: &'static str, err: sys::hipError_t) -> Result<(), HipError> {
-    if err == sys::hipError_t::hipSuccess {
-        return Ok(());
-    }
-    // SAFETY: hipGetErrorString returns a pointer to a static NUL-terminated string (or null).
-    let message = unsafe {
-        let p = sys::hipGetErrorString(err);
-        if p.is_null() {
-            "unknown HIP error".to_string()
-        } else {
-            CStr::from_ptr(p).to_string_lossy().into_owned()
+type HipResult = i32;
+
+/// The HIP runtime functions kjit calls, resolved from `libamdhip64` at run time. Every
+/// `hipError_t` is an `i32` here.
+pub struct HipApi {
+    /// Keeps the library loaded (the API lives for the whole process).
+    _lib: libloading::Library,
+    /// The name the library was loaded by.
+    pub library: String,
+    get_device_count: unsafe extern "C" fn(*mut c_int) -> HipResult,
+    get_device_properties: unsafe extern "C" fn(*mut c_void, c_int) -> HipResult,
+    set_device: unsafe extern "C" fn(c_int) -> HipResult,
+    malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipResult,
+    free: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    memcpy_htod: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> HipResult,
+    memcpy_dtoh: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> HipResult,
+    module_load_data: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> HipResult,
+    module_unload: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    module_get_function:
+        unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> HipResult,
+    #[allow(clippy::type_complexity)]
+    module_launch_kernel: unsafe extern "C" fn(
+        *mut c_void,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        *mut c_void,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> HipResult,
+    device_synchronize: unsafe extern "C" fn() -> HipResult,
+    get_error_string: unsafe extern "C" fn(HipResult) -> *const c_char,
+}
+
+impl HipApi {
+    /// Loads the first of `names` that the dynamic loader finds and resolves every function.
+    /// The error says which names were tried and why the last failed, or which symbol is missing.
+    pub fn load(names: &[&str]) -> Result<HipApi, String> {
+        let mut why = String::from("no library name given");
+        for name in names {
+            // SAFETY: loading libamdhip64 runs its initialisers, which is what linking it would
+            // do at start-up; it has no other preconditions.
+            match unsafe { libloading::Library::new(name) } {
+                Ok(lib) => return Self::resolve(lib, name),
+                Err(e) => why = e.to_string(),
+            }
         }
-    };
-    Err(HipError {
-        call,
-        code: err as i32,
-        message,
+        Err(format!(
+            "cannot load the HIP runtime (tried {}): {why}",
+            names.join(", ")
+        ))
+    }
+
+    fn resolve(lib: libloading::Library, name: &str) -> Result<HipApi, String> {
+        /// The function `sym` of `lib`, as the fn-pointer type of the field it fills.
+        fn get<T: Copy>(lib: &libloading::Library, name: &str, sym: &str) -> Result<T, String> {
+            let c = CString::new(sym).map_err(|e| e.to_string())?;
+            // SAFETY: `sym` is the HIP API function of that name, and `T` is the field's type:
+            // its C signature from hip_runtime_api.h with hipError_t as i32.
+            let f = unsafe { lib.get::<T>(c.as_bytes_with_nul()) }
+                .map_err(|e| format!("{name} has no {sym}: {e}"))?;
+            Ok(*f)
+        }
+        macro_rules! sym {
+            ($s:literal) => {
+                get(&lib, name, $s)?
+            };
+        }
+        Ok(HipApi {
+            get_device_count: sym!("hipGetDeviceCount"),
+            get_device_properties: sym!("hipGetDeviceProperties"),
+            set_device: sym!("hipSetDevice"),
+            malloc: sym!("hipMalloc"),
+            free: sym!("hipFree"),
+            memcpy_htod: sym!("hipMemcpyHtoD"),
+            memcpy_dtoh: sym!("hipMemcpyDtoH"),
+            module_load_data: sym!("hipModuleLoadData"),
+            module_unload: sym!("hipModuleUnload"),
+            module_get_function: sym!("hipModuleGetFunction"),
+            module_launch_kernel: sym!("hipModuleLaunchKernel"),
+            device_synchronize: sym!("hipDeviceSynchronize"),
+            get_error_string: sym!("hipGetErrorString"),
+            library: name.to_string(),
+            _lib: lib,
+        })
+    }
+
+    /// `Ok` for `hipSuccess`, else the error with the runtime's own message.
+    pub fn check(&self, call: &'static str, code: HipResult) -> Result<(), HipError> {
+        if code == codes::SUCCESS {
+            return Ok(());
+        }
+        // SAFETY: hipGetErrorString takes any integer and returns a static NUL-terminated
+        // string (or null).
+        let message = unsafe {
+            let p = (self.get_error_string)(code);
+            if p.is_null() {
+                "unknown HIP error".to_string()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        Err(HipError {
+            call,
+            code,
+            message,
+        })
+    }
+
+    /// Runs a call of `kind` and maps its failure.
+    fn call(&self, name: &'static str, kind: CallKind, code: HipResult) -> DeviceResult<()> {
+        self.check(name, code).map_err(|e| to_device_error(e, kind))
+    }
+
+    /// Makes `ordinal` the current device of the calling thread.
+    fn select(&self, ordinal: i32) -> DeviceResult<()> {
+        // SAFETY: plain call.
+        self.call("hipSetDevice", CallKind::Discovery, unsafe {
+            (self.set_device)(ordinal)
+        })
+    }
+}
+
+/// The process's HIP runtime, loaded on first use from `KJIT_HIP_LIBRARY` or [`LIBRARY_NAMES`].
+/// Where it cannot be loaded the error is `Unavailable` and says why.
+pub fn api() -> DeviceResult<&'static HipApi> {
+    static API: OnceLock<Result<HipApi, String>> = OnceLock::new();
+    API.get_or_init(|| match std::env::var("KJIT_HIP_LIBRARY") {
+        Ok(name) if !name.is_empty() => HipApi::load(&[&name]),
+        _ => HipApi::load(LIBRARY_NAMES),
     })
+    .as_ref()
+    .map_err(|e| DeviceError::Unavailable(format!("no AMD GPU runtime: {e}")))
 }
 
 /// What HIP says about a GPU.
@@ -93,61 +287,58 @@ impl HipDeviceInfo {
         let base = self.gcn_arch_name.split(':').next().unwrap_or("");
         base.parse().ok()
     }
+
+    /// Reads the fields kjit uses from the bytes of a ROCm 5 layout `hipDeviceProp_t`.
+    pub fn from_props(ordinal: i32, props: &[u8]) -> HipDeviceInfo {
+        let cstr = |at: usize| -> String {
+            let bytes = props.get(at..at + 256).unwrap_or(&[]);
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            String::from_utf8_lossy(&bytes[..end]).into_owned()
+        };
+        let word = |at: usize, n: usize| -> u64 {
+            let mut b = [0u8; 8];
+            if let Some(s) = props.get(at..at + n) {
+                b[..n].copy_from_slice(s);
+            }
+            u64::from_le_bytes(b)
+        };
+        HipDeviceInfo {
+            ordinal,
+            name: cstr(PROP_NAME),
+            gcn_arch_name: cstr(PROP_GCN_ARCH_NAME),
+            compute_units: (word(PROP_MULTIPROCESSOR_COUNT, 4) as i32).max(0) as u32,
+            lds_bytes: word(PROP_SHARED_MEM_PER_BLOCK, 8).min(u32::MAX as u64) as u32,
+        }
+    }
 }
 
-/// Lists the GPUs the HIP runtime sees. A machine without a GPU (or without the kernel driver)
-/// gives `DeviceError::Unavailable` saying "no AMD GPU".
+/// Lists the GPUs the HIP runtime sees. A machine without the runtime, without a GPU or without
+/// the kernel driver gives `DeviceError::Unavailable` saying "no AMD GPU".
 pub fn discover() -> DeviceResult<Vec<HipDeviceInfo>> {
-    let mut count: i32 = 0;
+    let api = api()?;
+    let mut count: c_int = 0;
     // SAFETY: plain out-parameter call.
-    let err = unsafe { sys::hipGetDeviceCount(&mut count) };
-    if err != sys::hipError_t::hipSuccess || count <= 0 {
-        let why = check("hipGetDeviceCount", err)
+    let code = unsafe { (api.get_device_count)(&mut count) };
+    if code != codes::SUCCESS || count <= 0 {
+        let why = api
+            .check("hipGetDeviceCount", code)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_else(|| "the HIP runtime reports 0 devices".to_string());
         return Err(DeviceError::Unavailable(format!("no AMD GPU found: {why}")));
     }
-    (0..count).map(device_info).collect()
-}
-
-fn device_info(ordinal: i32) -> DeviceResult<HipDeviceInfo> {
-    // hipGetDeviceProperties (the unversioned symbol) keeps the ROCm 5 struct layout that the
-    // bindings describe; newer runtimes export the new layout under a versioned name.
-    let mut props: sys::hipDeviceProp_t = Default::default();
-    // SAFETY: props is a properly sized, writable hipDeviceProp_t.
-    check("hipGetDeviceProperties", unsafe {
-        sys::hipGetDeviceProperties(&mut props, ordinal)
-    })?;
-    let cstr = |chars: &[c_char]| -> String {
-        let bytes: Vec<u8> = chars
-            .iter()
-            .map(|&c| c as u8)
-            .take_while(|&b| b != 0)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    let attr = |a: sys::hipDeviceAttribute_t, call| -> DeviceResult<u32> {
-        let mut v: i32 = 0;
-        // SAFETY: plain out-parameter call.
-        check(call, unsafe {
-            sys::hipDeviceGetAttribute(&mut v, a, ordinal)
-        })?;
-        Ok(v.max(0) as u32)
-    };
-    Ok(HipDeviceInfo {
-        ordinal,
-        name: cstr(&props.name),
-        gcn_arch_name: cstr(&props.gcnArchName),
-        compute_units: attr(
-            sys::hipDeviceAttribute_t::hipDeviceAttributeMultiprocessorCount,
-            "hipDeviceGetAttribute(MultiprocessorCount)",
-        )?,
-        lds_bytes: attr(
-            sys::hipDeviceAttribute_t::hipDeviceAttributeMaxSharedMemoryPerBlock,
-            "hipDeviceGetAttribute(MaxSharedMemoryPerBlock)",
-        )?,
-    })
+    (0..count)
+        .map(|ordinal| {
+            // 8-aligned, larger than any hipDeviceProp_t layout.
+            let mut props = vec![0u64; PROPS_BYTES / 8];
+            // SAFETY: props is writable, aligned and larger than hipDeviceProp_t.
+            api.call("hipGetDeviceProperties", CallKind::Discovery, unsafe {
+                (api.get_device_properties)(props.as_mut_ptr() as *mut c_void, ordinal)
+            })?;
+            let bytes: Vec<u8> = props.iter().flat_map(|w| w.to_le_bytes()).collect();
+            Ok(HipDeviceInfo::from_props(ordinal, &bytes))
+        })
+        .collect()
 }
 
 /// Refuses a code object whose target ID cannot run on a GPU whose `gcnArchName` is `gpu_arch`
@@ -187,32 +378,75 @@ pub fn check_target_matches(object: &TargetId, gpu_arch: &str) -> DeviceResult<(
     Ok(())
 }
 
-/// Device memory owned by RAII: freed with `hipFree` on drop.
+/// The kernarg segment as the runtime reads it: 8-byte words, so the buffer is 8-aligned
+/// whatever the allocator does for bytes. `len` is the segment's size in bytes.
+pub struct KernargBuffer {
+    words: Vec<u64>,
+    /// Bytes of kernarg segment.
+    pub len: usize,
+}
+
+impl KernargBuffer {
+    /// The bytes of `segment` in an 8-aligned buffer.
+    pub fn new(segment: &[u8]) -> KernargBuffer {
+        let mut words = vec![0u64; segment.len().div_ceil(8).max(1)];
+        for (w, chunk) in words.iter_mut().zip(segment.chunks(8)) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            *w = u64::from_le_bytes(b);
+        }
+        KernargBuffer {
+            words,
+            len: segment.len(),
+        }
+    }
+
+    /// The buffer's address (8-aligned).
+    pub fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.words.as_mut_ptr() as *mut c_void
+    }
+}
+
+/// Device memory owned by RAII: freed with `hipFree`, on its own device, on drop.
 struct HipAllocation {
+    api: &'static HipApi,
+    ordinal: i32,
     ptr: *mut c_void,
     size: u64,
 }
 
 impl Drop for HipAllocation {
     fn drop(&mut self) {
-        // SAFETY: ptr came from hipMalloc and is freed once. A failure here cannot be reported.
+        // A failure here cannot be reported; the device is selected first so that the free
+        // reaches the GPU the memory is on.
+        let _ = self.api.select(self.ordinal);
+        // SAFETY: ptr came from hipMalloc on this device and is freed once.
         unsafe {
-            let _ = sys::hipFree(self.ptr);
+            let _ = (self.api.free)(self.ptr);
         }
     }
 }
 
-/// A loaded module, unloaded on drop, with the signatures of its kernels.
+/// What the device keeps of one kernel: its signature and launch limits.
+struct HipKernel {
+    meta: KernelMeta,
+    setup: KernelSetup,
+}
+
+/// A loaded module, unloaded (on its own device) on drop, with its kernels.
 struct HipModule {
-    module: sys::hipModule_t,
-    kernels: HashMap<String, KernelMeta>,
+    api: &'static HipApi,
+    ordinal: i32,
+    module: *mut c_void,
+    kernels: HashMap<String, HipKernel>,
 }
 
 impl Drop for HipModule {
     fn drop(&mut self) {
-        // SAFETY: module came from hipModuleLoadData and is unloaded once.
+        let _ = self.api.select(self.ordinal);
+        // SAFETY: module came from hipModuleLoadData on this device and is unloaded once.
         unsafe {
-            let _ = sys::hipModuleUnload(self.module);
+            let _ = (self.api.module_unload)(self.module);
         }
     }
 }
@@ -224,30 +458,32 @@ struct HipState {
 
 /// An AMD GPU driven through the HIP runtime.
 pub struct HipDevice {
+    api: &'static HipApi,
     info: HipDeviceInfo,
     target: Target,
     state: Mutex<HipState>,
 }
 
-// SAFETY: the raw HIP handles inside are only used under the state mutex, and the HIP runtime's
-// API is thread-safe.
+// SAFETY: the raw HIP handles inside are only used under the state mutex, every call selects the
+// device on the calling thread first, and the HIP runtime's API is thread-safe.
 unsafe impl Send for HipDevice {}
 unsafe impl Sync for HipDevice {}
 
 impl HipDevice {
     /// Opens the first GPU whose architecture kjit targets.
     pub fn open() -> DeviceResult<HipDevice> {
+        let api = api()?;
         let gpus = discover()?;
-        let Some(info) = gpus.iter().find(|g| g.target().is_some()).cloned() else {
+        let Some((info, target)) = gpus.iter().find_map(|g| g.target().map(|t| (g.clone(), t)))
+        else {
             let archs: Vec<_> = gpus.iter().map(|g| g.gcn_arch_name.clone()).collect();
             return Err(DeviceError::Unavailable(format!(
                 "no AMD GPU with an architecture kjit targets (found {archs:?}; kjit targets gfx942, gfx90a, gfx900)"
             )));
         };
-        // SAFETY: plain call with a valid ordinal from discovery.
-        check("hipSetDevice", unsafe { sys::hipSetDevice(info.ordinal) })?;
-        let target = info.target().expect("filtered above");
+        api.select(info.ordinal)?;
         Ok(HipDevice {
+            api,
             info,
             target,
             state: Mutex::new(HipState {
@@ -260,6 +496,11 @@ impl HipDevice {
     /// What HIP reported about the GPU.
     pub fn info(&self) -> &HipDeviceInfo {
         &self.info
+    }
+
+    /// Selects this device on the calling thread (every method does, before any HIP call).
+    fn select(&self) -> DeviceResult<()> {
+        self.api.select(self.info.ordinal)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, HipState> {
@@ -298,24 +539,33 @@ impl Device for HipDevice {
     }
 
     fn alloc(&self, bytes: u64) -> DeviceResult<DeviceBuffer> {
+        self.select()?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: out-parameter call; a zero-byte request is rounded up so every buffer has an address.
-        check("hipMalloc", unsafe {
-            sys::hipMalloc(&mut ptr, bytes.max(1) as usize)
+        // SAFETY: out-parameter call; a zero-byte request is rounded up so every buffer has an
+        // address.
+        self.api.call("hipMalloc", CallKind::Memory, unsafe {
+            (self.api.malloc)(&mut ptr, bytes.max(1) as usize)
         })?;
         let buf = DeviceBuffer {
             addr: ptr as u64,
             size: bytes,
         };
-        self.state()
-            .buffers
-            .insert(buf.addr, HipAllocation { ptr, size: bytes });
+        self.state().buffers.insert(
+            buf.addr,
+            HipAllocation {
+                api: self.api,
+                ordinal: self.info.ordinal,
+                ptr,
+                size: bytes,
+            },
+        );
         Ok(buf)
     }
 
     fn free(&self, buf: DeviceBuffer) -> DeviceResult<()> {
+        // The allocation's Drop selects the device and frees.
         match self.state().buffers.remove(&buf.addr) {
-            Some(_alloc) => Ok(()), // dropped here: hipFree
+            Some(_alloc) => Ok(()),
             None => Err(DeviceError::Memory(format!(
                 "free of unknown buffer at {:#x}",
                 buf.addr
@@ -326,21 +576,23 @@ impl Device for HipDevice {
     fn copy_to_device(&self, dst: DeviceBuffer, offset: u64, src: &[u8]) -> DeviceResult<()> {
         let state = self.state();
         let p = Self::buffer_ptr(&state, dst, offset, src.len() as u64)?;
-        // SAFETY: p points at src.len() writable device bytes (checked); src is a valid host slice.
-        check("hipMemcpyHtoD", unsafe {
-            sys::hipMemcpyHtoD(p, src.as_ptr() as *mut c_void, src.len())
-        })?;
-        Ok(())
+        self.select()?;
+        // SAFETY: p points at src.len() writable device bytes (checked); src is a valid host
+        // slice that HIP only reads.
+        self.api.call("hipMemcpyHtoD", CallKind::Memory, unsafe {
+            (self.api.memcpy_htod)(p, src.as_ptr() as *mut c_void, src.len())
+        })
     }
 
     fn copy_from_device(&self, src: DeviceBuffer, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
         let state = self.state();
         let p = Self::buffer_ptr(&state, src, offset, dst.len() as u64)?;
-        // SAFETY: p points at dst.len() readable device bytes (checked); dst is a valid host slice.
-        check("hipMemcpyDtoH", unsafe {
-            sys::hipMemcpyDtoH(dst.as_mut_ptr() as *mut c_void, p, dst.len())
-        })?;
-        Ok(())
+        self.select()?;
+        // SAFETY: p points at dst.len() readable device bytes (checked); dst is a valid host
+        // slice.
+        self.api.call("hipMemcpyDtoH", CallKind::Memory, unsafe {
+            (self.api.memcpy_dtoh)(dst.as_mut_ptr() as *mut c_void, p, dst.len())
+        })
     }
 
     fn load_module(&self, code_object: &[u8]) -> DeviceResult<ModuleId> {
@@ -348,18 +600,32 @@ impl Device for HipDevice {
             .map_err(|e| DeviceError::BadCodeObject(e.to_string()))?;
         // Loading an object for another architecture fails late or hangs; refuse it up front.
         check_target_matches(&co.target_id(), &self.info.gcn_arch_name)?;
-        let kernels: HashMap<String, KernelMeta> = co
-            .kernels
-            .iter()
-            .map(|k| (k.meta.name.clone(), k.meta.clone()))
-            .collect();
-        let mut module: sys::hipModule_t = std::ptr::null_mut();
+        let mut kernels = HashMap::new();
+        for k in &co.kernels {
+            let setup = KernelSetup::from_descriptor(&k.descriptor.to_bytes())
+                .map_err(|e| DeviceError::BadCodeObject(format!("kernel '{}': {e}", k.name)))?;
+            kernels.insert(
+                k.meta.name.clone(),
+                HipKernel {
+                    meta: k.meta.clone(),
+                    setup,
+                },
+            );
+        }
+        self.select()?;
+        let mut module: *mut c_void = std::ptr::null_mut();
         // SAFETY: the image is a complete code object; HIP copies what it needs during the call.
-        check("hipModuleLoadData", unsafe {
-            sys::hipModuleLoadData(&mut module, code_object.as_ptr() as *const c_void)
-        })?;
+        self.api
+            .call("hipModuleLoadData", CallKind::Module, unsafe {
+                (self.api.module_load_data)(&mut module, code_object.as_ptr() as *const c_void)
+            })?;
         let mut state = self.state();
-        state.modules.push(HipModule { module, kernels });
+        state.modules.push(HipModule {
+            api: self.api,
+            ordinal: self.info.ordinal,
+            module,
+            kernels,
+        });
         Ok(ModuleId(state.modules.len() as u32 - 1))
     }
 
@@ -375,9 +641,10 @@ impl Device for HipDevice {
             .modules
             .get(module.0 as usize)
             .ok_or_else(|| DeviceError::InvalidLaunch(format!("unknown module {}", module.0)))?;
-        let sig = m.kernels.get(kernel).ok_or_else(|| {
-            DeviceError::InvalidLaunch(format!("code object has no kernel named '{kernel}'"))
-        })?;
+        let k = find_kernel(&m.kernels, kernel)?;
+        // The software device's checks, before HIP sees the launch.
+        validate_dims(&dims, &k.setup, self.target, k.meta.max_flat_workgroup_size)
+            .map_err(DeviceError::InvalidLaunch)?;
         for &a in args {
             if let ArgValue::Buffer(b) = a {
                 if !state.buffers.contains_key(&b.addr) {
@@ -388,50 +655,57 @@ impl Device for HipDevice {
                 }
             }
         }
-        let mut kernarg = pack_explicit(sig, args).map_err(DeviceError::InvalidLaunch)?;
-        let mut size = kernarg.len();
-        let mut function: sys::hipFunction_t = std::ptr::null_mut();
-        let cname = std::ffi::CString::new(kernel)
+        let segment = pack_explicit(&k.meta, args).map_err(DeviceError::InvalidLaunch)?;
+        let mut kernarg = KernargBuffer::new(&segment);
+        let mut size: usize = kernarg.len;
+        let cname = CString::new(kernel)
             .map_err(|_| DeviceError::InvalidLaunch("kernel name contains NUL".into()))?;
+        self.select()?;
+        let mut function: *mut c_void = std::ptr::null_mut();
         // SAFETY: module is loaded; cname is NUL-terminated.
-        check("hipModuleGetFunction", unsafe {
-            sys::hipModuleGetFunction(&mut function, m.module, cname.as_ptr())
-        })?;
-        // HIP_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END are the pointer values 1, 2, 3 in hip's headers.
+        self.api
+            .call("hipModuleGetFunction", CallKind::Module, unsafe {
+                (self.api.module_get_function)(&mut function, m.module, cname.as_ptr())
+            })?;
+        // HIP_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END are the pointer values 1, 2, 3 in hip's
+        // headers.
         let mut extra: [*mut c_void; 5] = [
             std::ptr::without_provenance_mut::<c_void>(1),
-            kernarg.as_mut_ptr() as *mut c_void,
+            kernarg.as_mut_ptr(),
             std::ptr::without_provenance_mut::<c_void>(2),
             &mut size as *mut usize as *mut c_void,
             std::ptr::without_provenance_mut::<c_void>(3),
         ];
-        // SAFETY: function is valid; extra follows HIP's documented layout and outlives the call.
-        check("hipModuleLaunchKernel", unsafe {
-            sys::hipModuleLaunchKernel(
-                function,
-                dims.grid[0],
-                dims.grid[1],
-                dims.grid[2],
-                dims.block[0],
-                dims.block[1],
-                dims.block[2],
-                dims.dynamic_lds,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                extra.as_mut_ptr(),
-            )
-        })?;
+        // SAFETY: function is valid; extra follows HIP's documented layout and, like the
+        // kernarg buffer it points at, outlives the call.
+        self.api
+            .call("hipModuleLaunchKernel", CallKind::Launch, unsafe {
+                (self.api.module_launch_kernel)(
+                    function,
+                    dims.grid[0],
+                    dims.grid[1],
+                    dims.grid[2],
+                    dims.block[0],
+                    dims.block[1],
+                    dims.block[2],
+                    dims.dynamic_lds,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    extra.as_mut_ptr(),
+                )
+            })?;
         drop(state);
         self.synchronize()?;
         Ok(LaunchStats::default())
     }
 
     fn synchronize(&self) -> DeviceResult<()> {
+        self.select()?;
         // SAFETY: plain call.
-        check("hipDeviceSynchronize", unsafe {
-            sys::hipDeviceSynchronize()
-        })?;
-        Ok(())
+        self.api
+            .call("hipDeviceSynchronize", CallKind::Sync, unsafe {
+                (self.api.device_synchronize)()
+            })
     }
 }
 
@@ -456,12 +730,114 @@ mod tests {
     }
 
     #[test]
+    fn device_properties_are_read_at_their_offsets() {
+        let mut p = vec![0u8; PROPS_BYTES];
+        p[..9].copy_from_slice(b"AMD MI300");
+        p[PROP_GCN_ARCH_NAME..PROP_GCN_ARCH_NAME + 22].copy_from_slice(b"gfx942:sramecc+:xnack-");
+        p[PROP_MULTIPROCESSOR_COUNT..PROP_MULTIPROCESSOR_COUNT + 4]
+            .copy_from_slice(&304i32.to_le_bytes());
+        p[PROP_SHARED_MEM_PER_BLOCK..PROP_SHARED_MEM_PER_BLOCK + 8]
+            .copy_from_slice(&65536u64.to_le_bytes());
+        let info = HipDeviceInfo::from_props(2, &p);
+        assert_eq!(
+            info,
+            HipDeviceInfo {
+                ordinal: 2,
+                name: "AMD MI300".into(),
+                gcn_arch_name: "gfx942:sramecc+:xnack-".into(),
+                compute_units: 304,
+                lds_bytes: 65536,
+            }
+        );
+    }
+
+    #[test]
+    fn errors_map_per_call() {
+        let e = |code| HipError {
+            call: "x",
+            code,
+            message: "m".into(),
+        };
+        use CallKind::*;
+        assert!(matches!(
+            to_device_error(e(2), Memory),
+            DeviceError::Memory(_)
+        ));
+        assert!(matches!(
+            to_device_error(e(200), Module),
+            DeviceError::BadCodeObject(_)
+        ));
+        assert!(matches!(
+            to_device_error(e(codes::INVALID_CONFIGURATION), Launch),
+            DeviceError::InvalidLaunch(_)
+        ));
+        assert!(matches!(
+            to_device_error(e(codes::LAUNCH_OUT_OF_RESOURCES), Launch),
+            DeviceError::InvalidLaunch(_)
+        ));
+        assert!(matches!(
+            to_device_error(e(700), Launch),
+            DeviceError::Fault(_)
+        ));
+        assert!(matches!(
+            to_device_error(e(719), Sync),
+            DeviceError::Fault(_)
+        ));
+        // "No device" codes, and codes no header of ours names, whatever the call.
+        for kind in [Memory, Module, Launch, Sync] {
+            assert!(matches!(
+                to_device_error(e(codes::NO_DEVICE), kind),
+                DeviceError::Unavailable(_)
+            ));
+        }
+        assert!(matches!(
+            to_device_error(e(12345), Sync),
+            DeviceError::Fault(_)
+        ));
+    }
+
+    #[test]
+    fn kernarg_buffers_are_8_aligned_and_hold_the_segment() {
+        for len in [0usize, 1, 12, 272] {
+            let seg: Vec<u8> = (0..len as u32).map(|i| i as u8).collect();
+            let mut k = KernargBuffer::new(&seg);
+            assert_eq!(k.len, len);
+            let p = k.as_mut_ptr();
+            assert_eq!(p as usize % 8, 0);
+            // SAFETY: the buffer holds at least len bytes.
+            let back = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+            assert_eq!(back, &seg[..]);
+        }
+    }
+
+    #[test]
+    fn a_missing_runtime_library_is_a_clear_error() {
+        let e = HipApi::load(&["/nonexistent/libamdhip64.so"])
+            .err()
+            .expect("a missing library loads");
+        assert!(
+            e.contains("cannot load the HIP runtime (tried /nonexistent/libamdhip64.so)"),
+            "{e}"
+        );
+        // A library without HIP's symbols names the first missing one.
+        let e = HipApi::load(&["libc.so.6"]).err().expect("libc is not HIP");
+        assert!(e.contains("libc.so.6 has no hipGetDeviceCount"), "{e}");
+    }
+
+    #[test]
     fn hip_errors_carry_the_runtime_message() {
-        let e = check("hipMalloc", sys::hipError_t::hipErrorOutOfMemory).unwrap_err();
-        assert_eq!(e.call, "hipMalloc");
+        let Ok(api) = api() else {
+            eprintln!("no HIP runtime library here: message text not checked");
+            return;
+        };
+        let e = api.check("hipMalloc", 2).unwrap_err();
+        assert_eq!((e.call, e.code), ("hipMalloc", 2));
         assert!(!e.message.is_empty(), "hipGetErrorString gave no text");
         assert!(e.to_string().contains("hipMalloc failed"));
-        assert!(check("x", sys::hipError_t::hipSuccess).is_ok());
+        assert!(api.check("x", codes::SUCCESS).is_ok());
+        // A code this file does not know is still an error with text, not undefined behaviour.
+        let e = api.check("x", 987_654).unwrap_err();
+        assert_eq!(e.code, 987_654);
     }
 
     #[test]
@@ -482,8 +858,9 @@ mod tests {
         assert!(check_target_matches(&xnack_on, "gfx942:sramecc+:xnack+").is_ok());
     }
 
-    /// On a machine without an AMD GPU (every machine this project is tested on) discovery must say
-    /// so cleanly instead of crashing.
+    /// On a machine without an AMD GPU (every machine this project is tested on) discovery must
+    /// say so cleanly instead of crashing, whether the runtime library is there (no device) or
+    /// not (no runtime).
     #[test]
     fn no_gpu_is_reported_cleanly() {
         match discover() {

@@ -1,10 +1,11 @@
 //! The explicit part of a kernarg segment, shared by every device: each explicit argument at its
-//! metadata offset, checked against the metadata's kind and size. The software device then fills
+//! metadata offset, checked first by [`crate::args::check_args`]. The software device then fills
 //! the hidden arguments itself (`emu::args`); the HIP runtime fills them on a GPU.
 
-use kjit_backend_gcn::codeobj::{KernelMeta, ValueKind};
+use kjit_backend_gcn::codeobj::KernelMeta;
 
-use crate::device::ArgValue;
+use crate::args::check_args;
+use crate::device::{ArgValue, DeviceError};
 
 /// A short name of an argument's kind, for error messages.
 pub fn kind_name(v: &ArgValue) -> &'static str {
@@ -20,36 +21,27 @@ pub fn kind_name(v: &ArgValue) -> &'static str {
     }
 }
 
-/// The bytes of one explicit argument, if `v` fits a `size`-byte argument of `kind`.
-fn explicit_bytes(kind: &ValueKind, size: u32, v: &ArgValue) -> Option<Vec<u8>> {
-    let b = match (kind, size, v) {
-        (ValueKind::GlobalBuffer, 8, ArgValue::Buffer(b)) => b.addr.to_le_bytes().to_vec(),
-        (ValueKind::GlobalBuffer, 8, ArgValue::U64(a)) => a.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 4, ArgValue::I32(x)) => x.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 4, ArgValue::U32(x)) => x.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 4, ArgValue::F32(x)) => x.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 8, ArgValue::I64(x)) => x.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 8, ArgValue::U64(x)) => x.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 8, ArgValue::F64(x)) => x.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 8, ArgValue::Buffer(b)) => b.addr.to_le_bytes().to_vec(),
-        (ValueKind::ByValue, 2, ArgValue::F16(x)) => x.to_le_bytes().to_vec(),
-        _ => return None,
-    };
-    Some(b)
+/// The little-endian bytes of an argument value (a buffer is its 64-bit address).
+fn value_le_bytes(v: &ArgValue) -> Vec<u8> {
+    match *v {
+        ArgValue::Buffer(b) => b.addr.to_le_bytes().to_vec(),
+        ArgValue::I32(x) => x.to_le_bytes().to_vec(),
+        ArgValue::U32(x) => x.to_le_bytes().to_vec(),
+        ArgValue::I64(x) => x.to_le_bytes().to_vec(),
+        ArgValue::U64(x) => x.to_le_bytes().to_vec(),
+        ArgValue::F16(x) => x.to_le_bytes().to_vec(),
+        ArgValue::F32(x) => x.to_le_bytes().to_vec(),
+        ArgValue::F64(x) => x.to_le_bytes().to_vec(),
+    }
 }
 
-/// A zeroed kernarg segment of `meta`'s size with the explicit `args` at their offsets. Errors
-/// name the kernel, the argument and what was wrong (count, kind, size).
+/// A zeroed kernarg segment of `meta`'s size with the explicit `args` at their offsets, after
+/// [`check_args`]; its errors name the kernel, the argument and what was wrong.
 pub fn pack_explicit(meta: &KernelMeta, args: &[ArgValue]) -> Result<Vec<u8>, String> {
-    let explicit: Vec<_> = meta.explicit_args().collect();
-    if explicit.len() != args.len() {
-        return Err(format!(
-            "kernel '{}' takes {} explicit argument(s), {} given",
-            meta.name,
-            explicit.len(),
-            args.len()
-        ));
-    }
+    check_args(meta, args).map_err(|e| match e {
+        DeviceError::InvalidLaunch(m) => m,
+        other => other.to_string(),
+    })?;
     let end = meta
         .args
         .iter()
@@ -58,24 +50,9 @@ pub fn pack_explicit(meta: &KernelMeta, args: &[ArgValue]) -> Result<Vec<u8>, St
         .unwrap_or(0)
         .max(meta.kernarg_segment_size as usize);
     let mut seg = vec![0u8; end];
-    for (k, (m, v)) in explicit.iter().zip(args).enumerate() {
-        let bytes = explicit_bytes(&m.value_kind, m.size, v).ok_or_else(|| {
-            format!(
-                "kernel '{}' argument {k}{}: a {} does not fit a {}-byte {} argument{}",
-                meta.name,
-                m.name
-                    .as_deref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default(),
-                kind_name(v),
-                m.size,
-                m.value_kind.as_str(),
-                m.type_name
-                    .as_deref()
-                    .map(|t| format!(" of type {t}"))
-                    .unwrap_or_default()
-            )
-        })?;
+    for (m, v) in meta.explicit_args().zip(args) {
+        // check_args made the value's size the argument's size, inside `end`.
+        let bytes = value_le_bytes(v);
         let o = m.offset as usize;
         seg[o..o + bytes.len()].copy_from_slice(&bytes);
     }

@@ -2,6 +2,7 @@
 //! HIP device for machines with an AMD GPU; [`default_device`] picks between them.
 #![deny(missing_docs)]
 
+pub mod args;
 pub mod choose;
 pub mod device;
 pub mod emu;
@@ -10,6 +11,7 @@ pub mod hip;
 pub mod kernarg;
 pub mod timing;
 
+pub use args::check_args;
 pub use choose::{
     default_device, device_for, open_device, try_default_device, ChosenDevice, DeviceKind,
     SharedDevice,

@@ -102,6 +102,33 @@ fn unknown_kernel_and_wrong_arguments_are_invalid_launches() {
         matches!(e, DeviceError::InvalidLaunch(_)),
         "block too large: {e}"
     );
+    // clang's OpenCL kernels allow 256 work-items (`.max_flat_workgroup_size`): 512 is refused
+    // though gfx9 takes 1024, because the code was built for at most 256.
+    let e = dev
+        .launch(
+            m,
+            "oob",
+            dims(1, 512),
+            &[ArgValue::Buffer(out), ArgValue::U32(0)],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, DeviceError::InvalidLaunch(_))
+            && e.to_string().contains("max_flat_workgroup_size 256"),
+        "block over the kernel's maximum: {e}"
+    );
+    // The metadata says `uint` (`.type_name`; clang keeps no names): a float, or a negative
+    // integer, is refused naming the argument.
+    for bad in [ArgValue::F32(0.0), ArgValue::I32(-1)] {
+        let e = dev
+            .launch(m, "oob", dims(1, 64), &[ArgValue::Buffer(out), bad])
+            .unwrap_err();
+        assert!(
+            matches!(e, DeviceError::InvalidLaunch(_))
+                && e.to_string().contains("argument 1: a uint is expected"),
+            "{bad:?} for a uint: {e}"
+        );
+    }
 }
 
 #[test]

@@ -212,6 +212,56 @@ fn missing_barrier_is_reported_as_an_lds_race_under_every_schedule() {
     }
 }
 
+/// The race rule for replicated data: waves writing the bytes an LDS location already holds in
+/// one barrier epoch do not race (Triton's layout conversions do this); the device counts such
+/// writes. The same kernel writing different bytes per wave still races.
+#[test]
+fn replicated_lds_writes_are_not_races_but_different_bytes_are() {
+    for &t in ALL {
+        let Some(good) = assemble("lds_replicated", t, 1, None) else {
+            return;
+        };
+        let bad = assemble("lds_replicated", t, 1, Some("// REPLICATED")).unwrap();
+        for schedule in [
+            Schedule::RoundRobin,
+            Schedule::Random(1),
+            Schedule::Random(777),
+        ] {
+            let dev = GcnEmulator::with_config(RunConfig {
+                schedule,
+                ..RunConfig::default()
+            });
+            let out = dev.alloc(1024).unwrap();
+            dev.copy_to_device(out, 0, &[0xcd; 1024]).unwrap();
+            let args = [ArgValue::Buffer(out)];
+            let dims = LaunchDims {
+                grid: [1, 1, 1],
+                block: [256, 1, 1],
+                dynamic_lds: 0,
+            };
+            let m = dev.load_module(&good).unwrap();
+            let stats = dev.launch(m, "lds_replicated", dims, &args).unwrap();
+            let mut bytes = vec![0u8; 1024];
+            dev.copy_from_device(out, 0, &mut bytes).unwrap();
+            let got: Vec<u32> = bytes
+                .chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            let want: Vec<u32> = (0..256u32)
+                .map(|i| (i & 63) | ((i & 63) ^ 1) << 8)
+                .collect();
+            assert_eq!(got, want, "{t} {schedule:?}");
+            // 64 slots, each written by four waves: the three writes after the first stored
+            // the bytes already there.
+            assert_eq!(stats.lds_same_value_writes, 3 * 64, "{t} {schedule:?}");
+
+            let m = dev.load_module(&bad).unwrap();
+            let e = dev.launch(m, "lds_replicated", dims, &args).unwrap_err();
+            expect_hazard(e, &["LDS race", "writes LDS", "no s_barrier in between"]);
+        }
+    }
+}
+
 #[test]
 fn lds_dma_read_before_vmcnt_is_reported() {
     for &t in ALL {

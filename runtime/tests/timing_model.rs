@@ -126,10 +126,11 @@ fn within(value: f64, figure: f64, tol: f64) -> bool {
 
 const CHASE: &str = r#"
 __kernel void chase(__global const uint* next, __global uint* out, uint hops) {
-  uint lid = __builtin_amdgcn_workitem_id_x();
-  uint p = out[lid];
-  for (uint i = 0; i < hops; i++) p = next[p];
-  out[lid] = p;
+  uint i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x()
+      + __builtin_amdgcn_workitem_id_x();
+  uint p = out[i];
+  for (uint k = 0; k < hops; k++) p = next[p];
+  out[i] = p;
 }
 "#;
 
@@ -630,4 +631,100 @@ fn one_wave_per_simd_by_vgprs_is_markedly_slower_than_two() {
         b.cycles
     );
     assert!(a.waves_per_simd <= 1.0 && b.waves_per_simd > 1.2);
+}
+
+/// Timing never changes results, and the same launch gives the same cycles whatever the number
+/// of host threads (the model replays traces in dispatch order on one thread).
+#[test]
+fn timing_is_deterministic_and_changes_no_result() {
+    // Each work-item chases from its own start (global id): no two workgroups share memory.
+    const GATHER: &str = r#"
+__kernel void chase(__global const uint* next, __global uint* out, uint hops) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  uint p = out[i];
+  for (uint k = 0; k < hops; k++) p = next[p] + k;
+  out[i] = p;
+}
+"#;
+    let Some(code) = opencl("gather", GATHER, "gfx942") else {
+        return;
+    };
+    let n = 1usize << 14;
+    let next: Vec<u32> = (0..n).map(|i| ((i * 7 + 3) % (n - 64)) as u32).collect();
+    let starts: Vec<u32> = (0..64 * 64).map(|i| (i * 13 % n) as u32).collect();
+    let run = |timing: bool, threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let dev = GcnEmulator::with_config(RunConfig {
+                timing: timing.then(|| machine_by_name("mi300x").unwrap()),
+                ..RunConfig::default()
+            });
+            let module = dev.load_module(&code).unwrap();
+            let put = |v: &[u32]| {
+                let b = dev.alloc(v.len() as u64 * 4).unwrap();
+                dev.copy_to_device(b, 0, &bytes(v)).unwrap();
+                b
+            };
+            let (nb, ob) = (put(&next), put(&starts));
+            let dims = LaunchDims {
+                grid: [64, 1, 1],
+                block: [64, 1, 1],
+                dynamic_lds: 0,
+            };
+            let s = dev
+                .launch(
+                    module,
+                    "chase",
+                    dims,
+                    &[
+                        ArgValue::Buffer(nb),
+                        ArgValue::Buffer(ob),
+                        ArgValue::U32(50),
+                    ],
+                )
+                .unwrap();
+            let mut out = vec![0u8; starts.len() * 4];
+            dev.copy_from_device(ob, 0, &mut out).unwrap();
+            (out, s.timing)
+        })
+    };
+    let (plain, none) = run(false, 2);
+    assert!(none.is_none());
+    let (one, r1) = run(true, 1);
+    let (two, r2) = run(true, 2);
+    assert!(plain == one && plain == two, "timing changed the results");
+    let (r1, r2) = (r1.unwrap(), r2.unwrap());
+    assert_eq!(r1, r2, "cycles depend on host threads");
+    assert!(r1.cycles > 50 * 100, "{}", r1.cycles);
+}
+
+/// A code object for another target than the model's is a clear error, not a wrong timing.
+#[test]
+fn a_model_of_another_target_is_refused() {
+    let Some(code) = opencl("copy", COPY, "gfx942") else {
+        return;
+    };
+    let t = Timed::new(&code, "mi210");
+    let b = t.buffer(&[0f32; 256]);
+    let e = t
+        .dev
+        .launch(
+            t.module,
+            "copy",
+            LaunchDims {
+                grid: [1, 1, 1],
+                block: [256, 1, 1],
+                dynamic_lds: 0,
+            },
+            &[ArgValue::Buffer(b), ArgValue::Buffer(b)],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mi210") && e.contains("gfx90a") && e.contains("gfx942"),
+        "{e}"
+    );
 }

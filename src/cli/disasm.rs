@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use kjit_backend_gcn::codeobj::{CodeObject, FeatureSetting, Kernel};
+use kjit_backend_gcn::codeobj::{CodeObject, CodeSymbol, CodeSymbolKind, FeatureSetting, Kernel};
 use kjit_backend_gcn::isa;
 use kjit_backend_gcn::Target;
 
@@ -67,11 +67,7 @@ pub fn render(co: &CodeObject, file: &str, args: &DisasmArgs, out: &mut String) 
         co.kernels.len(),
         if co.kernels.len() == 1 { "" } else { "s" }
     );
-    let symbols: Vec<(u64, String)> = co
-        .kernels
-        .iter()
-        .map(|k| (k.code_address, k.name.clone()))
-        .collect();
+    let symbols = code_symbols(co);
     for k in &co.kernels {
         if args.kernel.as_deref().is_some_and(|n| n != k.name) {
             continue;
@@ -91,7 +87,7 @@ pub fn summary(target: Target, k: &Kernel, workgroup_size: Option<u32>, out: &mu
     let m = &k.meta;
     let _ = writeln!(
         out,
-        "kernel {}: entry {:#x} ({} bytes to the next symbol), descriptor {:#x}",
+        "kernel {}: entry {:#x} ({} bytes of code), descriptor {:#x}",
         k.name,
         k.code_address,
         k.code.len(),
@@ -290,29 +286,67 @@ pub fn decode_lines(target: Target, code: &[u8], address: u64) -> Vec<Line> {
     lines
 }
 
-/// `<symbol+0xoff>` for an address, naming the closest kernel entry at or below it.
-fn symbolize(co_kernels: &[(u64, String)], addr: u64) -> Option<String> {
-    let (base, name) = co_kernels
-        .iter()
-        .filter(|(a, _)| *a <= addr)
-        .max_by_key(|(a, _)| *a)?;
-    Some(if addr == *base {
-        format!("<{name}>")
+/// The code section's symbols by address, with every kernel entry among them (a kernel whose
+/// entry has no symbol of its own is named by its metadata).
+pub fn code_symbols(co: &CodeObject) -> Vec<CodeSymbol> {
+    let mut symbols = co.symbols.clone();
+    for k in &co.kernels {
+        if !symbols.iter().any(|s| s.address == k.code_address) {
+            symbols.push(CodeSymbol {
+                name: k.name.clone(),
+                address: k.code_address,
+                kind: CodeSymbolKind::Function,
+            });
+        }
+    }
+    symbols.sort_by(|a, b| (a.address, a.kind, &a.name).cmp(&(b.address, b.kind, &b.name)));
+    symbols
+}
+
+/// The symbol `llvm-objdump -d` names a place after: of those at the greatest address at or
+/// below `addr`, a function before an object before a label (the last in `symbols`' order).
+fn symbol_at_or_below(symbols: &[CodeSymbol], addr: u64) -> Option<&CodeSymbol> {
+    symbols.iter().rev().find(|s| s.address <= addr)
+}
+
+/// `<symbol+0xoff>` for an address.
+fn symbolize(symbols: &[CodeSymbol], addr: u64) -> Option<String> {
+    let s = symbol_at_or_below(symbols, addr)?;
+    Some(if addr == s.address {
+        format!("<{}>", s.name)
     } else {
-        format!("<{name}+0x{:x}>", addr - base)
+        format!("<{}+0x{:x}>", s.name, addr - s.address)
     })
 }
 
-/// The kernel's instructions, `llvm-objdump -d` style: text, then `// ADDRESS: WORDS` and, for
-/// branches, the target as `<symbol+offset>`.
-pub fn listing(target: Target, k: &Kernel, symbols: &[(u64, String)], out: &mut String) {
+/// The kernel's instructions, `llvm-objdump -d` style: a `ADDRESS <name>:` header at the entry
+/// and at every label inside the code, then per instruction its text and `// ADDRESS: WORDS`.
+/// A branch to a label names the label as its operand; any other branch keeps its offset and
+/// gets the target as `<symbol+offset>` after the words.
+pub fn listing(target: Target, k: &Kernel, symbols: &[CodeSymbol], out: &mut String) {
     let _ = writeln!(out, "{:016x} <{}>:", k.code_address, k.name);
     for l in decode_lines(target, &k.code, k.code_address) {
+        if l.address != k.code_address {
+            if let Some(s) = symbols.iter().rev().find(|s| s.address == l.address) {
+                let _ = writeln!(out, "\n{:016x} <{}>:", l.address, s.name);
+            }
+        }
+        let label = l.branch_target.and_then(|t| {
+            symbols
+                .iter()
+                .find(|s| s.address == t && s.kind == CodeSymbolKind::Label)
+        });
+        let text = match (label, l.text.split_once(' ')) {
+            (Some(s), Some((mnemonic, _))) => format!("{mnemonic} {}", s.name),
+            _ => l.text.clone(),
+        };
         let words: Vec<String> = l.words.iter().map(|w| format!("{w:08X}")).collect();
-        let mut line = format!("\t{:<59}// {:012X}: {}", l.text, l.address, words.join(" "));
-        if let Some(sym) = l.branch_target.and_then(|t| symbolize(symbols, t)) {
-            line.push(' ');
-            line.push_str(&sym);
+        let mut line = format!("\t{:<59}// {:012X}: {}", text, l.address, words.join(" "));
+        if label.is_none() {
+            if let Some(sym) = l.branch_target.and_then(|t| symbolize(symbols, t)) {
+                line.push(' ');
+                line.push_str(&sym);
+            }
         }
         let _ = writeln!(out, "{line}");
     }

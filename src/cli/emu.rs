@@ -3,17 +3,24 @@
 //! ```text
 //! kjit emu run CODE_OBJECT --kernel NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--lds BYTES]
 //!              [--arg SPEC]... [--out N=PATH]... [--stats] [--schedule round-robin|random:SEED]
-//!              [--max-instructions N]
+//!              [--max-instructions N] [--bounds-check]
 //! SPEC: buf:PATH | zeros:BYTES | i32:V | u32:V | i64:V | u64:V | f16:V | f32:V | f64:V
 //! ```
 //! `--grid` counts workgroups (as `hipModuleLaunchKernel`). `--out N=PATH` writes the final bytes
-//! of the buffer passed as the N-th `--arg` (0-based). Errors (bad input, a fault, a hazard, an
-//! unsupported instruction) end the command with a one-line reason and a non-zero status.
+//! of the buffer passed as the N-th `--arg` (0-based). The arguments are checked against the
+//! kernel's metadata (`kjit_runtime::check_args`). For a kjit kernel, whose buffer `x` is followed
+//! by its length `x.len` in elements, the lengths may be left out: each is then the buffer's
+//! size over its element size. On success one summary line is printed (kernel, grid and block,
+//! waves, instructions, time); `--stats` adds the counters. Errors (bad input, a fault, a hazard,
+//! an unsupported instruction) end the command with a one-line reason and a non-zero status.
 
 use std::path::PathBuf;
 
+use std::time::Instant;
+
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
+use kjit_backend_gcn::codeobj::{ArgMeta, CodeObject, KernelMeta};
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
 use kjit_runtime::{ArgValue, Device, DeviceBuffer, LaunchDims};
 
@@ -68,6 +75,10 @@ pub struct RunArgs {
     /// With `--timing`: print the timing report as one JSON object instead of text.
     #[arg(long, requires = "timing")]
     pub json: bool,
+    /// Report the first buffer access outside its descriptor's range (wave, pc, lane, address,
+    /// buffer) as an error instead of loading 0 / dropping the store.
+    #[arg(long)]
+    pub bounds_check: bool,
 }
 
 /// One parsed `--arg`.
@@ -161,6 +172,56 @@ pub fn parse_out(s: &str) -> Result<(usize, PathBuf)> {
     Ok((n, PathBuf::from(p)))
 }
 
+/// The element size of a kjit buffer argument `m` when the kernel's next explicit argument is
+/// its length (`NAME.len`, kjit's kernel ABI), else `None`.
+fn kjit_length_follows(m: &ArgMeta, next: Option<&ArgMeta>) -> Option<u32> {
+    let (name, next_name) = (m.name.as_deref()?, next?.name.as_deref()?);
+    if next_name != format!("{name}.len") {
+        return None;
+    }
+    let elem = m.type_name.as_deref()?.trim().strip_suffix('*')?;
+    let elem = elem.trim().strip_prefix("const ").unwrap_or(elem).trim();
+    kjit_runtime::args::scalar_type(elem).map(|t| t.bytes)
+}
+
+/// Where each kernel argument comes from: the `--arg` with this index, or the length of the
+/// buffer `--arg` with this index (in elements of this many bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgSource {
+    /// `--arg` number N.
+    Given(usize),
+    /// The element count of the buffer given as `--arg` number N.
+    LengthOf(usize, u32),
+}
+
+/// Matches the `--arg` values to the kernel's explicit arguments. With as many values as
+/// arguments they are taken in order; with fewer, every kjit length argument that follows a
+/// buffer value is filled in from that buffer's size.
+pub fn arg_sources(meta: &KernelMeta, specs: &[ArgSpec]) -> Vec<ArgSource> {
+    let explicit: Vec<&ArgMeta> = meta.explicit_args().collect();
+    if specs.len() >= explicit.len() {
+        return (0..specs.len()).map(ArgSource::Given).collect();
+    }
+    let mut sources = Vec::with_capacity(explicit.len());
+    let mut next = 0usize;
+    let mut k = 0usize;
+    while k < explicit.len() && next < specs.len() {
+        let given = next;
+        sources.push(ArgSource::Given(given));
+        next += 1;
+        let is_buffer = matches!(specs[given], ArgSpec::File(_) | ArgSpec::Zeros(_));
+        match kjit_length_follows(explicit[k], explicit.get(k + 1).copied()) {
+            Some(elem) if is_buffer => {
+                sources.push(ArgSource::LengthOf(given, elem));
+                k += 2;
+            }
+            _ => k += 1,
+        }
+    }
+    sources.extend((next..specs.len()).map(ArgSource::Given));
+    sources
+}
+
 /// Runs `kjit emu ...`. A failure prints one line (`error: ...`) and exits with status 1, so
 /// that scripts and CI logs see the reason, not a backtrace.
 pub fn run(cmd: EmuCommand) -> Result<()> {
@@ -207,15 +268,17 @@ fn run_kernel(a: RunArgs) -> Result<()> {
         .map(kjit_backend_gcn::machine::machine_by_name)
         .transpose()
         .map_err(|e| anyhow!("--timing: {e}"))?;
+    let co = CodeObject::parse(&code).with_context(|| format!("{}", a.code_object.display()))?;
     let dev = GcnEmulator::with_config(RunConfig {
         schedule,
         max_instructions_per_wave: a.max_instructions,
         check_wait_states: !a.no_wait_state_checks,
         timing,
+        bounds_check: a.bounds_check,
         ..RunConfig::default()
     });
     let module = dev.load_module(&code)?;
-    let mut values = Vec::with_capacity(specs.len());
+    let mut given = Vec::with_capacity(specs.len());
     let mut buffers: Vec<Option<DeviceBuffer>> = Vec::with_capacity(specs.len());
     for s in &specs {
         match s {
@@ -224,27 +287,52 @@ fn run_kernel(a: RunArgs) -> Result<()> {
                     std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
                 let b = dev.alloc(bytes.len() as u64)?;
                 dev.copy_to_device(b, 0, &bytes)?;
-                values.push(ArgValue::Buffer(b));
+                given.push(ArgValue::Buffer(b));
                 buffers.push(Some(b));
             }
             ArgSpec::Zeros(n) => {
                 let b = dev.alloc(*n)?;
                 dev.copy_to_device(b, 0, &vec![0u8; *n as usize])?;
-                values.push(ArgValue::Buffer(b));
+                given.push(ArgValue::Buffer(b));
                 buffers.push(Some(b));
             }
             ArgSpec::Value(v) => {
-                values.push(*v);
+                given.push(*v);
                 buffers.push(None);
             }
         }
+    }
+    // An unknown kernel is left to the launch, which lists the kernels there are.
+    let sources = match co.kernel(&a.kernel) {
+        Some(k) => arg_sources(&k.meta, &specs),
+        None => (0..specs.len()).map(ArgSource::Given).collect(),
+    };
+    let mut values = Vec::with_capacity(sources.len());
+    for src in sources {
+        values.push(match src {
+            ArgSource::Given(n) => given[n],
+            ArgSource::LengthOf(n, elem) => {
+                let size = buffers[n].map(|b| b.size).unwrap_or(0);
+                if !size.is_multiple_of(elem as u64) {
+                    bail!(
+                        "--arg {}: {size} bytes is not a whole number of {elem}-byte elements (give its length explicitly)",
+                        a.args[n]
+                    );
+                }
+                let len = u32::try_from(size / elem as u64)
+                    .map_err(|_| anyhow!("--arg {}: more than 2^32 elements", a.args[n]))?;
+                ArgValue::U32(len)
+            }
+        });
     }
     let dims = LaunchDims {
         grid,
         block,
         dynamic_lds: a.lds,
     };
+    let start = Instant::now();
     let stats = dev.launch(module, &a.kernel, dims, &values)?;
+    let elapsed = start.elapsed();
     for (n, path) in outs {
         let b = buffers[n].ok_or_else(|| anyhow!("--out {n}: not a buffer"))?;
         let mut bytes = vec![0u8; b.size as usize];
@@ -252,6 +340,22 @@ fn run_kernel(a: RunArgs) -> Result<()> {
         std::fs::write(&path, &bytes)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    let instructions =
+        stats.salu + stats.valu + stats.vmem + stats.smem + stats.lds + stats.branch + stats.mfma;
+    println!(
+        "{} on kjit's GCN device ({}): grid {}x{}x{} of {}x{}x{}, {} waves, {} wave-instructions, {:.1} ms",
+        a.kernel,
+        co.target,
+        grid[0],
+        grid[1],
+        grid[2],
+        block[0],
+        block[1],
+        block[2],
+        stats.waves,
+        instructions,
+        elapsed.as_secs_f64() * 1e3
+    );
     if a.stats {
         println!("waves:            {}", stats.waves);
         println!(
@@ -262,6 +366,7 @@ fn run_kernel(a: RunArgs) -> Result<()> {
         println!("bytes read:       {}", stats.bytes_read);
         println!("bytes written:    {}", stats.bytes_written);
         println!("hazard checks:    {}", stats.hazard_checks);
+        println!("LDS same-value writes: {}", stats.lds_same_value_writes);
     }
     if let Some(t) = &stats.timing {
         if a.json {

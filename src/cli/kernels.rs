@@ -13,7 +13,7 @@ use kjit_backend_gcn::Target;
 use kjit_ir::interp;
 use kjit_kernels::{all, check, find, Case, KernelSpec};
 use kjit_runtime::emu::{GcnEmulator, RunConfig};
-use kjit_runtime::{device_for, DeviceKind};
+use kjit_runtime::{device_for, ChosenDevice, DeviceKind};
 use std::time::Instant;
 
 /// Arguments of `kjit run`.
@@ -59,6 +59,10 @@ pub struct RunArgs {
     /// With `--timing`: print the timing report as one JSON object instead of text.
     #[arg(long, requires = "timing")]
     pub json: bool,
+    /// Run on the software device and report the first buffer access outside its descriptor's
+    /// range (wave, pc, lane, address, buffer) instead of loading 0 / dropping the store.
+    #[arg(long, conflicts_with = "interp")]
+    pub bounds_check: bool,
 }
 
 /// The library kernel called `name`, or an error listing the known ones.
@@ -108,31 +112,44 @@ fn run_compiled(args: &RunArgs, kernel: &ResolvedKernel) -> anyhow::Result<()> {
         .map(machine_by_name)
         .transpose()
         .map_err(|e| anyhow!("--timing: {e}"))?;
-    let timed: Box<dyn kjit_runtime::Device>;
-    let chosen;
-    let device: &dyn kjit_runtime::Device = match model {
-        Some(m) => {
-            if args.target.is_some_and(|t| t != m.target) {
-                bail!(
-                    "--target {} does not match the timing model {} ({})",
-                    args.target.map(|t| t.name()).unwrap_or_default(),
-                    m.name,
-                    m.target
-                );
-            }
-            timed = Box::new(GcnEmulator::with_config(RunConfig {
+    if model.is_some() && args.bounds_check {
+        bail!("--timing and --bounds-check are separate runs; ask for one");
+    }
+    let chosen = if let Some(m) = model {
+        if let Some(t) = args.target.filter(|&t| t != m.target) {
+            bail!(
+                "--target {t} does not match the timing model {} ({})",
+                m.name,
+                m.target
+            );
+        }
+        ChosenDevice {
+            device: Box::new(GcnEmulator::with_config(RunConfig {
                 timing: Some(m),
                 ..RunConfig::default()
-            }));
-            timed.as_ref()
+            })),
+            kind: DeviceKind::Emu,
+            reason: "--timing runs on the software device".into(),
+            fallback: false,
         }
-        None => {
-            chosen = device_for(args.device).map_err(|e| anyhow!("{e}"))?;
-            chosen.device.as_ref()
+    } else if args.bounds_check {
+        if args.device == Some(DeviceKind::Hip) {
+            bail!("--bounds-check needs kjit's software device; it cannot run with --device hip");
         }
+        ChosenDevice {
+            device: Box::new(GcnEmulator::with_config(RunConfig {
+                bounds_check: true,
+                ..RunConfig::default()
+            })),
+            kind: DeviceKind::Emu,
+            reason: "--bounds-check runs on the software device".into(),
+            fallback: false,
+        }
+    } else {
+        device_for(args.device).map_err(|e| anyhow!("{e}"))?
     };
-    let args_target = args.target.or(model.map(|m| m.target));
-    let target = match (args_target, device.target()) {
+    let device = chosen.device.as_ref();
+    let target = match (args.target.or(model.map(|m| m.target)), device.target()) {
         (Some(t), Some(d)) if t != d => {
             bail!(
                 "--target {t} does not match the device ({}, {d})",

@@ -273,6 +273,9 @@ pub struct ArgMeta {
     pub value_kind: ValueKind,
     /// Source type (`.type_name`, e.g. `float*`).
     pub type_name: Option<String>,
+    /// Value type of a by-value argument (`.value_type`: `i8`..`f64`, `struct`); deprecated in
+    /// AMDGPUUsage and no longer emitted by LLVM, but older producers write it.
+    pub value_type: Option<String>,
     /// For pointers: the address space pointed to.
     pub address_space: Option<AddressSpace>,
     /// Declared access (`.access`).
@@ -300,6 +303,7 @@ impl ArgMeta {
             size,
             value_kind,
             type_name: None,
+            value_type: None,
             address_space: None,
             access: None,
             actual_access: None,
@@ -566,6 +570,7 @@ fn parse_arg(v: &Value, context: String) -> Result<ArgMeta, MetadataError> {
         size: m.req_u32(".size")?,
         value_kind: ValueKind::parse(&m.req_str(".value_kind")?),
         type_name: m.opt_str(".type_name")?,
+        value_type: m.opt_str(".value_type")?,
         address_space: m
             .opt_str(".address_space")?
             .map(|s| AddressSpace::parse(&s)),
@@ -655,6 +660,9 @@ fn arg_value(a: &ArgMeta) -> Value {
         m.push((s(".type_name"), s(v)));
     }
     m.push((s(".value_kind"), s(a.value_kind.as_str())));
+    if let Some(v) = &a.value_type {
+        m.push((s(".value_type"), s(v)));
+    }
     Value::Map(m)
 }
 
@@ -814,7 +822,9 @@ mod tests {
         a.type_name = Some("float*".into());
         a.name = Some("a".into());
         k.args.push(a);
-        k.args.push(ArgMeta::new(8, 4, ValueKind::ByValue));
+        let mut n = ArgMeta::new(8, 4, ValueKind::ByValue);
+        n.value_type = Some("u32".into());
+        k.args.push(n);
         let (hidden, size) = hidden_args_v5(
             12,
             &[ValueKind::HiddenBlockCountX, ValueKind::HiddenGridDims],

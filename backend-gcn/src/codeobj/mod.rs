@@ -17,7 +17,7 @@ pub use descriptor::{
     DescriptorError, DescriptorParams, KernelDescriptor, Occupancy, OccupancyLimit, UserSgprs,
 };
 pub use metadata::{Access, AddressSpace, ArgMeta, KernelMeta, Metadata, MetadataError, ValueKind};
-pub use read::{CodeObject, CodeObjectError, Kernel};
+pub use read::{CodeObject, CodeObjectError, CodeSymbol, CodeSymbolKind, Kernel};
 pub use target_id::{FeatureSetting, TargetId};
 pub use write::{CodeObjectBuilder, KernargLayout, KernelBuild, WriteError};
 

@@ -98,7 +98,9 @@ impl From<object::read::Error> for CodeObjectError {
 pub struct Kernel {
     /// The kernel's name (the `FUNC` symbol, `.name` in the metadata).
     pub name: String,
-    /// Machine code from the entry to the next symbol in the code section, or the section's end.
+    /// Machine code from the entry to the next kernel's entry or function in the code section,
+    /// or the section's end. Labels (`STT_NOTYPE` symbols, such as hand-written `L_loop:`) are
+    /// places inside it, not ends: see [`CodeObject::symbols`].
     pub code: Vec<u8>,
     /// Virtual address of the first instruction.
     pub code_address: u64,
@@ -156,13 +158,37 @@ pub struct CodeObject {
     pub text: Vec<u8>,
     /// Virtual address of `text`.
     pub text_address: u64,
+    /// The named symbols of the code section (functions and labels), by address: what
+    /// `llvm-objdump -d` prints as `ADDRESS <name>:` headers and branch targets.
+    pub symbols: Vec<CodeSymbol>,
+}
+
+/// What kind of place a code-section symbol names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CodeSymbolKind {
+    /// `STT_NOTYPE`: a label inside a function (hand-written `L_loop:`).
+    Label,
+    /// `STT_OBJECT` in the code section.
+    Object,
+    /// `STT_FUNC`: a kernel or another function.
+    Function,
+}
+
+/// A named place in the code section.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CodeSymbol {
+    /// Symbol name.
+    pub name: String,
+    /// Virtual address.
+    pub address: u64,
+    /// Function, object or label.
+    pub kind: CodeSymbolKind,
 }
 
 /// A symbol worth knowing: name, address, size, type.
 struct SymInfo {
     name: String,
     value: u64,
-    size: u64,
     kind: elf::SymbolType,
     section: u16,
 }
@@ -317,7 +343,6 @@ impl CodeObject {
                 syms.push(SymInfo {
                     name,
                     value,
-                    size: s.st_size(endian),
                     kind: s.st_type(),
                     section: s.st_shndx(endian).0,
                 });
@@ -375,9 +400,9 @@ impl CodeObject {
             }
         }
 
-        let mut kernels = Vec::with_capacity(order.len());
+        // Descriptors and entries first: every kernel's entry bounds the code before it.
+        let mut found = Vec::with_capacity(order.len());
         for (name, kd_sym, km) in order {
-            let _ = (kd_sym.size, kd_sym.section);
             let raw = read_at(
                 &maps,
                 kd_sym.value,
@@ -397,6 +422,12 @@ impl CodeObject {
                     kernel: name.clone(),
                     addr: kd_sym.value,
                 })?;
+            found.push((name, kd_sym, km, descriptor, entry));
+        }
+        let entries: Vec<u64> = found.iter().map(|f| f.4).collect();
+
+        let mut kernels = Vec::with_capacity(found.len());
+        for (name, kd_sym, km, descriptor, entry) in found {
             let &(_, sec_end, sec_index) = exec_ranges
                 .iter()
                 .find(|(s, e, _)| entry >= *s && entry < *e)
@@ -404,16 +435,15 @@ impl CodeObject {
                     kernel: name.clone(),
                     addr: entry,
                 })?;
-            // The code ends at the next symbol that starts later in the same section.
+            // The code ends at the next kernel entry or function (or object) in the same
+            // section; labels (`STT_NOTYPE`) are places inside it.
             let end = syms
                 .iter()
-                .filter(|s| s.section as usize == sec_index && s.value > entry && s.value < sec_end)
-                .filter(|s| {
-                    s.kind == elf::STT_FUNC
-                        || s.kind == elf::STT_NOTYPE
-                        || s.kind == elf::STT_OBJECT
-                })
+                .filter(|s| s.section as usize == sec_index)
+                .filter(|s| s.kind == elf::STT_FUNC || s.kind == elf::STT_OBJECT)
                 .map(|s| s.value)
+                .chain(entries.iter().copied())
+                .filter(|&a| a > entry && a < sec_end)
                 .min()
                 .unwrap_or(sec_end);
             let code = read_at(
@@ -437,6 +467,25 @@ impl CodeObject {
             });
         }
 
+        let mut symbols: Vec<CodeSymbol> = syms
+            .iter()
+            .filter(|s| exec_ranges.iter().any(|r| r.2 == s.section as usize))
+            .filter_map(|s| {
+                let kind = match s.kind {
+                    elf::STT_NOTYPE => CodeSymbolKind::Label,
+                    elf::STT_OBJECT => CodeSymbolKind::Object,
+                    elf::STT_FUNC => CodeSymbolKind::Function,
+                    _ => return None,
+                };
+                Some(CodeSymbol {
+                    name: s.name.clone(),
+                    address: s.value,
+                    kind,
+                })
+            })
+            .collect();
+        symbols.sort_by(|a, b| (a.address, a.kind, &a.name).cmp(&(b.address, b.kind, &b.name)));
+
         Ok(CodeObject {
             target: tid.target,
             e_flags,
@@ -447,13 +496,16 @@ impl CodeObject {
             metadata,
             text,
             text_address,
+            symbols,
         })
     }
 }
 
-/// What can be said about a kernel without a metadata note: sizes from its descriptor, no args.
+/// What can be said about a kernel without a metadata note: sizes from its descriptor, no args,
+/// and gfx9's workgroup limit (1024) as its largest workgroup, since nothing states a smaller one.
 fn meta_from_descriptor(name: &str, kd: &KernelDescriptor) -> KernelMeta {
     let mut m = KernelMeta::new(name);
+    m.max_flat_workgroup_size = 1024;
     m.kernarg_segment_size = kd.kernarg_size;
     m.group_segment_fixed_size = kd.group_segment_fixed_size;
     m.private_segment_fixed_size = kd.private_segment_fixed_size;

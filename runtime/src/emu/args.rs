@@ -146,13 +146,17 @@ mod tests {
         };
         let h = HiddenValues { dims, queue: 0 };
         let e = pack(&meta(), &[ArgValue::U32(1)], &h).unwrap_err();
-        assert!(e.contains("takes 2 explicit argument(s), 1 given"), "{e}");
-        let e = pack(&meta(), &[ArgValue::U32(1), ArgValue::U32(2)], &h).unwrap_err();
         assert!(
-            e.contains("argument 0") && e.contains("global_buffer"),
+            e.contains("takes 2 explicit argument(s), 1 given (it takes: #0, #1)"),
             "{e}"
         );
-        let e = pack(&meta(), &[ArgValue::U64(1), ArgValue::F64(2.0)], &h).unwrap_err();
+        let e = pack(&meta(), &[ArgValue::U32(1), ArgValue::U32(2)], &h).unwrap_err();
+        assert!(
+            e.contains("argument 0: a buffer is expected, a u32 was given"),
+            "{e}"
+        );
+        let buf = ArgValue::Buffer(DeviceBuffer { addr: 64, size: 8 });
+        let e = pack(&meta(), &[buf, ArgValue::F64(2.0)], &h).unwrap_err();
         assert!(e.contains("argument 1") && e.contains("4-byte"), "{e}");
     }
 }

@@ -27,6 +27,8 @@ pub struct Ctx<'a> {
     /// Device address of the code object's address 0: pcs recorded for messages (in-flight
     /// operations, LDS accesses) are code-object addresses, as `llvm-objdump -d` prints them.
     pub pc_base: u64,
+    /// Report raw-buffer accesses out of their descriptor's range (`RunConfig::bounds_check`).
+    pub bounds_check: bool,
 }
 
 /// Turns a device-memory fault into a located-later error.

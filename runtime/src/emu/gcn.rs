@@ -20,7 +20,8 @@ use super::memory::Memory;
 use super::scheduler::RunConfig;
 use super::stats::Counters;
 use crate::device::{
-    ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims, LaunchStats, ModuleId,
+    find_kernel, ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims,
+    LaunchStats, ModuleId,
 };
 
 /// What the device keeps of one kernel of a loaded code object.
@@ -124,6 +125,7 @@ impl GcnEmulator {
                 program,
                 entry,
                 descriptor: m.image.base + k.info.descriptor_address,
+                max_flat_workgroup_size: k.info.meta.max_flat_workgroup_size,
             }))
         });
         r.clone().map_err(DeviceError::BadCodeObject)
@@ -196,14 +198,7 @@ impl Device for GcnEmulator {
         args: &[ArgValue],
     ) -> DeviceResult<LaunchStats> {
         let m = self.module(module)?;
-        let k = m.kernels.get(kernel).ok_or_else(|| {
-            let mut names: Vec<&str> = m.kernels.keys().map(|s| s.as_str()).collect();
-            names.sort_unstable();
-            DeviceError::InvalidLaunch(format!(
-                "no kernel '{kernel}' in the code object (it has: {})",
-                names.join(", ")
-            ))
-        })?;
+        let k = find_kernel(&m.kernels, kernel)?;
         let image = self.kernel_image(&m, k)?;
         let id = self.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let pack = |queue: u64| args::pack(&k.info.meta, args, &HiddenValues { dims, queue });

@@ -43,6 +43,8 @@ pub struct KernelImage {
     pub vector_registers: u32,
     /// SGPRs the descriptor allocates per wave, VCC etc. included.
     pub sgprs: u32,
+    /// The largest workgroup the code supports (`.max_flat_workgroup_size`).
+    pub max_flat_workgroup_size: u32,
 }
 
 /// Why a launch did not run to completion.
@@ -60,8 +62,15 @@ pub enum LaunchError {
 /// pointers, recursion): HIP's default per-thread stack is 1 KiB.
 const DYNAMIC_STACK_BYTES: u32 = 1024;
 
-/// Checks the launch shape against the hardware's limits.
-pub fn validate_dims(dims: &LaunchDims, setup: &KernelSetup, target: Target) -> Result<(), String> {
+/// Checks the launch shape against the hardware's limits and the kernel's: at least one item
+/// per dimension, at most 1024 per workgroup and `max_flat_workgroup_size`, grids within 2^32
+/// work-items, LDS within the target's. Both devices (this one and HIP) check launches with it.
+pub fn validate_dims(
+    dims: &LaunchDims,
+    setup: &KernelSetup,
+    target: Target,
+    max_flat_workgroup_size: u32,
+) -> Result<(), String> {
     if dims.grid.contains(&0) || dims.block.contains(&0) {
         return Err(format!(
             "grid {:?} and block {:?} must be at least 1 in every dimension",
@@ -72,6 +81,11 @@ pub fn validate_dims(dims: &LaunchDims, setup: &KernelSetup, target: Target) -> 
     if items > 1024 {
         return Err(format!(
             "a workgroup of {items} work-items is larger than the 1024 gfx9 allows"
+        ));
+    }
+    if items > max_flat_workgroup_size as u64 {
+        return Err(format!(
+            "a workgroup of {items} work-items is larger than the kernel's max_flat_workgroup_size {max_flat_workgroup_size}"
         ));
     }
     if dims.block.iter().any(|&b| b > 1024) {
@@ -111,7 +125,8 @@ pub fn run_launch(
     config: RunConfig,
     dispatch_id: u64,
 ) -> Result<(Counters, Option<TimingReport>), LaunchError> {
-    validate_dims(&dims, &k.setup, k.target).map_err(LaunchError::Invalid)?;
+    validate_dims(&dims, &k.setup, k.target, k.max_flat_workgroup_size)
+        .map_err(LaunchError::Invalid)?;
     if let Some(m) = config.timing {
         if m.target != k.target {
             return Err(LaunchError::Invalid(format!(
@@ -285,15 +300,23 @@ fn run_timed(
     };
     let mut sim = DeviceSim::new(model, &facts, shape, total);
     let [gx, gy, _] = state.dims.grid.map(|g| g as u64);
-    // Enough workgroups per batch to fill the device several times over.
-    let batch = (model.cus as u64 * 32).max(4096);
+    // Workgroups per batch: enough for about two fills of the device (smaller batches overlap
+    // the replay with the functional device at a finer grain; the replay pauses if it starves).
+    let batch = (model.cus as u64 * 16).max(1024);
+    // Traces of retired workgroups, reused by the producer.
+    let pool: Mutex<Vec<GroupTrace>> = Mutex::new(Vec::new());
     let produce = |from: u64| -> Result<(Vec<GroupTrace>, Counters), (u64, EmuError)> {
         let to = (from + batch).min(total);
         let results: Vec<Result<(GroupTrace, Counters), (u64, EmuError)>> = (from..to)
             .into_par_iter()
             .map_init(WorkgroupScratch::default, |scratch, id| {
                 let slot = rayon::current_thread_index().unwrap_or(0) as u64 % slots;
-                let mut trace = GroupTrace::new(id, 0);
+                let mut trace = pool
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .pop()
+                    .unwrap_or_default();
+                trace.id = id;
                 let run = catch_unwind(AssertUnwindSafe(|| {
                     run_workgroup_traced(
                         state,
@@ -330,7 +353,13 @@ fn run_timed(
         Ok((traces, counters))
     };
     let mut counters = Counters::default();
+    let mut sim_seconds = 0.0;
     let mut next = produce(0);
+    let recycle = |sim: &mut DeviceSim| {
+        pool.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(sim.take_recycled());
+    };
     let mut from = 0u64;
     loop {
         let (traces, c) = next.map_err(|(_, e)| LaunchError::Fault(e))?;
@@ -342,8 +371,19 @@ fn run_timed(
             break;
         }
         // Produce the next batch while the model replays this one.
-        let (n, _) = rayon::join(|| produce(from), || sim.run());
+        let (n, _) = rayon::join(
+            || produce(from),
+            || {
+                let t = std::time::Instant::now();
+                sim.run();
+                sim_seconds += t.elapsed().as_secs_f64();
+            },
+        );
+        recycle(&mut sim);
         next = n;
+    }
+    if std::env::var_os("KJIT_TIMING_DEBUG").is_some() {
+        eprintln!("timing model: {sim_seconds:.3} s in the replay (overlapped with the device)");
     }
     let report = sim.finish(counters.bytes_read, counters.bytes_written);
     Ok((counters, Some(report)))
@@ -364,24 +404,26 @@ mod tests {
             block: [256, 4, 1],
             dynamic_lds: 0,
         };
-        assert!(validate_dims(&ok, &s, Target::Gfx942).is_ok());
+        assert!(validate_dims(&ok, &s, Target::Gfx942, 1024).is_ok());
+        let e = validate_dims(&ok, &s, Target::Gfx942, 256).unwrap_err();
+        assert!(e.contains("max_flat_workgroup_size 256"), "{e}");
         let too_big = LaunchDims {
             block: [256, 8, 1],
             ..ok
         };
-        assert!(validate_dims(&too_big, &s, Target::Gfx942)
+        assert!(validate_dims(&too_big, &s, Target::Gfx942, 1024)
             .unwrap_err()
             .contains("1024"));
         let zero = LaunchDims {
             grid: [0, 1, 1],
             ..ok
         };
-        assert!(validate_dims(&zero, &s, Target::Gfx942).is_err());
+        assert!(validate_dims(&zero, &s, Target::Gfx942, 1024).is_err());
         let lds = LaunchDims {
             dynamic_lds: 8192,
             ..ok
         };
-        assert!(validate_dims(&lds, &s, Target::Gfx942)
+        assert!(validate_dims(&lds, &s, Target::Gfx942, 1024)
             .unwrap_err()
             .contains("LDS"));
     }

@@ -5,6 +5,12 @@
 //! fault and two accesses by different waves to the same bytes with no `s_barrier` between them
 //! (at least one a write, not both atomics) as an [`EmuError::LdsRace`].
 //!
+//! A plain write of the bytes the location already holds is not a race with another wave's write
+//! or read of the epoch: whatever the order, every access sees the same bytes (waves holding
+//! replicated values — Triton's layout conversions — write identical data to one address). Such
+//! writes are counted ([`Lds::same_value_writes`]). A write of different bytes, and a read of
+//! bytes another wave wrote in the epoch (that the reader did not also write), still race.
+//!
 //! The detector keeps, per dword, the barrier epoch and wave of the last write, and the epoch and
 //! set of waves that read it since. The epoch counts completed barriers of the workgroup: two
 //! accesses in the same epoch by different waves are unordered. An LDS operation still in flight
@@ -24,8 +30,11 @@ struct Shadow {
     r_epoch: u32,
     /// Waves that read the dword in `r_epoch`.
     r_mask: u16,
-    /// Wave of the last write.
+    /// Wave of the first write of `w_epoch`.
     w_wave: u8,
+    /// Waves that wrote the dword in `w_epoch` (after the first, only writes of the bytes it
+    /// already held).
+    w_mask: u16,
     /// Bytes of the dword the last write touched, and whether it was atomic (bit 4).
     w_bytes: u8,
 }
@@ -48,6 +57,8 @@ pub struct Lds {
     /// Completed barriers + 1.
     epoch: u32,
     detect: bool,
+    /// Cross-wave conflicts forgiven because the write did not change the bytes.
+    same_value_writes: u64,
 }
 
 impl Lds {
@@ -58,6 +69,7 @@ impl Lds {
             shadow: Vec::new(),
             epoch: 1,
             detect: false,
+            same_value_writes: 0,
         };
         l.reset(size, detect);
         l
@@ -74,6 +86,13 @@ impl Lds {
         }
         self.detect = detect;
         self.epoch = 1;
+        self.same_value_writes = 0;
+    }
+
+    /// Writes by one wave that met another wave's write or read of the same bytes in the same
+    /// barrier epoch and were no race because they stored the bytes already there.
+    pub fn same_value_writes(&self) -> u64 {
+        self.same_value_writes
     }
 
     /// Whether cross-wave race detection is on.
@@ -106,7 +125,8 @@ impl Lds {
         Ok(addr as usize..end as usize)
     }
 
-    /// Race check and shadow update for an access by `wave` at `pc`.
+    /// Race check and shadow update for an access by `wave` at `pc`; `new` holds the bytes a
+    /// plain write stores (to recognise a write of the bytes already there).
     fn track(
         &mut self,
         wave: u8,
@@ -114,11 +134,13 @@ impl Lds {
         addr: u32,
         size: u32,
         access: Access,
+        new: &[u8],
     ) -> Result<(), EmuError> {
         if !self.detect {
             return Ok(());
         }
         let epoch = self.epoch;
+        let me = 1u16 << (wave & 15);
         let mut a = addr;
         let end = addr + size;
         while a < end {
@@ -126,12 +148,16 @@ impl Lds {
             let first = a & 3;
             let last = ((end - 1).min(a | 3)) & 3;
             let bytes: u8 = ((0xfu8 << first) & (0xfu8 >> (3 - last))) & 0xf;
+            let chunk_end = end.min((a | 3) + 1);
             let sh = &mut self.shadow[d];
-            let prior_write = sh.w_epoch == epoch && sh.w_wave != wave && sh.w_bytes & bytes != 0;
+            let written = sh.w_epoch == epoch && sh.w_bytes & bytes != 0;
+            let prior_write = written && sh.w_mask & !me != 0;
             let prior_atomic = sh.w_bytes & 0x10 != 0;
             match access {
                 Access::Read => {
-                    if prior_write {
+                    // Reading bytes this wave wrote too is ordered whatever the others did:
+                    // their writes of the epoch stored the same bytes.
+                    if prior_write && sh.w_mask & me == 0 {
                         return Err(race(a, sh, wave, pc, "reads", epoch));
                     }
                     if sh.r_epoch != epoch {
@@ -142,11 +168,30 @@ impl Lds {
                 }
                 Access::Write | Access::Atomic => {
                     let atomic = access == Access::Atomic;
+                    let read_by_other = sh.r_epoch == epoch && sh.r_mask & !me != 0;
+                    if !atomic && (prior_write || read_by_other) {
+                        let new = &new[(a - addr) as usize..(chunk_end - addr) as usize];
+                        if self.data[a as usize..chunk_end as usize] == *new && !prior_atomic {
+                            // Stores what is there: no order of the accesses tells it apart.
+                            self.same_value_writes += 1;
+                            if !written {
+                                sh.w_epoch = epoch;
+                                sh.w_wave = wave;
+                                sh.w_pc = pc as u32;
+                                sh.w_mask = 0;
+                                sh.w_bytes = 0;
+                            }
+                            sh.w_mask |= me;
+                            sh.w_bytes |= bytes;
+                            a = chunk_end;
+                            continue;
+                        }
+                    }
                     if prior_write && !(atomic && prior_atomic) {
                         return Err(race(a, sh, wave, pc, "writes", epoch));
                     }
-                    if sh.r_epoch == epoch && sh.r_mask & !(1u16 << (wave & 15)) != 0 {
-                        let other = (sh.r_mask & !(1u16 << (wave & 15))).trailing_zeros();
+                    if read_by_other {
+                        let other = (sh.r_mask & !me).trailing_zeros();
                         return Err(EmuError::LdsRace {
                             at: Default::default(),
                             addr: a,
@@ -157,11 +202,12 @@ impl Lds {
                     }
                     sh.w_epoch = epoch;
                     sh.w_wave = wave;
+                    sh.w_mask = me;
                     sh.w_pc = pc as u32;
                     sh.w_bytes = bytes | if atomic { 0x10 } else { 0 };
                 }
             }
-            a = (a | 3) + 1;
+            a = chunk_end;
         }
         Ok(())
     }
@@ -178,6 +224,7 @@ impl Lds {
                 if write {
                     sh.w_epoch = epoch;
                     sh.w_wave = wave;
+                    sh.w_mask = 1 << (wave & 15);
                     sh.w_pc = pc as u32;
                     sh.w_bytes = 0xf;
                 } else {
@@ -195,7 +242,7 @@ impl Lds {
     #[inline]
     pub fn read(&mut self, wave: u8, pc: u64, addr: u32, out: &mut [u8]) -> Result<(), EmuError> {
         let r = self.range(addr, out.len() as u32, false)?;
-        self.track(wave, pc, addr, out.len() as u32, Access::Read)?;
+        self.track(wave, pc, addr, out.len() as u32, Access::Read, &[])?;
         out.copy_from_slice(&self.data[r]);
         Ok(())
     }
@@ -212,7 +259,7 @@ impl Lds {
     #[inline]
     pub fn write(&mut self, wave: u8, pc: u64, addr: u32, data: &[u8]) -> Result<(), EmuError> {
         let r = self.range(addr, data.len() as u32, true)?;
-        self.track(wave, pc, addr, data.len() as u32, Access::Write)?;
+        self.track(wave, pc, addr, data.len() as u32, Access::Write, data)?;
         self.data[r].copy_from_slice(data);
         Ok(())
     }
@@ -234,7 +281,7 @@ impl Lds {
         f: impl FnOnce(u64) -> u64,
     ) -> Result<u64, EmuError> {
         let r = self.range(addr, size, true)?;
-        self.track(wave, pc, addr, size, Access::Atomic)?;
+        self.track(wave, pc, addr, size, Access::Atomic, &[])?;
         let mut b = [0u8; 8];
         b[..size as usize].copy_from_slice(&self.data[r.clone()]);
         let old = u64::from_le_bytes(b);
@@ -292,6 +339,33 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("race"));
+    }
+
+    #[test]
+    fn writes_of_the_bytes_already_there_do_not_race() {
+        let mut l = Lds::new(64, true);
+        l.write_u32(0, 0x100, 8, 7).unwrap();
+        // Another wave writes the same bytes: no race, counted.
+        l.write_u32(1, 0x200, 8, 7).unwrap();
+        assert_eq!(l.same_value_writes(), 1);
+        // Both writers may read it; a third wave that did not write it races with them.
+        assert_eq!(l.read_u32(0, 0x108, 8).unwrap(), 7);
+        assert_eq!(l.read_u32(1, 0x208, 8).unwrap(), 7);
+        let e = l.read_u32(2, 0x300, 8).unwrap_err().to_string();
+        assert!(e.contains("wave 2 reads LDS 0x8"), "{e}");
+        // A write of different bytes by any of them races.
+        let e = l.write_u32(1, 0x210, 8, 8).unwrap_err().to_string();
+        assert!(e.contains("wave 1 writes LDS 0x8"), "{e}");
+        // Only the bytes written are compared: byte 1 of dword 4 equal, byte 2 not.
+        l.barrier();
+        l.write(0, 0x100, 16, &[1, 2, 3, 4]).unwrap();
+        l.write(1, 0x200, 17, &[2]).unwrap();
+        assert!(l.write(1, 0x200, 18, &[9]).is_err());
+        // A same-bytes write after another wave's read is no race either.
+        l.barrier();
+        assert_eq!(l.read_u32(2, 0x300, 16).unwrap(), 0x0403_0201);
+        l.write_u32(3, 0x400, 16, 0x0403_0201).unwrap();
+        assert!(l.write_u32(3, 0x400, 16, 5).is_err());
     }
 
     #[test]

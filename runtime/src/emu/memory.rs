@@ -202,6 +202,33 @@ impl MemoryView {
         Ok(f(a, addr - a.base))
     }
 
+    /// Where `addr`, which no allocation holds, lies relative to the nearest allocations: "N
+    /// bytes past the end of the S-byte allocation at B" or "N bytes before the S-byte allocation
+    /// at B" (for fault messages), or `None` with no allocation at all.
+    pub fn near(&self, addr: u64) -> Option<String> {
+        let idx = self.allocs.partition_point(|a| a.base <= addr);
+        let below = idx
+            .checked_sub(1)
+            .map(|i| &self.allocs[i])
+            .filter(|a| addr >= a.end())
+            .map(|a| (addr - a.end(), a, "past the end of"));
+        let above = self.allocs.get(idx).map(|a| (a.base - addr, a, "before"));
+        let (dist, a, where_) = match (below, above) {
+            (Some(b), Some(c)) => {
+                if b.0 <= c.0 {
+                    b
+                } else {
+                    c
+                }
+            }
+            (b, c) => b.or(c)?,
+        };
+        Some(format!(
+            "{dist} bytes {where_} the {}-byte allocation at {:#x}",
+            a.size, a.base
+        ))
+    }
+
     /// The allocation that holds all of `[lo, hi)`, if one does (for accesses of a whole wave
     /// that fall in one buffer: one lookup instead of one per lane).
     #[inline]
@@ -363,6 +390,27 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_miss_is_described_by_the_nearest_allocation() {
+        let m = Memory::new();
+        assert_eq!(m.view().near(HEAP_BASE), None);
+        let a = m.alloc(10).unwrap();
+        let b = m.alloc(4096).unwrap();
+        let v = m.view();
+        assert_eq!(
+            v.near(a + 12).unwrap(),
+            format!("2 bytes past the end of the 10-byte allocation at {a:#x}")
+        );
+        assert_eq!(
+            v.near(b - 8).unwrap(),
+            format!("8 bytes before the 4096-byte allocation at {b:#x}")
+        );
+        assert_eq!(
+            v.near(a - 1).unwrap(),
+            format!("1 bytes before the 10-byte allocation at {a:#x}")
+        );
+    }
 
     #[test]
     fn accesses_inside_allocations_round_trip_and_outside_fault() {

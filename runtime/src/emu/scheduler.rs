@@ -76,6 +76,10 @@ pub struct RunConfig {
     pub check_wait_states: bool,
     /// Time launches on this machine model (see `crate::timing`); `None` runs untimed.
     pub timing: Option<&'static MachineModel>,
+    /// Report the first raw-buffer access outside its descriptor's range (lane, address,
+    /// buffer) as an error instead of applying the descriptor's rule (loads give 0, stores are
+    /// dropped). Accesses outside every allocation are faults either way.
+    pub bounds_check: bool,
 }
 
 impl Default for RunConfig {
@@ -86,6 +90,7 @@ impl Default for RunConfig {
             strict_store_sources: false,
             check_wait_states: true,
             timing: None,
+            bounds_check: false,
         }
     }
 }
@@ -298,6 +303,7 @@ fn execute(
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
                 pc_base: l.program.image_base,
+                bounds_check: l.config.bounds_check,
             };
             smem::execute(w, &mut ctx, s)?;
             Flow::Next
@@ -312,6 +318,7 @@ fn execute(
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
                 pc_base: l.program.image_base,
+                bounds_check: l.config.bounds_check,
             };
             vmem::execute(w, &mut ctx, v)?;
             Flow::Next
@@ -326,6 +333,7 @@ fn execute(
                 wave_index,
                 scratch_per_lane: l.addrs.scratch_per_lane,
                 pc_base: l.program.image_base,
+                bounds_check: l.config.bounds_check,
             };
             ds::execute(w, &mut ctx, v)?;
             Flow::Next
@@ -396,8 +404,11 @@ fn run_workgroup_inner(
         addrs,
     } = scratch;
     let mut rec = trace.map(|trace| {
-        trace.waves.clear();
-        trace.waves.resize(nwaves, Default::default());
+        // Keep the step buffers of a reused trace (their capacity is the point of reusing it).
+        trace.waves.resize_with(nwaves, Default::default);
+        for w in &mut trace.waves {
+            w.steps.clear();
+        }
         trace.granules.clear();
         Recorder { trace, addrs }
     });
@@ -515,6 +526,7 @@ fn run_workgroup_inner(
         c.hazard_checks += s.sb.checks;
         total.merge(&c);
     }
+    total.lds_same_value_writes += lds.same_value_writes();
     let _ = LANES;
     Ok(total)
 }

@@ -41,6 +41,9 @@ pub struct Counters {
     pub hazard_checks: u64,
     /// Waves run.
     pub waves: u64,
+    /// LDS writes that met another wave's access of the same bytes in one barrier epoch and
+    /// were no race because they stored the bytes already there (see `lds`).
+    pub lds_same_value_writes: u64,
 }
 
 impl Counters {
@@ -66,6 +69,7 @@ impl Counters {
         self.bytes_written += o.bytes_written;
         self.hazard_checks += o.hazard_checks;
         self.waves += o.waves;
+        self.lds_same_value_writes += o.lds_same_value_writes;
     }
 
     /// The device-independent form.
@@ -85,6 +89,7 @@ impl Counters {
             hazard_checks: self.hazard_checks,
             waves: self.waves,
             timing: None,
+            lds_same_value_writes: self.lds_same_value_writes,
         }
     }
 }

@@ -449,6 +449,9 @@ struct Addressing {
     rsrc: Option<BufferResource>,
     soffset: u32,
     saddr: u64,
+    /// `RunConfig::bounds_check`: a raw-buffer access out of the descriptor's range is an error
+    /// instead of a zero load or a dropped store.
+    bounds_check: bool,
 }
 
 fn prepare(w: &Wave, i: &VmemInst) -> Result<Addressing, EmuError> {
@@ -456,6 +459,7 @@ fn prepare(w: &Wave, i: &VmemInst) -> Result<Addressing, EmuError> {
         rsrc: None,
         soffset: 0,
         saddr: 0,
+        bounds_check: false,
     };
     match i.seg {
         Segment::Buffer => {
@@ -575,6 +579,26 @@ fn locate(
                 } else {
                     offset + bytes as u64 > r.num_records as u64
                 };
+                if out && a.bounds_check {
+                    let addr = r.base + a.soffset as u64 + offset + r.stride as u64 * index;
+                    return Err(EmuError::fault(
+                        addr,
+                        format!(
+                            "lane {l}: buffer access of {bytes} byte(s) at offset {offset:#x}{} (address \
+                             {addr:#x}) is outside the range of the buffer at {:#x} (num_records {}, \
+                             stride {}) (bounds check; without it the load gives 0 / the store is \
+                             dropped)",
+                            if i.idxen || r.add_tid {
+                                format!(", index {index}")
+                            } else {
+                                String::new()
+                            },
+                            r.base,
+                            r.num_records,
+                            r.stride
+                        ),
+                    ));
+                }
                 if out {
                     return Ok(Target::OutOfRange);
                 }
@@ -727,6 +751,28 @@ pub fn atomic_apply(op: AtomicOp, wide: bool, old: u64, data: u64, cmp: u64) -> 
     r & mask
 }
 
+/// A fault of lane `l`'s access: the lane named, and for a device-memory miss the allocation
+/// it missed (bounds reports name wave, pc, lane, address and buffer).
+fn lane_fault(e: EmuError, l: usize, mem: &super::memory::MemoryView) -> EmuError {
+    match e {
+        EmuError::MemoryFault { at, addr, detail } if !detail.starts_with("lane ") => {
+            let near = if detail.contains("outside every allocation") {
+                mem.near(addr)
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            EmuError::MemoryFault {
+                at,
+                addr,
+                detail: format!("lane {l}: {detail}{near}"),
+            }
+        }
+        e => e,
+    }
+}
+
 /// Per-lane byte addresses of a GLOBAL (or FLAT, outside the LDS and private windows) access,
 /// instruction offset included, when every active lane's `n` dwords fall in one allocation at
 /// dword alignment: the common case, served with one allocation lookup per instruction.
@@ -819,7 +865,10 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
     let wave_index = ctx.wave_index;
     let exec = w.exec;
     let (reads, dests) = i.regs();
-    let a = prepare(w, i)?;
+    let a = Addressing {
+        bounds_check: ctx.bounds_check,
+        ..prepare(w, i)?
+    };
     if matches!(i.op, VmemOp::Load(_) | VmemOp::Store(_)) && i.seg == Segment::Buffer {
         // format variants are mapped to dword shapes; reject other formats explicitly.
         if let Some(r) = &a.rsrc {
@@ -860,7 +909,9 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                     active += 1;
                     for k in 0..n {
                         let t = locate(w, i, &a, l, k as u32, bytes, spl)?;
-                        let raw = read_item(ctx, wave_index, pc, t, bytes)?;
+                        let mem = ctx.mem;
+                        let raw = read_item(ctx, wave_index, pc, t, bytes)
+                            .map_err(|e| lane_fault(e, l, mem))?;
                         let v = extend(raw, &shape);
                         if i.lds {
                             let addr =
@@ -927,7 +978,9 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                         v >>= 16;
                     }
                     let t = locate(w, i, &a, l, k as u32, bytes, spl)?;
-                    write_item(ctx, wave_index, pc, t, bytes, v)?;
+                    let mem = ctx.mem;
+                    write_item(ctx, wave_index, pc, t, bytes, v)
+                        .map_err(|e| lane_fault(e, l, mem))?;
                 }
             }
             ctx.counters.bytes_written += active * n as u64 * bytes as u64;
@@ -1197,6 +1250,7 @@ mod buffer_tests {
             wave_index: 0,
             scratch_per_lane: 0,
             pc_base: 0,
+            bounds_check: false,
         };
         let dword = DataShape {
             bytes: 4,
@@ -1235,5 +1289,28 @@ mod buffer_tests {
             };
             assert_eq!(w.vgpr[2][l], want, "lane {l}");
         }
+
+        // Bounds-check mode: the same store is an error naming the first lane out of range
+        // (lane 16, byte offset 64 of the 64-byte range), and nothing is written by it.
+        ctx.bounds_check = true;
+        mem.write(base, &init).unwrap();
+        let e = execute(
+            &mut w,
+            &mut ctx,
+            &buffer_inst(VmemOp::Store(dword), true, 0),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("lane 16: buffer access of 4 byte(s) at offset 0x40")
+                && e.contains(&format!("buffer at {base:#x} (num_records 64, stride 0)"))
+                && e.contains("bounds check"),
+            "{e}"
+        );
+        // In range, bounds checking changes nothing.
+        for l in 0..LANES {
+            w.vgpr[1][l] = 4 * (l as u32 % 16);
+        }
+        execute(&mut w, &mut ctx, &buffer_inst(VmemOp::Load(dword), true, 0)).unwrap();
     }
 }

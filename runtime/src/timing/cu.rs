@@ -11,9 +11,12 @@
 
 use std::collections::VecDeque;
 
+use smallvec::SmallVec;
+
 use crate::emu::scoreboard::RegSet;
 
 use super::report::StallCause;
+use super::trace::Step;
 
 /// Most outstanding vector-memory operations a wave may have (vmcnt is 6 bits on gfx9).
 pub const MAX_VMCNT: usize = 63;
@@ -40,8 +43,12 @@ pub struct WaveState {
     pub index: u16,
     /// Its SIMD (0..4).
     pub simd: u8,
+    /// Its trace (taken from the workgroup's while the wave is resident).
+    pub steps: Vec<Step>,
     /// Next step of its trace.
     pub cursor: u32,
+    /// That step, copied out of the trace when the cursor moves (the issue loop reads it often).
+    pub step: Option<Step>,
     /// Earliest cycle the current step's own constraints allow.
     pub ready_at: u64,
     /// Why `ready_at` is later than the cadence allows.
@@ -64,8 +71,6 @@ pub struct WaveState {
     pub at_barrier: bool,
     /// Dispatch cycle (for occupancy).
     pub start: u64,
-    /// Cached lower bound of the next cycle it may issue (its SIMD's turn).
-    pub next_try: u64,
 }
 
 impl WaveState {
@@ -75,7 +80,9 @@ impl WaveState {
             group,
             index,
             simd,
+            steps: Vec::new(),
             cursor: 0,
+            step: None,
             ready_at: start,
             cause: StallCause::NoWaveResident,
             blocked: StallCause::IssuePort,
@@ -87,7 +94,6 @@ impl WaveState {
             fetch_line: u64::MAX,
             at_barrier: false,
             start,
-            next_try: start,
         }
     }
 
@@ -131,8 +137,11 @@ impl WaveState {
 /// One SIMD's units and residents.
 #[derive(Clone, Debug, Default)]
 pub struct Simd {
-    /// Resident waves (ids into the device's wave table), oldest first.
-    pub waves: Vec<u32>,
+    /// Resident waves (ids into the device's wave table), oldest first (inline: at most 10).
+    pub waves: SmallVec<[u32; 10]>,
+    /// For each resident wave, a lower bound of the next cycle it may issue (a cached
+    /// `DeviceSim::next_try`: units only get busier, so a bound stays valid until the wave moves).
+    pub tries: SmallVec<[u64; 10]>,
     /// The VALU is free from this cycle.
     pub valu_free: u64,
     /// The matrix unit is free from this cycle.

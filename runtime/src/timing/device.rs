@@ -5,8 +5,7 @@
 //! [`TimingReport`]. Events are CU issue turns in cycle order (a binary heap), so requests reach
 //! the shared memory system in issue order and the result does not depend on host threads.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use kjit_backend_gcn::codeobj::descriptor::{Occupancy, MAX_BARRIERS_PER_CU, SIMDS_PER_CU};
 use kjit_backend_gcn::machine::MachineModel;
@@ -16,6 +15,41 @@ use super::facts::{InstFacts, Kind};
 use super::memory::MemorySystem;
 use super::report::{HotInst, StallCause, Stalls, TimingReport};
 use super::trace::{GroupTrace, GRANULE};
+
+/// The CUs' next wake-up cycles in a tournament tree: the earliest (ties: the lowest CU) is
+/// at the root, and changing one CU's time costs log2(CUs) comparisons.
+struct WakeTree {
+    leaves: usize,
+    nodes: Vec<(u64, u32)>,
+}
+
+impl WakeTree {
+    fn new(cus: usize) -> WakeTree {
+        let leaves = cus.next_power_of_two().max(1);
+        let mut nodes = vec![(NEVER, u32::MAX); 2 * leaves];
+        for c in 0..cus {
+            nodes[leaves + c] = (NEVER, c as u32);
+        }
+        WakeTree { leaves, nodes }
+    }
+
+    fn min(&self) -> (u64, u32) {
+        self.nodes[1]
+    }
+
+    fn set(&mut self, cu: usize, t: u64) {
+        let mut i = self.leaves + cu;
+        self.nodes[i] = (t, cu as u32);
+        while i > 1 {
+            i /= 2;
+            let m = self.nodes[2 * i].min(self.nodes[2 * i + 1]);
+            if self.nodes[i] == m {
+                break;
+            }
+            self.nodes[i] = m;
+        }
+    }
+}
 
 /// What one workgroup of the kernel needs from a CU.
 #[derive(Clone, Copy, Debug)]
@@ -57,7 +91,7 @@ pub struct DeviceSim<'f> {
     dispatch_stalled: Option<u64>,
     dispatch_free: f64,
     rr: Vec<usize>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    wakes: WakeTree,
     end: u64,
     stalls: Stalls,
     inst_stalls: Vec<[u64; 8]>,
@@ -66,6 +100,8 @@ pub struct DeviceSim<'f> {
     wave_cycles: u64,
     instructions: u64,
     lines: Vec<u64>,
+    turns: u64,
+    recycled: Vec<GroupTrace>,
 }
 
 impl<'f> DeviceSim<'f> {
@@ -107,7 +143,7 @@ impl<'f> DeviceSim<'f> {
             dispatch_stalled: Some(0),
             dispatch_free: 0.0,
             rr: vec![0; m.partitions as usize],
-            heap: BinaryHeap::new(),
+            wakes: WakeTree::new(m.cus as usize),
             end: 0,
             stalls: Stalls::default(),
             inst_stalls: vec![[0; 8]; facts.len()],
@@ -116,6 +152,8 @@ impl<'f> DeviceSim<'f> {
             wave_cycles: 0,
             instructions: 0,
             lines: Vec::new(),
+            turns: 0,
+            recycled: Vec::new(),
         }
     }
 
@@ -139,21 +177,24 @@ impl<'f> DeviceSim<'f> {
                 self.dispatch(t);
                 continue;
             }
-            let Some(Reverse((t, cu))) = self.heap.pop() else {
+            let (t, cu) = self.wakes.min();
+            if t >= NEVER {
                 return true;
-            };
-            if self.cus[cu as usize].next_wake != t {
-                continue;
             }
             self.cus[cu as usize].next_wake = NEVER;
+            self.turns += 1;
             self.turn(cu as usize, t);
+            // The turn scheduled the CU's next wake-up, if it has one.
+            if self.cus[cu as usize].next_wake == NEVER {
+                self.wakes.set(cu as usize, NEVER);
+            }
         }
     }
 
     fn schedule(&mut self, cu: usize, t: u64) {
         if t < self.cus[cu].next_wake {
             self.cus[cu].next_wake = t;
-            self.heap.push(Reverse((t, cu as u32)));
+            self.wakes.set(cu, t);
         }
     }
 
@@ -202,7 +243,7 @@ impl<'f> DeviceSim<'f> {
         }
     }
 
-    fn place(&mut self, cu: usize, trace: GroupTrace, at: u64) {
+    fn place(&mut self, cu: usize, mut trace: GroupTrace, at: u64) {
         let slot = match self.free_groups.pop() {
             Some(s) => s,
             None => {
@@ -220,7 +261,9 @@ impl<'f> DeviceSim<'f> {
                 .min_by_key(|&s| (c.simds[s].placed, s))
                 .expect("four SIMDs") as u8;
             c.simds[simd as usize].placed += 1;
-            let ws = WaveState::new(slot, w as u16, simd, start);
+            let mut ws = WaveState::new(slot, w as u16, simd, start);
+            // The wave owns its steps while resident: one load reaches the next step.
+            ws.steps = std::mem::take(&mut trace.waves[w].steps);
             let id = match self.free_waves.pop() {
                 Some(id) => {
                     self.waves[id as usize] = ws;
@@ -237,6 +280,7 @@ impl<'f> DeviceSim<'f> {
                     .add(StallCause::NoWaveResident, start.saturating_sub(since));
             }
             s.waves.push(id);
+            s.tries.push(start);
             ids.push(id);
         }
         let c = &mut self.cus[cu];
@@ -261,7 +305,9 @@ impl<'f> DeviceSim<'f> {
 
     /// Sets the wave's `ready_at`/`cause` for its current step, given it may go from `t`.
     fn prepare(&mut self, cu: usize, id: u32, t: u64) {
-        let Some(step) = self.current_step(id) else {
+        let step = self.current_step(id);
+        self.waves[id as usize].step = step;
+        let Some(step) = step else {
             // Ran off the trace without s_endpgm (a failed launch): end the wave.
             self.end_wave(cu, id, t);
             return;
@@ -330,11 +376,7 @@ impl<'f> DeviceSim<'f> {
     /// The step wave `id` is at, if any.
     fn current_step(&self, id: u32) -> Option<super::trace::Step> {
         let w = &self.waves[id as usize];
-        let g = self.groups[w.group as usize].as_ref()?;
-        g.trace.waves[w.index as usize]
-            .steps
-            .get(w.cursor as usize)
-            .copied()
+        w.steps.get(w.cursor as usize).copied()
     }
 
     /// The next cycle at which wave `id` might issue (aligned to its SIMD's turn).
@@ -345,7 +387,7 @@ impl<'f> DeviceSim<'f> {
         }
         let c = &self.cus[cu];
         let s = &c.simds[w.simd as usize];
-        let Some(step) = self.current_step(id) else {
+        let Some(step) = w.step else {
             return NEVER;
         };
         let f = &self.facts[step.inst as usize];
@@ -363,24 +405,21 @@ impl<'f> DeviceSim<'f> {
     /// Recomputes the cached next-issue bounds of every wave of `cu` and schedules its next turn.
     fn schedule_cu(&mut self, cu: usize) {
         for s in 0..4 {
-            self.refresh_simd(cu, s, |_| true);
+            self.refresh_simd(cu, s, u64::MAX);
         }
         self.wake_cu(cu);
     }
 
-    /// Recomputes `next_try` of the waves of SIMD `s` selected by `which`, and the SIMD's minimum.
-    fn refresh_simd(&mut self, cu: usize, s: usize, which: impl Fn(&WaveState) -> bool) {
+    /// Recomputes the next-issue bounds of the waves of SIMD `s` whose bound is at most `upto`,
+    /// and the SIMD's minimum.
+    fn refresh_simd(&mut self, cu: usize, s: usize, upto: u64) {
         let mut best = NEVER;
         for k in 0..self.cus[cu].simds[s].waves.len() {
-            let id = self.cus[cu].simds[s].waves[k];
-            let w = &self.waves[id as usize];
-            let nt = if which(w) {
-                let nt = self.next_try(cu, id);
-                self.waves[id as usize].next_try = nt;
-                nt
-            } else {
-                w.next_try
-            };
+            let mut nt = self.cus[cu].simds[s].tries[k];
+            if nt <= upto {
+                nt = self.next_try(cu, self.cus[cu].simds[s].waves[k]);
+                self.cus[cu].simds[s].tries[k] = nt;
+            }
             best = best.min(nt);
         }
         self.cus[cu].simds[s].next_try = best;
@@ -406,12 +445,15 @@ impl<'f> DeviceSim<'f> {
         let mut used = [false; CATEGORIES];
         let mut k = 0;
         while k < self.cus[cu].simds[simd].waves.len() {
-            let id = self.cus[cu].simds[simd].waves[k];
-            k += 1;
-            let w = &self.waves[id as usize];
-            if w.at_barrier || w.next_try > t || w.ready_at > t {
+            // The compact bounds array spares a visit to every waiting wave's state.
+            if self.cus[cu].simds[simd].tries[k] > t {
+                k += 1;
                 continue;
             }
+            // A bound at or before `t` was computed after the wave's last move: it is not at a
+            // barrier and its own constraints allow `t`.
+            let id = self.cus[cu].simds[simd].waves[k];
+            k += 1;
             let before = self.cus[cu].simds[simd].waves.len();
             self.try_issue(cu, id, t, &mut used);
             // A wave that ended left the list: the next one moved into its place.
@@ -419,17 +461,20 @@ impl<'f> DeviceSim<'f> {
                 k -= 1;
             }
         }
-        self.refresh_simd(cu, simd, |w| w.next_try <= t);
+        self.refresh_simd(cu, simd, t);
         self.wake_cu(cu);
     }
 
     fn try_issue(&mut self, cu: usize, id: u32, t: u64, used: &mut [bool; CATEGORIES]) {
         let (group, index, cursor, simd) = {
             let w = &self.waves[id as usize];
+            if w.at_barrier || w.ready_at > t {
+                return;
+            }
             (w.group, w.index, w.cursor, w.simd as usize)
         };
-        let _ = (group, index, cursor);
-        let Some(step) = self.current_step(id) else {
+        let _ = (index, cursor);
+        let Some(step) = self.waves[id as usize].step else {
             return;
         };
         let inst = step.inst as usize;
@@ -636,13 +681,22 @@ impl<'f> DeviceSim<'f> {
         self.end = self.end.max(finish);
         self.wave_cycles += t.saturating_sub(start);
         let s = &mut self.cus[cu].simds[simd];
-        s.waves.retain(|&x| x != id);
+        if let Some(k) = s.waves.iter().position(|&x| x == id) {
+            s.waves.remove(k);
+            s.tries.remove(k);
+        }
         s.placed -= 1;
         if s.waves.is_empty() {
             s.empty_since = Some(t);
         }
         self.free_waves.push(id);
+        // Hand the steps back to the trace, to be recycled with it.
+        let (index, steps) = {
+            let w = &mut self.waves[id as usize];
+            (w.index as usize, std::mem::take(&mut w.steps))
+        };
         let g = self.groups[group as usize].as_mut().expect("live group");
+        g.trace.waves[index].steps = steps;
         g.live -= 1;
         g.waves.retain(|&x| x != id);
         if g.live == 0 {
@@ -653,8 +707,19 @@ impl<'f> DeviceSim<'f> {
         }
     }
 
+    /// Traces of retired workgroups, emptied, for the producer to fill again (saves the
+    /// allocations of a fresh trace per workgroup).
+    pub fn take_recycled(&mut self) -> Vec<GroupTrace> {
+        std::mem::take(&mut self.recycled)
+    }
+
     fn retire_group(&mut self, group: u32, t: u64) {
-        let g = self.groups[group as usize].take().expect("live group");
+        let mut g = self.groups[group as usize].take().expect("live group");
+        for w in &mut g.trace.waves {
+            w.steps.clear();
+        }
+        g.trace.granules.clear();
+        self.recycled.push(std::mem::take(&mut g.trace));
         let c = &mut self.cus[g.cu as usize];
         c.groups -= 1;
         c.lds_used -= self.shape.lds_bytes;
@@ -669,6 +734,9 @@ impl<'f> DeviceSim<'f> {
     /// The report, once [`run`](Self::run) has returned `true`.
     pub fn finish(mut self, bytes_read: u64, bytes_written: u64) -> TimingReport {
         let end = self.end.max(1);
+        if std::env::var("KJIT_TIMING_DEBUG").is_ok() {
+            eprintln!("turns {} instructions {}", self.turns, self.instructions);
+        }
         for c in &mut self.cus {
             for s in &mut c.simds {
                 if let Some(since) = s.empty_since.take() {

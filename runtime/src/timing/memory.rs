@@ -9,15 +9,16 @@
 
 use kjit_backend_gcn::machine::{CacheModel, MachineModel};
 
-/// A set-associative cache of line tags with least-recently-used replacement.
+/// A set-associative cache of line tags with least-recently-used replacement. Tags and use
+/// stamps are 32-bit (the set index is implied by the position, so a tag is `line / sets + 1`;
+/// 0 is empty): the 256 MiB MALL's 4M lines take 32 MiB of host memory.
 #[derive(Clone, Debug)]
 pub struct Cache {
     sets: u64,
     ways: usize,
-    /// `sets * ways` tags (line number + 1; 0 is empty) and their last-use stamps.
-    tags: Vec<u64>,
-    stamps: Vec<u64>,
-    clock: u64,
+    tags: Vec<u32>,
+    stamps: Vec<u32>,
+    clock: u32,
 }
 
 impl Cache {
@@ -43,16 +44,20 @@ impl Cache {
     /// Looks `line` up; on a miss it is filled (evicting the least recently used way). Returns
     /// whether it hit.
     pub fn access(&mut self, line: u64) -> bool {
-        self.clock += 1;
+        self.clock = self.clock.wrapping_add(1);
         let set = (line % self.sets) as usize * self.ways;
-        let tag = line + 1;
+        let tag = (line / self.sets) as u32 + 1;
         let ways = &mut self.tags[set..set + self.ways];
         if let Some(w) = ways.iter().position(|&t| t == tag) {
             self.stamps[set + w] = self.clock;
             return true;
         }
+        // Ages relative to now survive the stamp counter wrapping.
+        let now = self.clock;
         let stamps = &self.stamps[set..set + self.ways];
-        let victim = (0..self.ways).min_by_key(|&w| stamps[w]).unwrap_or(0);
+        let victim = (0..self.ways)
+            .max_by_key(|&w| now.wrapping_sub(stamps[w]))
+            .unwrap_or(0);
         self.tags[set + victim] = tag;
         self.stamps[set + victim] = self.clock;
         false
