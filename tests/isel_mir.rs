@@ -28,3 +28,113 @@ fn every_library_kernel_selects_to_verified_mir() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Selection choices the code-quality work relies on (issue 15), checked on the asm and, for the
+// scalar loads, on kjit's GCN device against the IR interpreter.
+
+use kjit::exec::run_case;
+use kjit::{compile, CompileOptions};
+use kjit_backend_gcn::Target;
+use kjit_frontend::{Dim, KernelBuilder};
+use kjit_ir::interp::{Arg, BufferData, LaunchDims};
+use kjit_kernels::Case;
+
+/// `dst[gid] = b[i] + b[i + 1]` (a uniform index into read-only `b`; integers, so the add
+/// stays on the SALU), optionally after a store
+/// to `dst` (which may alias `b`), optionally with `b` writable.
+fn uniform_loads(store_first: bool, writable: bool) -> kjit_ir::Function {
+    let k = KernelBuilder::new("uniform_loads");
+    let b = if writable {
+        k.buffer_mut::<u32>("b")
+    } else {
+        k.buffer::<u32>("b")
+    };
+    let dst = k.buffer_mut::<u32>("dst");
+    let i = k.arg::<u32>("i");
+    let gid = k.global_id(Dim::X);
+    if store_first {
+        k.store(&dst, gid, k.lit(1u32));
+    }
+    let v = k.load(&b, i) + k.load(&b, i + 1u32);
+    k.store(&dst, gid, v);
+    k.finish().unwrap()
+}
+
+fn asm(f: &kjit_ir::Function, t: Target) -> String {
+    compile(f, t, &CompileOptions::default()).unwrap().asm
+}
+
+#[test]
+fn uniform_loads_of_a_read_only_buffer_go_through_the_scalar_cache() {
+    let f = uniform_loads(false, false);
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        assert_eq!(
+            k.asm.matches("s_buffer_load_dword ").count(),
+            2,
+            "{t}\n{}",
+            k.asm
+        );
+        assert!(!k.asm.contains("buffer_load_dword v"), "{t}\n{}", k.asm);
+        assert!(!k.asm.contains("v_readfirstlane"), "{t}\n{}", k.asm);
+        // In range, at the last element (b[i + 1] reads 0) and past the end (both 0).
+        for i in [3u32, 7, 8, 1 << 20] {
+            let b: Vec<u32> = (0..8).map(|x| 100 + 7 * x).collect();
+            let case = Case {
+                n: 64,
+                args: vec![
+                    Arg::Buffer(BufferData::U32(b)),
+                    kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+                    Arg::U32(i),
+                ],
+                launch: LaunchDims {
+                    grid: [1, 1, 1],
+                    block: [64, 1, 1],
+                },
+                outputs: vec![1],
+            };
+            let mut want = case.args.clone();
+            kjit_ir::interp::run(&f, &case.launch, &mut want).unwrap();
+            let got = run_case(&dev, &k.code_object, &f, &case)
+                .unwrap_or_else(|e| panic!("{t} i={i}: {e}"));
+            assert_eq!(got.args[1], want[1], "{t} i={i}");
+        }
+    }
+}
+
+#[test]
+fn no_scalar_load_of_memory_the_kernel_may_have_written() {
+    // After a store (the buffers may alias; the scalar cache would not see the write) and
+    // from a writable buffer, the load stays a vector load.
+    for f in [uniform_loads(true, false), uniform_loads(false, true)] {
+        for t in ALL_TARGETS {
+            let a = asm(&f, t);
+            assert!(!a.contains("s_buffer_load"), "{t}\n{a}");
+            assert!(a.contains("buffer_load_dword v"), "{t}\n{a}");
+        }
+    }
+}
+
+#[test]
+fn a_divergent_and_of_compares_is_one_s_and_of_their_masks() {
+    // `if (x < n && y < m)`: the two compares' lane masks feed `s_and_b64`; no 0/1 values
+    // (`v_cndmask`), no `v_and`, no compare of the result with 0.
+    let k = KernelBuilder::new("and_of_compares");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let m = k.arg::<u32>("m");
+    let x = k.global_id(Dim::X);
+    let y = k.local_id(Dim::X) * 3u32;
+    k.if_(x.lt(n) & y.lt(m), || k.store(&dst, x, y));
+    let f = k.finish().unwrap();
+    for t in ALL_TARGETS {
+        let a = asm(&f, t);
+        assert_eq!(a.matches("v_cmp_lt_u32").count(), 2, "{t}\n{a}");
+        assert!(a.contains("s_and_b64"), "{t}\n{a}");
+        for bad in ["v_cndmask", "v_and_b32", "v_cmp_ne"] {
+            assert!(!a.contains(bad), "{t}: {bad}\n{a}");
+        }
+    }
+}

@@ -2,8 +2,11 @@
 //! range, divergent and uniform ifs, loops with divergent trip counts, early returns, stores)
 //! compiled for a target and run on kjit's GCN device must give exactly what the IR
 //! interpreter gives. Every output element is compared bit for bit (any NaN equals any NaN;
-//! elements neither run writes keep the same poison). The program is generated from a seed that
-//! proptest draws, so a failure names a seed that reproduces it (`KJIT_RANDOM_SEED=...`).
+//! elements neither run writes keep the same poison). Each program is generated from a seed;
+//! CI runs a fixed set of 10,400 seeds (a third per target, [`FLAVOURS`]), so a run is red or
+//! green the same way every time. `KJIT_RANDOM_BASE=<hex>` draws a new set,
+//! `KJIT_RANDOM_SCALE=<n>` runs n times as many, `KJIT_RANDOM_SEED=<hex>` reproduces one seed.
+//! A seed that failed is kept in `tests/random_programs.regressions` and runs on every target.
 
 use std::cell::RefCell;
 
@@ -15,9 +18,8 @@ use kjit_frontend::{f16, Buffer, Dim, Function, KernelBuilder, Lds, ReduceOp, Va
 use kjit_ir::interp::{Arg, BufferData, LaunchDims};
 use kjit_kernels::Case;
 use kjit_runtime::emu::GcnEmulator;
-use proptest::prelude::*;
 
-/// splitmix64: the generator's own deterministic stream, from proptest's seed.
+/// splitmix64: the generator's own deterministic stream, from a seed.
 struct Rng(u64);
 
 impl Rng {
@@ -487,12 +489,7 @@ impl<'k> Gen<'k> {
 }
 
 /// A random kernel from `seed`: `(a: buf<u32>, b: buf<f32>, out: buf_mut<u32>,
-/// outf: buf_mut<f32>, su: u32, sf: f32)`.
-fn random_kernel(seed: u64, div: bool) -> Function {
-    random_kernel_with(seed, div, false, false)
-}
-
-/// Program flavours: `div` loads and division, `wide` 64-bit and f16 values, `cross` wave
+/// outf: buf_mut<f32>, su: u32, sf: f32)` and the wide/cross buffers. Program flavours: `div` loads and division, `wide` 64-bit and f16 values, `cross` wave
 /// operations, LDS, atomics and barriers.
 fn random_kernel_with(seed: u64, div: bool, wide: bool, cross: bool) -> Function {
     let k = KernelBuilder::new("random");
@@ -620,12 +617,8 @@ fn random_case(seed: u64) -> Case {
 /// The error of a case skipped because the optimizer's output did not verify.
 const SKIPPED: &str = "skipped";
 
-/// Compiles and runs the program of `seed` on `target`; `Err` describes the first difference.
-fn check_seed(seed: u64, target: Target, div: bool, optimize: bool) -> Result<(), String> {
-    check_flavour(seed, target, (div, false, false), optimize)
-}
-
-/// [`check_seed`] for a flavour `(div, wide, cross)` of [`random_kernel_with`].
+/// Compiles and runs the program of `seed`, flavour `(div, wide, cross)` of
+/// [`random_kernel_with`], on `target`; `Err` describes the first difference.
 fn check_flavour(
     seed: u64,
     target: Target,
@@ -719,63 +712,124 @@ fn reproduce_seed_from_env() {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+/// The program flavours the suite runs, with how many programs of each one CI run checks.
+/// `(name, (div, wide, cross), optimize, programs)`; 10,400 programs in all, a third per target.
+const FLAVOURS: &[(&str, (bool, bool, bool), bool, u64)] = &[
+    // Arithmetic, selects, conversions and control flow without loads or division.
+    ("plain", (false, false, false), false, 2600),
+    // With loads (in and out of range) and exact integer division and remainder.
+    ("loads", (true, false, false), false, 2600),
+    // 64-bit integers, f64 and f16 next to the 32-bit program.
+    ("wide", (true, true, false), false, 1800),
+    // Wave shuffles, broadcasts, reductions and scans under divergence; LDS; atomics;
+    // barriers in uniform control flow.
+    ("cross", (true, false, true), false, 1800),
+    // Loads and division through the e-graph optimizer first.
+    ("optimized", (true, false, false), true, 1600),
+];
 
-    /// Arithmetic, selects, conversions and control flow without loads or division.
-    #[test]
-    fn control_flow_and_arithmetic(seed in any::<u64>()) {
-        let t = ALL_TARGETS[(seed % 3) as usize];
-        if let Err(e) = check_seed(seed, t, false, false) {
-            prop_assert!(false, "{}", e);
-        }
-    }
+/// The fixed base of CI's seeds; `KJIT_RANDOM_BASE=<hex>` draws another set.
+const CI_BASE: u64 = 0x6b6a_6974_2031_3521;
 
-    /// With loads (in and out of range) and exact integer division and remainder.
-    #[test]
-    fn with_loads_and_division(seed in any::<u64>()) {
-        let t = ALL_TARGETS[(seed % 3) as usize];
-        if let Err(e) = check_seed(seed, t, true, false) {
-            prop_assert!(false, "{}", e);
-        }
-    }
+/// The `n`-th seed of flavour `name` from `base` (splitmix64 of base, flavour and index, so
+/// every flavour draws its own programs).
+fn seed_of(base: u64, name: &str, n: u64) -> u64 {
+    let tag = name.bytes().fold(0u64, |h, b| h.rotate_left(8) ^ b as u64);
+    Rng(base ^ tag.wrapping_mul(0x100_0000_01b3) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next()
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
-
-    /// 64-bit integers, f64 and f16 next to the 32-bit program.
-    #[test]
-    fn wide_types(seed in any::<u64>()) {
-        let t = ALL_TARGETS[(seed % 3) as usize];
-        if let Err(e) = check_flavour(seed, t, (true, true, false), false) {
-            prop_assert!(false, "{}", e);
-        }
-    }
-
-    /// Wave shuffles, broadcasts, reductions and scans under divergence; LDS; atomics;
-    /// barriers in uniform control flow.
-    #[test]
-    fn cross_lane(seed in any::<u64>()) {
-        let t = ALL_TARGETS[(seed % 3) as usize];
-        let div = std::env::var("KJIT_NODIV").is_err();
-        if let Err(e) = check_flavour(seed, t, (div, false, true), false) {
-            prop_assert!(false, "{}", e);
-        }
-    }
+/// The flavour entry named `name`.
+fn flavour(name: &str) -> (bool, bool, bool, bool) {
+    let &(_, f, opt, _) = FLAVOURS
+        .iter()
+        .find(|f| f.0 == name)
+        .unwrap_or_else(|| panic!("no flavour {name}"));
+    (f.0, f.1, f.2, opt)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 250, failure_persistence: None, ..ProptestConfig::default() })]
-
-    /// The same through the e-graph optimizer first.
-    #[test]
-    fn optimized(seed in any::<u64>()) {
+/// Runs `programs` (times `KJIT_RANDOM_SCALE`, default 1) programs of flavour `name` from the
+/// CI base or `KJIT_RANDOM_BASE`, each on the target its seed picks; fails naming every seed
+/// that differs and how to keep it as a regression case.
+fn run_flavour(name: &str) {
+    let base = match std::env::var("KJIT_RANDOM_BASE") {
+        Ok(s) => u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex base"),
+        Err(_) => CI_BASE,
+    };
+    let scale: u64 = std::env::var("KJIT_RANDOM_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let programs = FLAVOURS.iter().find(|f| f.0 == name).expect("flavour").3 * scale;
+    let (div, wide, cross, opt) = flavour(name);
+    let (mut failures, mut skipped) = (Vec::new(), 0);
+    for n in 0..programs {
+        let seed = seed_of(base, name, n);
         let t = ALL_TARGETS[(seed % 3) as usize];
-        match check_seed(seed, t, true, true) {
-            Err(e) if e == SKIPPED => prop_assume!(false),
-            Err(e) => prop_assert!(false, "{}", e),
+        match check_flavour(seed, t, (div, wide, cross), opt) {
             Ok(()) => {}
+            Err(e) if e == SKIPPED => skipped += 1,
+            Err(e) => failures.push(format!(
+                "{e}
+(keep it: add `{name} {seed:#x}` to tests/random_programs.regressions)"
+            )),
+        }
+        if failures.len() >= 3 {
+            break;
         }
     }
+    println!("{name}: {programs} programs from base {base:#x}, {skipped} skipped");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn control_flow_and_arithmetic() {
+    run_flavour("plain");
+}
+
+#[test]
+fn with_loads_and_division() {
+    run_flavour("loads");
+}
+
+#[test]
+fn wide_types() {
+    run_flavour("wide");
+}
+
+#[test]
+fn cross_lane() {
+    run_flavour("cross");
+}
+
+#[test]
+fn optimized() {
+    run_flavour("optimized");
+}
+
+/// Every seed that once failed (`tests/random_programs.regressions`: `flavour seed` per line),
+/// on all three targets.
+#[test]
+fn regression_cases() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/random_programs.regressions");
+    let text = std::fs::read_to_string(&path).expect("tests/random_programs.regressions");
+    let mut n = 0;
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (name, seed) = line.split_once(' ').expect("`flavour seed`");
+        let seed = u64::from_str_radix(seed.trim().trim_start_matches("0x"), 16).expect("hex seed");
+        let (div, wide, cross, opt) = flavour(name);
+        for t in ALL_TARGETS {
+            match check_flavour(seed, t, (div, wide, cross), opt) {
+                Ok(()) => {}
+                Err(e) if e == SKIPPED => {}
+                Err(e) => panic!("regression case `{line}`: {e}"),
+            }
+        }
+        n += 1;
+    }
+    assert!(n > 0, "no regression cases in {}", path.display());
 }

@@ -7,7 +7,11 @@
 //! flight across its back edge, and an LDS exchange across a barrier mixed with SMEM) on all
 //! three targets, through a small emitter of this test's own (encode with the instruction layer,
 //! resolve branches, write the code object).
-//! Part 2 does the same for every kernel of `kjit_kernels` compiled by the backend pipeline.
+//! Part 2 does the same for every kernel of `kjit_kernels` compiled by the backend pipeline,
+//! and proves each wait minimal: every counter one weaker (`vmcnt(n)` -> `vmcnt(n+1)`, same for
+//! `lgkmcnt`/`expcnt`) and every counter of a combined wait dropped alone must be reported by
+//! the device as a waitcnt hazard (a wrong result or another error does not count; for a wait
+//! right before `s_barrier`, whose job is to finish this wave's LDS writes, an LDS race).
 //! Part 4 does it for the `s_nop` wait states the hazards pass inserts: each one removed, or
 //! shortened by one wait state, is reported by the device's wait-state checks.
 
@@ -18,7 +22,7 @@ use kjit_backend_gcn::isa::{self, Inst, Opcode, Operand};
 use kjit_backend_gcn::mir::{BranchCond, KernelAbi, MBlock};
 use kjit_backend_gcn::phys::{PhysFunction, PhysTerminator};
 use kjit_backend_gcn::target::ALL_TARGETS;
-use kjit_backend_gcn::waitcnt::insert_waitcnt;
+use kjit_backend_gcn::waitcnt::{insert_waitcnt, Wait, EXPCNT_MAX, LGKMCNT_MAX, VMCNT_MAX};
 use kjit_backend_gcn::Target;
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
 use kjit_runtime::{ArgValue, Device, LaunchDims};
@@ -253,6 +257,41 @@ fn without(f: &PhysFunction, at: (usize, usize)) -> PhysFunction {
     g
 }
 
+/// The device's report of a register read (or overwritten) before its `s_waitcnt`, as opposed
+/// to a wait-state error, an LDS race or a wrong result.
+fn is_waitcnt_hazard(e: &str) -> bool {
+    e.contains(": hazard: ") && e.contains("missing `s_waitcnt")
+}
+
+/// The one-step weaker forms of a wait, named: each counter `n` as `n + 1`, and, when the wait
+/// has several counters, each counter dropped alone (dropping the only one is removing the
+/// wait, which part 2's removal check covers).
+fn weaker_waits(w: Wait) -> Vec<(String, Wait)> {
+    let counters = [w.vm, w.exp, w.lgkm];
+    let present = counters.iter().filter(|c| c.is_some()).count();
+    let max = [VMCNT_MAX, EXPCNT_MAX, LGKMCNT_MAX];
+    let names = ["vmcnt", "expcnt", "lgkmcnt"];
+    let mut out = Vec::new();
+    for k in 0..3 {
+        let Some(n) = counters[k] else { continue };
+        let set = |v: Option<u8>| {
+            let mut c = counters;
+            c[k] = v;
+            Wait {
+                vm: c[0],
+                exp: c[1],
+                lgkm: c[2],
+            }
+        };
+        let up = if n + 1 >= max[k] { None } else { Some(n + 1) };
+        out.push((format!("{}({})", names[k], n + 1), set(up)));
+        if present > 1 {
+            out.push((format!("{} dropped", names[k]), set(None)));
+        }
+    }
+    out
+}
+
 fn is_reported(e: &str) -> bool {
     e.contains("hazard") || e.contains("LDS race")
 }
@@ -425,8 +464,42 @@ fn essential_for(targets: &[Target]) {
                     }
                 }
             }
+            // Minimal, not only needed: each counter one weaker, and each counter of a combined
+            // wait dropped alone, must be reported as a waitcnt hazard by the device.
+            let (mut weakened, mut exact) = (0, 0);
+            for &at in &ws {
+                let inst = &phys.blocks[at.0].insts[at.1];
+                let text = inst.display(target).to_string();
+                let w = Wait::of_inst(inst, target).expect("an s_waitcnt");
+                // A wait right before `s_barrier` makes this wave's LDS writes visible to the
+                // others: a weaker one shows as an LDS race in the wave that reads them.
+                let before_barrier = phys.blocks[at.0]
+                    .insts
+                    .get(at.1 + 1)
+                    .is_some_and(|i| i.op == Opcode::SBarrier);
+                for (what, g) in weaker_waits(w) {
+                    weakened += 1;
+                    let mut f = phys.clone();
+                    if g.is_empty() {
+                        f.blocks[at.0].insts.remove(at.1);
+                    } else {
+                        f.blocks[at.0].insts[at.1] = g.inst(target);
+                    }
+                    let code = emit(&f).expect("emit").code_object;
+                    match run_checked(&dev, &code, &func, spec, &case) {
+                        Err(e) if is_waitcnt_hazard(&e) => exact += 1,
+                        Err(e) if before_barrier && e.contains("LDS race") => exact += 1,
+                        other => failures.push(format!(
+                            "{target} {}: `{text}` at {at:?} with {what}: no waitcnt hazard \
+                             ({other:?})",
+                            spec.name
+                        )),
+                    }
+                }
+            }
             println!(
-                "{target} {:24} {mine:3} of {:3} waits essential",
+                "{target} {:24} {mine:3} of {:3} waits essential; {exact:3} of {weakened:3} \
+                 weakened forms reported",
                 spec.name,
                 ws.len()
             );

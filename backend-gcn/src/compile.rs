@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  (optimize: kjit_ir::opt) → isel::select → schedule::schedule → regalloc::allocate
-//!        → waitcnt::insert_waitcnt → hazards::insert_wait_states → emit::emit
+//!        → peephole::run_peepholes → waitcnt::insert_waitcnt → hazards::insert_wait_states → emit::emit
 //! ```
 //! With [`CompileOptions::check`] every stage's verifier runs after it (IR verifier, MIR
 //! verifier, regalloc2's checker), so a broken stage is named instead of producing wrong code;
@@ -221,7 +221,13 @@ fn to_phys(
         vgpr_budget: opts.vgpr_budget,
         run_checker: opts.check,
     };
-    let mut phys = timed(&mut t.regalloc, || allocate(&mf, &ra))?;
+    // The post-allocation peepholes are timed with the allocation whose moves they remove.
+    let mut phys = timed(&mut t.regalloc, || {
+        allocate(&mf, &ra).map(|mut p| {
+            crate::peephole::run_peepholes(&mut p);
+            p
+        })
+    })?;
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {
         crate::hazards::insert_wait_states(&mut phys)

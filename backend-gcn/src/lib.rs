@@ -13,6 +13,7 @@ pub mod llvm_oracle;
 pub mod machine;
 pub mod mir;
 pub mod mir_verify;
+pub mod peephole;
 pub mod phys;
 pub mod regalloc;
 pub mod schedule;

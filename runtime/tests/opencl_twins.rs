@@ -15,7 +15,6 @@
 use std::path::{Path, PathBuf};
 
 use kjit_backend_gcn::codeobj::CodeObject;
-use kjit_backend_gcn::isa;
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_ir::interp::{Arg, BufferData};
 use kjit_kernels::{Case, KernelSpec};
@@ -204,30 +203,9 @@ fn header(kernel: &'static str, target: &'static str, code: &[u8]) -> Header {
     let k = co
         .kernel(kernel)
         .unwrap_or_else(|| panic!("{target}: no kernel '{kernel}' in the twin's code object"));
-    let words: Vec<u32> = k
-        .code
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    // Every word must decode, also the `s_nop 0` padding LLVM puts after the kernel on
-    // gfx90a/gfx942 (instruction prefetch); the count is up to the last `s_endpgm`.
-    let mut i = 0;
-    let mut decoded = 0;
-    let mut instructions = 0;
-    while i < words.len() {
-        let (inst, n) = isa::decode(&words[i..], co.target).unwrap_or_else(|e| {
-            panic!(
-                "{target} {kernel}: word {i} ({:#010x}) does not decode: {e}",
-                words[i]
-            )
-        });
-        assert!(n > 0, "{target} {kernel}: decoder made no progress");
-        decoded += 1;
-        if inst.info().name == "s_endpgm" {
-            instructions = decoded;
-        }
-        i += n;
-    }
+    let instructions = k
+        .instruction_count(co.target)
+        .unwrap_or_else(|e| panic!("{target} {kernel}: {e}"));
     assert!(instructions > 0, "{target} {kernel}: no s_endpgm");
     let meta = &k.meta;
     // The metadata's exact counts must fit in what the descriptor allocates.

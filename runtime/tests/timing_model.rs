@@ -135,12 +135,13 @@ __kernel void chase(__global const uint* next, __global uint* out, uint hops) {
 "#;
 
 /// Cycles per dependent load of one wave64 (all lanes on the same address) walking a ring of
-/// `ring` bytes with a stride of `stride` bytes: the second lap minus the first.
-fn chase_latency(t: &Timed, ring: u64, stride: u64) -> f64 {
+/// `ring` bytes with a stride of `stride` bytes, `hops` hops per lap: the second lap minus the
+/// first (with `hops` below the ring's length, the second lap is cold too).
+fn chase_latency(t: &Timed, ring: u64, stride: u64, hops: Option<u32>) -> f64 {
     let n = (ring / 4) as usize;
     let step = (stride / 4) as usize;
     let next: Vec<u32> = (0..n).map(|i| ((i + step) % n) as u32).collect();
-    let hops = (n / step) as u32;
+    let hops = hops.unwrap_or((n / step) as u32);
     let next = t.buffer(&next);
     let run = |h: u32| {
         let out = t.buffer(&[0u32; 64]);
@@ -169,32 +170,11 @@ fn pointer_chase_latencies_match_mi210_measurements() {
     };
     let t = Timed::new(&code, "mi210");
     // L1: an 8 KiB ring (the L1 holds 16 KiB), one 64-byte line per hop.
-    let l1 = chase_latency(&t, 8 << 10, 64);
+    let l1 = chase_latency(&t, 8 << 10, 64, None);
     // L2: a 1 MiB ring (LRU L1 misses every hop, the 8 MiB L2 holds it), one L2 line per hop.
-    let l2 = chase_latency(&t, 1 << 20, 256);
-    // HBM: a ring far larger than L2 walked once: every hop of the second lap is cold too.
-    let hbm = {
-        let n = 16usize << 20; // 64 MiB of u32
-        let step = 64; // 256 B
-        let next: Vec<u32> = (0..n).map(|i| ((i + step) % n) as u32).collect();
-        let buf = t.buffer(&next);
-        let run = |h: u32| {
-            let out = t.buffer(&[0u32; 64]);
-            t.run(
-                "chase",
-                1,
-                64,
-                &[
-                    ArgValue::Buffer(buf),
-                    ArgValue::Buffer(out),
-                    ArgValue::U32(h),
-                ],
-            )
-            .cycles
-        };
-        let h = 4096;
-        (run(2 * h) - run(h)) as f64 / h as f64
-    };
+    let l2 = chase_latency(&t, 1 << 20, 256, None);
+    // HBM: 8192 hops of 256 B into a 64 MiB ring: every hop of both laps is a cold miss.
+    let hbm = chase_latency(&t, 64 << 20, 256, Some(4096));
     eprintln!("mi210 chase: L1 {l1:.1}, L2 {l2:.1}, HBM {hbm:.1} cycles per hop");
     assert!(within(l1, 125.0, 0.10), "L1 {l1}");
     assert!(within(l2, 239.0, 0.10), "L2 {l2}");
@@ -309,6 +289,7 @@ fn mfma_throughput_matches_the_matrix_rates() {
 }
 
 const FMA: &str = r#"
+__attribute__((amdgpu_flat_work_group_size(1, 1024)))
 __kernel void fma_peak(__global float* out, uint iters) {
   uint lid = __builtin_amdgcn_workitem_id_x();
   float b = out[lid], c = b * 0.5f;
@@ -319,6 +300,7 @@ __kernel void fma_peak(__global float* out, uint iters) {
   }
   out[lid] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }
+__attribute__((amdgpu_flat_work_group_size(1, 1024)))
 __kernel void pk_fma_peak(__global float2* out, uint iters) {
   uint lid = __builtin_amdgcn_workitem_id_x();
   float2 b = out[lid], c = b * 0.5f;

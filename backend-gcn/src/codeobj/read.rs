@@ -118,6 +118,32 @@ impl Kernel {
         &self.meta.args
     }
 
+    /// Instructions from the entry to the last `s_endpgm`, by kjit's decoder. Every word of the
+    /// code must decode, also the `s_nop 0` padding LLVM puts after a kernel on gfx90a/gfx942
+    /// (instruction prefetch); an error names the first word that does not. `Ok(0)` when the
+    /// code has no `s_endpgm`.
+    pub fn instruction_count(&self, target: Target) -> Result<usize, String> {
+        let words: Vec<u32> = self
+            .code
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let (mut i, mut decoded, mut count) = (0, 0, 0);
+        while i < words.len() {
+            let (inst, n) = crate::isa::decode(&words[i..], target)
+                .map_err(|e| format!("word {i} ({:#010x}) does not decode: {e}", words[i]))?;
+            if n == 0 {
+                return Err(format!("word {i}: the decoder made no progress"));
+            }
+            decoded += 1;
+            if inst.info().name == "s_endpgm" {
+                count = decoded;
+            }
+            i += n;
+        }
+        Ok(count)
+    }
+
     /// Waves per SIMD on `target` as LLVM computes it: SGPRs from the metadata's exact count
     /// when there is one, workgroup size `workgroup_size` or else the kernel's
     /// `.max_flat_workgroup_size`.

@@ -172,7 +172,11 @@ impl Isel<'_> {
                 index,
                 offset,
                 width,
-            } => self.load(mem, index, offset, width, &res)?,
+            } => {
+                if !self.scalar_load(i, mem, index, offset, width, &res)? {
+                    self.load(mem, index, offset, width, &res)?
+                }
+            }
             InstData::Store {
                 mem,
                 index,
@@ -294,6 +298,10 @@ impl Isel<'_> {
             ));
             return m;
         }
+        if let Some(m) = self.combined_mask(c) {
+            self.mask_cache.insert(c, m);
+            return m;
+        }
         let v = self.val(c);
         let m = if self.mf.vregs[v].class == RegClass::Sgpr {
             self.salu("s_cmp_lg_u32", None, &[Src::R(v), Src::Imm(0)]);
@@ -303,6 +311,62 @@ impl Isel<'_> {
         };
         self.mask_cache.insert(c, m);
         m
+    }
+
+    /// The lane mask of a divergent bool `and`/`or`/`xor`/`not` whose divergent operands already
+    /// have lane masks in this block (compares, or such combinations of them): one
+    /// `s_and_b64`/`s_or_b64`/`s_xor_b64`/`s_not_b64` of the masks instead of a `v_cmp_ne` of the
+    /// bool's 0/1 value (whose `v_cndmask`s and `v_and` are then dead). `None` when an operand
+    /// has no mask at hand.
+    fn combined_mask(&mut self, c: Value) -> Option<VReg> {
+        if self.uni.is_uniform(c) || self.func.value_type(c) != Type::Bool {
+            return None;
+        }
+        let kjit_ir::ValueDef::Result(i, _) = self.func.values[c].def else {
+            return None;
+        };
+        // Whether `x` has a mask at hand (its own or, recursively, its operands').
+        fn at_hand(me: &Isel<'_>, x: Value, depth: u32) -> bool {
+            if me.mask_cache.contains_key(&x) || me.const_of(x).is_some() {
+                return true;
+            }
+            if depth == 0 || me.uni.is_uniform(x) {
+                return false;
+            }
+            let kjit_ir::ValueDef::Result(i, _) = me.func.values[x].def else {
+                return false;
+            };
+            match me.func.insts[i] {
+                InstData::Binary {
+                    op: BinaryOp::And | BinaryOp::Or | BinaryOp::Xor,
+                    args,
+                } if me.func.value_type(args[0]) == Type::Bool => args
+                    .iter()
+                    .all(|&a| me.uni.is_uniform(a) || at_hand(me, a, depth - 1)),
+                InstData::Unary {
+                    op: UnaryOp::Not,
+                    arg,
+                } => at_hand(me, arg, depth - 1),
+                _ => false,
+            }
+        }
+        match self.func.insts[i] {
+            InstData::Binary { op: o, args } if at_hand(self, c, 8) => {
+                let name = match o {
+                    BinaryOp::And => "s_and_b64",
+                    BinaryOp::Or => "s_or_b64",
+                    _ => "s_xor_b64",
+                };
+                let a = self.lane_mask(args[0]);
+                let b = self.lane_mask(args[1]);
+                Some(self.sop2(name, &[Src::R(a), Src::R(b)]))
+            }
+            InstData::Unary { arg, .. } if at_hand(self, c, 8) => {
+                let a = self.lane_mask(arg);
+                Some(self.sop2("s_not_b64", &[Src::R(a)]))
+            }
+            _ => None,
+        }
     }
 
     /// A uniform bool (0/1 SGPR) from SCC.
@@ -1044,6 +1108,84 @@ impl Isel<'_> {
         })
     }
 
+    /// A load through the scalar cache (`s_buffer_load_dword{,x2}` per element, with the
+    /// descriptor's range check giving 0 outside the buffer as `buffer_load` does) when the
+    /// address is uniform, the buffer is read-only and no global write of the kernel can come
+    /// before the load ([`noclobber_loads`]): the scalar cache is not coherent with the vector
+    /// memory path, so memory the kernel may have written is never read through it. Returns
+    /// false (nothing emitted) when the load does not qualify.
+    fn scalar_load(
+        &mut self,
+        inst: kjit_ir::Inst,
+        mem: Mem,
+        index: Value,
+        offset: u32,
+        width: u8,
+        res: &[Value],
+    ) -> Result<bool, IselError> {
+        let Mem::Global(buf) = mem else {
+            return Ok(false);
+        };
+        let writable = matches!(
+            self.func.value_type(buf),
+            Type::Buffer { writable: true, .. }
+        );
+        let t = self.elem_of(mem)?;
+        let size = t.bytes();
+        if writable
+            || !(size == 4 || size == 8)
+            || !self.uni.is_uniform(index)
+            || res.iter().any(|&r| !self.uni.is_uniform(r))
+            || !self.noclobber.contains(&inst)
+        {
+            return Ok(false);
+        }
+        let desc = self.desc(buf)?;
+        let name = if size == 4 {
+            "s_buffer_load_dword"
+        } else {
+            "s_buffer_load_dwordx2"
+        };
+        let base = offset as u64 * size as u64;
+        // Byte offset of element 0: an immediate for a constant index, else an SGPR.
+        let (sreg, imm) = match self.const_of(index) {
+            Some((_, k)) => (None, (k as u32 as u64) * size as u64 + base),
+            None => {
+                let idx = self.src(index);
+                let shift = size.trailing_zeros();
+                let r = self.sop2("s_lshl_b32", &[idx, Src::Imm(shift)]);
+                (Some(r), base)
+            }
+        };
+        // The SMEM immediate is 20 bits unsigned on gfx9.
+        let max_imm = (1u64 << 20) - size as u64 * width as u64;
+        let (sreg, imm) = match (sreg, imm) {
+            (Some(r), imm) if imm != 0 => {
+                let r = self.sop2("s_add_u32", &[Src::R(r), Src::Imm(imm as u32)]);
+                (Some(r), 0u64)
+            }
+            (None, imm) if imm > max_imm => (Some(self.s_mov32(imm as u32)), 0u64),
+            x => x,
+        };
+        for (k, &r) in res.iter().enumerate() {
+            let d = self.new_vreg(RegClass::Sgpr, (size / 4) as u8);
+            let off = match sreg {
+                Some(s) if k == 0 => MOperand::Use(s),
+                Some(s) => {
+                    let s = self.sop2("s_add_u32", &[Src::R(s), Src::Imm(size * k as u32)]);
+                    MOperand::Use(s)
+                }
+                None => MOperand::Phys(Operand::Imm((imm + size as u64 * k as u64) as i64)),
+            };
+            self.push(MInst::isa(
+                op(name),
+                &[MOperand::Def(d), MOperand::Use(desc), off],
+            ));
+            self.result(r, d);
+        }
+        Ok(true)
+    }
+
     fn load(
         &mut self,
         mem: Mem,
@@ -1306,6 +1448,66 @@ impl Isel<'_> {
 
     /// Reduction (`scan == false`, uniform result) or inclusive scan over the active lanes:
     /// inactive lanes hold the identity, then six butterfly (or shift) steps under a full EXEC.
+    /// The reduction of `acc` (all 64 lanes valid, EXEC full) over the wave into an SGPR, by
+    /// DPP: each step combines every lane with a partner lane in one VOP2 `_dpp` instruction —
+    /// pairs and quads (`quad_perm`), rows of 8 and 16 (`row_half_mirror`, `row_mirror`), then
+    /// the row totals carried into rows 1 and 3 (`row_bcast:15`) and into rows 2 and 3
+    /// (`row_bcast:31`), so that lane 63 holds the whole wave's — instead of six
+    /// `ds_bpermute` rounds through LDS with their address arithmetic and waits.
+    fn dpp_reduce(&mut self, o: ReduceOp, t: Type, acc: VReg) -> VReg {
+        let name = match (o, t) {
+            (ReduceOp::Add, Type::F32) => "v_add_f32",
+            (ReduceOp::Min, Type::F32) => "v_min_f32",
+            (ReduceOp::Max, Type::F32) => "v_max_f32",
+            (ReduceOp::Add, _) => "v_add_u32",
+            (ReduceOp::Min, Type::I32) => "v_min_i32",
+            (ReduceOp::Min, _) => "v_min_u32",
+            (ReduceOp::Max, Type::I32) => "v_max_i32",
+            (ReduceOp::Max, _) => "v_max_u32",
+        };
+        // (dpp_ctrl, row_mask): quad_perm:[1,0,3,2], quad_perm:[2,3,0,1], row_half_mirror,
+        // row_mirror, row_bcast:15 into rows 1 and 3, row_bcast:31 into rows 2 and 3. Lanes a
+        // row mask leaves unwritten are never read again on the way to lane 63.
+        const STEPS: [(u16, u8); 6] = [
+            (0xb1, 0xf),
+            (0x4e, 0xf),
+            (0x141, 0xf),
+            (0x140, 0xf),
+            (0x142, 0xa),
+            (0x143, 0xc),
+        ];
+        let mut acc = acc;
+        for (ctrl, row_mask) in STEPS {
+            let d = self.new_vreg(RegClass::Vgpr, 1);
+            let mut i = MInst::isa(
+                op(name),
+                &[MOperand::Def(d), MOperand::Use(acc), MOperand::Use(acc)],
+            );
+            i.encoding = crate::isa::Encoding::Dpp;
+            i.mods.dpp = crate::isa::Dpp {
+                ctrl,
+                row_mask,
+                bank_mask: 0xf,
+                bound_ctrl: false,
+            };
+            i.implicit_uses = implicit::EXEC;
+            self.push(i);
+            acc = d;
+        }
+        let s = self.new_vreg(RegClass::Sgpr, 1);
+        let mut i = MInst::isa(
+            op("v_readlane_b32"),
+            &[
+                MOperand::Def(s),
+                MOperand::Use(acc),
+                MOperand::Phys(Operand::InlineInt(63)),
+            ],
+        );
+        i.implicit_uses = implicit::EXEC;
+        self.push(i);
+        s
+    }
+
     fn wave_reduce(&mut self, o: ReduceOp, arg: Value, scan: bool) -> Result<VReg, IselError> {
         let t = self.func.value_type(arg);
         if is64(t) {
@@ -1330,6 +1532,11 @@ impl Isel<'_> {
         };
         let t1 = self.new_vreg(RegClass::Vgpr, 1);
         self.vop("v_cndmask_b32", &[t1], &[t0, Src::R(v), Src::R(exec)]);
+        if !scan && matches!(t, Type::F32 | Type::I32 | Type::U32) {
+            let r = self.dpp_reduce(o, t, t1);
+            self.set_exec(exec);
+            return Ok(r);
+        }
         // The lane id in every lane (the prologue's is only valid in launched lanes).
         let lane = self.lane_id_reg();
         // Byte addresses of the source lanes from the lane's own once: (lane ^ k) * 4 =
@@ -1372,4 +1579,51 @@ impl Isel<'_> {
         let _ = SpecialReg::Exec;
         Ok(r)
     }
+}
+
+/// The global loads no global write of the kernel can come before (no store or atomic earlier
+/// in its block, and none in a block from which its block is reachable): the loads that may go
+/// through the scalar cache.
+pub(crate) fn noclobber_loads(func: &kjit_ir::Function) -> rustc_hash::FxHashSet<kjit_ir::Inst> {
+    use cranelift_entity::SecondaryMap;
+    let writes = |b: kjit_ir::Block| {
+        func.blocks[b]
+            .insts
+            .iter()
+            .any(|&i| func.insts[i].effects().writes_global)
+    };
+    // Blocks reachable (by one edge or more) from a block that writes global memory.
+    let mut after_write: SecondaryMap<kjit_ir::Block, bool> = SecondaryMap::new();
+    let mut work: Vec<kjit_ir::Block> =
+        func.layout.iter().copied().filter(|&b| writes(b)).collect();
+    while let Some(b) = work.pop() {
+        for s in func.successors(b) {
+            if !after_write[s] {
+                after_write[s] = true;
+                work.push(s);
+            }
+        }
+    }
+    let mut out = rustc_hash::FxHashSet::default();
+    for &b in &func.layout {
+        if after_write[b] {
+            continue;
+        }
+        for &i in &func.blocks[b].insts {
+            let e = func.insts[i].effects();
+            if e.writes_global {
+                break;
+            }
+            if matches!(
+                func.insts[i],
+                InstData::Load {
+                    mem: Mem::Global(_),
+                    ..
+                }
+            ) {
+                out.insert(i);
+            }
+        }
+    }
+    out
 }

@@ -86,6 +86,10 @@ pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselEr
 /// the format untyped `buffer_*` accesses need to be in range on gfx9.
 const DESC_WORD3: u32 = 0x0002_7000;
 
+/// Most IR instructions (terminator not counted) of a section that runs under an empty EXEC
+/// instead of being branched around ([`Isel::worth_skipping`]).
+const SHORT_SECTION: usize = 6;
+
 /// Where a kernel argument lives in the kernarg segment.
 #[derive(Clone, Copy, Debug)]
 struct ArgSlot {
@@ -205,10 +209,20 @@ pub(crate) struct Isel<'a> {
     /// Per-block cache of byte-offset VGPRs: (index, shift) -> `index << shift`, valid in the
     /// current block under the current EXEC (cleared when EXEC is set).
     pub(crate) addr_cache: HashMap<(Value, u32), VReg>,
+    /// Per-block map from an SGPR made by `v_readfirstlane_b32` to the VGPR it was read from,
+    /// valid under the current EXEC (cleared with `addr_cache`).
+    pub(crate) lane_copies: HashMap<VReg, VReg>,
     /// Latch block of each loop header.
     latch: SecondaryMap<Block, Option<MBlock>>,
     /// The EXEC each section's head set (the body runs under it).
     exec_of: HashMap<Block, VReg>,
+    /// SGPR pairs that are the constant 0 (`s_mov_b64 r, 0`): a mask ORed into one is just the
+    /// other operand.
+    zero_pairs: rustc_hash::FxHashSet<VReg>,
+    /// Global loads that may read through the scalar cache (`lower::noclobber_loads`).
+    pub(crate) noclobber: rustc_hash::FxHashSet<kjit_ir::Inst>,
+    /// Kernarg loads made so far, by (byte offset, dwords): one load per slot.
+    kernarg_loads: HashMap<(u32, u8), VReg>,
 }
 
 impl<'a> Isel<'a> {
@@ -282,8 +296,12 @@ impl<'a> Isel<'a> {
             slots,
             mask_cache: HashMap::default(),
             addr_cache: HashMap::default(),
+            lane_copies: HashMap::default(),
             latch: SecondaryMap::new(),
             exec_of: HashMap::default(),
+            zero_pairs: Default::default(),
+            noclobber: lower::noclobber_loads(func),
+            kernarg_loads: HashMap::default(),
         })
     }
 
@@ -444,7 +462,13 @@ impl<'a> Isel<'a> {
             let sec = self.sections[b];
             let body = sec.body.unwrap_or(end);
             let after = next_of(body, &chain);
-            if let Some(h) = sec.head {
+            if let (Some(h), false) = (sec.head, self.worth_skipping(b)) {
+                // Run the few instructions under an empty EXEC rather than branch around them.
+                self.mf.blocks[h].term = Terminator::Jump {
+                    target: body,
+                    args: vec![],
+                };
+            } else if let Some(h) = sec.head {
                 let skip = self.new_block(self.loops.depth(b), true);
                 self.mf.blocks[skip].term = Terminator::Jump {
                     target: after,
@@ -499,6 +523,44 @@ impl<'a> Isel<'a> {
         self.mf.blocks[end].term = Terminator::Return;
         self.split_critical_edges();
         self.compute_preds();
+    }
+
+    /// Whether the head of `b`'s section branches around the body when EXEC is empty
+    /// (`s_cbranch_execz` and a skip block for the variables' values on that path). Not for a
+    /// short body that is safe to run with no lane (LLVM's `SIPreEmitPeephole` keeps the branch
+    /// from 12 instructions, or for memory, `s_waitcnt` and side effects): at most
+    /// [`SHORT_SECTION`] IR instructions of arithmetic, compares, selects and conversions
+    /// (no memory, barrier, cross-lane or division), not a loop header, ending in a jump or
+    /// branch without block arguments. Such a body under EXEC = 0 writes no lane, its SALU
+    /// results are read only by code its lanes reach, and its edges OR no lanes into their
+    /// targets' masks.
+    fn worth_skipping(&self, b: Block) -> bool {
+        let func = self.func;
+        let insts = &func.blocks[b].insts;
+        if self.loops.is_header(b) || insts.len() > SHORT_SECTION + 1 {
+            return true;
+        }
+        insts.iter().any(|&i| match &func.insts[i] {
+            InstData::Const { .. }
+            | InstData::Special { .. }
+            | InstData::BufferLen { .. }
+            | InstData::Unary { .. }
+            | InstData::Ternary { .. }
+            | InstData::Cmp { .. }
+            | InstData::Select { .. }
+            | InstData::Convert { .. }
+            | InstData::Bitcast { .. } => false,
+            InstData::Binary { op, .. } => {
+                matches!(op, kjit_ir::BinaryOp::Div | kjit_ir::BinaryOp::Rem)
+            }
+            InstData::Jump { dest } => !dest.args.is_empty(),
+            InstData::Brif {
+                then_dest,
+                else_dest,
+                ..
+            } => !then_dest.args.is_empty() || !else_dest.args.is_empty(),
+            _ => true,
+        })
     }
 
     fn any_partial_before(&self, i: usize) -> bool {
@@ -676,6 +738,7 @@ impl<'a> Isel<'a> {
         self.cur = mb;
         self.mask_cache.clear();
         self.addr_cache.clear();
+        self.lane_copies.clear();
         if mb == self.mf.entry() {
             self.prologue()?;
             let entry = self.order[0];
@@ -767,6 +830,7 @@ impl<'a> Isel<'a> {
                 MOperand::Phys(crate::isa::Operand::InlineInt(0)),
             ],
         ));
+        self.zero_pairs.insert(z);
         z
     }
 
@@ -782,6 +846,7 @@ impl<'a> Isel<'a> {
         i.implicit_defs = implicit::EXEC;
         self.push(i);
         self.addr_cache.clear();
+        self.lane_copies.clear();
         let b = self.cur;
         self.mf.blocks[b].exec_partial = true;
     }
@@ -799,6 +864,7 @@ impl<'a> Isel<'a> {
         self.push(i);
         // A VGPR computed under the old EXEC may lack lanes the new one has.
         self.addr_cache.clear();
+        self.lane_copies.clear();
         // Moves the allocator puts in this block must be whole-wave from here on.
         let b = self.cur;
         self.mf.blocks[b].exec_partial = true;
@@ -1153,7 +1219,11 @@ impl<'a> Isel<'a> {
         let ka = self
             .kernarg
             .expect("prologue loads the kernarg pointer first");
+        if let Some(&r) = self.kernarg_loads.get(&(offset, dwords)) {
+            return r;
+        }
         let r = self.new_vreg(RegClass::Sgpr, dwords);
+        self.kernarg_loads.insert((offset, dwords), r);
         let name = match dwords {
             1 => "s_load_dword",
             2 => "s_load_dwordx2",
@@ -1210,9 +1280,11 @@ impl<'a> Isel<'a> {
                     let e = self.sop2("s_cselect_b64", &[valu::Src::Imm64(0), valu::Src::R(exec)]);
                     (t, e)
                 } else {
+                    // EXEC holds `exec` here: reading the register itself keeps the entry's
+                    // copy of the launch mask dead when nothing else needs it.
                     let cm = self.lane_mask(*cond);
-                    let t = self.sop2("s_and_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
-                    let e = self.sop2("s_andn2_b64", &[valu::Src::R(exec), valu::Src::R(cm)]);
+                    let t = self.with_exec("s_and_b64", cm);
+                    let e = self.with_exec("s_andn2_b64", cm);
                     (t, e)
                 };
                 self.edge(then_dest, t, exec)?;
@@ -1227,6 +1299,23 @@ impl<'a> Isel<'a> {
         }
         let _ = b;
         Ok(())
+    }
+
+    /// `name d, exec, m` (a 64-bit SALU op of the EXEC register and a mask) into a new pair.
+    fn with_exec(&mut self, name: &str, m: VReg) -> VReg {
+        let d = self.new_vreg(RegClass::Sgpr, 2);
+        let mut i = MInst::isa(
+            op(name),
+            &[
+                MOperand::Def(d),
+                MOperand::Phys(crate::isa::Operand::Special(crate::isa::SpecialReg::Exec)),
+                MOperand::Use(m),
+            ],
+        );
+        i.implicit_defs = implicit::SCC;
+        i.implicit_uses = implicit::EXEC;
+        self.push(i);
+        d
     }
 
     /// For a uniform (SGPR) branch condition of block `b`: sets SCC to it and returns true.
@@ -1324,7 +1413,11 @@ impl<'a> Isel<'a> {
             }
         }
         let m = self.read(Var::Mask(call.block));
-        let m2 = self.sop2("s_or_b64", &[valu::Src::R(m), valu::Src::R(lanes)]);
+        let m2 = if self.zero_pairs.contains(&m) {
+            lanes
+        } else {
+            self.sop2("s_or_b64", &[valu::Src::R(m), valu::Src::R(lanes)])
+        };
         self.write(Var::Mask(call.block), m2);
         Ok(())
     }

@@ -114,6 +114,12 @@ impl Isel<'_> {
         };
         let mut out = Vec::new();
         for p in parts {
+            // An SGPR read from a VGPR under this EXEC: the VGPR already holds it in every
+            // active lane (the value is uniform), so no `v_mov_b32` back.
+            if let (RegClass::Vgpr, Some(&src)) = (class, self.lane_copies.get(&p)) {
+                out.push(src);
+                continue;
+            }
             let r = self.new_vreg(class, 1);
             let name = if class == RegClass::Vgpr {
                 "v_mov_b32"
@@ -123,6 +129,9 @@ impl Isel<'_> {
             let mut i = MInst::isa(op(name), &[MOperand::Def(r), MOperand::Use(p)]);
             i.implicit_uses = implicit::EXEC;
             self.push(i);
+            if class == RegClass::Sgpr {
+                self.lane_copies.insert(r, p);
+            }
             out.push(r);
         }
         if out.len() == 1 {

@@ -193,33 +193,9 @@ fn step(
         Ok(x) => x,
         Err(e) => return Err(locate(e, w, None, l.program.image_base)),
     };
-    if let Some(rec) = rec {
-        // Footprints read the registers as the instruction finds them.
-        let extra = record_footprint(l, d, w, rec);
-        let r = execute(
-            l,
-            d,
-            w,
-            &mut slot.sb,
-            &mut slot.counters,
-            &mut slot.cache,
-            lds,
-            wave_index,
-            &mut slot.executed,
-            &mut slot.clock,
-        );
-        let r = r.map_err(|e| locate(e, w, Some(d), l.program.image_base));
-        if r.is_ok() {
-            match &d.op {
-                Op::Vmem(_) | Op::Smem(_) => {
-                    rec.trace
-                        .push_access(wave_index as usize, index, rec.addrs, extra)
-                }
-                _ => rec.trace.push(wave_index as usize, index, extra),
-            }
-        }
-        return r;
-    }
+    // Footprints read the registers as the instruction finds them.
+    let mut rec = rec;
+    let extra = rec.as_deref_mut().map(|rec| record_footprint(l, d, w, rec));
     let r = execute(
         l,
         d,
@@ -231,8 +207,18 @@ fn step(
         wave_index,
         &mut slot.executed,
         &mut slot.clock,
-    );
-    r.map_err(|e| locate(e, w, Some(d), l.program.image_base))
+    )
+    .map_err(|e| locate(e, w, Some(d), l.program.image_base))?;
+    if let (Some(rec), Some(extra)) = (rec, extra) {
+        match &d.op {
+            Op::Vmem(_) | Op::Smem(_) => {
+                rec.trace
+                    .push_access(wave_index as usize, index, rec.addrs, extra)
+            }
+            _ => rec.trace.push(wave_index as usize, index, extra),
+        }
+    }
+    Ok(r)
 }
 
 /// Gathers what the timing model needs of `d` before it executes: its memory addresses (into

@@ -1,0 +1,72 @@
+//! kjit's code against clang-19's OpenCL twin of every library kernel, on the timing model
+//! (`mi300x`): both run the same case on the same timed software device, both are checked against
+//! the kernel's CPU reference, and the table of model cycles is printed (issue 15's cycles
+//! comparison). `cargo test --release --test timing_twins -- --nocapture` shows it.
+
+use std::path::Path;
+
+use kjit_backend_gcn::compile::{compile, CompileOptions};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
+use kjit_backend_gcn::machine::machine_by_name;
+use kjit_backend_gcn::Target;
+use kjit_runtime::emu::{GcnEmulator, RunConfig};
+
+/// A size that fills `mi300x` (304 CUs) for the streaming kernels; the others at sizes whose
+/// launches still take a few seconds of host time at most.
+fn size(name: &str) -> usize {
+    match name {
+        "matmul" => 256,
+        "softmax" => 2048,
+        "seed_2d" => 1024,
+        _ => 1 << 20,
+    }
+}
+
+#[test]
+fn kjit_and_clang_twins_on_the_timing_model() {
+    let Some(tools) = require_all(&[Tool::Clang, Tool::Lld], "timing twins") else {
+        return;
+    };
+    let model = machine_by_name("mi300x").unwrap();
+    let dev = GcnEmulator::with_config(RunConfig {
+        timing: Some(model),
+        ..RunConfig::default()
+    });
+    let twins = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/opencl");
+    let mut rows = Vec::new();
+    for spec in kjit_kernels::all() {
+        let func = (spec.build)().unwrap();
+        let k = compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+        let twin = compile_opencl(
+            &tools[0],
+            &tools[1],
+            &twins.join(format!("{}.cl", spec.name)),
+            "gfx942",
+            &OpenClBuild::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let twin = std::fs::read(twin).unwrap();
+        let n = size(spec.name);
+        let case = (spec.make_case)(n, 7);
+        let want = (spec.reference)(&case);
+        let mut cycles = [0u64; 2];
+        for (i, code) in [&k.code_object, &twin].into_iter().enumerate() {
+            let out = kjit::exec::run_case(&dev, code, &func, &case)
+                .unwrap_or_else(|e| panic!("{} ({}): {e}", spec.name, ["kjit", "clang"][i]));
+            kjit_kernels::check(&case, &out.args, &want, spec.tolerance)
+                .unwrap_or_else(|m| panic!("{} ({}): {m}", spec.name, ["kjit", "clang"][i]));
+            let t = out.stats.timing.expect("timed");
+            assert!(t.cycles > 0);
+            cycles[i] = t.cycles;
+        }
+        rows.push((spec.name, n, cycles[0], cycles[1]));
+    }
+    eprintln!("| kernel | n | kjit cycles | clang-19 twin cycles | kjit / clang |");
+    eprintln!("|---|---|---|---|---|");
+    for (name, n, a, b) in &rows {
+        eprintln!(
+            "| {name} | {n} | {a} | {b} | {:.2} |",
+            *a as f64 / *b as f64
+        );
+    }
+}
