@@ -1,5 +1,7 @@
-//! Running a compiled kernel on a [`Device`] with the arguments of a [`kjit_kernels::Case`], the
-//! way the CLI's `kjit run` and the differential tests both do it.
+//! The test harness's adapter: running a compiled kernel on a [`Device`] with the arguments of a
+//! [`kjit_kernels::Case`], the way the CLI's `kjit run` and the differential tests do it. It
+//! launches through the quick-start API's checked path ([`crate::gpu::launch_checked`]); programs
+//! of one's own use [`crate::Gpu`] instead, with typed buffers and arguments.
 //!
 //! The kjit kernel ABI (docs/backend.md): a buffer parameter is two explicit arguments, its
 //! device address and its length in elements (`u32`); a `bool` is passed as a `u32` 0/1. Buffers
@@ -7,34 +9,14 @@
 //! case's poison pattern, so elements the kernel does not write show up), the kernel runs, and
 //! every buffer is read back, so the result can go straight to [`kjit_kernels::check`].
 
+use crate::gpu::{check_arg_shapes, launch_checked, ArgShape, LaunchArg};
 use kjit_ir::interp::{Arg, BufferData};
 use kjit_ir::{Function, Type};
 use kjit_kernels::Case;
 use kjit_runtime::{ArgValue, Device, DeviceBuffer, DeviceError, LaunchDims, LaunchStats};
 
-/// Why a run did not happen or did not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    /// The case's arguments do not fit the kernel's parameters.
-    #[error("kernel '{kernel}': {message}")]
-    BadArgs {
-        /// Kernel name.
-        kernel: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The device refused or the kernel faulted (hazards and memory violations included).
-    #[error("kernel '{kernel}' on {device}: {source}")]
-    Device {
-        /// Kernel name.
-        kernel: String,
-        /// Device name.
-        device: String,
-        /// The device's error.
-        #[source]
-        source: DeviceError,
-    },
-}
+/// Why a run did not happen or did not finish (the quick-start API's error).
+pub type ExecError = crate::gpu::Error;
 
 /// What a run gives back.
 #[derive(Debug, Clone)]
@@ -47,49 +29,27 @@ pub struct RunOutput {
     pub stats: LaunchStats,
 }
 
-/// Checks that `args` fit `func`'s parameters (count, scalar types, buffer element types).
+/// What the argument checks see of an interpreter argument.
+fn shape(a: &Arg) -> ArgShape {
+    match a {
+        Arg::Buffer(b) => ArgShape::Buffer {
+            elem: b.elem(),
+            len: b.len(),
+            writable: true,
+        },
+        s => ArgShape::Scalar(shape_type(s)),
+    }
+}
+
+/// Checks that `args` fit `func`'s parameters (count, scalar types, buffer element types and
+/// lengths), with the quick-start API's checks.
 pub fn check_args(func: &Function, args: &[Arg]) -> Result<(), String> {
-    if args.len() != func.params.len() {
-        return Err(format!(
-            "takes {} argument(s), {} given",
-            func.params.len(),
-            args.len()
-        ));
-    }
-    for (k, (p, a)) in func.params.iter().zip(args).enumerate() {
-        match (p.ty, a) {
-            (Type::Buffer { elem, .. }, Arg::Buffer(b)) => {
-                if b.elem() != elem {
-                    return Err(format!(
-                        "argument {k} ({}): a buffer of {} where {} is needed",
-                        p.name,
-                        b.elem(),
-                        p.ty
-                    ));
-                }
-                if b.len() > u32::MAX as usize / elem.bytes() as usize {
-                    return Err(format!(
-                        "argument {k} ({}): {} elements do not fit a 32-bit buffer",
-                        p.name,
-                        b.len()
-                    ));
-                }
-            }
-            (t, a) => {
-                if a.scalar_type() != Some(t) {
-                    let got = a
-                        .scalar_type()
-                        .map(|t| t.to_string())
-                        .unwrap_or_else(|| "a buffer".into());
-                    return Err(format!(
-                        "argument {k} ({}): {got} where {t} is needed",
-                        p.name
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
+    let shapes: Vec<ArgShape> = args.iter().map(shape).collect();
+    check_arg_shapes(&func.params, &shapes, false)
+}
+
+fn shape_type(a: &Arg) -> Type {
+    a.scalar_type().unwrap_or(Type::U32)
 }
 
 fn scalar_arg(a: &Arg) -> ArgValue {
@@ -131,7 +91,7 @@ pub fn run_case(
     };
     let mut allocated: Vec<(usize, DeviceBuffer)> = Vec::new();
     let result = (|| {
-        let mut argv = Vec::new();
+        let mut launch_args = Vec::new();
         for (k, a) in case.args.iter().enumerate() {
             match a {
                 Arg::Buffer(b) => {
@@ -139,21 +99,22 @@ pub fn run_case(
                     let buf = device.alloc(bytes.len().max(4) as u64).map_err(dev_err)?;
                     allocated.push((k, buf));
                     device.copy_to_device(buf, 0, &bytes).map_err(dev_err)?;
-                    argv.push(ArgValue::Buffer(buf));
-                    argv.push(ArgValue::U32(b.len() as u32));
+                    launch_args.push(LaunchArg::buffer(buf, b.elem(), b.len(), true));
                 }
-                s => argv.push(scalar_arg(s)),
+                s => launch_args.push(LaunchArg::scalar(shape_type(s), scalar_arg(s))),
             }
         }
         let module = device.load_module(code_object).map_err(dev_err)?;
-        let dims = LaunchDims {
-            grid: case.launch.grid,
-            block: case.launch.block,
-            dynamic_lds: 0,
-        };
-        let stats = device
-            .launch(module, &kernel, dims, &argv)
-            .map_err(dev_err)?;
+        let dims = LaunchDims::new(case.launch.grid, case.launch.block);
+        let stats = launch_checked(
+            device,
+            module,
+            &kernel,
+            &func.params,
+            dims,
+            &launch_args,
+            false,
+        )?;
         let mut args = case.args.clone();
         for &(k, buf) in &allocated {
             let Arg::Buffer(b) = &case.args[k] else {

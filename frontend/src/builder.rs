@@ -686,27 +686,23 @@ impl KernelBuilder {
         let cfg = ControlFlowGraph::new(&g.func);
         g.func.layout.retain(|b| cfg.is_reachable(*b));
         remove_trivial_params(&mut g.func);
-        if !g.errors.is_empty() {
-            return Err(KernelError {
-                kernel: name,
-                errors: g.errors,
-            });
-        }
+        // The verifier's findings (a barrier in divergent control flow, ...) are reported with
+        // the builder's own, so one run of `finish` lists every misuse.
+        let mut errors = std::mem::take(&mut g.errors);
         if let Err(es) = verify(&g.func) {
-            let errors =
-                es.0.iter()
-                    .map(|e| {
-                        let (call, site) = match e.location {
-                            VLoc::Inst(i) => (g.func.insts[i].opcode_name(), g.sites[i]),
-                            _ => ("finish".to_string(), None),
-                        };
-                        BuildError {
-                            call,
-                            site: site.map(|s| s.to_string()),
-                            message: e.message.clone(),
-                        }
-                    })
-                    .collect();
+            errors.extend(es.0.iter().map(|e| {
+                let (call, site) = match e.location {
+                    VLoc::Inst(i) => (g.func.insts[i].opcode_name(), g.sites[i]),
+                    _ => ("finish".to_string(), None),
+                };
+                BuildError {
+                    call,
+                    site: site.map(|s| s.to_string()),
+                    message: e.message.clone(),
+                }
+            }));
+        }
+        if !errors.is_empty() {
             return Err(KernelError {
                 kernel: name,
                 errors,

@@ -20,6 +20,7 @@
 
 mod builder;
 mod error;
+mod math;
 mod memory;
 mod types;
 mod value;
@@ -30,4 +31,4 @@ pub use half::f16;
 pub use kjit_ir::{Dim, Function, ReduceOp};
 pub use memory::{Buffer, Lds, Memory};
 pub use types::{Float, Index, Int, Num, Scalar};
-pub use value::{AnyVal, Bits, Val, Var};
+pub use value::{AnyVal, Bits, Operand, Val, Var};

@@ -3,6 +3,7 @@
 
 use crate::builder::{KernelBuilder, Site};
 use crate::types::{Float, Int, Num, Scalar};
+use half::f16;
 use kjit_ir::{BinaryOp, CmpOp, InstData, ReduceOp, TernaryOp, Type, UnaryOp, Value};
 use std::marker::PhantomData;
 use std::ops;
@@ -84,24 +85,41 @@ impl<'k, T: Scalar> Val<'k, T> {
         }
     }
 
-    fn un(self, op: UnaryOp, call: &str, site: Site) -> Self {
+    /// `self op rhs` where `rhs` is a value or a literal.
+    pub(crate) fn binary_with(
+        self,
+        op: BinaryOp,
+        rhs: impl Operand<T>,
+        call: &str,
+        site: Site,
+    ) -> Self {
+        let a = self.k.own(self, call, site);
+        let b = rhs.ir_value(self.k, call, site);
+        self.k
+            .emit_val(call, site, InstData::Binary { op, args: [a, b] })
+    }
+
+    pub(crate) fn un(self, op: UnaryOp, call: &str, site: Site) -> Self {
         let a = self.k.own(self, call, site);
         self.k.emit_val(call, site, InstData::Unary { op, arg: a })
     }
-    fn cmp(self, op: CmpOp, rhs: Val<'_, T>, call: &str, site: Site) -> Val<'k, bool> {
-        let (a, b) = (self.k.own(self, call, site), self.k.own(rhs, call, site));
+    fn cmp(self, op: CmpOp, rhs: impl Operand<T>, call: &str, site: Site) -> Val<'k, bool> {
+        let (a, b) = (
+            self.k.own(self, call, site),
+            rhs.ir_value(self.k, call, site),
+        );
         self.k
             .emit_val(call, site, InstData::Cmp { op, args: [a, b] })
     }
 
     /// `self == rhs`.
     #[track_caller]
-    pub fn eq(self, rhs: Val<'_, T>) -> Val<'k, bool> {
+    pub fn eq(self, rhs: impl Operand<T>) -> Val<'k, bool> {
         self.cmp(CmpOp::Eq, rhs, "eq", Location::caller())
     }
     /// `self != rhs` (true when either float is NaN).
     #[track_caller]
-    pub fn ne(self, rhs: Val<'_, T>) -> Val<'k, bool> {
+    pub fn ne(self, rhs: impl Operand<T>) -> Val<'k, bool> {
         self.cmp(CmpOp::Ne, rhs, "ne", Location::caller())
     }
 
@@ -127,35 +145,41 @@ impl<'k, T: Scalar> Val<'k, T> {
 impl<'k, T: Num> Val<'k, T> {
     /// `self < rhs`.
     #[track_caller]
-    pub fn lt(self, rhs: Val<'_, T>) -> Val<'k, bool> {
+    pub fn lt(self, rhs: impl Operand<T>) -> Val<'k, bool> {
         self.cmp(CmpOp::Lt, rhs, "lt", Location::caller())
     }
     /// `self <= rhs`.
     #[track_caller]
-    pub fn le(self, rhs: Val<'_, T>) -> Val<'k, bool> {
+    pub fn le(self, rhs: impl Operand<T>) -> Val<'k, bool> {
         self.cmp(CmpOp::Le, rhs, "le", Location::caller())
     }
     /// `self > rhs`.
     #[track_caller]
-    pub fn gt(self, rhs: Val<'_, T>) -> Val<'k, bool> {
+    pub fn gt(self, rhs: impl Operand<T>) -> Val<'k, bool> {
         self.cmp(CmpOp::Gt, rhs, "gt", Location::caller())
     }
     /// `self >= rhs`.
     #[track_caller]
-    pub fn ge(self, rhs: Val<'_, T>) -> Val<'k, bool> {
+    pub fn ge(self, rhs: impl Operand<T>) -> Val<'k, bool> {
         self.cmp(CmpOp::Ge, rhs, "ge", Location::caller())
     }
     /// Minimum (floats: IEEE minNum).
     #[track_caller]
-    pub fn min(self, rhs: Val<'_, T>) -> Self {
-        self.k
-            .binary_at(BinaryOp::Min, self, rhs, "min", Location::caller())
+    pub fn min(self, rhs: impl Operand<T>) -> Self {
+        self.binary_with(BinaryOp::Min, rhs, "min", Location::caller())
     }
     /// Maximum (floats: IEEE maxNum).
     #[track_caller]
-    pub fn max(self, rhs: Val<'_, T>) -> Self {
-        self.k
-            .binary_at(BinaryOp::Max, self, rhs, "max", Location::caller())
+    pub fn max(self, rhs: impl Operand<T>) -> Self {
+        self.binary_with(BinaryOp::Max, rhs, "max", Location::caller())
+    }
+    /// `self` limited to `[lo, hi]`: `min(max(self, lo), hi)` (floats: a NaN `self` gives `lo`,
+    /// as IEEE maxNum does).
+    #[track_caller]
+    pub fn clamp(self, lo: impl Operand<T>, hi: impl Operand<T>) -> Self {
+        let site = Location::caller();
+        self.binary_with(BinaryOp::Max, lo, "clamp", site)
+            .binary_with(BinaryOp::Min, hi, "clamp", site)
     }
     /// Absolute value (integers wrap at MIN).
     #[track_caller]
@@ -195,6 +219,34 @@ impl<'k, T: Float> Val<'k, T> {
     pub fn cos(self) -> Self {
         self.un(UnaryOp::Cos, "cos", Location::caller())
     }
+    /// Largest integer not above `self` (exact).
+    #[track_caller]
+    pub fn floor(self) -> Self {
+        self.un(UnaryOp::Floor, "floor", Location::caller())
+    }
+    /// Smallest integer not below `self` (exact).
+    #[track_caller]
+    pub fn ceil(self) -> Self {
+        self.un(UnaryOp::Ceil, "ceil", Location::caller())
+    }
+    /// `self` rounded toward zero (exact).
+    #[track_caller]
+    pub fn trunc(self) -> Self {
+        self.un(UnaryOp::Trunc, "trunc", Location::caller())
+    }
+    /// `self` rounded to the nearest integer, ties to even (`2.5 -> 2`, `3.5 -> 4`; exact). This
+    /// is the hardware's rounding (`v_rndne`); Rust's `f32::round` rounds ties away from zero.
+    #[track_caller]
+    pub fn round(self) -> Self {
+        self.un(UnaryOp::RoundEven, "round", Location::caller())
+    }
+    /// `1/sqrt(self)`: 0.5 ulp in the interpreter and on kjit's device for normal inputs (f32:
+    /// one `v_rsq_f32`, which the hardware documents at 1 ulp and which flushes subnormal inputs,
+    /// so a subnormal `self` gives +inf on a device; f64: sqrt and an IEEE divide).
+    #[track_caller]
+    pub fn rsqrt(self) -> Self {
+        self.un(UnaryOp::Rsqrt, "rsqrt", Location::caller())
+    }
     /// `self * b + c` with one rounding.
     #[track_caller]
     pub fn fma(self, b: Val<'_, T>, c: Val<'_, T>) -> Self {
@@ -222,24 +274,17 @@ macro_rules! binop {
             type Output = Val<'k, T>;
             #[track_caller]
             fn $m(self, rhs: Val<'k, T>) -> Val<'k, T> {
-                self.k
-                    .binary_at($op, self, rhs, stringify!($m), Location::caller())
+                self.binary_with($op, rhs, stringify!($m), Location::caller())
             }
         }
-        impl<'k, T: $bound> ops::$tr<T> for Val<'k, T> {
+        impl<'k, T: $bound> ops::$tr<T> for Val<'k, T>
+        where
+            T: Operand<T>,
+        {
             type Output = Val<'k, T>;
             #[track_caller]
             fn $m(self, rhs: T) -> Val<'k, T> {
-                let site = Location::caller();
-                let c = self.k.emit_val(
-                    stringify!($m),
-                    site,
-                    InstData::Const {
-                        ty: T::TY,
-                        bits: rhs.to_bits(),
-                    },
-                );
-                self.k.binary_at($op, self, c, stringify!($m), site)
+                self.binary_with($op, rhs, stringify!($m), Location::caller())
             }
         }
     };
@@ -279,26 +324,65 @@ impl<'k, T: Bits> ops::Not for Val<'k, T> {
     }
 }
 
+/// A Rust literal on the left of an operator: `2.0f32 / x`, `1u32 << i`.
 macro_rules! lhs_literal {
-    ($($t:ty),*) => {$(
-        impl<'k> ops::Add<Val<'k, $t>> for $t {
+    ($tr:ident, $m:ident, $op:expr, $($t:ty),*) => {$(
+        impl<'k> ops::$tr<Val<'k, $t>> for $t {
             type Output = Val<'k, $t>;
             #[track_caller]
-            fn add(self, rhs: Val<'k, $t>) -> Val<'k, $t> { let c = rhs.k.lit(self); c + rhs }
-        }
-        impl<'k> ops::Sub<Val<'k, $t>> for $t {
-            type Output = Val<'k, $t>;
-            #[track_caller]
-            fn sub(self, rhs: Val<'k, $t>) -> Val<'k, $t> { let c = rhs.k.lit(self); c - rhs }
-        }
-        impl<'k> ops::Mul<Val<'k, $t>> for $t {
-            type Output = Val<'k, $t>;
-            #[track_caller]
-            fn mul(self, rhs: Val<'k, $t>) -> Val<'k, $t> { let c = rhs.k.lit(self); c * rhs }
+            fn $m(self, rhs: Val<'k, $t>) -> Val<'k, $t> {
+                let site = Location::caller();
+                let c = Val::<$t>::new(rhs.k, self.ir_value(rhs.k, stringify!($m), site));
+                c.binary_with($op, rhs, stringify!($m), site)
+            }
         }
     )*};
 }
-lhs_literal!(i32, u32, i64, u64, f32, f64);
+lhs_literal!(Add, add, BinaryOp::Add, i32, u32, i64, u64, f16, f32, f64);
+lhs_literal!(Sub, sub, BinaryOp::Sub, i32, u32, i64, u64, f16, f32, f64);
+lhs_literal!(Mul, mul, BinaryOp::Mul, i32, u32, i64, u64, f16, f32, f64);
+lhs_literal!(Div, div, BinaryOp::Div, i32, u32, i64, u64, f16, f32, f64);
+lhs_literal!(Rem, rem, BinaryOp::Rem, i32, u32, i64, u64);
+lhs_literal!(Shl, shl, BinaryOp::Shl, i32, u32, i64, u64);
+lhs_literal!(Shr, shr, BinaryOp::Shr, i32, u32, i64, u64);
+lhs_literal!(BitAnd, bitand, BinaryOp::And, bool, i32, u32, i64, u64);
+lhs_literal!(BitOr, bitor, BinaryOp::Or, bool, i32, u32, i64, u64);
+lhs_literal!(BitXor, bitxor, BinaryOp::Xor, bool, i32, u32, i64, u64);
+
+/// The right-hand operand of a comparison, `min`/`max`/`clamp` or an operator: a value of
+/// the kernel, or a Rust literal of the same type (`i.gt(0u32)`, `x.max(0.0f32)`).
+pub trait Operand<T: Scalar> {
+    /// The operand's IR value in `k`'s kernel (a constant for a literal).
+    #[doc(hidden)]
+    fn ir_value(self, k: &KernelBuilder, call: &str, site: &'static Location<'static>) -> Value;
+}
+
+impl<T: Scalar> Operand<T> for Val<'_, T> {
+    fn ir_value(self, k: &KernelBuilder, call: &str, site: &'static Location<'static>) -> Value {
+        k.own(self, call, site)
+    }
+}
+
+macro_rules! literal_operand {
+    ($($t:ty),*) => {$(
+        impl Operand<$t> for $t {
+            fn ir_value(
+                self,
+                k: &KernelBuilder,
+                call: &str,
+                site: &'static Location<'static>,
+            ) -> Value {
+                k.emit_value(
+                    call,
+                    site,
+                    InstData::Const { ty: <$t>::TY, bits: Scalar::to_bits(self) },
+                    <$t>::TY,
+                )
+            }
+        }
+    )*};
+}
+literal_operand!(bool, i32, u32, i64, u64, f16, f32, f64);
 
 /// A mutable variable of type `T`: the builder turns its reads and writes into SSA values and
 /// block parameters.

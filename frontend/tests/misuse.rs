@@ -135,3 +135,26 @@ fn every_misuse_is_reported_not_just_the_first() {
         Ok(_) => panic!("accepted"),
     }
 }
+
+/// Issue 14: `finish` stopped at the builder's own errors, so a barrier in divergent control
+/// flow (found by the verifier) went unreported next to another misuse.
+#[test]
+fn every_misuse_is_reported_together_with_a_divergent_barrier() {
+    let k = KernelBuilder::new("both");
+    let x = k.buffer::<u32>("x");
+    let lid = k.local_id(Dim::X);
+    let store_line = line!() + 1;
+    k.store(&x, lid, lid);
+    let barrier_line = line!() + 2;
+    k.if_(lid.lt(32u32), || {
+        k.barrier();
+    });
+    let e = err_of(k.finish());
+    assert!(e.contains(&format!("misuse.rs:{store_line}:")), "{e}");
+    assert!(e.contains("`store`: buffer `x` is read-only"), "{e}");
+    assert!(e.contains(&format!("misuse.rs:{barrier_line}:")), "{e}");
+    assert!(
+        e.contains("`barrier`: barrier inside divergent control flow"),
+        "{e}"
+    );
+}

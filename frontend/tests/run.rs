@@ -133,3 +133,50 @@ fn lds_and_wave_ops_from_the_builder() {
         assert_eq!(v[l as usize], other + lane63_other, "lane {l}");
     }
 }
+
+/// Literals on either side of an operator and as the right side of comparisons and
+/// `min/max/clamp` mean what the same expression means in Rust.
+#[test]
+fn literals_on_either_side() {
+    let k = KernelBuilder::new("lits");
+    let x = k.buffer::<f32>("x");
+    let u = k.buffer::<u32>("u");
+    let fo = k.buffer_mut::<f32>("fo");
+    let uo = k.buffer_mut::<u32>("uo");
+    let i = k.global_id(Dim::X);
+    let xv = k.load(&x, i);
+    let uv = k.load(&u, i);
+    let f = 2.0f32 / xv + (1.0f32 - xv) * 3.0f32;
+    let g = k.select(xv.gt(0.5f32), f, -f);
+    k.store(&fo, i, g.max(-4.0f32).min(4.0f32));
+    let a = 100u32 / (uv + 1u32) + (7u32 % (uv + 1u32)) + (1u32 << (uv & 3u32));
+    let b = (0xf0u32 ^ uv) | (3u32 & uv);
+    let c = k.select(uv.ge(5u32) & uv.ne(9u32), a, b);
+    k.store(&uo, i, c.clamp(2u32, 60u32));
+    let func = k.finish().unwrap();
+    let n = 64usize;
+    let xs: Vec<f32> = (0..n).map(|j| 0.05 + j as f32 * 0.031).collect();
+    let us: Vec<u32> = (0..n as u32).collect();
+    let mut args = vec![
+        Arg::Buffer(BufferData::F32(xs.clone())),
+        Arg::Buffer(BufferData::U32(us.clone())),
+        Arg::Buffer(BufferData::F32(vec![0.0; n])),
+        Arg::Buffer(BufferData::U32(vec![0; n])),
+    ];
+    run(&func, &launch(1, 64), &mut args).unwrap();
+    let (Arg::Buffer(BufferData::F32(fo)), Arg::Buffer(BufferData::U32(uo))) = (&args[2], &args[3])
+    else {
+        unreachable!()
+    };
+    for j in 0..n {
+        let xv = xs[j];
+        let f = 2.0f32 / xv + (1.0f32 - xv) * 3.0f32;
+        let g = if xv > 0.5 { f } else { -f };
+        assert_eq!(fo[j], g.clamp(-4.0, 4.0), "f32 element {j}");
+        let uv = us[j];
+        let a = 100 / (uv + 1) + (7 % (uv + 1)) + (1 << (uv & 3));
+        let b = (0xf0 ^ uv) | (3 & uv);
+        let c = if uv >= 5 && uv != 9 { a } else { b };
+        assert_eq!(uo[j], c.clamp(2, 60), "u32 element {j}");
+    }
+}

@@ -88,6 +88,16 @@ pub enum UnaryOp {
     Sin,
     /// Cosine of radians.
     Cos,
+    /// Largest integer not above `x` (exact).
+    Floor,
+    /// Smallest integer not below `x` (exact).
+    Ceil,
+    /// `x` rounded toward zero to an integer (exact).
+    Trunc,
+    /// `x` rounded to the nearest integer, ties to even (IEEE roundToIntegralTiesToEven; exact).
+    RoundEven,
+    /// `1/sqrt(x)` (correctly rounded in the interpreter; 1 ulp on the hardware).
+    Rsqrt,
 }
 
 /// Two-operand arithmetic; both operands and the result have one type.
@@ -870,6 +880,11 @@ pub fn unary_name(op: UnaryOp) -> &'static str {
         UnaryOp::Log2 => "log2",
         UnaryOp::Sin => "sin",
         UnaryOp::Cos => "cos",
+        UnaryOp::Floor => "floor",
+        UnaryOp::Ceil => "ceil",
+        UnaryOp::Trunc => "trunc",
+        UnaryOp::RoundEven => "round_even",
+        UnaryOp::Rsqrt => "rsqrt",
     }
 }
 
@@ -934,7 +949,7 @@ pub fn reduce_name(op: ReduceOp) -> &'static str {
 }
 
 /// All unary operations (for parsers and generators).
-pub const UNARY_OPS: [UnaryOp; 9] = [
+pub const UNARY_OPS: [UnaryOp; 14] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::Abs,
@@ -944,6 +959,11 @@ pub const UNARY_OPS: [UnaryOp; 9] = [
     UnaryOp::Log2,
     UnaryOp::Sin,
     UnaryOp::Cos,
+    UnaryOp::Floor,
+    UnaryOp::Ceil,
+    UnaryOp::Trunc,
+    UnaryOp::RoundEven,
+    UnaryOp::Rsqrt,
 ];
 /// All binary operations.
 pub const BINARY_OPS: [BinaryOp; 12] = [

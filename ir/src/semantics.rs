@@ -125,6 +125,11 @@ pub fn eval_unary(op: UnaryOp, ty: Type, a: u64) -> u64 {
                     UnaryOp::Exp2 => x.exp2(),
                     UnaryOp::Log2 => x.log2(),
                     UnaryOp::Sin => x.sin(),
+                    UnaryOp::Floor => x.floor(),
+                    UnaryOp::Ceil => x.ceil(),
+                    UnaryOp::Trunc => x.trunc(),
+                    UnaryOp::RoundEven => x.round_ties_even(),
+                    UnaryOp::Rsqrt => 1.0 / x.sqrt(),
                     _ => x.cos(),
                 };
                 r.to_bits()
@@ -135,6 +140,12 @@ pub fn eval_unary(op: UnaryOp, ty: Type, a: u64) -> u64 {
                 UnaryOp::Exp2 => x.exp2(),
                 UnaryOp::Log2 => x.log2(),
                 UnaryOp::Sin => x.sin(),
+                UnaryOp::Floor => x.floor(),
+                UnaryOp::Ceil => x.ceil(),
+                UnaryOp::Trunc => x.trunc(),
+                UnaryOp::RoundEven => x.round_ties_even(),
+                // Through f64: one rounding, as `v_rsq_f32` on kjit's device.
+                UnaryOp::Rsqrt => (1.0 / (x as f64).sqrt()) as f32,
                 _ => x.cos(),
             }),
         };

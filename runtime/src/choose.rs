@@ -1,7 +1,10 @@
-//! Choosing the device a launch runs on: the HIP device when kjit is built with the `hip` feature
-//! and an AMD GPU of a targeted architecture is present, otherwise kjit's software GCN device.
-//! The choice and its reason are said once per process, on stderr, so a user never wonders where
-//! a kernel ran.
+//! Choosing the device a launch runs on: the one named by `KJIT_DEVICE=emu|hip` when set, else
+//! the HIP device when kjit is built with the `hip` feature and an AMD GPU of a targeted
+//! architecture is present, otherwise kjit's software GCN device.
+//!
+//! The choice is quiet: it is said on stderr (once per process) only when `KJIT_VERBOSE` is set,
+//! or when the HIP device this build could use was not available and the software device was
+//! taken instead without the user asking for it. `kjit devices` always shows it.
 
 use std::fmt;
 use std::str::FromStr;
@@ -50,6 +53,30 @@ pub struct ChosenDevice {
     pub kind: DeviceKind,
     /// One sentence: why this device (e.g. "no AMD GPU found: ...").
     pub reason: String,
+    /// Whether this is the software device standing in for a HIP device this build could have
+    /// used (built with `hip`, but no usable GPU) without the user asking for it.
+    pub fallback: bool,
+}
+
+/// The environment variable that names the device: `emu` or `hip`.
+pub const DEVICE_ENV: &str = "KJIT_DEVICE";
+/// The environment variable that makes the device choice be said on stderr.
+pub const VERBOSE_ENV: &str = "KJIT_VERBOSE";
+
+/// The device kind `KJIT_DEVICE` names, if it is set; an unknown name is an error.
+pub fn device_from_env() -> DeviceResult<Option<DeviceKind>> {
+    match std::env::var(DEVICE_ENV) {
+        Ok(v) if !v.is_empty() => v
+            .parse()
+            .map(Some)
+            .map_err(|e| DeviceError::Unavailable(format!("{DEVICE_ENV}={v}: {e}"))),
+        _ => Ok(None),
+    }
+}
+
+/// Whether `KJIT_VERBOSE` asks for the device choice to be said.
+pub fn verbose() -> bool {
+    std::env::var(VERBOSE_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Opens the device of `kind`. Asking for HIP where it cannot be had (feature off, no GPU, an
@@ -84,6 +111,7 @@ pub fn choose_default_device() -> ChosenDevice {
                 device,
                 kind: DeviceKind::Hip,
                 reason,
+                fallback: false,
             }
         }
         Err(why) => {
@@ -95,6 +123,7 @@ pub fn choose_default_device() -> ChosenDevice {
                 device: Box::new(GcnEmulator::new()),
                 kind: DeviceKind::Emu,
                 reason: format!("using kjit's software GCN device: {why}"),
+                fallback: cfg!(feature = "hip"),
             }
         }
     }
@@ -102,24 +131,61 @@ pub fn choose_default_device() -> ChosenDevice {
 
 static SAID: Once = Once::new();
 
-/// The default device (see [`choose_default_device`]); the first call in a process prints the
-/// choice and its reason on stderr.
-pub fn default_device() -> ChosenDevice {
-    let chosen = choose_default_device();
-    SAID.call_once(|| eprintln!("kjit: device {}: {}", chosen.kind, chosen.reason));
-    chosen
+/// Says the choice on stderr, once per process, when asked (`KJIT_VERBOSE`) or on a fallback.
+fn say(chosen: &ChosenDevice) {
+    if verbose() || chosen.fallback {
+        SAID.call_once(|| eprintln!("kjit: device {}: {}", chosen.kind, chosen.reason));
+    }
 }
 
-/// The device the CLI runs on: the one asked for, or the default.
+/// The device `KJIT_DEVICE` names, or the default (see [`choose_default_device`]). Naming a
+/// device that cannot be had, or an unknown one, is an error.
+pub fn try_default_device() -> DeviceResult<ChosenDevice> {
+    let chosen = match device_from_env()? {
+        Some(kind) => ChosenDevice {
+            device: open_device(kind).map_err(|e| match e {
+                DeviceError::Unavailable(m) => {
+                    DeviceError::Unavailable(format!("{DEVICE_ENV}={kind}: {m}"))
+                }
+                other => other,
+            })?,
+            kind,
+            reason: format!("{DEVICE_ENV}={kind}"),
+            fallback: false,
+        },
+        None => choose_default_device(),
+    };
+    say(&chosen);
+    Ok(chosen)
+}
+
+/// Like [`try_default_device`], but a `KJIT_DEVICE` that cannot be had falls back to the default
+/// choice, and that is said on stderr.
+pub fn default_device() -> ChosenDevice {
+    match try_default_device() {
+        Ok(chosen) => chosen,
+        Err(e) => {
+            let mut chosen = choose_default_device();
+            chosen.reason = format!("{e}; {}", chosen.reason);
+            chosen.fallback = true;
+            say(&chosen);
+            chosen
+        }
+    }
+}
+
+/// The device the CLI runs on: the one asked for (`--device`), else the one `KJIT_DEVICE`
+/// names, else the default.
 pub fn device_for(kind: Option<DeviceKind>) -> DeviceResult<ChosenDevice> {
     match kind {
-        None => Ok(default_device()),
+        None => try_default_device(),
         Some(kind) => {
             let device = open_device(kind)?;
             Ok(ChosenDevice {
                 device,
                 kind,
                 reason: "asked for".to_string(),
+                fallback: false,
             })
         }
     }

@@ -32,6 +32,42 @@ pub struct LaunchDims {
     pub dynamic_lds: u32,
 }
 
+impl LaunchDims {
+    /// A launch of `grid` workgroups of `block` work-items, without dynamic LDS.
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> LaunchDims {
+        LaunchDims {
+            grid,
+            block,
+            dynamic_lds: 0,
+        }
+    }
+
+    /// A 1-D launch that covers `n` elements with workgroups of `block` work-items: `ceil(n /
+    /// block)` workgroups (at least one, so that `n = 0` is still a valid launch). The last
+    /// workgroup may run past `n`; kernels guard with their length argument.
+    pub fn cover(n: usize, block: u32) -> LaunchDims {
+        LaunchDims::cover_2d([n, 1], [block, 1])
+    }
+
+    /// A 2-D launch that covers `n[0] x n[1]` elements with `block[0] x block[1]` workgroups.
+    pub fn cover_2d(n: [usize; 2], block: [u32; 2]) -> LaunchDims {
+        let groups =
+            |n: usize, b: u32| (n.div_ceil(b.max(1) as usize).max(1)).min(u32::MAX as usize) as u32;
+        LaunchDims::new(
+            [groups(n[0], block[0]), groups(n[1], block[1]), 1],
+            [block[0], block[1], 1],
+        )
+    }
+
+    /// The same launch with `bytes` of dynamic LDS.
+    pub fn with_dynamic_lds(self, bytes: u32) -> LaunchDims {
+        LaunchDims {
+            dynamic_lds: bytes,
+            ..self
+        }
+    }
+}
+
 /// One explicit kernel argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ArgValue {

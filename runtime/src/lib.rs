@@ -12,7 +12,10 @@ pub mod kernarg;
 pub mod timing;
 
 pub use args::check_args;
-pub use choose::{default_device, device_for, open_device, ChosenDevice, DeviceKind, SharedDevice};
+pub use choose::{
+    default_device, device_for, open_device, try_default_device, ChosenDevice, DeviceKind,
+    SharedDevice,
+};
 pub use device::{
     ArgValue, Device, DeviceBuffer, DeviceError, DeviceResult, LaunchDims, LaunchStats, ModuleId,
 };

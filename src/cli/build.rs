@@ -1,5 +1,5 @@
-//! `kjit build KERNEL -o FILE.hsaco [--target T] [--vgpr-budget N] [--no-opt]`: compiles a
-//! library kernel and writes its code object, loadable by `kjit emu run` and by HIP
+//! `kjit build KERNEL|FILE.kir -o FILE.hsaco [--target T] [--vgpr-budget N] [--no-opt]`: compiles a
+//! library kernel (or an IR text file) and writes its code object, loadable by `kjit emu run` and by HIP
 //! (`hipModuleLoad`). Prints the resource header and the compile time.
 
 use std::path::PathBuf;
@@ -8,12 +8,12 @@ use anyhow::{anyhow, Context, Result};
 use kjit_backend_gcn::compile::{compile, CompileOptions};
 use kjit_backend_gcn::Target;
 
-use super::kernels::{build_kernel, find_kernel};
+use super::kernels::resolve;
 
 /// Arguments of `kjit build`.
 #[derive(clap::Args, Debug)]
 pub struct BuildArgs {
-    /// The kernel (see `kjit list`).
+    /// A library kernel (see `kjit list`) or the path of an IR text file (`NAME.kir`).
     pub kernel: String,
     /// Where to write the code object.
     #[arg(short = 'o', long = "output")]
@@ -37,24 +37,27 @@ pub struct BuildArgs {
 
 /// Runs `kjit build`.
 pub fn run(args: &BuildArgs) -> Result<()> {
-    let spec = find_kernel(&args.kernel)?;
+    let kernel = resolve(&args.kernel)?;
     let tuned = if args.tuned {
-        Some(super::tune::Tuned::lookup(spec, args.target, None)?)
+        let spec = kernel
+            .spec
+            .ok_or_else(|| anyhow!("--tuned needs a library kernel (`kjit tune` tunes those)"))?;
+        Some((spec, super::tune::Tuned::lookup(spec, args.target, None)?))
     } else {
         None
     };
     let func = match &tuned {
-        Some(t) => t.build(spec)?,
-        None => build_kernel(spec)?,
+        Some((spec, t)) => t.build(spec)?,
+        None => kernel.func,
     };
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
-        occupancy: tuned.as_ref().map_or(args.occupancy, |t| t.occupancy),
+        occupancy: tuned.as_ref().map_or(args.occupancy, |(_, t)| t.occupancy),
         check: false,
     };
     let k = compile(&func, args.target, &opts)
-        .map_err(|e| anyhow!("compiling {} for {}: {e}", spec.name, args.target))?;
+        .map_err(|e| anyhow!("compiling {} for {}: {e}", func.name, args.target))?;
     std::fs::write(&args.output, &k.code_object)
         .with_context(|| format!("writing {}", args.output.display()))?;
     print!("{}", k.header);

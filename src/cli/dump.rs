@@ -1,5 +1,5 @@
-//! `kjit dump KERNEL [--target T] [--ir | --opt-ir | --asm] [--vgpr-budget N] [--no-opt]`: a
-//! library kernel's IR, optimized IR, or compiled assembly (the default). The assembly starts
+//! `kjit dump KERNEL|FILE.kir [--target T] [--ir | --opt-ir | --asm] [--vgpr-budget N] [--no-opt]`: a
+//! library kernel's (or an IR text file's) IR, optimized IR, or compiled assembly (the default). The assembly starts
 //! with the resource header (VGPRs, SGPRs, AGPRs, LDS, scratch, spills, occupancy, instruction
 //! count) as `;` comments and re-assembles with `llvm-mc-19 -arch=amdgcn -mcpu=T` to exactly the
 //! bytes of the code object `kjit build` writes.
@@ -8,13 +8,13 @@ use anyhow::{anyhow, Result};
 use kjit_backend_gcn::compile::{compile, CompileOptions};
 use kjit_backend_gcn::Target;
 
-use super::kernels::{build_kernel, find_kernel};
+use super::kernels::resolve;
 
 /// Arguments of `kjit dump`.
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("what").args(["ir", "opt_ir", "asm"])))]
 pub struct DumpArgs {
-    /// The kernel (see `kjit list`).
+    /// A library kernel (see `kjit list`) or the path of an IR text file (`NAME.kir`).
     pub kernel: String,
     /// Target processor: gfx942, gfx90a or gfx900.
     #[arg(long, default_value = "gfx942")]
@@ -41,15 +41,14 @@ pub struct DumpArgs {
 
 /// Runs `kjit dump`.
 pub fn run(args: &DumpArgs) -> Result<()> {
-    let spec = find_kernel(&args.kernel)?;
-    let func = build_kernel(spec)?;
+    let func = resolve(&args.kernel)?.func;
     if args.ir {
         print!("{func}");
         return Ok(());
     }
     if args.opt_ir {
         let (g, report) = kjit_ir::opt::optimize(&func);
-        kjit_ir::verify(&g).map_err(|e| anyhow!("optimized {} does not verify: {e}", spec.name))?;
+        kjit_ir::verify(&g).map_err(|e| anyhow!("optimized {} does not verify: {e}", func.name))?;
         print!("{report}");
         print!("{g}");
         return Ok(());
@@ -61,7 +60,7 @@ pub fn run(args: &DumpArgs) -> Result<()> {
         check: false,
     };
     let k = compile(&func, args.target, &opts)
-        .map_err(|e| anyhow!("compiling {} for {}: {e}", spec.name, args.target))?;
+        .map_err(|e| anyhow!("compiling {} for {}: {e}", func.name, args.target))?;
     print!("{}", k.asm);
     Ok(())
 }

@@ -1,10 +1,12 @@
-//! `kjit list` and `kjit run KERNEL`: the kernel library, and running one of its kernels on
-//! random inputs against its CPU reference. `run` compiles the kernel for the target and runs it
+//! `kjit list` and `kjit run KERNEL|FILE.kir`: the kernel library, and running one of its
+//! kernels on random inputs against its CPU reference, or an IR text file's kernel against the IR
+//! interpreter (see `kjit::kernel_files`). `run` compiles the kernel for the target and runs it
 //! on the default device (an AMD GPU through HIP when there is one, else kjit's software GCN
 //! device), printing the compile time, the resource header and the run's statistics; `--interp`
 //! runs it in the IR interpreter (the semantic reference) instead.
 
 use anyhow::{anyhow, bail};
+use kjit::kernel_files::{resolve_kernel, ResolvedKernel};
 use kjit_backend_gcn::compile::{compile, CompileOptions};
 use kjit_backend_gcn::machine::machine_by_name;
 use kjit_backend_gcn::Target;
@@ -17,7 +19,7 @@ use std::time::Instant;
 /// Arguments of `kjit run`.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The kernel (see `kjit list`).
+    /// A library kernel (see `kjit list`) or the path of an IR text file (`NAME.kir`).
     pub kernel: String,
     /// Problem size (default: the kernel's own).
     #[arg(short = 'n', long = "n")]
@@ -77,6 +79,12 @@ pub fn find_kernel(name: &str) -> anyhow::Result<&'static KernelSpec> {
     })
 }
 
+/// The kernel a command line names: a library kernel or an IR text file
+/// ([`kjit::kernel_files::resolve_kernel`]).
+pub fn resolve(arg: &str) -> anyhow::Result<ResolvedKernel> {
+    resolve_kernel(arg).map_err(|e| anyhow!("{e}"))
+}
+
 /// Builds the kernel's IR.
 pub fn build_kernel(spec: &KernelSpec) -> anyhow::Result<kjit_ir::Function> {
     (spec.build)().map_err(|e| anyhow!("building {}: {e}", spec.name))
@@ -92,16 +100,18 @@ pub fn list() -> anyhow::Result<()> {
 
 /// Runs `kjit run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
-    let spec = find_kernel(&args.kernel)?;
+    let kernel = resolve(&args.kernel)?;
     if args.interp {
-        run_interp(args, spec)
+        run_interp(args, kernel)
     } else {
-        run_compiled(args, spec)
+        run_compiled(args, &kernel)
     }
 }
 
 /// Compiles, runs on a device, checks.
-fn run_compiled(args: &RunArgs, spec: &'static KernelSpec) -> anyhow::Result<()> {
+fn run_compiled(args: &RunArgs, kernel: &ResolvedKernel) -> anyhow::Result<()> {
+    let func = &kernel.func;
+    let name = kernel.name();
     let model = args
         .timing
         .as_deref()
@@ -126,6 +136,7 @@ fn run_compiled(args: &RunArgs, spec: &'static KernelSpec) -> anyhow::Result<()>
             })),
             kind: DeviceKind::Emu,
             reason: "--timing runs on the software device".into(),
+            fallback: false,
         }
     } else if args.bounds_check {
         if args.device == Some(DeviceKind::Hip) {
@@ -138,6 +149,7 @@ fn run_compiled(args: &RunArgs, spec: &'static KernelSpec) -> anyhow::Result<()>
             })),
             kind: DeviceKind::Emu,
             reason: "--bounds-check runs on the software device".into(),
+            fallback: false,
         }
     } else {
         device_for(args.device).map_err(|e| anyhow!("{e}"))?
@@ -155,44 +167,44 @@ fn run_compiled(args: &RunArgs, spec: &'static KernelSpec) -> anyhow::Result<()>
         (None, None) => Target::Gfx942,
     };
     let tuned = if args.tuned {
-        Some(super::tune::Tuned::lookup(spec, target, args.n)?)
+        let spec = kernel
+            .spec
+            .ok_or_else(|| anyhow!("--tuned needs a library kernel (`kjit tune` tunes those)"))?;
+        Some((spec, super::tune::Tuned::lookup(spec, target, args.n)?))
     } else {
         None
     };
-    let func = match &tuned {
-        Some(t) => t.build(spec)?,
-        None => build_kernel(spec)?,
+    let tuned_func = match &tuned {
+        Some((spec, t)) => Some(t.build(spec)?),
+        None => None,
     };
+    let func = tuned_func.as_ref().unwrap_or(func);
     let opts = CompileOptions {
         optimize: !args.no_opt,
         vgpr_budget: args.vgpr_budget,
-        occupancy: tuned.as_ref().map_or(args.occupancy, |t| t.occupancy),
+        occupancy: tuned.as_ref().map_or(args.occupancy, |(_, t)| t.occupancy),
         check: false,
     };
-    let k = compile(&func, target, &opts)
-        .map_err(|e| anyhow!("compiling {} for {target}: {e}", spec.name))?;
+    let k =
+        compile(func, target, &opts).map_err(|e| anyhow!("compiling {name} for {target}: {e}"))?;
     if args.ir {
         print!("{func}");
     }
     if args.asm {
         print!("{}", k.asm);
     }
-    println!(
-        "{} for {target}: compiled in {}",
-        spec.name,
-        k.timings.summary()
-    );
+    println!("{name} for {target}: compiled in {}", k.timings.summary());
     for l in k.header.lines().iter().skip(1) {
         println!("  {l}");
     }
-    let n = args.n.unwrap_or(spec.default_n);
+    let n = args.n.unwrap_or(kernel.default_n());
     let case = match &tuned {
-        Some(t) => t.case(spec, n, args.seed),
-        None => (spec.make_case)(n, args.seed),
+        Some((spec, t)) => t.case(spec, n, args.seed),
+        None => kernel.case(n, args.seed),
     };
     let t = Instant::now();
     let out =
-        kjit::exec::run_case(device, &k.code_object, &func, &case).map_err(|e| anyhow!("{e}"))?;
+        kjit::exec::run_case(device, &k.code_object, func, &case).map_err(|e| anyhow!("{e}"))?;
     let dt = t.elapsed();
     let s = &out.stats;
     println!(
@@ -214,49 +226,61 @@ fn run_compiled(args: &RunArgs, spec: &'static KernelSpec) -> anyhow::Result<()>
             print!("{t}");
         }
     }
-    verdict(spec, &case, &out.args)
+    verdict(kernel, &case, &out.args)
 }
 
-/// The comparison with the CPU reference: PASS, or FAIL with the first mismatch and an error.
-fn verdict(spec: &KernelSpec, case: &Case, got: &[kjit_ir::interp::Arg]) -> anyhow::Result<()> {
-    let want = (spec.reference)(case);
-    match check(case, got, &want, spec.tolerance) {
+/// The comparison with the reference (the CPU's for a library kernel, the IR interpreter's for
+/// an IR file): PASS, or FAIL with the first mismatch and an error.
+fn verdict(
+    kernel: &ResolvedKernel,
+    case: &Case,
+    got: &[kjit_ir::interp::Arg],
+) -> anyhow::Result<()> {
+    let want = kernel.reference(case).map_err(|e| anyhow!("{e}"))?;
+    let tol = kernel.tolerance();
+    let name = kernel.name();
+    let against = if kernel.spec.is_some() {
+        "its CPU reference"
+    } else {
+        "the IR interpreter"
+    };
+    match check(case, got, &want, tol) {
         Ok(()) => {
             println!(
-                "PASS {} (tolerance abs {:e}, rel {:e})",
-                spec.name, spec.tolerance.abs, spec.tolerance.rel
+                "PASS {name} against {against} (tolerance abs {:e}, rel {:e})",
+                tol.abs, tol.rel
             );
             Ok(())
         }
         Err(m) => {
-            println!("FAIL {}: {m}", spec.name);
-            bail!("{} does not match its CPU reference", spec.name)
+            println!("FAIL {name}: {m}");
+            bail!("{name} does not match {against}")
         }
     }
 }
 
 /// Runs in the IR interpreter, checks.
-fn run_interp(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
-    let mut func = build_kernel(spec)?;
+fn run_interp(args: &RunArgs, kernel: ResolvedKernel) -> anyhow::Result<()> {
+    let mut func = kernel.func.clone();
     if args.opt {
         let (g, report) = kjit_ir::opt::optimize(&func);
-        kjit_ir::verify(&g).map_err(|e| anyhow!("optimized {} does not verify: {e}", spec.name))?;
+        kjit_ir::verify(&g).map_err(|e| anyhow!("optimized {} does not verify: {e}", func.name))?;
         print!("{report}");
         func = g;
     }
     if args.ir {
         print!("{func}");
     }
-    let n = args.n.unwrap_or(spec.default_n);
-    let case = (spec.make_case)(n, args.seed);
+    let n = args.n.unwrap_or(kernel.default_n());
+    let case = kernel.case(n, args.seed);
     let mut run_args = case.args.clone();
     let t = Instant::now();
     let stats = interp::run(&func, &case.launch, &mut run_args)
-        .map_err(|e| anyhow!("{}: {e}", spec.name))?;
+        .map_err(|e| anyhow!("{}: {e}", func.name))?;
     let dt = t.elapsed();
     println!(
         "{} n={} seed={} grid {:?} block {:?} in the IR interpreter: {} waves, {} wave-instructions, {} lane-instructions, {:.1} ms",
-        spec.name,
+        func.name,
         n,
         args.seed,
         case.launch.grid,
@@ -266,5 +290,9 @@ fn run_interp(args: &RunArgs, spec: &KernelSpec) -> anyhow::Result<()> {
         stats.lane_insts,
         dt.as_secs_f64() * 1e3
     );
-    verdict(spec, &case, &run_args)
+    if kernel.spec.is_none() {
+        println!("(an IR file's reference is the IR interpreter itself: nothing to check)");
+        return Ok(());
+    }
+    verdict(&kernel, &case, &run_args)
 }

@@ -13,6 +13,25 @@ pub fn kjit_output(args: &[&str]) -> Output {
         .expect("run kjit")
 }
 
+/// Runs `kjit args` with extra environment variables (and `KJIT_DEVICE`/`KJIT_VERBOSE` removed
+/// unless given): (success, stdout, stderr).
+pub fn kjit_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kjit"));
+    cmd.args(args)
+        .env("RUST_BACKTRACE", "0")
+        .env_remove("KJIT_DEVICE")
+        .env_remove("KJIT_VERBOSE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run kjit");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Runs `kjit args`: (success, stdout, stderr).
 pub fn kjit(args: &[&str]) -> (bool, String, String) {
     let out = kjit_output(args);

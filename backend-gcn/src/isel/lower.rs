@@ -19,7 +19,7 @@ pub(crate) fn is64(t: Type) -> bool {
     matches!(t, Type::I64 | Type::U64 | Type::F64)
 }
 
-/// Name suffix of a VALU compare on `t`.
+/// Name suffix of a VALU compare, or of a float operation, on `t`.
 fn cmp_suffix(t: Type) -> &'static str {
     match t {
         Type::I32 => "i32",
@@ -452,17 +452,23 @@ impl Isel<'_> {
                     self.v("v_not_b32", &[a])
                 }
             }
-            UnaryOp::Sqrt | UnaryOp::Rcp | UnaryOp::Exp2 | UnaryOp::Log2 => {
+            UnaryOp::Sqrt
+            | UnaryOp::Rcp
+            | UnaryOp::Exp2
+            | UnaryOp::Log2
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Trunc
+            | UnaryOp::RoundEven => {
                 let base = match o {
                     UnaryOp::Sqrt => "v_sqrt",
                     UnaryOp::Rcp => "v_rcp",
                     UnaryOp::Exp2 => "v_exp",
-                    _ => "v_log",
-                };
-                let suf = match t {
-                    Type::F16 => "f16",
-                    Type::F32 => "f32",
-                    _ => "f64",
+                    UnaryOp::Log2 => "v_log",
+                    UnaryOp::Floor => "v_floor",
+                    UnaryOp::Ceil => "v_ceil",
+                    UnaryOp::Trunc => "v_trunc",
+                    _ => "v_rndne",
                 };
                 if t == Type::F64 && matches!(o, UnaryOp::Exp2 | UnaryOp::Log2) {
                     return unsupported(format!("{o:?} on f64"));
@@ -470,8 +476,17 @@ impl Isel<'_> {
                 if t == Type::F64 && o == UnaryOp::Rcp {
                     return self.fdiv(t, Src::Imm64(1.0f64.to_bits()), a);
                 }
-                self.v(&format!("{base}_{suf}"), &[a])
+                self.v(&format!("{base}_{}", cmp_suffix(t)), &[a])
             }
+            UnaryOp::Rsqrt => match t {
+                Type::F16 => self.v("v_rsq_f16", &[a]),
+                Type::F32 => self.v("v_rsq_f32", &[a]),
+                // v_rsq_f64 is not correctly rounded; sqrt and an IEEE divide are.
+                _ => {
+                    let r = self.v("v_sqrt_f64", &[a]);
+                    return self.fdiv(t, Src::Imm64(1.0f64.to_bits()), Src::R(r));
+                }
+            },
             UnaryOp::Sin | UnaryOp::Cos => {
                 let name = if o == UnaryOp::Sin { "sin" } else { "cos" };
                 match t {
@@ -767,7 +782,8 @@ impl Isel<'_> {
         })
     }
 
-    /// Float division: reciprocal, Newton refinement and one residual correction.
+    /// Float division: reciprocal, Newton refinement, one residual correction, and
+    /// `v_div_fixup` for zero, infinite and NaN operands.
     fn fdiv(&mut self, t: Type, a: Src, b: Src) -> Result<VReg, IselError> {
         match t {
             Type::F32 | Type::F16 => {
@@ -789,6 +805,9 @@ impl Isel<'_> {
                 let e2 = self.v("v_fma_f32", &[fb, Src::R(q), fa]);
                 self.set_last_neg(0b001);
                 let q2 = self.v("v_fma_f32", &[Src::R(e2), Src::R(r2), Src::R(q)]);
+                // Zero and infinite operands make the refinement NaN (rcp(inf) = 0, then
+                // inf * 0); v_div_fixup gives IEEE's ±inf, ±0 or NaN for them and q2 otherwise.
+                let q2 = self.v("v_div_fixup_f32", &[Src::R(q2), fb, fa]);
                 Ok(if t == Type::F16 {
                     self.v("v_cvt_f16_f32", &[Src::R(q2)])
                 } else {
@@ -808,7 +827,9 @@ impl Isel<'_> {
                 let q = self.v("v_mul_f64", &[fa, Src::R(r)]);
                 let e = self.v("v_fma_f64", &[fb, Src::R(q), fa]);
                 self.set_last_neg(0b001);
-                Ok(self.v("v_fma_f64", &[Src::R(e), Src::R(r), Src::R(q)]))
+                let q = self.v("v_fma_f64", &[Src::R(e), Src::R(r), Src::R(q)]);
+                // As for f32: IEEE results for zero and infinite operands.
+                Ok(self.v("v_div_fixup_f64", &[Src::R(q), fb, fa]))
             }
         }
     }

@@ -53,7 +53,7 @@ pub fn op_cycles(op: NodeOp, ty: Type, scalar: bool) -> u32 {
         let base = if wide { 8 } else { 4 };
         return match op {
             NodeOp::Unary(UnaryOp::Neg | UnaryOp::Abs) => 1, // usually a source modifier
-            NodeOp::Unary(UnaryOp::Sqrt | UnaryOp::Rcp) => {
+            NodeOp::Unary(UnaryOp::Sqrt | UnaryOp::Rcp | UnaryOp::Rsqrt) => {
                 if wide {
                     64
                 } else {
