@@ -324,6 +324,16 @@ impl<'f> DeviceSim<'f> {
         }
         let p = self.cus[cu].partition as usize;
         let w = &mut self.waves[id as usize];
+        // Completed operations only matter where counts are compared (waits, counter limits);
+        // the readiness rules below give the same answer with them still listed.
+        if matches!(
+            f.kind,
+            Kind::Waitcnt { .. } | Kind::Vmem { .. } | Kind::Lds { .. } | Kind::Smem
+        ) {
+            w.retire(t);
+        } else if w.pending.len() > 8 {
+            w.pending.retain(|(_, r)| *r > t);
+        }
         if f.fetch_line != w.fetch_line {
             w.fetch_line = f.fetch_line;
             if let Some(arrive) = self.mem.fetch(cu, p, f.fetch_line, t) {
@@ -618,7 +628,6 @@ impl<'f> DeviceSim<'f> {
         let w = &mut self.waves[id as usize];
         w.last_issue = t;
         w.cursor += 1;
-        w.retire(t);
         self.prepare(cu, id, next_ready);
         if next_cause != StallCause::IssuePort {
             let w = &mut self.waves[id as usize];
