@@ -279,7 +279,10 @@ mod tests {
         // WAR.
         assert_eq!(write_after_srcc_read(x32(a), a), 15);
         assert_eq!(write_after_srcc_read(x32(c), c), 7);
-        assert_eq!(write_after_srcc_read(kind("v_mfma_f32_16x16x16f16", c), c), 3);
+        assert_eq!(
+            write_after_srcc_read(kind("v_mfma_f32_16x16x16f16", c), c),
+            3
+        );
         assert_eq!(write_after_srcc_read(x4(a), a), 1);
         assert_eq!(write_after_srcc_read(f32_16(c), c), 0);
         assert_eq!(write_after_srcc_read(d16(a), a), 0);

@@ -341,8 +341,18 @@ fn missing_mfma_wait_states_are_reported() {
     const CDNA: &[&str] = &["gfx942", "gfx90a"];
     let cases: &[(&str, &str, &str, &[&str])] = &[
         ("// NOP_A", "hazard: v5", "is read by an MFMA", CDNA),
-        ("// NOP_B", "hazard: v10", "SrcC (overlapping registers)", CDNA),
-        ("// NOP_C", "hazard: v8", "SrcC (the same registers)", &["gfx942"]),
+        (
+            "// NOP_B",
+            "hazard: v10",
+            "SrcC (overlapping registers)",
+            CDNA,
+        ),
+        (
+            "// NOP_C",
+            "hazard: v8",
+            "SrcC (the same registers)",
+            &["gfx942"],
+        ),
         ("// NOP_D", "hazard: v16", "read as SrcA/B", CDNA),
         ("// NOP_E", "hazard: a0", "it is read too early", CDNA),
         ("// NOP_F", "hazard: a18", "is read by an MFMA", CDNA),
@@ -368,7 +378,13 @@ fn missing_mfma_wait_states_are_reported() {
             let e = run.expect_err(&format!("{marker} {t}: missing s_nop not reported"));
             expect_hazard(
                 e,
-                &[register, detail, "wait-state rule", "missing `s_nop", "wave 0"],
+                &[
+                    register,
+                    detail,
+                    "wait-state rule",
+                    "missing `s_nop",
+                    "wave 0",
+                ],
             );
         }
     }

@@ -329,10 +329,7 @@ impl WaitRules {
         }
         let writes_v = d.writes.v;
         if !is_mfma && !b.starts_with("v_dot") {
-            let written = RegSet {
-                s: 0,
-                ..d.writes
-            };
+            let written = RegSet { s: 0, ..d.writes };
             if !written.is_empty() {
                 self.produces.push((Event::LegacyValu, written));
             }
@@ -341,7 +338,12 @@ impl WaitRules {
             // MFMA results have their own rules (`mfma_role`); what an MFMA needs of VALU
             // writes and EXEC is here.
             let read = RegSet { s: 0, ..d.reads };
-            self.need(Event::LegacyValu, read, mfma::VALU_WRITE_TO_MFMA_READ, "is read by an MFMA");
+            self.need(
+                Event::LegacyValu,
+                read,
+                mfma::VALU_WRITE_TO_MFMA_READ,
+                "is read by an MFMA",
+            );
             self.need(
                 Event::ValuScalar,
                 scalar_set(exec),
@@ -681,14 +683,21 @@ impl WaitClock {
             } => {
                 let since = self.now - self.last_dgemm;
                 if *fma64 && self.last_dgemm != 0 && since < mfma::DGEMM_TO_FMA_F64 as u64 {
-                    let what = format!("a DGEMM issued {since} wait state(s) earlier before v_fma_f64");
-                    let reg = writes.first().map_or("v?".into(), |&r| slot_name(r as usize));
+                    let what =
+                        format!("a DGEMM issued {since} wait state(s) earlier before v_fma_f64");
+                    let reg = writes
+                        .first()
+                        .map_or("v?".into(), |&r| slot_name(r as usize));
                     return Err(hazard(reg, what, since, mfma::DGEMM_TO_FMA_F64 as u64));
                 }
                 if !recent {
                     return Ok(());
                 }
-                let access = if *mem { Access::MemRead } else { Access::ValuRead };
+                let access = if *mem {
+                    Access::MemRead
+                } else {
+                    Access::ValuRead
+                };
                 for &r in reads {
                     let s = &self.mfma_dst[r as usize];
                     let wait = mfma::after_mfma_write(s.kind, access, target);
@@ -700,7 +709,12 @@ impl WaitClock {
                     test(r as usize, s, wait, "it is overwritten too early (WAW)")?;
                     let s = &self.mfma_srcc[r as usize];
                     let wait = mfma::write_after_srcc_read(s.kind, target);
-                    test(r as usize, s, wait, "it is overwritten while the MFMA may still read it (WAR)")?;
+                    test(
+                        r as usize,
+                        s,
+                        wait,
+                        "it is overwritten while the MFMA may still read it (WAR)",
+                    )?;
                 }
                 Ok(())
             }
