@@ -27,9 +27,18 @@
 //! | VALU writes EXEC | `v_readlane`/`v_readfirstlane`/`v_writelane` | 4 | gfx942 |
 //! | transcendental VALU writes VGPR | non-transcendental VALU reads it | 1 | gfx942 |
 //! | VALU with SDWA `dst_sel` ≠ DWORD or VOP3 `op_sel` on the destination | VALU reads the result | 1 | gfx942 |
+//! | VALU (not MFMA, not DOT) writes VGPR/AGPR | MFMA reads it | 2 | gfx90a, gfx942 |
+//! | VALU writes EXEC | MFMA | 4 | gfx90a, gfx942 |
+//! | MFMA writes / reads SrcC | VALU, VMEM, LDS reads or overwrites; MFMA reads as SrcA/B/C; DGEMM → `v_fma_f64` | by pass count and class | gfx90a, gfx942 |
 //!
-//! Not modelled: MFMA/accumulator rules (gfx90a/gfx942), `s_setreg`/`s_getreg`, `v_cmpx` → EXEC
-//! reads on gfx942 — code that needs them runs without a report.
+//! The MFMA numbers come from the backend's `mfma_hazards` table, the one the compiler's pass
+//! reads too (the rest of this checker is written independently of the pass). An MFMA leaves
+//! a stamp with its kind on each register it writes and on each it reads as SrcC; the wait a
+//! later instruction needs is looked up from the stamp's kind.
+//!
+//! Not modelled: `s_setreg`/`s_getreg`, `v_cmpx` → EXEC reads on gfx942, gfx90a's "DGEMM
+//! between a VALU write and a VMEM read" rule, DOT rules — code that needs them runs without a
+//! report.
 
 use kjit_backend_gcn::isa::Opcode;
 use kjit_backend_gcn::mfma_hazards::{self as mfma, Access, MfmaClass, MfmaKind};
@@ -657,19 +666,15 @@ impl WaitClock {
     /// The MFMA rules, whose waits depend on the MFMA that wrote or read the register.
     fn check_mfma(&self, target: Target, role: &MfmaRole) -> Result<(), EmuError> {
         let recent = self.now - self.last_mfma < mfma::MAX_WAIT as u64;
-        // One register against one stamp: `wait` from the stamp's MFMA kind.
-        let test = |r: usize, stamp: &MfmaStamp, wait: u8, what: &str| {
+        // One register against one stamp (`done`: what the MFMA did to it): `wait` from the
+        // stamp's MFMA kind.
+        let test = |r: usize, stamp: &MfmaStamp, done: &str, wait: u8, what: &str| {
             let since = self.now - stamp.at;
             if stamp.at == 0 || since >= wait as u64 {
                 return Ok(());
             }
             let what = format!(
-                "{} {since} wait state(s) earlier by {}; {what}",
-                if std::ptr::eq(stamp, &self.mfma_srcc[r]) {
-                    "read as SrcC"
-                } else {
-                    "written"
-                },
+                "{done} {since} wait state(s) earlier by {}; {what}",
                 describe_mfma(stamp.kind)
             );
             Err(hazard(slot_name(r), what, since, wait as u64))
@@ -701,17 +706,24 @@ impl WaitClock {
                 for &r in reads {
                     let s = &self.mfma_dst[r as usize];
                     let wait = mfma::after_mfma_write(s.kind, access, target);
-                    test(r as usize, s, wait, "it is read too early")?;
+                    test(r as usize, s, "written", wait, "it is read too early")?;
                 }
                 for &r in writes {
                     let s = &self.mfma_dst[r as usize];
                     let wait = mfma::after_mfma_write(s.kind, Access::Write, target);
-                    test(r as usize, s, wait, "it is overwritten too early (WAW)")?;
+                    test(
+                        r as usize,
+                        s,
+                        "written",
+                        wait,
+                        "it is overwritten too early (WAW)",
+                    )?;
                     let s = &self.mfma_srcc[r as usize];
                     let wait = mfma::write_after_srcc_read(s.kind, target);
                     test(
                         r as usize,
                         s,
+                        "read as SrcC",
                         wait,
                         "it is overwritten while the MFMA may still read it (WAR)",
                     )?;
@@ -725,7 +737,7 @@ impl WaitClock {
                 for r in ab.iter().flat_map(|s| s.iter()) {
                     let s = &self.mfma_dst[r];
                     let wait = mfma::mfma_srcab_after_mfma(s.kind, target);
-                    test(r, s, wait, "it is read as SrcA/B by an MFMA")?;
+                    test(r, s, "written", wait, "it is read as SrcA/B by an MFMA")?;
                 }
                 for r in srcc.iter().flat_map(|s| s.iter()) {
                     let s = &self.mfma_dst[r];
@@ -736,7 +748,7 @@ impl WaitClock {
                     } else {
                         "it is read as SrcC (overlapping registers) by an MFMA"
                     };
-                    test(r, s, wait, what)?;
+                    test(r, s, "written", wait, what)?;
                 }
                 Ok(())
             }
