@@ -376,6 +376,7 @@ fn missing_mfma_wait_states_are_reported() {
                 continue;
             }
             let e = run.expect_err(&format!("{marker} {t}: missing s_nop not reported"));
+            eprintln!("{marker} {t}: {e}");
             expect_hazard(
                 e,
                 &[

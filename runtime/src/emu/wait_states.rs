@@ -599,8 +599,19 @@ fn hazard(register: String, what: String, since: u64, wait: u64) -> EmuError {
         at: Default::default(),
         register,
         detail: format!("{what}; it needs {wait} (wait-state rule)"),
-        missing_wait: format!("s_nop {}", wait - since - 1),
+        missing_wait: nops(wait - since),
     }
+}
+
+/// The `s_nop`s giving `n` wait states (at most 8 each).
+fn nops(mut n: u64) -> String {
+    let mut out = Vec::new();
+    while n > 0 {
+        let k = n.min(8);
+        out.push(format!("s_nop {}", k - 1));
+        n -= k;
+    }
+    out.join("; ")
 }
 
 fn describe_mfma(k: MfmaKind) -> String {
@@ -781,21 +792,14 @@ impl WaitClock {
             if kind.class == MfmaClass::Dgemm {
                 self.last_dgemm = now;
             }
-            if let Some(d) = dst {
-                let stamp = MfmaStamp {
-                    at: now,
-                    kind: *kind,
-                    range: *d,
-                };
-                self.mfma_dst[d.iter()].fill(stamp);
-            }
-            if let Some(c) = srcc {
-                let stamp = MfmaStamp {
-                    at: now,
-                    kind: *kind,
-                    range: *c,
-                };
-                self.mfma_srcc[c.iter()].fill(stamp);
+            for (table, range) in [(&mut self.mfma_dst, dst), (&mut self.mfma_srcc, srcc)] {
+                if let Some(r) = range {
+                    table[r.iter()].fill(MfmaStamp {
+                        at: now,
+                        kind: *kind,
+                        range: *r,
+                    });
+                }
             }
         }
     }
