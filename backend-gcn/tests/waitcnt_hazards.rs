@@ -345,6 +345,12 @@ fn mfma_rules_by_pair_and_target() {
         both(vec![f32mfma, mfma32(O::ar(32, 16), O::ar(8, 16))]),
         (16, 0)
     );
+    // A VALU writes EXEC (v_cmpx), then an MFMA: 4.
+    let cmpx = Inst::new(
+        Opcode::VCmpxEqU32,
+        &[O::Special(SpecialReg::Vcc), O::v(1), O::v(2)],
+    );
+    assert_eq!(both(vec![cmpx, mfma4(O::vr(8, 4), O::vr(12, 4))]), (4, 4));
 }
 
 #[test]

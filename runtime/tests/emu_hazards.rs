@@ -359,6 +359,7 @@ fn missing_mfma_wait_states_are_reported() {
         ("// NOP_G", "hazard: a16", "(WAR)", CDNA),
         ("// NOP_H", "hazard: v20", "(WAW)", CDNA),
         ("// NOP_I", "hazard: v24", "it is read too early", CDNA),
+        ("// NOP_J", "hazard: exec_lo", "masks an MFMA", CDNA),
     ];
     let want: Vec<u32> = (0..128).map(|i| i * 10 + 4).collect();
     for &t in CDNA {

@@ -33,6 +33,9 @@ ws_mfma:
 // H: a VALU overwrites an MFMA result (WAW): 5.
   s_nop 4 // NOP_H
   v_mov_b32 v20, 0
+// J: a VALU writes EXEC (v_cmpx; every lane passes), then an MFMA: 4.
+  v_cmpx_le_u32_e64 s[10:11], 0, v0
+  s_nop 3 // NOP_J
 // I: an LDS write reads an MFMA result: 5.
   v_mfma_f32_4x4x4f16 v[24:27], v[4:5], v[4:5], v[12:15]
   s_nop 4 // NOP_I
