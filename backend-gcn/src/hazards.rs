@@ -24,7 +24,7 @@
 //! | `s_setreg` | `s_getreg`/`s_setreg` | 2 | all |
 //! | store of more than 8 bytes (MUBUF without SGPR soffset, FLAT/global) | VALU writes its data VGPRs | 1 (2 on gfx942) | all |
 //! | same store | other instruction writes its data VGPRs | 1 | all |
-//! | MFMA rules: results read or overwritten by VALU/memory, read as SrcA/B/C; SrcC overwritten; VALU writes and EXEC before an MFMA; DGEMM before `v_fma_f64` | | by pass count and class: [`mfma_hazards`] | gfx90a, gfx942 |
+//! | MFMA rules: results read or overwritten by VALU/memory, read as SrcA/B/C; SrcC overwritten; VALU writes and EXEC before an MFMA; DGEMM before `v_fma_f64`; VALU → DGEMM → memory read (gfx90a) | | by pass count and class: [`mfma_hazards`] | gfx90a, gfx942 |
 //! | VALU (`v_readlane`, `v_readfirstlane`, `v_cmp`, `v_add*`/`v_sub*`, `v_div_scale`) writes SGPR/VCC | VALU reads it as a constant (not as carry) | 2 | gfx942 |
 //! | same | `v_readlane`/`v_writelane` lane select | 4 | gfx942 |
 //! | VALU writes VGPR | `v_readlane`/`v_readfirstlane` reads it | 1 | gfx942 |
@@ -449,6 +449,12 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
                 n = n.max(need(
                     d.at(d.valu_vgpr[c]),
                     mfma::VALU_WRITE_TO_MFMA_READ as u32,
+                ));
+            }
+            if target == Target::Gfx90a && mem && d.dgemm > d.valu_vgpr[c] {
+                n = n.max(need(
+                    d.at(d.valu_vgpr[c]),
+                    mfma::GFX90A_VALU_DGEMM_MEM_READ as u32,
                 ));
             }
             if gfx942 && f.readlane_vgpr {

@@ -20,9 +20,9 @@
 //! | VALU (not MFMA, not DOT) writes a VGPR/AGPR (`v_accvgpr_write` included) | MFMA reads it | 2 |
 //! | VALU writes EXEC | MFMA | 4 |
 //! | DGEMM | `v_fma_f64`/`v_fmac_f64` | 2 |
+//! | VALU writes, then a DGEMM, then VMEM/LDS/FLAT reads it (gfx90a only) | | 2 from the write |
 //!
-//! Not covered: gfx90a's "DGEMM between a VALU write and a VMEM read" workaround (2 wait
-//! states), DOT-instruction rules, SMFMAC (sparse) forms, gfx950.
+//! Not covered: DOT-instruction rules, SMFMAC (sparse) forms, gfx950.
 //!
 //! [`hazards`]: crate::hazards
 
@@ -67,6 +67,10 @@ pub const VALU_WRITE_TO_MFMA_READ: u8 = 2;
 pub const VALU_EXEC_TO_MFMA: u8 = 4;
 /// Wait states between a DGEMM and `v_fma_f64`/`v_fmac_f64`.
 pub const DGEMM_TO_FMA_F64: u8 = 2;
+/// gfx90a only: wait states between a VALU write of a vector register and a VMEM/LDS/FLAT read
+/// of it when a DGEMM issued in between (a hardware bug LLVM works around: the DGEMM makes the
+/// sequencer skip its own wait).
+pub const GFX90A_VALU_DGEMM_MEM_READ: u8 = 2;
 /// No MFMA rule needs more wait states than this.
 pub const MAX_WAIT: u8 = 19;
 

@@ -351,6 +351,18 @@ fn mfma_rules_by_pair_and_target() {
         &[O::Special(SpecialReg::Vcc), O::v(1), O::v(2)],
     );
     assert_eq!(both(vec![cmpx, mfma4(O::vr(8, 4), O::vr(12, 4))]), (4, 4));
+    // gfx90a: a VALU write, a DGEMM, then a VMEM read of the VALU's result: 2 from the write
+    // (1 more wait state); gfx942 has no such rule.
+    let dgemm = Inst::new(
+        Opcode::VMfmaF64_4x4x4F64,
+        &[O::vr(30, 2), O::vr(0, 2), O::vr(2, 2), O::InlineInt(0)],
+    );
+    let mut load = Inst::new(
+        Opcode::BufferLoadDword,
+        &[O::v(20), O::v(9), O::sr(8, 4), O::InlineInt(0)],
+    );
+    load.mods.offen = true;
+    assert_eq!(both(vec![vadd(9, 0, 1), dgemm, load]), (1, 0));
 }
 
 #[test]

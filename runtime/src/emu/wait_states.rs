@@ -36,9 +36,8 @@
 //! a stamp with its kind on each register it writes and on each it reads as SrcC; the wait a
 //! later instruction needs is looked up from the stamp's kind.
 //!
-//! Not modelled: `s_setreg`/`s_getreg`, `v_cmpx` → EXEC reads on gfx942, gfx90a's "DGEMM
-//! between a VALU write and a VMEM read" rule, DOT rules — code that needs them runs without a
-//! report.
+//! Not modelled: `s_setreg`/`s_getreg`, `v_cmpx` → EXEC reads on gfx942, DOT rules — code
+//! that needs them runs without a report.
 
 use kjit_backend_gcn::isa::Opcode;
 use kjit_backend_gcn::mfma_hazards::{self as mfma, Access, MfmaClass, MfmaKind};
@@ -708,6 +707,21 @@ impl WaitClock {
                 }
                 if !recent {
                     return Ok(());
+                }
+                if *mem && target == Target::Gfx90a && self.last_dgemm != 0 {
+                    let valu = &self.vector[Event::LegacyValu as usize - SCALAR_EVENTS];
+                    let wait = mfma::GFX90A_VALU_DGEMM_MEM_READ as u64;
+                    for &r in reads {
+                        let t = valu[r as usize];
+                        let since = self.now - t;
+                        if t != 0 && self.last_dgemm > t && since < wait {
+                            let what = format!(
+                                "written by a VALU instruction {since} wait state(s) earlier, a \
+                                 DGEMM in between, is read by a memory instruction (gfx90a)"
+                            );
+                            return Err(hazard(slot_name(r as usize), what, since, wait));
+                        }
+                    }
                 }
                 let access = if *mem {
                     Access::MemRead
