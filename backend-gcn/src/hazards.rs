@@ -24,12 +24,7 @@
 //! | `s_setreg` | `s_getreg`/`s_setreg` | 2 | all |
 //! | store of more than 8 bytes (MUBUF without SGPR soffset, FLAT/global) | VALU writes its data VGPRs | 1 (2 on gfx942) | all |
 //! | same store | other instruction writes its data VGPRs | 1 | all |
-//! | VALU writes VGPR | MFMA reads it | 2 | gfx90a, gfx942 |
-//! | `v_cmpx` writes EXEC | MFMA | 4 | gfx90a, gfx942 |
-//! | MFMA of P passes writes | VALU reads/writes, VMEM/LDS/FLAT reads, MFMA SrcA/B reads (overlap) | P + 3 (2→5, 4→7, 8→11, 16→19) | gfx90a, gfx942 |
-//! | MFMA of P passes writes | MFMA reads as SrcC, overlapping | P + 1 | gfx90a, gfx942 |
-//! | MFMA of 2 passes writes | MFMA reads the same range as SrcC | 2 (gfx942), 0 (gfx90a) | gfx90a, gfx942 |
-//! | MFMA of P passes reads SrcC | VALU writes those registers | P − 1 | gfx90a, gfx942 |
+//! | MFMA rules: results read or overwritten by VALU/memory, read as SrcA/B/C; SrcC overwritten; VALU writes and EXEC before an MFMA; DGEMM before `v_fma_f64`; VALU → DGEMM → memory read (gfx90a) | | by pass count and class: [`mfma_hazards`] | gfx90a, gfx942 |
 //! | VALU (`v_readlane`, `v_readfirstlane`, `v_cmp`, `v_add*`/`v_sub*`, `v_div_scale`) writes SGPR/VCC | VALU reads it as a constant (not as carry) | 2 | gfx942 |
 //! | same | `v_readlane`/`v_writelane` lane select | 4 | gfx942 |
 //! | VALU writes VGPR | `v_readlane`/`v_readfirstlane` reads it | 1 | gfx942 |
@@ -38,10 +33,14 @@
 //! | transcendental VALU writes VGPR | non-transcendental VALU reads it | 1 | gfx942 |
 //! | VALU with SDWA `dst_sel` or VOP3 `op_sel` on the destination | VALU reads the result | 1 | gfx942 |
 //!
-//! MFMA pass counts are taken conservatively from the shape (4x4: 2, 16x16: 8, 32x32: 16; f64
-//! shapes as 16), never fewer than the hardware's.
+//! The MFMA rules and their numbers live in [`mfma_hazards`] (shared with the software device's
+//! checker); pass counts come from the opcode table. At a join, an MFMA record keeps the
+//! producer with the longer waits ([`MfmaKind::worse`]).
+//!
+//! [`mfma_hazards`]: crate::mfma_hazards
 
 use crate::isa::{Encoding, Format, Inst, Opcode, Operand, Slot};
+use crate::mfma_hazards::{self as mfma, Access, MfmaClass, MfmaKind};
 use crate::phys::PhysFunction;
 use crate::waitcnt::{units, UNITS};
 use crate::Target;
@@ -73,19 +72,21 @@ struct Dist {
     trans_vgpr: Vec<u32>,
     /// VALU with a partial destination (SDWA dst_sel, op_sel dst) wrote the unit.
     dstsel_vgpr: Vec<u32>,
-    /// MFMA wrote the unit; with its pass count and written range.
+    /// MFMA wrote the unit; with its kind and written range.
     mfma_write: Vec<u32>,
-    mfma_write_passes: Vec<u8>,
+    mfma_write_kind: Vec<MfmaKind>,
     mfma_write_range: Vec<(u16, u16)>,
-    /// MFMA read the unit as SrcC; with its pass count.
+    /// MFMA read the unit as SrcC; with its kind.
     mfma_srcc: Vec<u32>,
-    mfma_srcc_passes: Vec<u8>,
+    mfma_srcc_kind: Vec<MfmaKind>,
     /// A store of more than 8 bytes read the unit as data.
     wide_store: Vec<u32>,
     valu_exec: u32,
     cmpx_exec: u32,
     salu_m0: u32,
     setreg: u32,
+    /// A DGEMM (`v_mfma_f64_*`) issued.
+    dgemm: u32,
 }
 
 fn vec_far(n: usize) -> Vec<u32> {
@@ -102,15 +103,16 @@ impl Dist {
             trans_vgpr: vec_far(k),
             dstsel_vgpr: vec_far(k),
             mfma_write: vec_far(k),
-            mfma_write_passes: vec![0; k],
+            mfma_write_kind: vec![MfmaKind::default(); k],
             mfma_write_range: vec![(0, 0); k],
             mfma_srcc: vec_far(k),
-            mfma_srcc_passes: vec![0; k],
+            mfma_srcc_kind: vec![MfmaKind::default(); k],
             wide_store: vec_far(k),
             valu_exec: NEVER,
             cmpx_exec: NEVER,
             salu_m0: NEVER,
             setreg: NEVER,
+            dgemm: NEVER,
         }
     }
 
@@ -160,11 +162,12 @@ impl Dist {
         d.cmpx_exec = re(self.cmpx_exec);
         d.salu_m0 = re(self.salu_m0);
         d.setreg = re(self.setreg);
+        d.dgemm = re(self.dgemm);
         d
     }
 
     /// Join of two normalized states: the smallest distance (latest stamp) of either path; for
-    /// MFMA records, the larger pass count.
+    /// MFMA records, the producer with the longer waits.
     fn merge(&mut self, o: &Dist) {
         for (a, b) in self.all_mut().into_iter().zip([
             &o.valu_sgpr,
@@ -180,9 +183,9 @@ impl Dist {
                 *x = (*x).max(*y);
             }
         }
-        for i in 0..self.mfma_write_passes.len() {
-            self.mfma_write_passes[i] = self.mfma_write_passes[i].max(o.mfma_write_passes[i]);
-            self.mfma_srcc_passes[i] = self.mfma_srcc_passes[i].max(o.mfma_srcc_passes[i]);
+        for i in 0..self.mfma_write_kind.len() {
+            self.mfma_write_kind[i] = self.mfma_write_kind[i].worse(o.mfma_write_kind[i]);
+            self.mfma_srcc_kind[i] = self.mfma_srcc_kind[i].worse(o.mfma_srcc_kind[i]);
             if self.mfma_write_range[i] != o.mfma_write_range[i] {
                 // Different producers on the two paths: no "same SrcC" exemption.
                 self.mfma_write_range[i] = (u16::MAX, 0);
@@ -192,6 +195,7 @@ impl Dist {
         self.cmpx_exec = self.cmpx_exec.max(o.cmpx_exec);
         self.salu_m0 = self.salu_m0.max(o.salu_m0);
         self.setreg = self.setreg.max(o.setreg);
+        self.dgemm = self.dgemm.max(o.dgemm);
     }
 }
 
@@ -284,20 +288,6 @@ fn has_partial_dst(inst: &Inst) -> bool {
             && inst.mods.op_sel & 0b1000 != 0)
 }
 
-/// MFMA passes (4 cycles each), conservatively from the shape.
-fn mfma_passes(inst: &Inst) -> u8 {
-    let n = inst.op.name();
-    if n.contains("f64") {
-        16
-    } else if n.contains("4x4") {
-        2
-    } else if n.contains("16x16") {
-        8
-    } else {
-        16
-    }
-}
-
 /// Registers and roles an instruction touches: `(unit, slot, reads, writes)`.
 fn accesses(inst: &Inst) -> Accesses {
     let mut out = Accesses::new();
@@ -338,7 +328,9 @@ struct Facts {
     m0_reader: bool,
     getset: bool,
     setreg: bool,
-    passes: u8,
+    /// The MFMA's kind on the target (`None`: not an MFMA).
+    kind: Option<MfmaKind>,
+    fma64: bool,
     dst_range: Option<(u16, u16)>,
     srcc_range: Option<std::ops::Range<usize>>,
     wide: Option<Vec<usize>>,
@@ -346,7 +338,7 @@ struct Facts {
 }
 
 impl Facts {
-    fn of(inst: &Inst) -> Facts {
+    fn of(inst: &Inst, target: Target) -> Facts {
         let mfma = is_mfma(inst);
         let name = inst.op.name();
         let mut dst_range = None;
@@ -394,7 +386,8 @@ impl Facts {
                 || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds),
             getset: name.starts_with("s_getreg") || name.starts_with("s_setreg"),
             setreg: is_salu(inst) && name.starts_with("s_setreg"),
-            passes: if mfma { mfma_passes(inst) } else { 0 },
+            kind: MfmaKind::of(inst.op, target),
+            fma64: mfma::is_fma_f64(inst.op),
             dst_range,
             srcc_range,
             wide: wide_store_data(inst),
@@ -453,7 +446,16 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
                 n = n.max(need(d.at(d.valu_vgpr[c]), 2));
             }
             if cdna && mfma {
-                n = n.max(need(d.at(d.valu_vgpr[c]), 2));
+                n = n.max(need(
+                    d.at(d.valu_vgpr[c]),
+                    mfma::VALU_WRITE_TO_MFMA_READ as u32,
+                ));
+            }
+            if target == Target::Gfx90a && mem && d.dgemm > d.valu_vgpr[c] {
+                n = n.max(need(
+                    d.at(d.valu_vgpr[c]),
+                    mfma::GFX90A_VALU_DGEMM_MEM_READ as u32,
+                ));
             }
             if gfx942 && f.readlane_vgpr {
                 n = n.max(need(d.at(d.valu_vgpr[c]), 1));
@@ -466,32 +468,38 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
             }
         }
         if cdna && d.at(d.mfma_write[c]) != FAR {
-            let p = d.mfma_write_passes[c] as u32;
-            if mfma && slot == Slot::Src2 && reads {
-                let same = srcc_range.as_ref().is_some_and(|r| {
-                    let (lo, len) = d.mfma_write_range[c];
-                    r.start == lo as usize && r.len() == len as usize
-                });
-                let req = if same {
-                    if gfx942 && p == 2 {
-                        2
-                    } else {
-                        0
-                    }
-                } else {
-                    p + 1
-                };
-                n = n.max(need(d.at(d.mfma_write[c]), req));
-            } else if (mfma && reads) || (valu && !mfma && (reads || writes)) || (mem && reads) {
-                // (An MFMA's own write of an MFMA result is ordered by the matrix pipeline; its
-                // reads are what the rules cover.)
-                n = n.max(need(d.at(d.mfma_write[c]), p + 3));
+            let producer = d.mfma_write_kind[c];
+            let req = match (f.kind, reads, writes) {
+                (Some(consumer), true, _) if slot == Slot::Src2 => {
+                    let exact = srcc_range.as_ref().is_some_and(|r| {
+                        let (lo, len) = d.mfma_write_range[c];
+                        r.start == lo as usize && r.len() == len as usize
+                    });
+                    mfma::mfma_srcc_after_mfma(producer, consumer, exact, target)
+                }
+                (Some(_), true, _) => mfma::mfma_srcab_after_mfma(producer, target),
+                // (An MFMA's own write of an MFMA result is ordered by the matrix pipeline.)
+                (Some(_), false, _) => 0,
+                (None, true, _) if mem => mfma::after_mfma_write(producer, Access::MemRead, target),
+                (None, true, _) if valu => {
+                    mfma::after_mfma_write(producer, Access::ValuRead, target)
+                }
+                (None, _, true) if valu || mem => {
+                    mfma::after_mfma_write(producer, Access::Write, target)
+                }
+                _ => 0,
+            };
+            n = n.max(need(d.at(d.mfma_write[c]), req as u32));
+            if f.kind.is_none() && reads && writes && (valu || mem) {
+                // Read and overwritten at once: the larger of the two.
+                let w = mfma::after_mfma_write(producer, Access::Write, target);
+                n = n.max(need(d.at(d.mfma_write[c]), w as u32));
             }
         }
         if writes {
-            if cdna && valu && !mfma && d.at(d.mfma_srcc[c]) != FAR {
-                let p = d.mfma_srcc_passes[c] as u32;
-                n = n.max(need(d.at(d.mfma_srcc[c]), p.saturating_sub(1)));
+            if cdna && (valu || mem) && !mfma && d.at(d.mfma_srcc[c]) != FAR {
+                let w = mfma::write_after_srcc_read(d.mfma_srcc_kind[c], target);
+                n = n.max(need(d.at(d.mfma_srcc[c]), w as u32));
             }
             let wide = if valu && gfx942 { 2 } else { 1 };
             n = n.max(need(d.at(d.wide_store[c]), wide));
@@ -507,7 +515,10 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
         n = n.max(need(d.at(d.valu_exec), 5));
     }
     if cdna && mfma {
-        n = n.max(need(d.at(d.cmpx_exec), 4));
+        n = n.max(need(d.at(d.valu_exec), mfma::VALU_EXEC_TO_MFMA as u32));
+    }
+    if cdna && f.fma64 {
+        n = n.max(need(d.at(d.dgemm), mfma::DGEMM_TO_FMA_F64 as u32));
     }
     if gfx942 && f.rw_lane_any {
         n = n.max(need(d.at(d.cmpx_exec), 4));
@@ -556,7 +567,7 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
     let valu = f.valu;
     let now = d.now;
     let mfma = f.mfma;
-    let passes = f.passes;
+    let kind = f.kind.unwrap_or_default();
     let dst_range = f.dst_range;
     for &(u, slot, reads, writes) in f.acc.iter() {
         let c = map[u] as usize;
@@ -579,7 +590,7 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
                 d.dstsel_vgpr[c] = if f.partial { now } else { NEVER };
                 if mfma {
                     d.mfma_write[c] = now;
-                    d.mfma_write_passes[c] = passes;
+                    d.mfma_write_kind[c] = kind;
                     d.mfma_write_range[c] = dst_range.unwrap_or((u16::MAX, 0));
                 } else {
                     d.mfma_write[c] = NEVER;
@@ -591,7 +602,7 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
         }
         if reads && mfma && slot == Slot::Src2 && u >= V_BASE {
             d.mfma_srcc[c] = now;
-            d.mfma_srcc_passes[c] = passes;
+            d.mfma_srcc_kind[c] = kind;
         }
     }
     // `v_cmpx` on the 32-bit encoding writes EXEC implicitly (not an operand in every form).
@@ -601,6 +612,9 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
     }
     if f.setreg {
         d.setreg = now;
+    }
+    if f.kind.is_some_and(|k| k.class == MfmaClass::Dgemm) {
+        d.dgemm = now;
     }
     if let Some(units) = &f.wide {
         for &u in units {
@@ -682,7 +696,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     let facts: Vec<Vec<Facts>> = f
         .blocks
         .iter()
-        .map(|b| b.insts.iter().map(Facts::of).collect())
+        .map(|b| b.insts.iter().map(|i| Facts::of(i, target)).collect())
         .collect();
     for b in &facts {
         for x in b {

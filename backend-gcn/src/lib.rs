@@ -11,6 +11,7 @@ pub mod isa;
 pub mod isel;
 pub mod llvm_oracle;
 pub mod machine;
+pub mod mfma_hazards;
 pub mod mir;
 pub mod mir_verify;
 pub mod peephole;

@@ -210,15 +210,21 @@ fn mfma_result_read_by_accvgpr_read_waits_by_pass_count() {
     let read = Inst::new(Opcode::VAccvgprReadB32, &[O::v(2), O::a(5)]);
     for t in [Target::Gfx90a, Target::Gfx942] {
         let mut f = one(t, vec![mfma(0), read.clone()]);
-        // 32x32: 16 passes, 19 wait states: s_nop 7, s_nop 7, s_nop 2.
-        assert_eq!(insert_wait_states(&mut f), 19, "{t}");
+        // 32x32x1f32: 16 passes; 19 wait states (gfx90a: P + 3), 18 on gfx942 where f32-input
+        // MFMAs are not XDL (P + 2).
+        let (n, last) = if t == Target::Gfx942 {
+            (18, "s_nop 1")
+        } else {
+            (19, "s_nop 2")
+        };
+        assert_eq!(insert_wait_states(&mut f), n, "{t}");
         assert_eq!(
             shape(&f)[0],
             strs(&[
                 "v_mfma_f32_32x32x1f32",
                 "s_nop 7",
                 "s_nop 7",
-                "s_nop 2",
+                last,
                 "v_accvgpr_read_b32"
             ])
             .into_iter()
@@ -233,6 +239,130 @@ fn mfma_result_read_by_accvgpr_read_waits_by_pass_count() {
         let mut f = one(t, vec![mfma(0), mfma(0)]);
         assert_eq!(insert_wait_states(&mut f), 0, "{t}");
     }
+}
+
+/// `v_mfma_f32_4x4x4f16 dst, v[0:1], v[2:3], srcc` (2 passes on both targets, XDL).
+fn mfma4(dst: Operand, srcc: Operand) -> Inst {
+    Inst::new(
+        Opcode::VMfmaF32_4x4x4F16,
+        &[dst, O::vr(0, 2), O::vr(2, 2), srcc],
+    )
+}
+
+/// `v_mfma_f32_32x32x8f16 dst, v[0:1], v[2:3], srcc` (gfx90a 16 passes, gfx942 8).
+fn mfma32(dst: Operand, srcc: Operand) -> Inst {
+    Inst::new(
+        Opcode::VMfmaF32_32x32x8F16,
+        &[dst, O::vr(0, 2), O::vr(2, 2), srcc],
+    )
+}
+
+/// Wait states inserted between the instructions of `insts` on `t`.
+fn waits(t: Target, insts: Vec<Inst>) -> u32 {
+    insert_wait_states(&mut one(t, insts))
+}
+
+/// Each MFMA rule of `mfma_hazards`, on both targets, with LLVM 19's numbers.
+#[test]
+fn mfma_rules_by_pair_and_target() {
+    let (a, c) = (Target::Gfx90a, Target::Gfx942);
+    let both = |insts: Vec<Inst>| (waits(a, insts.clone()), waits(c, insts));
+    // SrcC, the same registers: gfx942 2 (2 passes), gfx90a 0.
+    assert_eq!(
+        both(vec![
+            mfma4(O::vr(8, 4), O::vr(12, 4)),
+            mfma4(O::vr(8, 4), O::vr(8, 4))
+        ]),
+        (0, 2)
+    );
+    // SrcC, overlapping registers: gfx90a P = 2, gfx942 XDL P + 1 = 3.
+    assert_eq!(
+        both(vec![
+            mfma4(O::vr(8, 4), O::vr(12, 4)),
+            mfma4(O::vr(16, 4), O::vr(10, 4))
+        ]),
+        (2, 3)
+    );
+    // 32x32x8f16 into an overlapping SrcC: gfx90a 16, gfx942 9.
+    assert_eq!(
+        both(vec![
+            mfma32(O::ar(0, 16), O::ar(16, 16)),
+            mfma32(O::ar(32, 16), O::ar(8, 16))
+        ]),
+        (16, 9)
+    );
+    // SrcA/B: P + 3.
+    let ab = Inst::new(
+        Opcode::VMfmaF32_4x4x4F16,
+        &[O::vr(20, 4), O::vr(8, 2), O::vr(2, 2), O::vr(12, 4)],
+    );
+    assert_eq!(both(vec![mfma4(O::vr(8, 4), O::vr(12, 4)), ab]), (5, 5));
+    // A VALU reading the result: gfx90a 19, gfx942 11 (32x32x8f16).
+    let read = Inst::new(Opcode::VAccvgprReadB32, &[O::v(40), O::a(3)]);
+    assert_eq!(
+        both(vec![mfma32(O::ar(0, 16), O::InlineInt(0)), read]),
+        (19, 11)
+    );
+    // A VMEM store reading the result: 5 (2 passes).
+    let mut store = Inst::new(
+        Opcode::BufferStoreDword,
+        &[O::v(9), O::v(0), O::sr(8, 4), O::InlineInt(0)],
+    );
+    store.mods.offen = true;
+    assert_eq!(both(vec![mfma4(O::vr(8, 4), O::vr(12, 4)), store]), (5, 5));
+    // A VALU overwriting the result (WAW): 5.
+    assert_eq!(
+        both(vec![mfma4(O::vr(8, 4), O::vr(12, 4)), vadd(10, 0, 1)]),
+        (5, 5)
+    );
+    // A VALU overwriting what the MFMA reads as SrcC (WAR): P - 1 = gfx90a 15, gfx942 7.
+    let write = Inst::new(Opcode::VAccvgprWriteB32, &[O::a(20), O::v(0)]);
+    assert_eq!(
+        both(vec![mfma32(O::ar(0, 16), O::ar(16, 16)), write]),
+        (15, 7)
+    );
+    // v_accvgpr_write, then an MFMA reading it: 2.
+    let write = Inst::new(Opcode::VAccvgprWriteB32, &[O::a(17), O::v(0)]);
+    assert_eq!(both(vec![write, mfma4(O::ar(0, 4), O::ar(16, 4))]), (2, 2));
+    // A DGEMM, then v_fma_f64 (any registers): 2.
+    let dgemm = Inst::new(
+        Opcode::VMfmaF64_4x4x4F64,
+        &[O::vr(8, 2), O::vr(0, 2), O::vr(2, 2), O::vr(8, 2)],
+    );
+    let fma = Inst::new(
+        Opcode::VFmaF64,
+        &[O::vr(20, 2), O::vr(0, 2), O::vr(2, 2), O::vr(4, 2)],
+    );
+    assert_eq!(both(vec![dgemm.clone(), fma]), (2, 2));
+    // DGEMM 4x4 into the same SrcC: 4 on both.
+    assert_eq!(both(vec![dgemm.clone(), dgemm]), (4, 4));
+    // A 32x32x2f32 (non-XDL on gfx942) into an overlapping XDL SrcC: gfx942 0, gfx90a 16.
+    let f32mfma = Inst::new(
+        Opcode::VMfmaF32_32x32x2F32,
+        &[O::ar(0, 16), O::v(0), O::v(1), O::ar(16, 16)],
+    );
+    assert_eq!(
+        both(vec![f32mfma, mfma32(O::ar(32, 16), O::ar(8, 16))]),
+        (16, 0)
+    );
+    // A VALU writes EXEC (v_cmpx), then an MFMA: 4.
+    let cmpx = Inst::new(
+        Opcode::VCmpxEqU32,
+        &[O::Special(SpecialReg::Vcc), O::v(1), O::v(2)],
+    );
+    assert_eq!(both(vec![cmpx, mfma4(O::vr(8, 4), O::vr(12, 4))]), (4, 4));
+    // gfx90a: a VALU write, a DGEMM, then a VMEM read of the VALU's result: 2 from the write
+    // (1 more wait state); gfx942 has no such rule.
+    let dgemm = Inst::new(
+        Opcode::VMfmaF64_4x4x4F64,
+        &[O::vr(30, 2), O::vr(0, 2), O::vr(2, 2), O::InlineInt(0)],
+    );
+    let mut load = Inst::new(
+        Opcode::BufferLoadDword,
+        &[O::v(20), O::v(9), O::sr(8, 4), O::InlineInt(0)],
+    );
+    load.mods.offen = true;
+    assert_eq!(both(vec![vadd(9, 0, 1), dgemm, load]), (1, 0));
 }
 
 #[test]

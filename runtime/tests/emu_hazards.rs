@@ -16,6 +16,17 @@ const ALL: &[&str] = &["gfx942", "gfx90a", "gfx900"];
 /// Assembles `hazards/<name>.s` for `target` with a descriptor and metadata for `nargs` buffer
 /// arguments; `drop` removes every source line carrying that marker (`// WAIT`, `// BARRIER`).
 fn assemble(name: &str, target: &str, nargs: usize, drop: Option<&str>) -> Option<Vec<u8>> {
+    assemble_sized(name, target, nargs, drop, 8)
+}
+
+/// As [`assemble`], with `vgprs` VGPRs and (gfx90a/gfx942) as many AGPRs.
+fn assemble_sized(
+    name: &str,
+    target: &str,
+    nargs: usize,
+    drop: Option<&str>,
+    vgprs: usize,
+) -> Option<Vec<u8>> {
     let tools = require_all(&[Tool::Clang, Tool::Lld], "emu hazards")?;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hazards");
     let body = std::fs::read_to_string(dir.join(format!("{name}.s"))).unwrap();
@@ -24,21 +35,21 @@ fn assemble(name: &str, target: &str, nargs: usize, drop: Option<&str>) -> Optio
         .filter(|l| drop.is_none_or(|m| !l.contains(m)))
         .map(|l| format!("{l}\n"))
         .collect();
-    let accum = if target == "gfx900" {
-        ""
+    let (accum, total) = if target == "gfx900" {
+        (String::new(), vgprs)
     } else {
-        "  .amdhsa_accum_offset 8\n"
+        (format!("  .amdhsa_accum_offset {vgprs}\n"), 2 * vgprs)
     };
     let args: String = (0..nargs)
         .map(|i| format!("      - {{ .offset: {}, .size: 8, .value_kind: global_buffer, .address_space: global }}\n", 8 * i))
         .collect();
     let src = format!(
         "  .amdgcn_target \"amdgcn-amd-amdhsa--{target}\"\n{body}\n  .rodata\n  .p2align 6\n  .amdhsa_kernel {name}\n  \
-         .amdhsa_user_sgpr_kernarg_segment_ptr 1\n  .amdhsa_next_free_vgpr 8\n  .amdhsa_next_free_sgpr 16\n  \
+         .amdhsa_user_sgpr_kernarg_segment_ptr 1\n  .amdhsa_next_free_vgpr {total}\n  .amdhsa_next_free_sgpr 16\n  \
          .amdhsa_group_segment_fixed_size 512\n{accum}  .end_amdhsa_kernel\n  .amdgpu_metadata\n---\namdhsa.version: [ 1, 2 ]\n\
          amdhsa.kernels:\n  - .name: {name}\n    .symbol: {name}.kd\n    .kernarg_segment_size: {}\n    \
          .kernarg_segment_align: 8\n    .group_segment_fixed_size: 512\n    .private_segment_fixed_size: 0\n    \
-         .wavefront_size: 64\n    .sgpr_count: 16\n    .vgpr_count: 8\n    .max_flat_workgroup_size: 256\n    .args:\n{args}...\n  \
+         .wavefront_size: 64\n    .sgpr_count: 16\n    .vgpr_count: {total}\n    .max_flat_workgroup_size: 256\n    .args:\n{args}...\n  \
          .end_amdgpu_metadata\n",
         8 * nargs
     );
@@ -317,6 +328,66 @@ fn missing_wait_states_are_reported() {
                 ..RunConfig::default()
             };
             run_in_out(&bad, name, off).unwrap_or_else(|e| panic!("{name} {t} unchecked: {e}"));
+        }
+    }
+}
+
+/// MFMA wait states on gfx90a and gfx942 (`hazards/ws_mfma.s`): with every `s_nop` the kernel
+/// runs clean and correct; without one rule's `s_nop` the device reports that rule, naming the
+/// register, the MFMA and the missing `s_nop`. `(marker, register, detail, targets that need it)`:
+/// a target not listed needs no wait there and must run clean.
+#[test]
+fn missing_mfma_wait_states_are_reported() {
+    const CDNA: &[&str] = &["gfx942", "gfx90a"];
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        ("// NOP_A", "hazard: v5", "is read by an MFMA", CDNA),
+        (
+            "// NOP_B",
+            "hazard: v10",
+            "SrcC (overlapping registers)",
+            CDNA,
+        ),
+        (
+            "// NOP_C",
+            "hazard: v8",
+            "SrcC (the same registers)",
+            &["gfx942"],
+        ),
+        ("// NOP_D", "hazard: v16", "read as SrcA/B", CDNA),
+        ("// NOP_E", "hazard: a0", "it is read too early", CDNA),
+        ("// NOP_F", "hazard: a18", "is read by an MFMA", CDNA),
+        ("// NOP_G", "hazard: a16", "(WAR)", CDNA),
+        ("// NOP_H", "hazard: v20", "(WAW)", CDNA),
+        ("// NOP_I", "hazard: v24", "it is read too early", CDNA),
+        ("// NOP_J", "hazard: exec_lo", "masks an MFMA", CDNA),
+    ];
+    let want: Vec<u32> = (0..128).map(|i| i * 10 + 4).collect();
+    for &t in CDNA {
+        let Some(good) = assemble_sized("ws_mfma", t, 2, None, 32) else {
+            return;
+        };
+        let out = run_in_out(&good, "ws_mfma", RunConfig::default())
+            .unwrap_or_else(|e| panic!("ws_mfma {t} with its s_nops: {e}"));
+        assert_eq!(out, want, "ws_mfma {t}");
+        for (marker, register, detail, needs) in cases {
+            let bad = assemble_sized("ws_mfma", t, 2, Some(marker), 32).unwrap();
+            let run = run_in_out(&bad, "ws_mfma", RunConfig::default());
+            if !needs.contains(&t) {
+                assert_eq!(run.unwrap(), want, "{marker} {t}: no wait needed");
+                continue;
+            }
+            let e = run.expect_err(&format!("{marker} {t}: missing s_nop not reported"));
+            eprintln!("{marker} {t}: {e}");
+            expect_hazard(
+                e,
+                &[
+                    register,
+                    detail,
+                    "wait-state rule",
+                    "missing `s_nop",
+                    "wave 0",
+                ],
+            );
         }
     }
 }
