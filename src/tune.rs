@@ -128,6 +128,34 @@ impl Job<'static> {
     }
 }
 
+impl Job<'static> {
+    /// A job for a kernel `kjit::kernel_files::resolve_kernel` found: a library kernel with its
+    /// declared parameters, or an IR file's kernel (occupancy only, checked against the IR
+    /// interpreter).
+    pub fn from_resolved(
+        kernel: crate::kernel_files::ResolvedKernel,
+        n: usize,
+        seed: u64,
+    ) -> Job<'static> {
+        if let Some(spec) = kernel.spec {
+            return Job::from_library(spec, n, seed);
+        }
+        let kernel = std::sync::Arc::new(kernel);
+        let (k1, k2, k3) = (kernel.clone(), kernel.clone(), kernel);
+        Job {
+            name: k1.name().to_string(),
+            n,
+            params: Vec::new(),
+            build: Box::new(move |_| Ok(k1.func.clone())),
+            case: Box::new(move |_| k2.case(n, seed)),
+            check: Box::new(move |c, args| {
+                let want = k3.reference(c)?;
+                kjit_kernels::check(c, args, &want, k3.tolerance()).map_err(|m| m.to_string())
+            }),
+        }
+    }
+}
+
 impl Job<'_> {
     /// The default parameter values.
     pub fn defaults(&self) -> Vec<u32> {

@@ -70,6 +70,23 @@ fn written_files_are_what_the_cli_makes_of_the_ir_file() {
         out.contains("PASS my_tanh against the IR interpreter"),
         "{out}"
     );
+
+    // Tune: every occupancy level, checked against the IR interpreter, cached in a scratch dir.
+    let cache = dir.join("cache");
+    let (ok, out, err) = kjit_env(
+        &["tune", ir, "-n", "2048", "--target", "gfx90a", "--json"],
+        &[("KJIT_CACHE_DIR", cache.to_str().unwrap())],
+    );
+    assert!(ok, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let candidates = v["candidates"].as_array().unwrap();
+    assert_eq!(
+        candidates.len(),
+        9,
+        "gfx90a has 8 occupancy levels plus the default"
+    );
+    assert!(candidates.iter().all(|c| c["correct"] == true), "{out}");
+    assert!(v["best"]["cycles"].as_u64().unwrap() > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -12,8 +12,6 @@ use anyhow::{anyhow, bail, Result};
 use kjit::tune::{cache, plot_svg, table, tune, Job, Space, TuneOptions, TuneResult};
 use kjit_backend_gcn::Target;
 
-use super::kernels::find_kernel;
-
 /// Arguments of `kjit tune`.
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
@@ -51,8 +49,8 @@ pub struct TuneArgs {
 /// Runs `kjit tune`.
 pub fn run(args: &TuneArgs) -> Result<()> {
     let start = Instant::now();
-    let spec = find_kernel(&args.kernel)?;
-    let n = args.n.unwrap_or(spec.default_n);
+    let kernel = super::kernels::resolve(&args.kernel)?;
+    let n = args.n.unwrap_or(kernel.default_n());
     if n == 0 {
         bail!("-n must be at least 1");
     }
@@ -72,9 +70,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     }
     opts.space = args.space;
     opts.optimize = !args.no_opt;
-    let job = Job::from_library(spec, n, args.seed);
+    let job = Job::from_resolved(kernel, n, args.seed);
     let path = cache::path(
-        spec.name,
+        &job.name,
         job.ir_hash()?,
         args.target,
         &opts.model,
@@ -98,7 +96,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len}")
                     .map_err(|e| anyhow!("{e}"))?,
             );
-            bar.set_message(format!("tuning {}", spec.name));
+            bar.set_message(format!("tuning {}", job.name));
             let r = tune(&job, &opts, &mut |done, total| {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
