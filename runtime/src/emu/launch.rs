@@ -305,8 +305,8 @@ fn run_timed(
     let batch = (model.cus as u64 * 16).max(1024);
     // Traces of retired workgroups, reused by the producer.
     let pool: Mutex<Vec<GroupTrace>> = Mutex::new(Vec::new());
-    let produce = |from: u64| -> Result<(Vec<GroupTrace>, Counters), (u64, EmuError)> {
-        let to = (from + batch).min(total);
+    let produce = |from: u64, size: u64| -> Result<(Vec<GroupTrace>, Counters), (u64, EmuError)> {
+        let to = (from + size).min(total);
         let results: Vec<Result<(GroupTrace, Counters), (u64, EmuError)>> = (from..to)
             .into_par_iter()
             .map_init(WorkgroupScratch::default, |scratch, id| {
@@ -354,7 +354,8 @@ fn run_timed(
     };
     let mut counters = Counters::default();
     let mut sim_seconds = 0.0;
-    let mut next = produce(0);
+    // A small first batch lets the replay start early; it then overlaps with the rest.
+    let mut next = produce(0, (model.cus as u64 * 2).min(batch));
     let recycle = |sim: &mut DeviceSim| {
         pool.lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -372,7 +373,7 @@ fn run_timed(
         }
         // Produce the next batch while the model replays this one.
         let (n, _) = rayon::join(
-            || produce(from),
+            || produce(from, batch),
             || {
                 let t = std::time::Instant::now();
                 sim.run();

@@ -16,6 +16,11 @@ use super::memory::MemorySystem;
 use super::report::{HotInst, StallCause, Stalls, TimingReport};
 use super::trace::{GroupTrace, GRANULE};
 
+/// Cycles one CU may run ahead of the earliest pending event before the replay moves on: the
+/// shared queues (L2, MALL, DRAM) may then see two CUs' requests up to this far out of cycle
+/// order. A host-speed trade (the CU's state stays in cache); 0 would be strict cycle order.
+const RUN_AHEAD: u64 = 32;
+
 /// The CUs' next wake-up cycles in a tournament tree: the earliest (ties: the lowest CU) is
 /// at the root, and changing one CU's time costs log2(CUs) comparisons.
 struct WakeTree {
@@ -181,12 +186,23 @@ impl<'f> DeviceSim<'f> {
             if t >= NEVER {
                 return true;
             }
-            self.cus[cu as usize].next_wake = NEVER;
-            self.turns += 1;
-            self.turn(cu as usize, t);
-            // The turn scheduled the CU's next wake-up, if it has one.
-            if self.cus[cu as usize].next_wake == NEVER {
-                self.wakes.set(cu as usize, NEVER);
+            let c = cu as usize;
+            let mut now = t;
+            loop {
+                self.cus[c].next_wake = NEVER;
+                self.turns += 1;
+                self.turn(c, now);
+                // Stay on this CU while its next turn is within the look-ahead window (its state
+                // is in the host's cache); other CUs catch up when it leaves.
+                let next = self.cus[c].next_wake;
+                if next >= t + RUN_AHEAD || self.dispatch_stalled.is_some() {
+                    break;
+                }
+                now = next;
+            }
+            // The turns scheduled the CU's next wake-up, if it has one.
+            if self.cus[c].next_wake == NEVER {
+                self.wakes.set(c, NEVER);
             }
         }
     }
