@@ -139,7 +139,7 @@ fn too_little_dynamic_lds_fails_clearly() {
     let x = input(256);
     let e = on_interpreter(&func, &x, 128, 128 * 4 - 4).unwrap_err();
     assert!(
-        matches!(&e, InterpError::Fault { message, .. } if message.contains("LDS store") && message.contains("127 elements")),
+        matches!(&e, InterpError::Fault { message, .. } if message.contains("LDS store") && message.contains("127 elements (508 bytes of dynamic LDS at launch)")),
         "{e}"
     );
     let e = on_interpreter(&func, &x, 128, 0).unwrap_err();

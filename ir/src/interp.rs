@@ -18,7 +18,7 @@
 //! - Global memory: out-of-range loads give 0, out-of-range stores and atomics do nothing.
 
 use crate::cfg::{ControlFlowGraph, PostDominatorTree};
-use crate::entities::{Block, Inst, Value};
+use crate::entities::{Block, Inst, LdsArray, Value};
 use crate::function::Function;
 use crate::instructions::{InstData, Mem, SpecialReg};
 use crate::semantics::*;
@@ -527,6 +527,29 @@ impl Ctx<'_> {
         }
     }
 
+    /// An LDS access past the end of array `a` (of `len` elements; for the dynamic array, as
+    /// many as the launch's dynamic LDS bytes hold).
+    fn lds_range_fault(
+        &self,
+        inst: Inst,
+        what: &str,
+        a: LdsArray,
+        e: usize,
+        len: usize,
+    ) -> InterpError {
+        let dynamic = match self.func.lds[a].dynamic {
+            true => format!(
+                " ({} bytes of dynamic LDS at launch)",
+                self.launch.dynamic_lds
+            ),
+            false => String::new(),
+        };
+        self.fault(
+            inst,
+            format!("LDS {what} {a}[{e}], which has {len} elements{dynamic}"),
+        )
+    }
+
     fn run_wave(
         &mut self,
         wave: &mut Wave,
@@ -748,12 +771,12 @@ impl Ctx<'_> {
                             Mem::Lds(a) => {
                                 let ai = a.index();
                                 if e >= lds.data[ai].len() {
-                                    return Err(self.fault(
+                                    return Err(self.lds_range_fault(
                                         inst,
-                                        format!(
-                                            "LDS load from {a}[{e}], which has {} elements",
-                                            lds.data[ai].len()
-                                        ),
+                                        "load from",
+                                        *a,
+                                        e,
+                                        lds.data[ai].len(),
                                     ));
                                 }
                                 if !lds.init[ai][e] {
@@ -792,12 +815,12 @@ impl Ctx<'_> {
                             Mem::Lds(a) => {
                                 let ai = a.index();
                                 if e >= lds.data[ai].len() {
-                                    return Err(self.fault(
+                                    return Err(self.lds_range_fault(
                                         inst,
-                                        format!(
-                                            "LDS store to {a}[{e}], which has {} elements",
-                                            lds.data[ai].len()
-                                        ),
+                                        "store to",
+                                        *a,
+                                        e,
+                                        lds.data[ai].len(),
                                     ));
                                 }
                                 lds.data[ai][e] = bits;
@@ -833,12 +856,12 @@ impl Ctx<'_> {
                         Mem::Lds(a) => {
                             let ai = a.index();
                             if e >= lds.data[ai].len() {
-                                return Err(self.fault(
+                                return Err(self.lds_range_fault(
                                     inst,
-                                    format!(
-                                        "LDS atomic on {a}[{e}], which has {} elements",
-                                        lds.data[ai].len()
-                                    ),
+                                    "atomic on",
+                                    *a,
+                                    e,
+                                    lds.data[ai].len(),
                                 ));
                             }
                             if !lds.init[ai][e] {
