@@ -27,18 +27,7 @@ fn dyn_reduce() -> Function {
     k.if_(lid.eq(0u32), || k.store(&tag, k.lit(2u32), gid));
     k.store(&tile, lid, k.load(&x, k.global_id(Dim::X)));
     k.barrier();
-    let s = k.var_named("s", k.group_size(Dim::X) >> 1u32);
-    k.while_(
-        || s.get().gt(0u32),
-        || {
-            k.if_(lid.lt(s.get()), || {
-                let v = k.load(&tile, lid) + k.load(&tile, lid + s.get());
-                k.store(&tile, lid, v);
-            });
-            k.barrier();
-            s.set(s.get() >> 1u32);
-        },
-    );
+    kjit::kernels::reduce::tree_sum(&k, &tile, lid, k.group_size(Dim::X) >> 1u32);
     k.if_(lid.eq(0u32), || {
         k.store(
             &partial,
