@@ -524,7 +524,8 @@ impl Launch<'_, '_> {
         self
     }
 
-    /// LDS bytes on top of the kernel's own, for the launch.
+    /// LDS bytes on top of the kernel's own, for the launch: the size of the kernel's dynamic
+    /// LDS array (`KernelBuilder::dynamic_lds`), which starts where the static arrays end.
     pub fn dynamic_lds(mut self, bytes: u32) -> Self {
         self.dims.dynamic_lds = bytes;
         self

@@ -167,6 +167,7 @@ impl ResolvedKernel {
             launch: interp::LaunchDims {
                 grid: dims.grid,
                 block: dims.block,
+                dynamic_lds: 0,
             },
             outputs,
         }

@@ -188,6 +188,7 @@ fn a_wave_that_returns_does_not_hold_back_a_barrier() {
         launch: LaunchDims {
             grid: [2, 1, 1],
             block: [100, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![1],
     };

@@ -92,6 +92,7 @@ fn uniform_loads_of_a_read_only_buffer_go_through_the_scalar_cache() {
                 launch: LaunchDims {
                     grid: [1, 1, 1],
                     block: [64, 1, 1],
+                    dynamic_lds: 0,
                 },
                 outputs: vec![1],
             };

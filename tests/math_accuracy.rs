@@ -185,6 +185,7 @@ fn run_interpreter(func: &Function, n: usize, args: &mut [Arg]) {
     let launch = interp::LaunchDims {
         grid: dims.grid,
         block: dims.block,
+        dynamic_lds: 0,
     };
     interp::run(func, &launch, args).expect("interpreter runs");
 }

@@ -609,6 +609,7 @@ fn random_case(seed: u64) -> Case {
         launch: LaunchDims {
             grid: [groups, 1, 1],
             block: [block, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![2, 3, 4, 5, 6],
     }

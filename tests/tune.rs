@@ -36,6 +36,7 @@ fn job() -> Job<'static> {
             launch: LaunchDims {
                 grid: [4, 1, 1],
                 block: [64, 1, 1],
+                dynamic_lds: 0,
             },
             outputs: vec![1],
         }),

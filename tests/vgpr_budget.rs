@@ -51,6 +51,7 @@ fn case(n: usize) -> Case {
         launch: LaunchDims {
             grid: [(n as u32).div_ceil(64), 1, 1],
             block: [64, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![1],
     }

@@ -319,32 +319,51 @@ impl KernelBuilder {
         g.func.append_block_param(entry, ty)
     }
 
+    /// Declares an LDS array of `len` elements, or the dynamic one when `len` is `None`.
     pub(crate) fn add_lds(
         &self,
         name: &str,
         elem: ElemType,
-        len: u32,
+        len: Option<u32>,
         site: Site,
     ) -> Option<LdsArray> {
         let mut g = self.inner.borrow_mut();
+        let call = if len.is_some() { "lds" } else { "dynamic_lds" };
         if !valid_name(name) {
             g.error(
-                "lds",
+                call,
                 site,
                 format!("`{name}` is not a valid LDS array name"),
             );
         } else if !g.names.insert(name.to_string()) {
-            g.error("lds", site, format!("the name `{name}` is already used"));
+            g.error(call, site, format!("the name `{name}` is already used"));
         }
+        let Some(len) = len else {
+            if let Some(a) = g.func.dynamic_lds() {
+                let other = g.func.lds[a].name.clone();
+                g.error(
+                    call,
+                    site,
+                    format!("`{name}`: the kernel already has a dynamic LDS array (`{other}`); at most one is allowed"),
+                );
+                return None;
+            }
+            return Some(g.func.lds.push(LdsDecl {
+                name: name.to_string(),
+                elem,
+                len: 0,
+                dynamic: true,
+            }));
+        };
         if len == 0 {
-            g.error("lds", site, format!("LDS array `{name}` has no elements"));
+            g.error(call, site, format!("LDS array `{name}` has no elements"));
             return None;
         }
         let bytes = len as u64 * elem.bytes() as u64;
         let total = g.func.lds_bytes() + bytes;
         if total > kjit_ir::function::MAX_LDS_BYTES {
             g.error(
-                "lds",
+                call,
                 site,
                 format!(
                     "LDS array `{name}` ({bytes} bytes) brings the kernel to {total} bytes of LDS; at most {} fit",
@@ -357,6 +376,7 @@ impl KernelBuilder {
             name: name.to_string(),
             elem,
             len,
+            dynamic: false,
         }))
     }
 

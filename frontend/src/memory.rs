@@ -19,7 +19,8 @@ pub struct Buffer<'k, T> {
     _t: PhantomData<T>,
 }
 
-/// A workgroup-memory array of `T`s with a static size.
+/// A workgroup-memory array of `T`s, with a static size or sized at launch
+/// ([`KernelBuilder::dynamic_lds`]).
 pub struct Lds<'k, T> {
     k: &'k KernelBuilder,
     a: Option<LdsArray>,
@@ -75,12 +76,13 @@ impl<'k, T: Num> Buffer<'k, T> {
 }
 
 impl<'k, T: Num> Lds<'k, T> {
-    /// Whether the array has no elements (only when its declaration failed).
+    /// Whether the array has no static elements (when its declaration failed, or it is the
+    /// dynamic array).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// The number of elements.
+    /// The static number of elements (0 for the dynamic array, whose size is the launch's).
     pub fn len(&self) -> u32 {
         match self.a {
             Some(a) => self.k.inner.borrow().func.lds[a].len,
@@ -128,7 +130,22 @@ impl KernelBuilder {
     /// in 64 KiB.
     #[track_caller]
     pub fn lds<T: Num>(&self, name: &str, len: u32) -> Lds<'_, T> {
-        let a = self.add_lds(name, T::ELEM, len, Location::caller());
+        let a = self.add_lds(name, T::ELEM, Some(len), Location::caller());
+        Lds {
+            k: self,
+            a,
+            name: name.to_string(),
+            _t: PhantomData,
+        }
+    }
+
+    /// The kernel's one dynamic workgroup-memory array: placed after all static arrays, its
+    /// size is the launch's dynamic LDS bytes (`Launch::dynamic_lds` in `kjit`). Indexed like
+    /// [`lds`](Self::lds) arrays; an index past the launch's size is the device's (or the
+    /// interpreter's) out-of-range LDS error. [`Lds::len`] is 0 for it.
+    #[track_caller]
+    pub fn dynamic_lds<T: Num>(&self, name: &str) -> Lds<'_, T> {
+        let a = self.add_lds(name, T::ELEM, None, Location::caller());
         Lds {
             k: self,
             a,

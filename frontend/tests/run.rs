@@ -8,6 +8,7 @@ fn launch(groups: u32, block: u32) -> LaunchDims {
     LaunchDims {
         grid: [groups, 1, 1],
         block: [block, 1, 1],
+        dynamic_lds: 0,
     }
 }
 

@@ -198,6 +198,16 @@ impl<'f> FuncCursor<'f> {
             name: name.to_string(),
             elem,
             len,
+            dynamic: false,
+        })
+    }
+    /// Declares the dynamic LDS array (sized by the launch).
+    pub fn declare_dynamic_lds(&mut self, name: &str, elem: ElemType) -> LdsArray {
+        self.func.lds.push(LdsDecl {
+            name: name.to_string(),
+            elem,
+            len: 0,
+            dynamic: true,
         })
     }
 }

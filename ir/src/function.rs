@@ -20,19 +20,22 @@ pub struct Param {
     pub ty: Type,
 }
 
-/// A workgroup-memory array with a static size.
+/// A workgroup-memory array: a static size, or (at most one per kernel) dynamic, sized by the
+/// launch's dynamic LDS bytes and placed after all static arrays.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LdsDecl {
     /// Name, unique within the kernel.
     pub name: String,
     /// Element type.
     pub elem: ElemType,
-    /// Number of elements.
+    /// Number of elements; 0 for the dynamic array.
     pub len: u32,
+    /// Sized at launch (`lds name: T[dynamic]`) rather than by `len`.
+    pub dynamic: bool,
 }
 
 impl LdsDecl {
-    /// Size in bytes.
+    /// Static size in bytes (0 for the dynamic array).
     pub fn bytes(&self) -> u64 {
         self.len as u64 * self.elem.bytes() as u64
     }
@@ -191,9 +194,14 @@ impl Function {
             .sum()
     }
 
-    /// Total LDS bytes declared.
+    /// Total static LDS bytes declared (the dynamic array counts 0).
     pub fn lds_bytes(&self) -> u64 {
         self.lds.values().map(|d| d.bytes()).sum()
+    }
+
+    /// The dynamic LDS array, if the kernel declares one.
+    pub fn dynamic_lds(&self) -> Option<LdsArray> {
+        self.lds.iter().find(|(_, d)| d.dynamic).map(|(a, _)| a)
     }
 
     /// Replaces every use of each value by `map(value)` in all instructions of the layout.

@@ -18,7 +18,7 @@
 //! - Global memory: out-of-range loads give 0, out-of-range stores and atomics do nothing.
 
 use crate::cfg::{ControlFlowGraph, PostDominatorTree};
-use crate::entities::{Block, Inst, Value};
+use crate::entities::{Block, Inst, LdsArray, Value};
 use crate::function::Function;
 use crate::instructions::{InstData, Mem, SpecialReg};
 use crate::semantics::*;
@@ -220,13 +220,16 @@ impl Arg {
     }
 }
 
-/// The shape of a launch: workgroups per dimension and work-items per workgroup.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The shape of a launch: workgroups per dimension, work-items per workgroup, and the bytes of
+/// the dynamic LDS array.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaunchDims {
     /// Workgroups in x, y, z.
     pub grid: [u32; 3],
     /// Work-items per workgroup in x, y, z.
     pub block: [u32; 3],
+    /// Bytes of the kernel's dynamic LDS array (its elements: `dynamic_lds / element size`).
+    pub dynamic_lds: u32,
 }
 
 /// Most work-items a workgroup may have (as on gfx9).
@@ -358,6 +361,15 @@ pub fn run_with(
             launch.block
         )));
     }
+    let lds_total = func.lds_bytes() + launch.dynamic_lds as u64;
+    if lds_total > crate::function::MAX_LDS_BYTES {
+        return Err(InterpError::BadLaunch(format!(
+            "{} static + {} dynamic bytes of LDS; at most {} fit",
+            func.lds_bytes(),
+            launch.dynamic_lds,
+            crate::function::MAX_LDS_BYTES
+        )));
+    }
     let cfg = ControlFlowGraph::new(func);
     let pdt = PostDominatorTree::new(func, &cfg);
     let mut ctx = Ctx {
@@ -375,6 +387,14 @@ pub fn run_with(
     let entry = func
         .entry()
         .ok_or_else(|| InterpError::Invalid("no entry block".into()))?;
+    let lds_lens: Vec<usize> = func
+        .lds
+        .values()
+        .map(|d| match d.dynamic {
+            true => (launch.dynamic_lds / d.elem.bytes()) as usize,
+            false => d.len as usize,
+        })
+        .collect();
     let [bx, by, _] = launch.block;
     for gz in 0..launch.grid[2] {
         for gy in 0..launch.grid[1] {
@@ -382,16 +402,8 @@ pub fn run_with(
                 ctx.wg = [gx, gy, gz];
                 ctx.stats.workgroups += 1;
                 let mut lds = Lds {
-                    data: func
-                        .lds
-                        .values()
-                        .map(|d| vec![0u64; d.len as usize])
-                        .collect(),
-                    init: func
-                        .lds
-                        .values()
-                        .map(|d| vec![false; d.len as usize])
-                        .collect(),
+                    data: lds_lens.iter().map(|&n| vec![0u64; n]).collect(),
+                    init: lds_lens.iter().map(|&n| vec![false; n]).collect(),
                 };
                 let mut waves: Vec<Wave> = (0..nwaves)
                     .map(|w| {
@@ -513,6 +525,29 @@ impl Ctx<'_> {
             inst,
             message,
         }
+    }
+
+    /// An LDS access past the end of array `a` (of `len` elements; for the dynamic array, as
+    /// many as the launch's dynamic LDS bytes hold).
+    fn lds_range_fault(
+        &self,
+        inst: Inst,
+        what: &str,
+        a: LdsArray,
+        e: usize,
+        len: usize,
+    ) -> InterpError {
+        let dynamic = match self.func.lds[a].dynamic {
+            true => format!(
+                " ({} bytes of dynamic LDS at launch)",
+                self.launch.dynamic_lds
+            ),
+            false => String::new(),
+        };
+        self.fault(
+            inst,
+            format!("LDS {what} {a}[{e}], which has {len} elements{dynamic}"),
+        )
     }
 
     fn run_wave(
@@ -736,12 +771,12 @@ impl Ctx<'_> {
                             Mem::Lds(a) => {
                                 let ai = a.index();
                                 if e >= lds.data[ai].len() {
-                                    return Err(self.fault(
+                                    return Err(self.lds_range_fault(
                                         inst,
-                                        format!(
-                                            "LDS load from {a}[{e}], which has {} elements",
-                                            lds.data[ai].len()
-                                        ),
+                                        "load from",
+                                        *a,
+                                        e,
+                                        lds.data[ai].len(),
                                     ));
                                 }
                                 if !lds.init[ai][e] {
@@ -780,12 +815,12 @@ impl Ctx<'_> {
                             Mem::Lds(a) => {
                                 let ai = a.index();
                                 if e >= lds.data[ai].len() {
-                                    return Err(self.fault(
+                                    return Err(self.lds_range_fault(
                                         inst,
-                                        format!(
-                                            "LDS store to {a}[{e}], which has {} elements",
-                                            lds.data[ai].len()
-                                        ),
+                                        "store to",
+                                        *a,
+                                        e,
+                                        lds.data[ai].len(),
                                     ));
                                 }
                                 lds.data[ai][e] = bits;
@@ -821,12 +856,12 @@ impl Ctx<'_> {
                         Mem::Lds(a) => {
                             let ai = a.index();
                             if e >= lds.data[ai].len() {
-                                return Err(self.fault(
+                                return Err(self.lds_range_fault(
                                     inst,
-                                    format!(
-                                        "LDS atomic on {a}[{e}], which has {} elements",
-                                        lds.data[ai].len()
-                                    ),
+                                    "atomic on",
+                                    *a,
+                                    e,
+                                    lds.data[ai].len(),
                                 ));
                             }
                             if !lds.init[ai][e] {

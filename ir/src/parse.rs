@@ -588,11 +588,21 @@ pub fn parse_function(text: &str) -> Result<Function, ParseError> {
                 l.expect(':')?;
                 let elem: ElemType = l.ty()?.elem().ok_or("LDS elements are numbers")?;
                 l.expect('[')?;
-                let len =
-                    u32::try_from(l.number()?).map_err(|_| "LDS array too large".to_string())?;
+                let dynamic = matches!(l.peek(), Some(Tok::Ident(s)) if s == "dynamic");
+                let len = if dynamic {
+                    l.pos += 1;
+                    0
+                } else {
+                    u32::try_from(l.number()?).map_err(|_| "LDS array too large".to_string())?
+                };
                 l.expect(']')?;
                 l.done()?;
-                p.func.lds.push(LdsDecl { name, elem, len });
+                p.func.lds.push(LdsDecl {
+                    name,
+                    elem,
+                    len,
+                    dynamic,
+                });
                 return Ok(());
             }
             if let Some(k) = entity_number(&first, "block") {

@@ -114,7 +114,13 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
     }
     let mut lds_names = HashSet::new();
     for d in func.lds.values() {
-        if d.len == 0 {
+        if d.dynamic && d.len != 0 {
+            err!(
+                Location::Function,
+                format!("dynamic LDS array {} has a static length", d.name)
+            );
+        }
+        if !d.dynamic && d.len == 0 {
             err!(
                 Location::Function,
                 format!("LDS array {} has no elements", d.name)
@@ -126,6 +132,22 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
                 format!("LDS array name {} is used twice", d.name)
             );
         }
+    }
+    let dynamic: Vec<&str> = func
+        .lds
+        .values()
+        .filter(|d| d.dynamic)
+        .map(|d| d.name.as_str())
+        .collect();
+    if dynamic.len() > 1 {
+        err!(
+            Location::Function,
+            format!(
+                "{} dynamic LDS arrays ({}); at most one is allowed",
+                dynamic.len(),
+                dynamic.join(", ")
+            )
+        );
     }
     if func.lds_bytes() > MAX_LDS_BYTES {
         err!(

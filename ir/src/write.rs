@@ -201,7 +201,11 @@ pub fn function_to_string(func: &Function) -> String {
     }
     w.push_str(" {\n");
     for (a, d) in func.lds.iter() {
-        let _ = writeln!(w, "    {a} = lds {}: {}[{}]", d.name, d.elem, d.len);
+        if d.dynamic {
+            let _ = writeln!(w, "    {a} = lds {}: {}[dynamic]", d.name, d.elem);
+        } else {
+            let _ = writeln!(w, "    {a} = lds {}: {}[{}]", d.name, d.elem, d.len);
+        }
     }
     for &b in &func.layout {
         write_block_header(&mut w, func, b);

@@ -18,6 +18,7 @@ fn one_wave() -> LaunchDims {
     LaunchDims {
         grid: [1, 1, 1],
         block: [64, 1, 1],
+        dynamic_lds: 0,
     }
 }
 
@@ -194,6 +195,7 @@ block0(v0: buf_mut<u32>):
     let launch = LaunchDims {
         grid: [1, 1, 1],
         block: [128, 1, 1],
+        dynamic_lds: 0,
     };
     let stats = run_text(text, launch, &mut args).unwrap();
     assert_eq!(stats.barriers, 1);
@@ -268,6 +270,7 @@ block0(v0: f32, v1: buf_mut<u32>):
     let big = LaunchDims {
         grid: [1, 1, 1],
         block: [1025, 1, 1],
+        dynamic_lds: 0,
     };
     let e = run_text(
         text,
@@ -333,6 +336,7 @@ block0(v0: buf_mut<u32>):
     let launch = LaunchDims {
         grid: [3, 2, 1],
         block: [5, 7, 1],
+        dynamic_lds: 0,
     };
     let mut args = vec![Arg::Buffer(BufferData::U32(vec![u32::MAX; 15 * 14]))];
     let stats = run_text(text, launch, &mut args).unwrap();

@@ -308,6 +308,7 @@ fn check_program(f: &Function, a: Vec<Arg>, tol: Option<f32>) -> Result<(), Test
     let launch = LaunchDims {
         grid: [1, 1, 1],
         block: [64, 1, 1],
+        dynamic_lds: 0,
     };
     let mut before = a.clone();
     let mut after = a;

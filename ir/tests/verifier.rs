@@ -174,6 +174,7 @@ fn lds_over_the_limit_is_rejected() {
         name: "big".into(),
         elem: ElemType::F32,
         len: 16 * 1024 + 1,
+        dynamic: false,
     });
     let e = verify(&f).unwrap_err().to_string();
     assert!(e.contains("65540 bytes"), "{e}");

@@ -103,6 +103,7 @@ fn make_tuned(p: &[u32], n: usize, seed: u64) -> Case {
         launch: LaunchDims {
             grid: [groups(n, block), 1, 1],
             block: [block, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![2],
     }

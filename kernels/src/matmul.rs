@@ -78,6 +78,7 @@ fn make(size: usize, seed: u64) -> Case {
         launch: LaunchDims {
             grid: [groups(n as usize, TILE), groups(m as usize, TILE), 1],
             block: [TILE, TILE, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![2],
     }

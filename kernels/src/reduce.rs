@@ -1,7 +1,7 @@
 //! LDS tree reduction: each workgroup sums its slice of the input.
 
 use crate::*;
-use kjit_frontend::{Dim, KernelBuilder};
+use kjit_frontend::{Dim, KernelBuilder, Lds, Val};
 use kjit_ir::ElemType;
 
 /// Work-items per workgroup (a power of two).
@@ -17,22 +17,34 @@ pub fn build() -> BuildResult {
     let lid = k.local_id(Dim::X);
     k.store(&tile, lid, k.load(&x, k.global_id(Dim::X)));
     k.barrier();
-    let s = k.var_named("s", k.lit(BLOCK / 2));
+    tree_sum(&k, &tile, lid, k.lit(BLOCK / 2));
+    k.if_(lid.eq(k.lit(0u32)), || {
+        k.store(&partial, k.group_id(Dim::X), k.load(&tile, k.lit(0u32)));
+    });
+    k.finish()
+}
+
+/// Sums `tile[0 .. 2*half]` into `tile[0]` (`half` a power of two, uniform): halves the active
+/// work-items each step, with a barrier after each. `tile` must be written and a barrier passed
+/// before the call; `lid` is the work-item's index in the workgroup.
+pub fn tree_sum<'k>(
+    k: &'k KernelBuilder,
+    tile: &Lds<'k, f32>,
+    lid: Val<'k, u32>,
+    half: Val<'k, u32>,
+) {
+    let s = k.var_named("s", half);
     k.while_(
         || s.get().gt(k.lit(0u32)),
         || {
             k.if_(lid.lt(s.get()), || {
-                let v = k.load(&tile, lid) + k.load(&tile, lid + s.get());
-                k.store(&tile, lid, v);
+                let v = k.load(tile, lid) + k.load(tile, lid + s.get());
+                k.store(tile, lid, v);
             });
             k.barrier();
             s.set(s.get() >> 1u32);
         },
     );
-    k.if_(lid.eq(k.lit(0u32)), || {
-        k.store(&partial, k.group_id(Dim::X), k.load(&tile, k.lit(0u32)));
-    });
-    k.finish()
 }
 
 fn make(n: usize, seed: u64) -> Case {
@@ -48,6 +60,7 @@ fn make(n: usize, seed: u64) -> Case {
         launch: LaunchDims {
             grid: [g, 1, 1],
             block: [BLOCK, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![1],
     }

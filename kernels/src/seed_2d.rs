@@ -51,6 +51,7 @@ fn make(n: usize, seed: u64) -> Case {
                 1,
             ],
             block: [BLOCK[0], BLOCK[1], 1],
+            dynamic_lds: 0,
         },
         outputs: vec![2],
     }

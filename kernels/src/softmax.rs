@@ -56,6 +56,7 @@ fn make(n: usize, seed: u64) -> Case {
         launch: LaunchDims {
             grid: [ROWS, 1, 1],
             block: [BLOCK, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![1],
     }

@@ -34,6 +34,7 @@ fn case_abc(n: usize, seed: u64, grid: u32, block: u32) -> Case {
         launch: LaunchDims {
             grid: [grid, 1, 1],
             block: [block, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![2],
     }
@@ -92,6 +93,7 @@ fn make_saxpy(n: usize, seed: u64) -> Case {
         launch: LaunchDims {
             grid: [groups(n, BLOCK), 1, 1],
             block: [BLOCK, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![2],
     }

@@ -36,6 +36,7 @@ fn make(n: usize, seed: u64) -> Case {
         launch: LaunchDims {
             grid: [groups(n, BLOCK), 1, 1],
             block: [BLOCK, 1, 1],
+            dynamic_lds: 0,
         },
         outputs: vec![2],
     }

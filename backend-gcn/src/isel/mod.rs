@@ -237,7 +237,11 @@ impl<'a> Isel<'a> {
         let (meta, slots) = kernel_meta(func);
         let mut lds_base = SecondaryMap::new();
         let mut lds_off = 0u32;
-        for (a, d) in func.lds.iter() {
+        // Static arrays in declaration order, then the dynamic one at the (aligned) static size,
+        // which is also the code object's `group_segment_fixed_size`: the launch's dynamic LDS
+        // bytes follow it.
+        let statics = func.lds.iter().filter(|(_, d)| !d.dynamic);
+        for (a, d) in statics.chain(func.lds.iter().filter(|(_, d)| d.dynamic)) {
             let size = d.elem.bytes();
             lds_off = lds_off.div_ceil(size.max(4)) * size.max(4);
             lds_base[a] = lds_off;
