@@ -164,14 +164,7 @@ pub const MACHINES: [MachineModel; 4] = [
         cus: 64,
         partitions: 1,
         clock_ghz: 1.5,
-        l1: CacheModel {
-            bytes: 16 * KIB,
-            line: 64,
-            ways: 4,
-            shared_by: 1,
-            latency: 109,
-            bytes_per_clk: 64,
-        },
+        l1: L1_16K_64B,
         scalar: CacheModel {
             bytes: 16 * KIB,
             line: 64,
@@ -219,7 +212,7 @@ const fn mi200_gcd(name: &'static str, product: &'static str, cus: u32) -> Machi
         cus,
         partitions: 1,
         clock_ghz: 1.7,
-        l1: MI200_L1,
+        l1: L1_16K_64B,
         scalar: MI200_SCALAR,
         icache: MI200_ICACHE,
         l2: MI200_L2,
@@ -237,7 +230,8 @@ const fn mi200_gcd(name: &'static str, product: &'static str, cus: u32) -> Machi
     }
 }
 
-const MI200_L1: CacheModel = CacheModel {
+/// The 16 KiB vector L1 with 64-byte lines of GCN5 and CDNA2 (latency calibrated on MI210).
+const L1_16K_64B: CacheModel = CacheModel {
     bytes: 16 * KIB,
     line: 64,
     ways: 4,
