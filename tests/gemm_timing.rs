@@ -1,0 +1,282 @@
+//! GEMM on the matrix cores, compared on the timing model (issue 18): the clang-19 OpenCL twin
+//! `kernels/opencl/gemm.cl` (`__builtin_amdgcn_mfma_f32_32x32x8f16`) and Triton 3.9's MFMA
+//! matmul fixture, each checked bit for bit against the CPU reference (`kjit::gemm_compare`).
+//!
+//! CI runs small sizes. The device-filling comparison on `mi300x` is ignored by default:
+//! `cargo test --release --test gemm_timing -- --ignored --nocapture` prints the table of
+//! docs/mfma-gemm.md.
+
+use std::path::{Path, PathBuf};
+
+use kjit::gemm_compare::{run_gemm, GemmError, GemmLaunch, GemmProblem, GemmRun};
+use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
+use kjit_backend_gcn::machine::machine_by_name;
+use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
+
+/// The twin's code object for `target` with `waves_m` (its tile shape, see
+/// [`GemmLaunch::clang_twin`]); `None` (after a printed reason) without clang/lld.
+fn clang_twin(target: &str, waves_m: usize) -> Option<Vec<u8>> {
+    let tools = require_all(&[Tool::Clang, Tool::Lld], "gemm twin")?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/opencl/gemm.cl");
+    let define = format!("-DWAVES_M={waves_m}u");
+    let build = OpenClBuild {
+        extra_args: &[&define],
+        out_dir: None,
+    };
+    let so = compile_opencl(&tools[0], &tools[1], &src, target, &build)
+        .unwrap_or_else(|e| panic!("{e}"));
+    Some(std::fs::read(so).unwrap())
+}
+
+fn triton_matmul() -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("backend-gcn/tests/fixtures/triton/triton-matmul-gfx942.hsaco");
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn timed(model: &str) -> GcnEmulator {
+    GcnEmulator::with_config(RunConfig {
+        timing: Some(machine_by_name(model).unwrap()),
+        ..RunConfig::default()
+    })
+}
+
+/// Runs one launch on `dev`, panicking with the kernel's error.
+fn run(dev: &GcnEmulator, code: &[u8], launch: &GemmLaunch, p: &GemmProblem) -> GemmRun {
+    let inputs = p.inputs();
+    let want = p.reference(&inputs.0, &inputs.1);
+    run_gemm(dev, code, launch, p, &inputs, &want).unwrap_or_else(|e| panic!("{p:?}: {e}"))
+}
+
+#[test]
+fn clang_twin_matches_the_reference_on_every_target() {
+    let sizes = [
+        (128, 128, 64),  // one tile, two k-steps
+        (256, 384, 96),  // several tiles, fast path throughout
+        (77, 130, 45),   // partial tiles, k not a multiple of the step or of 8
+        (200, 64, 1000), // rows past the last full tile, long k
+        (1, 1, 1),
+    ];
+    for (target, waves_m) in [
+        ("gfx942", 2),
+        ("gfx942", 1),
+        ("gfx942", 4),
+        ("gfx90a", 2),
+        ("gfx900", 2),
+    ] {
+        let Some(code) = clang_twin(target, waves_m) else {
+            return;
+        };
+        let launch = |p: &GemmProblem| GemmLaunch::clang_twin(p, waves_m).unwrap();
+        for (i, &(m, n, k)) in sizes.iter().enumerate() {
+            let p = GemmProblem {
+                m,
+                n,
+                k,
+                seed: 11 + i as u64,
+            };
+            let dev = GcnEmulator::new();
+            let r = run(&dev, &code, &launch(&p), &p);
+            assert_eq!(
+                r.stats.mfma > 0,
+                target != "gfx900",
+                "{target} WAVES_M={waves_m} {p:?}: {:?}",
+                r.stats
+            );
+        }
+        // Another interleaving of the waves: the barriers must keep the result.
+        let p = GemmProblem {
+            m: 256,
+            n: 256,
+            k: 128,
+            seed: 5,
+        };
+        let dev = GcnEmulator::with_config(RunConfig {
+            schedule: Schedule::Random(3),
+            ..RunConfig::default()
+        });
+        run(&dev, &code, &launch(&p), &p);
+    }
+}
+
+#[test]
+fn a_wrong_result_is_reported_with_its_position() {
+    let Some(code) = clang_twin("gfx942", 2) else {
+        return;
+    };
+    let p = GemmProblem {
+        m: 128,
+        n: 128,
+        k: 64,
+        seed: 1,
+    };
+    let inputs = p.inputs();
+    let mut want = p.reference(&inputs.0, &inputs.1);
+    want[5 * 128 + 7] += 0.25;
+    let e = run_gemm(
+        &GcnEmulator::new(),
+        &code,
+        &GemmLaunch::clang_twin(&p, 2).unwrap(),
+        &p,
+        &inputs,
+        &want,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            GemmError::Mismatch {
+                row: 5,
+                col: 7,
+                wrong: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn triton_launch_refuses_problems_its_fixture_cannot_compute() {
+    for (m, n, k) in [(128, 128, 64), (100, 64, 64), (128, 64, 48)] {
+        let p = GemmProblem { m, n, k, seed: 0 };
+        let e = GemmLaunch::triton_matmul(&p).unwrap_err();
+        assert!(e.to_string().contains("needs n = 64"), "{e}");
+    }
+}
+
+/// One row of the comparison table.
+struct Row {
+    kernel: &'static str,
+    p: GemmProblem,
+    cycles: u64,
+    tflops: f64,
+    percent: f64,
+    mfma: u64,
+    waves_per_simd: f64,
+}
+
+fn timed_row(
+    dev: &GcnEmulator,
+    kernel: &'static str,
+    code: &[u8],
+    launch: &GemmLaunch,
+    p: &GemmProblem,
+    reference: &(Vec<half::f16>, Vec<half::f16>, Vec<f32>),
+) -> Row {
+    let inputs = (reference.0.clone(), reference.1.clone());
+    let r = run_gemm(dev, code, launch, p, &inputs, &reference.2)
+        .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let t = r.timing().expect("timed device");
+    // Every MFMA the model counted is work of the product (no padding at these sizes).
+    assert_eq!(t.flops as f64, p.flops(), "{kernel}: counted FLOPs");
+    let (tflops, percent) = (r.tflops(p).unwrap(), r.percent_of_peak(p).unwrap());
+    assert!(
+        percent > 0.0 && percent <= 100.0,
+        "{kernel}: {percent:.1}% of the model's peak"
+    );
+    Row {
+        kernel,
+        p: *p,
+        cycles: t.cycles,
+        tflops,
+        percent,
+        mfma: r.stats.mfma,
+        waves_per_simd: t.waves_per_simd,
+    }
+}
+
+/// Times Triton's fixture and the clang twin (256 x 64 tiles) on an `n = 64` problem (Triton's
+/// launch fixes n), and the twin (128 x 128 tiles) alone on `square`, on `mi300x`.
+fn compare(skinny: GemmProblem, square: Option<GemmProblem>) -> Option<Vec<Row>> {
+    let tall = clang_twin("gfx942", 4)?;
+    let triton = triton_matmul();
+    let dev = timed("mi300x");
+    let data = |p: &GemmProblem| {
+        let (a, b) = p.inputs();
+        let c = p.reference(&a, &b);
+        (a, b, c)
+    };
+    let d = data(&skinny);
+    let mut rows = vec![
+        timed_row(
+            &dev,
+            "Triton 3.9 matmul_kernel (64 x 64 tiles)",
+            &triton,
+            &GemmLaunch::triton_matmul(&skinny).unwrap(),
+            &skinny,
+            &d,
+        ),
+        timed_row(
+            &dev,
+            "clang-19 twin gemm (256 x 64 tiles)",
+            &tall,
+            &GemmLaunch::clang_twin(&skinny, 4).unwrap(),
+            &skinny,
+            &d,
+        ),
+    ];
+    drop(d);
+    if let Some(sq) = square {
+        let twin = clang_twin("gfx942", 2)?;
+        let d = data(&sq);
+        rows.push(timed_row(
+            &dev,
+            "clang-19 twin gemm (128 x 128 tiles)",
+            &twin,
+            &GemmLaunch::clang_twin(&sq, 2).unwrap(),
+            &sq,
+            &d,
+        ));
+    }
+    Some(rows)
+}
+
+fn print(rows: &[Row]) {
+    eprintln!(
+        "| kernel | m × n × k | cycles | TFLOP/s | % of MFMA f16 peak | MFMAs | waves/SIMD |"
+    );
+    eprintln!("|---|---|---:|---:|---:|---:|---:|");
+    for r in rows {
+        eprintln!(
+            "| {} | {} × {} × {} | {} | {:.1} | {:.1} | {} | {:.2} |",
+            r.kernel, r.p.m, r.p.n, r.p.k, r.cycles, r.tflops, r.percent, r.mfma, r.waves_per_simd
+        );
+    }
+}
+
+#[test]
+fn triton_and_clang_gemm_on_the_timing_model() {
+    let skinny = GemmProblem {
+        m: 1024,
+        n: 64,
+        k: 128,
+        seed: 3,
+    };
+    let Some(rows) = compare(skinny, None) else {
+        return;
+    };
+    print(&rows);
+}
+
+/// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
+#[test]
+#[ignore]
+fn gemm_fills_mi300x() {
+    let skinny = GemmProblem {
+        m: 64 * 304 * 8,
+        n: 64,
+        k: 1024,
+        seed: 3,
+    };
+    let square = GemmProblem {
+        m: 128 * 38,
+        n: 128 * 32,
+        k: 512,
+        seed: 4,
+    };
+    let Some(rows) = compare(skinny, Some(square)) else {
+        return;
+    };
+    print(&rows);
+}
