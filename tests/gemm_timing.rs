@@ -168,6 +168,9 @@ fn timed_row(
     let r = run_gemm(dev, code, launch, p, &inputs, &reference.2)
         .unwrap_or_else(|e| panic!("{p:?}: {e}"));
     let t = r.timing().expect("timed device");
+    if std::env::var("KJIT_GEMM_REPORT").as_deref() == Ok("1") {
+        eprintln!("{kernel}, {p:?}:\n{t}");
+    }
     // Every MFMA the model counted is work of the product (no padding at these sizes).
     assert_eq!(t.flops as f64, p.flops(), "{kernel}: counted FLOPs");
     let (tflops, percent) = (r.tflops(p).unwrap(), r.percent_of_peak(p).unwrap());
@@ -259,22 +262,34 @@ fn triton_and_clang_gemm_on_the_timing_model() {
     print(&rows);
 }
 
+/// `m,n,k` from environment variable `var`, else `default`.
+fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
+    let [m, n, k] = std::env::var(var)
+        .ok()
+        .map(|v| {
+            let d: Vec<usize> = v
+                .split(',')
+                .map(|x| {
+                    x.trim()
+                        .parse()
+                        .unwrap_or_else(|e| panic!("{var}={v}: {e}"))
+                })
+                .collect();
+            d.try_into()
+                .unwrap_or_else(|_| panic!("{var}={v}: want m,n,k"))
+        })
+        .unwrap_or(default);
+    GemmProblem { m, n, k, seed }
+}
+
 /// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
+/// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes;
+/// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions).
 #[test]
 #[ignore]
 fn gemm_fills_mi300x() {
-    let skinny = GemmProblem {
-        m: 64 * 304 * 8,
-        n: 64,
-        k: 1024,
-        seed: 3,
-    };
-    let square = GemmProblem {
-        m: 128 * 38,
-        n: 128 * 32,
-        k: 512,
-        seed: 4,
-    };
+    let skinny = sizes_from_env("KJIT_GEMM_SKINNY", [64 * 304 * 8, 64, 1024], 3);
+    let square = sizes_from_env("KJIT_GEMM_SQUARE", [128 * 38, 128 * 32, 512], 4);
     let Some(rows) = compare(skinny, Some(square)) else {
         return;
     };

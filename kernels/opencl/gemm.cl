@@ -36,9 +36,10 @@
 #define BK 32u
 #define LDS_STRIDE (BK + 8u) // halves per row of a tile in LDS
 #define THREADS 256u
-// Per k step, a work-item moves A_CHUNKS pieces of 16 halves of an a row and B_BLOCKS 4 x 4
-// blocks of b (the last round may leave some work-items idle).
-#define A_PIECES (BM * BK / 16u)
+// Per k step, a work-item moves A_CHUNKS pieces of 8 halves of an a row and B_BLOCKS 4 x 4
+// blocks of b (the last round may leave some work-items idle). Four neighbouring lanes load one
+// 64-byte row of a, so one load instruction touches 16 cache lines rather than 32.
+#define A_PIECES (BM * BK / 8u)
 #define B_PIECES (BK * BN / 16u)
 #define A_CHUNKS ((A_PIECES + THREADS - 1u) / THREADS)
 #define B_BLOCKS ((B_PIECES + THREADS - 1u) / THREADS)
@@ -55,10 +56,10 @@
   } while (0)
 
 // One work-item's share of a k step, in registers between the global load and the LDS store:
-// pieces of 16 halves of one a row (piece p: row p / 2, k = k0 + 16 (p % 2) ..), and 4 x 4
+// pieces of 8 halves of one a row (piece p: row p / 4, k = k0 + 8 (p % 4) ..), and 4 x 4
 // blocks of b (block q: rows k0 + 4 (q / (BN / 4)) .., columns 4 (q % (BN / 4)) ..).
 typedef struct {
-  half8 a[A_CHUNKS][2];
+  half8 a[A_CHUNKS];
   half4 b[B_BLOCKS][4];
 } Staged;
 
@@ -83,16 +84,13 @@ static inline Staged load_step(global const half* a, uint a_len, global const ha
   for (uint j = 0; j < A_CHUNKS; j++) {
     uint p = t + j * THREADS;
     if (p >= A_PIECES) break;
-    uint ar = row0 + p / 2u, ac = k0 + (p % 2u) * 16u;
+    uint ar = row0 + p / 4u, ac = k0 + (p % 4u) * 8u;
     if (fast) {
-      global const half8* pa = (global const half8*)(a + ar * k + ac);
-      s.a[j][0] = pa[0];
-      s.a[j][1] = pa[1];
+      s.a[j] = *(global const half8*)(a + ar * k + ac);
     } else {
-      half v[16];
-      for (uint c = 0; c < 16u; c++) v[c] = ld_a(a, a_len, m, k, ar, ac + c);
-      s.a[j][0] = (half8)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
-      s.a[j][1] = (half8)(v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]);
+      half v[8];
+      for (uint c = 0; c < 8u; c++) v[c] = ld_a(a, a_len, m, k, ar, ac + c);
+      s.a[j] = (half8)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
     }
   }
 #pragma unroll
@@ -119,9 +117,7 @@ static inline void store_step(local half* as, local half* bs, Staged s) {
   for (uint j = 0; j < A_CHUNKS; j++) {
     uint p = t + j * THREADS;
     if (p >= A_PIECES) break;
-    local half* pa = as + (p / 2u) * LDS_STRIDE + (p % 2u) * 16u;
-    *(local half8*)pa = s.a[j][0];
-    *(local half8*)(pa + 8) = s.a[j][1];
+    *(local half8*)(as + (p / 4u) * LDS_STRIDE + (p % 4u) * 8u) = s.a[j];
   }
 #pragma unroll
   for (uint j = 0; j < B_BLOCKS; j++) {

@@ -288,6 +288,47 @@ fn mfma_throughput_matches_the_matrix_rates() {
     }
 }
 
+const MFMA_CHAIN: &str = r#"
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+typedef half half4 __attribute__((ext_vector_type(4)));
+typedef float float16 __attribute__((ext_vector_type(16)));
+__kernel void mfma_chain(__global float16* out, uint iters) {
+  uint lid = __builtin_amdgcn_workitem_id_x();
+  half4 a = (half4)((half)lid, 1.0h, 2.0h, 3.0h);
+  half4 b = (half4)(1.0h, (half)lid, 0.5h, 0.25h);
+  float16 c = out[lid];
+  for (uint i = 0; i < iters; i++) {
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(b, a, c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(b, a, c, 0, 0, 0);
+  }
+  out[lid] = c;
+}
+"#;
+
+/// A chain of MFMAs that accumulate into the same registers (`c = mfma(a, b, c)`, one
+/// accumulator, as Triton's matmul issues them) runs at the matrix unit's pass rate: LLVM's
+/// GCNHazardRecognizer asks for no wait states between an MFMA and one that reads its whole
+/// result as SrcC (`mfma_hazards.rs`), so the model must not hold the second back for the
+/// first's result latency (cycles + 4). Four waves on one CU; 32 cycles per MFMA on gfx942,
+/// 64 on gfx90a, within 3% (the latency would add 12.5% and 6.25%).
+#[test]
+fn dependent_mfma_accumulation_issues_back_to_back() {
+    for (model, target, pass) in [("mi300x", "gfx942", 32.0), ("mi210", "gfx90a", 64.0)] {
+        let Some(code) = opencl("mfma_chain", MFMA_CHAIN, target) else {
+            return;
+        };
+        let t = Timed::new(&code, model);
+        let out = t.buffer(&vec![0f32; 256 * 16]);
+        let iters = 64;
+        let cycles = extra_cycles(&t, "mfma_chain", 1, 256, iters, &[ArgValue::Buffer(out)]);
+        let per_mfma = cycles as f64 / (4.0 * iters as f64);
+        eprintln!("{model}: {per_mfma:.2} cycles per dependent MFMA");
+        assert!(within(per_mfma, pass, 0.03), "{model}: {per_mfma}");
+    }
+}
+
 const FMA: &str = r#"
 __attribute__((amdgpu_flat_work_group_size(1, 1024)))
 __kernel void fma_peak(__global float* out, uint iters) {
