@@ -288,8 +288,8 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 #[test]
 #[ignore]
 fn gemm_fills_mi300x() {
-    let skinny = sizes_from_env("KJIT_GEMM_SKINNY", [64 * 304 * 8, 64, 1024], 3);
-    let square = sizes_from_env("KJIT_GEMM_SQUARE", [128 * 38, 128 * 32, 512], 4);
+    let skinny = sizes_from_env("KJIT_GEMM_SKINNY", [64 * 304 * 8, 64, 512], 3);
+    let square = sizes_from_env("KJIT_GEMM_SQUARE", [128 * 76, 128 * 32, 512], 4);
     let Some(rows) = compare(skinny, Some(square)) else {
         return;
     };
