@@ -9,7 +9,8 @@
 //! Any summation order then gives the reference bit for bit, so results are compared exactly: a
 //! kernel that accumulates in f16, drops a k-step or misplaces a tile fails.
 //!
-//! Launches: [`GemmLaunch::clang_twin`] (`kernels/opencl/gemm.cl`, kjit's ABI),
+//! Launches: [`GemmLaunch::clang_twin`] (`kernels/opencl/gemm.cl`, kjit's ABI, tile shape
+//! [`TwinShape`]),
 //! [`GemmLaunch::triton_matmul`] (Triton 3.9's `matmul_kernel` fixture, whose launch fixes n to
 //! 64) and [`GemmLaunch::kjit_abi`] for a kjit-compiled `gemm` with the library's ABI. A kernel
 //! with another argument list plugs in with [`GemmAbi::Custom`].
@@ -161,17 +162,55 @@ fn u32_size(kernel: &str, what: &str, v: usize) -> Result<u32, GemmError> {
     })
 }
 
+/// The tile shape of the clang twin (`kernels/opencl/gemm.cl`): its 4 waves as `waves_m` x
+/// `4 / waves_m`, each with `blocks_m` x `blocks_n` accumulators of 32 x 32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TwinShape {
+    /// Waves along m (1, 2 or 4).
+    pub waves_m: usize,
+    /// 32-row accumulator blocks per wave.
+    pub blocks_m: usize,
+    /// 32-column accumulator blocks per wave.
+    pub blocks_n: usize,
+}
+
+impl TwinShape {
+    /// The twin's default: 2 x 2 waves of 2 x 2 blocks, 128 x 128 tiles.
+    pub const SQUARE: TwinShape = TwinShape {
+        waves_m: 2,
+        blocks_m: 2,
+        blocks_n: 2,
+    };
+
+    /// Rows and columns of c per workgroup.
+    pub fn tile(&self) -> [usize; 2] {
+        [
+            32 * self.blocks_m * self.waves_m,
+            32 * self.blocks_n * (4 / self.waves_m.max(1)),
+        ]
+    }
+
+    /// The clang `-D` arguments that build this shape.
+    pub fn defines(&self) -> [String; 3] {
+        [
+            format!("-DWAVES_M={}u", self.waves_m),
+            format!("-DBLOCKS_M={}u", self.blocks_m),
+            format!("-DBLOCKS_N={}u", self.blocks_n),
+        ]
+    }
+}
+
 impl GemmLaunch {
-    /// The clang-19 twin `gemm` (`kernels/opencl/gemm.cl`) built with `-DWAVES_M=waves_m`
-    /// (1, 2 = the default, or 4): tiles of 64·waves_m x 256/waves_m, 256 work-items, any m, n, k.
-    pub fn clang_twin(p: &GemmProblem, waves_m: usize) -> Result<GemmLaunch, GemmError> {
-        if ![1, 2, 4].contains(&waves_m) {
+    /// The clang-19 twin `gemm` (`kernels/opencl/gemm.cl`) built with `shape.defines()`: 256
+    /// work-items, any m, n, k.
+    pub fn clang_twin(p: &GemmProblem, shape: TwinShape) -> Result<GemmLaunch, GemmError> {
+        if ![1, 2, 4].contains(&shape.waves_m) || shape.blocks_m == 0 || shape.blocks_n == 0 {
             return Err(GemmError::Unsupported {
                 kernel: "gemm".into(),
-                message: format!("the twin has 4 waves: WAVES_M = {waves_m} is not 1, 2 or 4"),
+                message: format!("the twin has 4 waves and at least one block each: {shape:?}"),
             });
         }
-        Self::kjit_abi("gemm", p, [64 * waves_m, 256 / waves_m], 256)
+        Self::kjit_abi("gemm", p, shape.tile(), 256)
     }
 
     /// A kernel with kjit's ABI that computes a `tile[0]` (rows) x `tile[1]` (columns) tile of

@@ -8,19 +8,20 @@
 
 use std::path::{Path, PathBuf};
 
-use kjit::gemm_compare::{run_gemm, GemmError, GemmLaunch, GemmProblem, GemmRun};
+use kjit::gemm_compare::{run_gemm, GemmError, GemmLaunch, GemmProblem, GemmRun, TwinShape};
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_backend_gcn::machine::machine_by_name;
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
 
-/// The twin's code object for `target` with `waves_m` (its tile shape, see
-/// [`GemmLaunch::clang_twin`]); `None` (after a printed reason) without clang/lld.
-fn clang_twin(target: &str, waves_m: usize) -> Option<Vec<u8>> {
+/// The twin's code object for `target` with tile shape `shape`; `None` (after a printed reason)
+/// without clang/lld.
+fn clang_twin(target: &str, shape: TwinShape) -> Option<Vec<u8>> {
     let tools = require_all(&[Tool::Clang, Tool::Lld], "gemm twin")?;
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/opencl/gemm.cl");
-    let define = format!("-DWAVES_M={waves_m}u");
+    let defines = shape.defines();
+    let args: Vec<&str> = defines.iter().map(String::as_str).collect();
     let build = OpenClBuild {
-        extra_args: &[&define],
+        extra_args: &args,
         out_dir: None,
     };
     let so = compile_opencl(&tools[0], &tools[1], &src, target, &build)
@@ -57,17 +58,23 @@ fn clang_twin_matches_the_reference_on_every_target() {
         (200, 64, 1000), // rows past the last full tile, long k
         (1, 1, 1),
     ];
-    for (target, waves_m) in [
-        ("gfx942", 2),
-        ("gfx942", 1),
-        ("gfx942", 4),
-        ("gfx90a", 2),
-        ("gfx900", 2),
+    let shape = |waves_m, blocks_n| TwinShape {
+        waves_m,
+        blocks_m: 2,
+        blocks_n,
+    };
+    for (target, shape) in [
+        ("gfx942", TwinShape::SQUARE),
+        ("gfx942", shape(1, 2)),
+        ("gfx942", shape(4, 2)),
+        ("gfx942", WIDE),
+        ("gfx90a", TwinShape::SQUARE),
+        ("gfx900", TwinShape::SQUARE),
     ] {
-        let Some(code) = clang_twin(target, waves_m) else {
+        let Some(code) = clang_twin(target, shape) else {
             return;
         };
-        let launch = |p: &GemmProblem| GemmLaunch::clang_twin(p, waves_m).unwrap();
+        let launch = |p: &GemmProblem| GemmLaunch::clang_twin(p, shape).unwrap();
         for (i, &(m, n, k)) in sizes.iter().enumerate() {
             let p = GemmProblem {
                 m,
@@ -80,7 +87,7 @@ fn clang_twin_matches_the_reference_on_every_target() {
             assert_eq!(
                 r.stats.mfma > 0,
                 target != "gfx900",
-                "{target} WAVES_M={waves_m} {p:?}: {:?}",
+                "{target} {shape:?} {p:?}: {:?}",
                 r.stats
             );
         }
@@ -101,7 +108,7 @@ fn clang_twin_matches_the_reference_on_every_target() {
 
 #[test]
 fn a_wrong_result_is_reported_with_its_position() {
-    let Some(code) = clang_twin("gfx942", 2) else {
+    let Some(code) = clang_twin("gfx942", TwinShape::SQUARE) else {
         return;
     };
     let p = GemmProblem {
@@ -116,7 +123,7 @@ fn a_wrong_result_is_reported_with_its_position() {
     let e = run_gemm(
         &GcnEmulator::new(),
         &code,
-        &GemmLaunch::clang_twin(&p, 2).unwrap(),
+        &GemmLaunch::clang_twin(&p, TwinShape::SQUARE).unwrap(),
         &p,
         &inputs,
         &want,
@@ -147,7 +154,7 @@ fn triton_launch_refuses_problems_its_fixture_cannot_compute() {
 
 /// One row of the comparison table.
 struct Row {
-    kernel: &'static str,
+    kernel: String,
     p: GemmProblem,
     cycles: u64,
     tflops: f64,
@@ -158,7 +165,7 @@ struct Row {
 
 fn timed_row(
     dev: &GcnEmulator,
-    kernel: &'static str,
+    kernel: String,
     code: &[u8],
     launch: &GemmLaunch,
     p: &GemmProblem,
@@ -189,10 +196,29 @@ fn timed_row(
     }
 }
 
-/// Times Triton's fixture and the clang twin (256 x 64 tiles) on an `n = 64` problem (Triton's
-/// launch fixes n), and the twin (128 x 128 tiles) alone on `square`, on `mi300x`.
-fn compare(skinny: GemmProblem, square: Option<GemmProblem>) -> Option<Vec<Row>> {
-    let tall = clang_twin("gfx942", 4)?;
+/// Tall twin tiles for n = 64: 4 x 1 waves of 2 x 2 blocks, 256 x 64.
+const TALL: TwinShape = TwinShape {
+    waves_m: 4,
+    blocks_m: 2,
+    blocks_n: 2,
+};
+/// Wide twin tiles: 2 x 2 waves of 2 x 4 blocks, 128 x 256 (half the LDS reads per MFMA of
+/// [`TwinShape::SQUARE`], twice the accumulators).
+const WIDE: TwinShape = TwinShape {
+    waves_m: 2,
+    blocks_m: 2,
+    blocks_n: 4,
+};
+
+fn shape_name(s: TwinShape) -> String {
+    let [m, n] = s.tile();
+    format!("clang-19 twin gemm ({m} x {n} tiles)")
+}
+
+/// Times Triton's fixture and the clang twin ([`TALL`]) on an `n = 64` problem (Triton's launch
+/// fixes n), and the twin alone in the `shapes` given on `square`, on `mi300x`.
+fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> Option<Vec<Row>> {
+    let tall = clang_twin("gfx942", TALL)?;
     let triton = triton_matmul();
     let dev = timed("mi300x");
     let data = |p: &GemmProblem| {
@@ -204,7 +230,7 @@ fn compare(skinny: GemmProblem, square: Option<GemmProblem>) -> Option<Vec<Row>>
     let mut rows = vec![
         timed_row(
             &dev,
-            "Triton 3.9 matmul_kernel (64 x 64 tiles)",
+            "Triton 3.9 matmul_kernel (64 x 64 tiles)".into(),
             &triton,
             &GemmLaunch::triton_matmul(&skinny).unwrap(),
             &skinny,
@@ -212,25 +238,27 @@ fn compare(skinny: GemmProblem, square: Option<GemmProblem>) -> Option<Vec<Row>>
         ),
         timed_row(
             &dev,
-            "clang-19 twin gemm (256 x 64 tiles)",
+            shape_name(TALL),
             &tall,
-            &GemmLaunch::clang_twin(&skinny, 4).unwrap(),
+            &GemmLaunch::clang_twin(&skinny, TALL).unwrap(),
             &skinny,
             &d,
         ),
     ];
     drop(d);
-    if let Some(sq) = square {
-        let twin = clang_twin("gfx942", 2)?;
+    if let Some((sq, shapes)) = square {
         let d = data(&sq);
-        rows.push(timed_row(
-            &dev,
-            "clang-19 twin gemm (128 x 128 tiles)",
-            &twin,
-            &GemmLaunch::clang_twin(&sq, 2).unwrap(),
-            &sq,
-            &d,
-        ));
+        for &shape in shapes {
+            let twin = clang_twin("gfx942", shape)?;
+            rows.push(timed_row(
+                &dev,
+                shape_name(shape),
+                &twin,
+                &GemmLaunch::clang_twin(&sq, shape).unwrap(),
+                &sq,
+                &d,
+            ));
+        }
     }
     Some(rows)
 }
@@ -290,7 +318,7 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 fn gemm_fills_mi300x() {
     let skinny = sizes_from_env("KJIT_GEMM_SKINNY", [64 * 304 * 8, 64, 512], 3);
     let square = sizes_from_env("KJIT_GEMM_SQUARE", [128 * 76, 128 * 32, 512], 4);
-    let Some(rows) = compare(skinny, Some(square)) else {
+    let Some(rows) = compare(skinny, Some((square, &[TwinShape::SQUARE]))) else {
         return;
     };
     print(&rows);

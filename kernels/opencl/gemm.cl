@@ -30,9 +30,17 @@
 #ifndef WAVES_M
 #define WAVES_M 2u
 #endif
+// 32 x 32 accumulator blocks per wave: BLOCKS_M x BLOCKS_N (clang -DBLOCKS_N=4: 64 x 128 per
+// wave, fewer LDS reads per MFMA, twice the accumulators).
+#ifndef BLOCKS_M
+#define BLOCKS_M 2u
+#endif
+#ifndef BLOCKS_N
+#define BLOCKS_N 2u
+#endif
 #define WAVES_N (4u / WAVES_M)
-#define BM (64u * WAVES_M)
-#define BN (64u * WAVES_N)
+#define BM (32u * BLOCKS_M * WAVES_M)
+#define BN (32u * BLOCKS_N * WAVES_N)
 #define BK 32u
 #define LDS_STRIDE (BK + 8u) // halves per row of a tile in LDS
 #define THREADS 256u
@@ -146,13 +154,13 @@ kernel void gemm(global const half* a, uint a_len,
   uint row0 = __builtin_amdgcn_workgroup_id_y() * BM;
   uint col0 = __builtin_amdgcn_workgroup_id_x() * BN;
   // The wave's 64 x 64 quarter of the tile.
-  uint wr = (wave / WAVES_N) * 64u, wc = (wave % WAVES_N) * 64u;
+  uint wr = (wave / WAVES_N) * (32u * BLOCKS_M), wc = (wave % WAVES_N) * (32u * BLOCKS_N);
   // The lane's row of a (column of b) in each 32-row block, and the 16 k it takes.
   uint li = lane % 32u, lk = (lane / 32u) * 16u;
   bool aligned = k % 8u == 0u && n % 4u == 0u && row0 + BM <= m && col0 + BN <= n;
-  float16 acc[2][2];
-  for (uint i = 0; i < 2u; i++)
-    for (uint j = 0; j < 2u; j++) acc[i][j] = (float16)(0.0f);
+  float16 acc[BLOCKS_M][BLOCKS_N];
+  for (uint i = 0; i < BLOCKS_M; i++)
+    for (uint j = 0; j < BLOCKS_N; j++) acc[i][j] = (float16)(0.0f);
   uint steps = (k + BK - 1u) / BK;
   Staged next = load_step(a, a_len, b, b_len, m, n, k, row0, col0, 0u,
                           aligned && BK <= k);
@@ -163,19 +171,21 @@ kernel void gemm(global const half* a, uint a_len,
       uint k0 = (s + 1u) * BK;
       next = load_step(a, a_len, b, b_len, m, n, k, row0, col0, k0, aligned && k0 + BK <= k);
     }
-    half8 fa[2][2], fb[2][2];
-    for (uint i = 0; i < 2u; i++) {
+    half8 fa[BLOCKS_M][2], fb[BLOCKS_N][2];
+    for (uint i = 0; i < BLOCKS_M; i++) {
       local const half* pa = as + (wr + 32u * i + li) * LDS_STRIDE + lk;
       fa[i][0] = *(local const half8*)pa;
       fa[i][1] = *(local const half8*)(pa + 8);
-      local const half* pb = bs + (wc + 32u * i + li) * LDS_STRIDE + lk;
-      fb[i][0] = *(local const half8*)pb;
-      fb[i][1] = *(local const half8*)(pb + 8);
+    }
+    for (uint j = 0; j < BLOCKS_N; j++) {
+      local const half* pb = bs + (wc + 32u * j + li) * LDS_STRIDE + lk;
+      fb[j][0] = *(local const half8*)pb;
+      fb[j][1] = *(local const half8*)(pb + 8);
     }
 #ifdef HAS_MFMA
     for (uint q = 0; q < 4u; q++)
-      for (uint i = 0; i < 2u; i++)
-        for (uint j = 0; j < 2u; j++) {
+      for (uint i = 0; i < BLOCKS_M; i++)
+        for (uint j = 0; j < BLOCKS_N; j++) {
           half8 x = fa[i][q / 2u], y = fb[j][q / 2u];
           half4 xa = (q % 2u) ? x.hi : x.lo;
           half4 yb = (q % 2u) ? y.hi : y.lo;
@@ -184,9 +194,9 @@ kernel void gemm(global const half* a, uint a_len,
 #else
     // Without matrix cores: the same outputs per lane (see the store below), by FMAs.
 #pragma unroll
-    for (uint i = 0; i < 2u; i++)
+    for (uint i = 0; i < BLOCKS_M; i++)
 #pragma unroll
-      for (uint j = 0; j < 2u; j++)
+      for (uint j = 0; j < BLOCKS_N; j++)
         for (uint kk = 0; kk < BK; kk++) {
           float bv = (float)bs[(wc + 32u * j + li) * LDS_STRIDE + kk];
 #pragma unroll
@@ -201,9 +211,9 @@ kernel void gemm(global const half* a, uint a_len,
   // MFMA 32x32 result layout: register r of lane l holds row 8(r/4) + 4(l/32) + r%4, column
   // l%32 of the block.
 #pragma unroll
-  for (uint i = 0; i < 2u; i++)
+  for (uint i = 0; i < BLOCKS_M; i++)
 #pragma unroll
-    for (uint j = 0; j < 2u; j++)
+    for (uint j = 0; j < BLOCKS_N; j++)
 #pragma unroll
       for (uint r = 0; r < 16u; r++) {
         uint row = row0 + wr + 32u * i + 8u * (r / 4u) + 4u * (lane / 32u) + r % 4u;
