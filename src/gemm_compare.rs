@@ -256,35 +256,56 @@ impl GemmLaunch {
         })
     }
 
+    /// The 32-bit sizes its ABI passes (`a_len, b_len, c_len, m, n, k`), or why they do not fit;
+    /// checked before any buffer is allocated.
+    fn sizes(&self, p: &GemmProblem) -> Result<[u32; 6], GemmError> {
+        let sz = |what, v| u32_size(&self.kernel, what, v);
+        let k = sz("k", p.k)?;
+        if matches!(self.abi, GemmAbi::Triton) && i32::try_from(k).is_err() {
+            return Err(GemmError::Unsupported {
+                kernel: self.kernel.clone(),
+                message: format!("k = {k} does not fit Triton's i32 K"),
+            });
+        }
+        Ok([
+            sz("m·k", p.m * p.k)?,
+            sz("k·n", p.k * p.n)?,
+            sz("m·n", p.m * p.n)?,
+            sz("m", p.m)?,
+            sz("n", p.n)?,
+            k,
+        ])
+    }
+
     fn args(
         &self,
         bufs: &GemmBuffers,
+        sizes: [u32; 6],
         scratch: [DeviceBuffer; 2],
-    ) -> Result<Vec<ArgValue>, GemmError> {
-        let p = &bufs.problem;
-        let sz = |what, v| u32_size(&self.kernel, what, v);
-        Ok(match self.abi {
+    ) -> Vec<ArgValue> {
+        let [a_len, b_len, c_len, m, n, k] = sizes;
+        match self.abi {
             GemmAbi::Kjit => vec![
                 ArgValue::Buffer(bufs.a),
-                ArgValue::U32(sz("m·k", p.m * p.k)?),
+                ArgValue::U32(a_len),
                 ArgValue::Buffer(bufs.b),
-                ArgValue::U32(sz("k·n", p.k * p.n)?),
+                ArgValue::U32(b_len),
                 ArgValue::Buffer(bufs.c),
-                ArgValue::U32(sz("m·n", p.m * p.n)?),
-                ArgValue::U32(sz("m", p.m)?),
-                ArgValue::U32(sz("n", p.n)?),
-                ArgValue::U32(sz("k", p.k)?),
+                ArgValue::U32(c_len),
+                ArgValue::U32(m),
+                ArgValue::U32(n),
+                ArgValue::U32(k),
             ],
             GemmAbi::Triton => vec![
                 ArgValue::Buffer(bufs.a),
                 ArgValue::Buffer(bufs.b),
                 ArgValue::Buffer(bufs.c),
-                ArgValue::I32(sz("k", p.k)? as i32),
+                ArgValue::I32(k as i32),
                 ArgValue::Buffer(scratch[0]),
                 ArgValue::Buffer(scratch[1]),
             ],
             GemmAbi::Custom(f) => f(bufs),
-        })
+        }
     }
 }
 
@@ -331,6 +352,7 @@ pub fn run_gemm(
         source,
     };
     let bytes16 = |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_le_bytes()).collect() };
+    let sizes = launch.sizes(p)?;
     let (a, b) = inputs;
     let mut owned = Vec::new();
     let result = (|| {
@@ -353,7 +375,7 @@ pub fn run_gemm(
             .copy_to_device(bufs.c, 0, &vec![0xff; 4 * p.m * p.n])
             .map_err(dev)?;
         let module = device.load_module(code_object).map_err(dev)?;
-        let args = launch.args(&bufs, scratch)?;
+        let args = launch.args(&bufs, sizes, scratch);
         let stats = device
             .launch(module, &launch.kernel, launch.dims, &args)
             .map_err(dev)?;

@@ -144,12 +144,38 @@ fn a_wrong_result_is_reported_with_its_position() {
 }
 
 #[test]
-fn triton_launch_refuses_problems_its_fixture_cannot_compute() {
+fn launches_refuse_problems_and_shapes_they_cannot_compute() {
     for (m, n, k) in [(128, 128, 64), (100, 64, 64), (128, 64, 48)] {
         let p = GemmProblem { m, n, k, seed: 0 };
         let e = GemmLaunch::triton_matmul(&p).unwrap_err();
         assert!(e.to_string().contains("needs n = 64"), "{e}");
     }
+    let p = GemmProblem {
+        m: 128,
+        n: 128,
+        k: 64,
+        seed: 0,
+    };
+    let three_waves = TwinShape {
+        waves_m: 3,
+        ..TwinShape::SQUARE
+    };
+    let e = GemmLaunch::clang_twin(&p, three_waves).unwrap_err();
+    assert!(e.to_string().contains("4 waves"), "{e}");
+    // m·n past u32: refused before any buffer is allocated (c alone would be 32 GiB).
+    let huge = GemmProblem {
+        m: 1 << 17,
+        n: 1 << 16,
+        k: 1,
+        seed: 0,
+    };
+    let launch = GemmLaunch::clang_twin(&huge, TwinShape::SQUARE).unwrap();
+    let no_data = (Vec::new(), Vec::new());
+    let e = run_gemm(&GcnEmulator::new(), &[], &launch, &huge, &no_data, &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("m·n = 8589934592 does not fit"),
+        "{e}"
+    );
 }
 
 /// One row of the comparison table.

@@ -56,12 +56,7 @@
 #define HAS_MFMA 1
 #endif
 
-#define BARRIER()                                              \
-  do {                                                         \
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");     \
-    __builtin_amdgcn_s_barrier();                              \
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");     \
-  } while (0)
+#include "barrier.h"
 
 // One work-item's share of a k step, in registers between the global load and the LDS store:
 // pieces of 8 halves of one a row (piece p: row p / 4, k = k0 + 8 (p % 4) ..), and 4 x 4

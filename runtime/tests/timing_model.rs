@@ -267,6 +267,22 @@ __kernel void mfma(__global float16* out, uint iters) {
 }
 "#;
 
+/// Model cycles of `iters` more iterations of OpenCL MFMA loop kernel `name` (one argument
+/// `float16* out` of 256 elements, then the iteration count), four waves on one CU.
+fn mfma_loop_cycles(name: &str, src: &str, model: &str, target: &str, iters: u32) -> Option<u64> {
+    let code = opencl(name, src, target)?;
+    let t = Timed::new(&code, model);
+    let out = t.buffer(&vec![0f32; 256 * 16]);
+    Some(extra_cycles(
+        &t,
+        name,
+        1,
+        256,
+        iters,
+        &[ArgValue::Buffer(out)],
+    ))
+}
+
 /// MFMA throughput against the rates of ROCm's `mi300.md`/`mi250.md` (matrix f16 FLOPs per CU per
 /// clock: 2048 on gfx942, 1024 on gfx90a), which AMD's Matrix Instruction Calculator's cycle
 /// counts reproduce. Four waves (one per SIMD) on one CU, four independent accumulators each.
@@ -274,13 +290,10 @@ __kernel void mfma(__global float16* out, uint iters) {
 #[test]
 fn mfma_throughput_matches_the_matrix_rates() {
     for (model, target, figure) in [("mi300x", "gfx942", 2048.0), ("mi210", "gfx90a", 1024.0)] {
-        let Some(code) = opencl("mfma", MFMA, target) else {
+        let iters = 64;
+        let Some(cycles) = mfma_loop_cycles("mfma", MFMA, model, target, iters) else {
             return;
         };
-        let t = Timed::new(&code, model);
-        let out = t.buffer(&vec![0f32; 256 * 16]);
-        let iters = 64;
-        let cycles = extra_cycles(&t, "mfma", 1, 256, iters, &[ArgValue::Buffer(out)]);
         let flops = 4.0 * iters as f64 * 4.0 * (2.0 * 32.0 * 32.0 * 8.0);
         let rate = flops / cycles as f64;
         eprintln!("{model}: MFMA f16 {rate:.0} FLOPs/CU/clk");
@@ -316,13 +329,10 @@ __kernel void mfma_chain(__global float16* out, uint iters) {
 #[test]
 fn dependent_mfma_accumulation_issues_back_to_back() {
     for (model, target, pass) in [("mi300x", "gfx942", 32.0), ("mi210", "gfx90a", 64.0)] {
-        let Some(code) = opencl("mfma_chain", MFMA_CHAIN, target) else {
+        let iters = 64;
+        let Some(cycles) = mfma_loop_cycles("mfma_chain", MFMA_CHAIN, model, target, iters) else {
             return;
         };
-        let t = Timed::new(&code, model);
-        let out = t.buffer(&vec![0f32; 256 * 16]);
-        let iters = 64;
-        let cycles = extra_cycles(&t, "mfma_chain", 1, 256, iters, &[ArgValue::Buffer(out)]);
         let per_mfma = cycles as f64 / (4.0 * iters as f64);
         eprintln!("{model}: {per_mfma:.2} cycles per dependent MFMA");
         assert!(within(per_mfma, pass, 0.03), "{model}: {per_mfma}");
