@@ -265,12 +265,25 @@ __kernel void mfma(__global float16* out, uint iters) {
   }
   out[lid] = c0 + c1 + c2 + c3;
 }
+__kernel void mfma_chain(__global float16* out, uint iters) {
+  uint lid = __builtin_amdgcn_workitem_id_x();
+  half4 a = (half4)((half)lid, 1.0h, 2.0h, 3.0h);
+  half4 b = (half4)(1.0h, (half)lid, 0.5h, 0.25h);
+  float16 c = out[lid];
+  for (uint i = 0; i < iters; i++) {
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(b, a, c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(b, a, c, 0, 0, 0);
+  }
+  out[lid] = c;
+}
 "#;
 
-/// Model cycles of `iters` more iterations of OpenCL MFMA loop kernel `name` (one argument
-/// `float16* out` of 256 elements, then the iteration count), four waves on one CU.
-fn mfma_loop_cycles(name: &str, src: &str, model: &str, target: &str, iters: u32) -> Option<u64> {
-    let code = opencl(name, src, target)?;
+/// Model cycles of `iters` more iterations of MFMA loop kernel `name` of [`MFMA`] (arguments: 256
+/// `float16` accumulators, the iteration count), four waves on one CU.
+fn mfma_loop_cycles(name: &str, model: &str, target: &str, iters: u32) -> Option<u64> {
+    let code = opencl(name, MFMA, target)?;
     let t = Timed::new(&code, model);
     let out = t.buffer(&vec![0f32; 256 * 16]);
     Some(extra_cycles(
@@ -291,7 +304,7 @@ fn mfma_loop_cycles(name: &str, src: &str, model: &str, target: &str, iters: u32
 fn mfma_throughput_matches_the_matrix_rates() {
     for (model, target, figure) in [("mi300x", "gfx942", 2048.0), ("mi210", "gfx90a", 1024.0)] {
         let iters = 64;
-        let Some(cycles) = mfma_loop_cycles("mfma", MFMA, model, target, iters) else {
+        let Some(cycles) = mfma_loop_cycles("mfma", model, target, iters) else {
             return;
         };
         let flops = 4.0 * iters as f64 * 4.0 * (2.0 * 32.0 * 32.0 * 8.0);
@@ -300,25 +313,6 @@ fn mfma_throughput_matches_the_matrix_rates() {
         assert!(within(rate, figure, 0.15), "{model}: {rate}");
     }
 }
-
-const MFMA_CHAIN: &str = r#"
-#pragma OPENCL EXTENSION cl_khr_fp16 : enable
-typedef half half4 __attribute__((ext_vector_type(4)));
-typedef float float16 __attribute__((ext_vector_type(16)));
-__kernel void mfma_chain(__global float16* out, uint iters) {
-  uint lid = __builtin_amdgcn_workitem_id_x();
-  half4 a = (half4)((half)lid, 1.0h, 2.0h, 3.0h);
-  half4 b = (half4)(1.0h, (half)lid, 0.5h, 0.25h);
-  float16 c = out[lid];
-  for (uint i = 0; i < iters; i++) {
-    c = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
-    c = __builtin_amdgcn_mfma_f32_32x32x8f16(b, a, c, 0, 0, 0);
-    c = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
-    c = __builtin_amdgcn_mfma_f32_32x32x8f16(b, a, c, 0, 0, 0);
-  }
-  out[lid] = c;
-}
-"#;
 
 /// A chain of MFMAs that accumulate into the same registers (`c = mfma(a, b, c)`, one
 /// accumulator, as Triton's matmul issues them) runs at the matrix unit's pass rate: LLVM's
@@ -330,7 +324,7 @@ __kernel void mfma_chain(__global float16* out, uint iters) {
 fn dependent_mfma_accumulation_issues_back_to_back() {
     for (model, target, pass) in [("mi300x", "gfx942", 32.0), ("mi210", "gfx90a", 64.0)] {
         let iters = 64;
-        let Some(cycles) = mfma_loop_cycles("mfma_chain", MFMA_CHAIN, model, target, iters) else {
+        let Some(cycles) = mfma_loop_cycles("mfma_chain", model, target, iters) else {
             return;
         };
         let per_mfma = cycles as f64 / (4.0 * iters as f64);
