@@ -50,6 +50,7 @@
 #![deny(missing_docs)]
 
 pub mod exec;
+pub mod gemm_compare;
 pub mod gpu;
 pub mod kernel_files;
 pub mod tune;

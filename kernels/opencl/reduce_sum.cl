@@ -7,12 +7,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 #define BLOCK 256u
-#define BARRIER()                                              \
-  do {                                                         \
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");     \
-    __builtin_amdgcn_s_barrier();                              \
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");     \
-  } while (0)
+#include "barrier.h"
 
 __attribute__((amdgpu_flat_work_group_size(1, 1024)))
 kernel void reduce_sum(global const float* x, uint x_len,

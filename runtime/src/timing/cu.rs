@@ -70,8 +70,9 @@ pub struct WaveState {
     pub vm: VecDeque<u64>,
     /// Completion cycles of outstanding LDS and scalar-memory operations.
     pub lgkm: Vec<u64>,
-    /// Results of long-latency ALU operations not yet readable: (registers, ready cycle).
-    pub pending: Vec<(RegSet, u64)>,
+    /// Results of long-latency ALU operations not yet readable: (registers, ready cycle, an
+    /// MFMA accumulating in place into them: a next one doing the same need not wait).
+    pub pending: Vec<(RegSet, u64, bool)>,
     /// Dispatch cycle (for occupancy).
     pub start: u64,
 }
@@ -126,7 +127,7 @@ impl WaveState {
             self.vm.pop_front();
         }
         self.lgkm.retain(|&c| c > t);
-        self.pending.retain(|(_, r)| *r > t);
+        self.pending.retain(|(_, r, _)| *r > t);
     }
 
     /// Latest completion of anything outstanding.

@@ -348,7 +348,7 @@ impl<'f> DeviceSim<'f> {
         ) {
             w.retire(t);
         } else if w.pending.len() > 8 {
-            w.pending.retain(|(_, r)| *r > t);
+            w.pending.retain(|(_, r, _)| *r > t);
         }
         if f.fetch_line != w.fetch_line {
             w.fetch_line = f.fetch_line;
@@ -389,7 +389,12 @@ impl<'f> DeviceSim<'f> {
             }
             _ => {}
         }
-        for (regs, at) in &w.pending {
+        for (regs, at, in_place) in &w.pending {
+            // An MFMA accumulating into exactly the registers an in-place MFMA is computing
+            // waits for the matrix unit only (facts::accumulates_in_place).
+            if *in_place && f.accumulates.as_ref() == Some(regs) {
+                continue;
+            }
             if *at > ready && (regs.intersects(&f.reads) || regs.intersects(&f.writes)) {
                 ready = *at;
                 cause = StallCause::Dependency;
@@ -575,7 +580,10 @@ impl<'f> DeviceSim<'f> {
                 }
                 if latency > 4 {
                     let writes = f.writes;
-                    self.waves[id as usize].pending.push((writes, t + latency));
+                    let in_place = f.accumulates.is_some();
+                    self.waves[id as usize]
+                        .pending
+                        .push((writes, t + latency, in_place));
                 }
             }
             Kind::Vmem { store } => {

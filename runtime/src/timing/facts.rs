@@ -81,6 +81,9 @@ pub struct InstFacts {
     pub reads: RegSet,
     /// Registers it writes.
     pub writes: RegSet,
+    /// An MFMA that accumulates in place (SrcC is exactly its destination, A and B do not
+    /// overlap it): those registers. See [`accumulates_in_place`].
+    pub accumulates: Option<RegSet>,
     /// Instruction-cache line (pc / 64).
     pub fetch_line: u64,
     /// FLOPs per active lane (vector ALU) or per wave (MFMA).
@@ -223,12 +226,59 @@ fn inst_facts(d: &Decoded, target: Target, image_base: u64) -> InstFacts {
         valu_block,
         reads: d.reads,
         writes: d.writes,
+        accumulates: (kind == Kind::Mfma)
+            .then(|| accumulates_in_place(d))
+            .flatten(),
         fetch_line: d.pc / 64,
         flops,
         flops_per_wave,
         pc: d.pc.wrapping_sub(image_base),
         text: d.text.clone(),
     }
+}
+
+/// The destination of an MFMA whose SrcC is exactly that destination and whose A/B operands do
+/// not overlap it (`c = mfma(a, b, c)`). LLVM's GCNHazardRecognizer asks for no wait states
+/// between two such MFMAs on the same registers (`mfma_hazards.rs`: "MFMA reads the same range
+/// as SrcC: 0"): the matrix unit forwards the accumulator, so a chain issues at its pass rate
+/// rather than waiting for each result's latency. (gfx942's 2-pass MFMAs need 2 wait states,
+/// which their latency of at most 4 already covers.)
+fn accumulates_in_place(d: &Decoded) -> Option<RegSet> {
+    let Op::Valu(v) = &d.op else {
+        return None;
+    };
+    let regs = |code: u16, agpr: bool, n: u32| -> Option<RegSet> {
+        let first = u32::from(code).checked_sub(256)?;
+        let mut set = RegSet::EMPTY;
+        if agpr {
+            set.add_a(first, n);
+        } else {
+            set.add_v(first, n);
+        }
+        Some(set)
+    };
+    let count = |set: &RegSet| -> u32 {
+        set.v
+            .iter()
+            .chain(&set.a)
+            .map(|w| w.count_ones())
+            .sum::<u32>()
+    };
+    let dst_regs = count(&d.writes);
+    let acc_bit = |k: u8| v.acc >> k & 1 != 0;
+    let c = regs(v.src[2], acc_bit(3), dst_regs)?;
+    if c != d.writes {
+        return None;
+    }
+    // A and B: whatever else the instruction reads, apart from C and EXEC.
+    for k in 0..2 {
+        if let Some(ab) = regs(v.src[k], acc_bit(k as u8 + 1), 1) {
+            if ab.intersects(&c) {
+                return None;
+            }
+        }
+    }
+    Some(c)
 }
 
 /// Cycles an LDS instruction keeps its SIMD pair's port busy at 64 bytes per clock: a store moves
