@@ -31,6 +31,7 @@
 //! inside a loop its uses are outside of.
 
 mod dce;
+mod frag;
 mod lower;
 mod order;
 mod ssa;
@@ -241,9 +242,15 @@ impl<'a> Isel<'a> {
         // which is also the code object's `group_segment_fixed_size`: the launch's dynamic LDS
         // bytes follow it.
         let statics = func.lds.iter().filter(|(_, d)| !d.dynamic);
+        let frag_arrays = frag::frag_lds_arrays(func);
         for (a, d) in statics.chain(func.lds.iter().filter(|(_, d)| d.dynamic)) {
             let size = d.elem.bytes();
-            lds_off = lds_off.div_ceil(size.max(4)) * size.max(4);
+            let align = if frag_arrays.contains(&a) {
+                16
+            } else {
+                size.max(4)
+            };
+            lds_off = lds_off.div_ceil(align) * align;
             lds_base[a] = lds_off;
             lds_off += d.len * size;
         }
@@ -311,7 +318,7 @@ impl<'a> Isel<'a> {
 
     /// The register class of an IR value.
     pub(crate) fn class_of(&self, v: Value) -> RegClass {
-        if self.uni.is_uniform(v) {
+        if self.uni.is_uniform(v) && !matches!(self.func.value_type(v), Type::Frag(_)) {
             RegClass::Sgpr
         } else {
             RegClass::Vgpr
@@ -322,6 +329,7 @@ impl<'a> Isel<'a> {
     pub(crate) fn dwords_of(&self, v: Value) -> u8 {
         match self.func.value_type(v) {
             Type::I64 | Type::U64 | Type::F64 | Type::Buffer { .. } => 2,
+            Type::Frag(f) => f.dwords() as u8,
             _ => 1,
         }
     }
