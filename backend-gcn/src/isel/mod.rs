@@ -935,6 +935,26 @@ impl<'a> Isel<'a> {
         let prev = self.read(var);
         let data = self.mf.vregs[prev];
         let src = self.to_class(src, data.class);
+        if data.dwords > 2 {
+            // A fragment: dword by dword, each a tied partial write, put back together.
+            let mut parts = Vec::new();
+            for k in 0..data.dwords {
+                let (p, s) = (self.extract(prev, k, 1), self.extract(src, k, 1));
+                let new = self.new_vreg(data.class, 1);
+                let mut i = MInst::isa(
+                    op("v_mov_b32"),
+                    &[MOperand::Def(new), MOperand::Use(s), MOperand::Use(p)],
+                );
+                i.encoding = crate::isa::Encoding::Native;
+                i.tied = Some((0, 2));
+                i.implicit_uses = implicit::EXEC;
+                self.push(i);
+                parts.push(new);
+            }
+            let new = self.build(data.class, &parts);
+            self.write(var, new);
+            return;
+        }
         let new = self.new_vreg(data.class, data.dwords);
         let mut i = if data.dwords == 2 {
             MInst::isa(
