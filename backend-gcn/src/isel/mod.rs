@@ -380,13 +380,34 @@ impl<'a> Isel<'a> {
                 }
             }
         }
+        // Fragments (tuples of up to 16 dwords) are merged per lane only where lanes can really
+        // arrive apart; other values keep the simpler rule (every divergent parameter, every
+        // divergent value leaving a loop), which costs them one move.
+        let cfg = kjit_ir::cfg::ControlFlowGraph::new(func);
+        let is_frag = |v: Value| matches!(func.value_type(v), Type::Frag(_));
+        let apart = |b: Block| self.uni.is_divergent_branch(b) || self.uni.in_divergent_region(b);
+        let divergent_exit = |h: Block| {
+            self.order.iter().any(|&x| {
+                self.loops.contains(h, x)
+                    && apart(x)
+                    && cfg.succs[x].iter().any(|&s| !self.loops.contains(h, s))
+            })
+        };
         for &b in &self.order {
             for &i in &func.blocks[b].insts {
                 func.insts[i].for_each_arg(|a| {
                     let Some(db) = def_block[a] else { return };
                     if db != b {
                         self.crossing[a.index()] = true;
-                        if self.uni.is_divergent(a) && !self.loops.same_or_inner_all(db, b) {
+                        let leaves = if is_frag(a) {
+                            self.loops
+                                .loops_containing(db)
+                                .into_iter()
+                                .any(|h| !self.loops.contains(h, b) && divergent_exit(h))
+                        } else {
+                            !self.loops.same_or_inner_all(db, b)
+                        };
+                        if self.uni.is_divergent(a) && leaves {
                             self.tied_vals[a.index()] = true;
                         }
                     }
@@ -401,7 +422,10 @@ impl<'a> Isel<'a> {
             }
             for &p in &func.blocks[b].params {
                 self.crossing[p.index()] = true;
-                if self.uni.is_divergent(p) {
+                let merged = !is_frag(p)
+                    || cfg.preds[b].iter().any(|&x| apart(x))
+                    || (self.loops.is_header(b) && divergent_exit(b));
+                if self.uni.is_divergent(p) && merged {
                     self.tied_vals[p.index()] = true;
                 }
             }
