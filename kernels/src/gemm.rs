@@ -101,91 +101,179 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         .collect();
     // Packed a-fragments need every row to start at a multiple of the fragment length.
     let a_packed = (kk % kl).eq(0u32);
+    let frag = FragType::new(elem, kl as u8);
+    // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
+    // bk rows of bn, gathered along k into fragments of one column. Job q of a thread is
+    // fragment `tid + q * threads`; where the threads do not divide the block evenly, a
+    // (divergent) guard skips the jobs past it.
+    let per_row = t.bk / kl;
+    let a_jobs = (t.bm * per_row).div_ceil(threads);
+    let b_jobs = (t.bn * per_row).div_ceil(threads);
+    let a_job = |q: u32| {
+        let id = tid + q * threads;
+        (id / per_row, id % per_row * kl, (t.bm * per_row) % threads == 0)
+    };
+    let b_job = |q: u32| {
+        let id = tid + q * threads;
+        (id % t.bn, id / t.bn * kl, (t.bn * per_row) % threads == 0)
+    };
+    let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
+        if even {
+            body()
+        } else {
+            k.if_(inside, body)
+        }
+    };
+    // Per-thread parts of the global indices, outside the loop: a-job q reads row `gr` from
+    // `a_base[q] + k0`, b-job q column `gc` from `b_base[q] + (k0 + j) * n`.
+    let a_at: Vec<_> = (0..a_jobs)
+        .map(|q| {
+            let (row, kc, _) = a_job(q);
+            let gr = m0 + row;
+            (gr * kk + kc, gr.lt(m), kc)
+        })
+        .collect();
+    let b_at: Vec<_> = (0..b_jobs)
+        .map(|q| {
+            let (col, kc, _) = b_job(q);
+            let gc = n0 + col;
+            (kc * n + gc, gc.lt(n), kc)
+        })
+        .collect();
+    // Blocks wholly inside the matrices (most of them) load without masks.
+    let whole_mn = (m0 + t.bm).le(m) & (n0 + t.bn).le(n) & a_packed;
+    // Global loads of the blocks at k0 (into registers).
+    let load_stage = |k0: Val<'_, u32>| -> Vec<Frag<'_>> {
+        let vars: Vec<_> = (0..a_jobs + b_jobs)
+            .map(|_| k.frag_var(k.frag_zero(frag)))
+            .collect();
+        let k0n = k0 * n;
+        k.if_else(
+            whole_mn & (k0 + t.bk).le(kk),
+            || {
+                for q in 0..a_jobs {
+                    let (row, _, even) = a_job(q);
+                    let idx = a_at[q as usize].0 + k0;
+                    guard(even, row.lt(t.bm), &|| {
+                        vars[q as usize].set(if kl == 1 {
+                            k.frag_build(frag, &[k.load(&a, idx)])
+                        } else {
+                            k.frag_load(&a, idx, frag)
+                        })
+                    });
+                }
+                for q in 0..b_jobs {
+                    let (_, kc, even) = b_job(q);
+                    let base = b_at[q as usize].0 + k0n;
+                    guard(even, kc.lt(t.bk), &|| {
+                        let parts: Vec<Val<'_, T>> =
+                            (0..kl).map(|j| k.load(&b, base + n * j)).collect();
+                        vars[(a_jobs + q) as usize].set(k.frag_build(frag, &parts));
+                    });
+                }
+            },
+            || {
+                for q in 0..a_jobs {
+                    let (row, _, even) = a_job(q);
+                    let (base, row_ok, kc) = a_at[q as usize];
+                    let gk = k0 + kc;
+                    let v = vars[q as usize];
+                    let element_wise = || {
+                        let parts: Vec<Val<'_, T>> = (0..kl)
+                            .map(|j| {
+                                let ok = row_ok & (gk + j).lt(kk);
+                                k.load(&a, k.select(ok, base + k0 + j, outside))
+                            })
+                            .collect();
+                        v.set(k.frag_build(frag, &parts));
+                    };
+                    guard(even, row.lt(t.bm), &|| {
+                        if kl == 1 {
+                            return element_wise();
+                        }
+                        k.if_else(
+                            a_packed,
+                            || {
+                                let ok = row_ok & gk.lt(kk);
+                                v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
+                            },
+                            element_wise,
+                        );
+                    });
+                }
+                for q in 0..b_jobs {
+                    let (_, kc, even) = b_job(q);
+                    let (base, col_ok, _) = b_at[q as usize];
+                    guard(even, kc.lt(t.bk), &|| {
+                        let parts: Vec<Val<'_, T>> = (0..kl)
+                            .map(|j| {
+                                let ok = (k0 + kc + j).lt(kk) & col_ok;
+                                k.load(&b, k.select(ok, base + k0n + n * j, outside))
+                            })
+                            .collect();
+                        vars[(a_jobs + q) as usize].set(k.frag_build(frag, &parts));
+                    });
+                }
+            },
+        );
+        vars.iter().map(|v| v.get()).collect()
+    };
+    // The staged blocks into LDS.
+    let a_lds: Vec<_> = (0..a_jobs)
+        .map(|q| {
+            let (row, kc, _) = a_job(q);
+            row * stride + kc
+        })
+        .collect();
+    let b_lds: Vec<_> = (0..b_jobs)
+        .map(|q| {
+            let (col, kc, _) = b_job(q);
+            col * stride + kc
+        })
+        .collect();
+    let store_stage = |frags: &[Frag<'_>]| {
+        for q in 0..a_jobs {
+            let (row, _, even) = a_job(q);
+            let f = frags[q as usize];
+            guard(even, row.lt(t.bm), &|| {
+                k.frag_store(&ta, a_lds[q as usize], f)
+            });
+        }
+        for q in 0..b_jobs {
+            let (_, kc, even) = b_job(q);
+            let f = frags[(a_jobs + q) as usize];
+            guard(even, kc.lt(t.bk), &|| {
+                k.frag_store(&tb, b_lds[q as usize], f)
+            });
+        }
+    };
+    // Where this lane's MFMA inputs start in the LDS blocks (row or column lrow, k-values from
+    // lk); every other input is a constant further.
+    let lane = k.lane_id();
+    let (lrow, lk) = (lane % 32u32, lane / 32u32 * kl);
+    let a_rd = (wave_row + lrow) * stride + lk;
+    let b_rd = (wave_col + lrow) * stride + lk;
+    // Software pipelining: the next step's global loads are issued before this step's MFMAs,
+    // so their latency hides behind the matrix work.
+    let staged: Vec<_> = load_stage(k.lit(0u32))
+        .into_iter()
+        .map(|f| k.frag_var(f))
+        .collect();
     let t0 = k.var_named("k0", k.lit(0u32));
     k.while_(
         || t0.get().lt(kk),
         || {
             let k0 = t0.get();
-            // a-block: bm rows of bk, as bm*bk/kl fragments of kl consecutive k-values.
-            let per_row = t.bk / kl;
-            for q in 0..(t.bm * per_row).div_ceil(threads) {
-                let id = tid + q * threads;
-                let row = id / per_row;
-                let kc = id % per_row * kl;
-                let (gr, gk) = (m0 + row, k0 + kc);
-                let store = |f: Frag<'_>| k.frag_store(&ta, row * stride + kc, f);
-                // Only when the threads do not divide the block evenly: a divergent guard.
-                let guard = |body: &dyn Fn()| {
-                    if (t.bm * per_row) % threads == 0 {
-                        body()
-                    } else {
-                        k.if_(row.lt(t.bm), body)
-                    }
-                };
-                guard(&|| {
-                    if kl == 1 {
-                        let ok = gr.lt(m) & gk.lt(kk);
-                        let v = k.load(&a, k.select(ok, gr * kk + gk, outside));
-                        k.store(&ta, row * stride + kc, v);
-                        return;
-                    }
-                    k.if_else(
-                        a_packed,
-                        || {
-                            let ok = gr.lt(m) & gk.lt(kk);
-                            store(k.frag_load(&a, k.select(ok, gr * kk + gk, outside), fin));
-                        },
-                        || {
-                            let parts: Vec<Val<'_, T>> = (0..kl)
-                                .map(|j| {
-                                    let ok = gr.lt(m) & (gk + j).lt(kk);
-                                    k.load(&a, k.select(ok, gr * kk + gk + j, outside))
-                                })
-                                .collect();
-                            store(k.frag_build(fin, &parts));
-                        },
-                    );
-                });
-            }
-            // b-block: bk rows of bn, gathered along k into fragments of column `col`.
-            let per_col = t.bk / kl;
-            for q in 0..(t.bn * per_col).div_ceil(threads) {
-                let id = tid + q * threads;
-                let col = id % t.bn;
-                let kc = id / t.bn * kl;
-                let gc = n0 + col;
-                let guard = |body: &dyn Fn()| {
-                    if (t.bn * per_col) % threads == 0 {
-                        body()
-                    } else {
-                        k.if_(kc.lt(t.bk), body)
-                    }
-                };
-                guard(&|| {
-                    let parts: Vec<Val<'_, T>> = (0..kl)
-                        .map(|j| {
-                            let gk = k0 + kc + j;
-                            let ok = gk.lt(kk) & gc.lt(n);
-                            k.load(&b, k.select(ok, gk * n + gc, outside))
-                        })
-                        .collect();
-                    if kl == 1 {
-                        k.store(&tb, col * stride + kc, parts[0]);
-                    } else {
-                        k.frag_store(&tb, col * stride + kc, k.frag_build(fin, &parts));
-                    }
-                });
-            }
+            let now: Vec<_> = staged.iter().map(|v| v.get()).collect();
+            store_stage(&now);
             k.barrier();
-            let lane = k.lane_id();
-            let (lrow, lk) = (lane % 32u32, lane / 32u32 * kl);
+            let next = load_stage(k0 + t.bk);
             for s in 0..t.bk / kstep {
-                let kpos = lk + s * kstep;
                 let a_frags: Vec<_> = (0..tm)
-                    .map(|i| fragment(&k, &ta, (wave_row + i * 32 + lrow) * stride + kpos, fin))
+                    .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
                     .collect();
                 let b_frags: Vec<_> = (0..tn)
-                    .map(|j| fragment(&k, &tb, (wave_col + j * 32 + lrow) * stride + kpos, fin))
+                    .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
                     .collect();
                 for i in 0..tm {
                     for j in 0..tn {
@@ -200,6 +288,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 }
             }
             k.barrier();
+            for (v, f) in staged.iter().zip(next) {
+                v.set(f);
+            }
             t0.set(k0 + t.bk);
         },
     );
