@@ -93,8 +93,9 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
     );
 }
 
-/// TFLOP/s of the f16 GEMM on the `mi300x` timing model for a problem that gives every one of
-/// the 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024).
+/// TFLOP/s of the GEMM on the `mi300x` timing model for a problem that gives every one of the
+/// 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024; inputs
+/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk`).
 /// Ignored (minutes of software MFMA): `cargo test --release --test gemm -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -114,7 +115,17 @@ fn gemm_on_the_mi300x_model() {
         Ok("f32") => FragElem::F32,
         _ => FragElem::F16,
     };
-    let tiles = DEFAULT_TILES;
+    let tiles = match std::env::var("KJIT_GEMM_TILES") {
+        Ok(s) => {
+            let v: Vec<u32> = s.split(',').map(|x| x.parse().unwrap()).collect();
+            GemmTiles {
+                bm: v[0],
+                bn: v[1],
+                bk: v[2],
+            }
+        }
+        Err(_) => DEFAULT_TILES,
+    };
     let func = build_gemm("gemm", elem, tiles).unwrap();
     let ck = kjit::compile(&func, model.target, &CompileOptions::default()).unwrap();
     println!("{}", ck.header.lines().join("\n"));

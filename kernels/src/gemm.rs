@@ -111,7 +111,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let b_jobs = (t.bn * per_row).div_ceil(threads);
     let a_job = |q: u32| {
         let id = tid + q * threads;
-        (id / per_row, id % per_row * kl, (t.bm * per_row) % threads == 0)
+        (
+            id / per_row,
+            id % per_row * kl,
+            (t.bm * per_row) % threads == 0,
+        )
     };
     let b_job = |q: u32| {
         let id = tid + q * threads;
@@ -140,83 +144,54 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             (kc * n + gc, gc.lt(n), kc)
         })
         .collect();
-    // Blocks wholly inside the matrices (most of them) load without masks.
-    let whole_mn = (m0 + t.bm).le(m) & (n0 + t.bn).le(n) & a_packed;
-    // Global loads of the blocks at k0 (into registers).
-    let load_stage = |k0: Val<'_, u32>| -> Vec<Frag<'_>> {
-        let vars: Vec<_> = (0..a_jobs + b_jobs)
-            .map(|_| k.frag_var(k.frag_zero(frag)))
+    // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
+    // packed into fragments only when stored (so the packing waits for the loads after the
+    // step's MFMAs, not before).
+    let zero: Val<'_, T> = k.frag_zero(frag).extract::<T>(0);
+    let load_stage = |k0: Val<'_, u32>, packed: bool| -> Staged<'_, T> {
+        let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
+        let b_vars: Vec<Vec<_>> = (0..b_jobs)
+            .map(|_| (0..kl).map(|_| k.var(zero)).collect())
             .collect();
         let k0n = k0 * n;
-        k.if_else(
-            whole_mn & (k0 + t.bk).le(kk),
-            || {
-                for q in 0..a_jobs {
-                    let (row, _, even) = a_job(q);
-                    let idx = a_at[q as usize].0 + k0;
-                    guard(even, row.lt(t.bm), &|| {
-                        vars[q as usize].set(if kl == 1 {
-                            k.frag_build(frag, &[k.load(&a, idx)])
-                        } else {
-                            k.frag_load(&a, idx, frag)
+        for q in 0..a_jobs {
+            let (row, _, even) = a_job(q);
+            let (base, row_ok, kc) = a_at[q as usize];
+            let gk = k0 + kc;
+            let v = vars[q as usize];
+            guard(even, row.lt(t.bm), &|| {
+                if packed {
+                    let ok = row_ok & gk.lt(kk);
+                    v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
+                } else {
+                    let parts: Vec<Val<'_, T>> = (0..kl)
+                        .map(|j| {
+                            let ok = row_ok & (gk + j).lt(kk);
+                            k.load(&a, k.select(ok, base + k0 + j, outside))
                         })
-                    });
+                        .collect();
+                    v.set(k.frag_build(frag, &parts));
                 }
-                for q in 0..b_jobs {
-                    let (_, kc, even) = b_job(q);
-                    let base = b_at[q as usize].0 + k0n;
-                    guard(even, kc.lt(t.bk), &|| {
-                        let parts: Vec<Val<'_, T>> =
-                            (0..kl).map(|j| k.load(&b, base + n * j)).collect();
-                        vars[(a_jobs + q) as usize].set(k.frag_build(frag, &parts));
-                    });
+            });
+        }
+        for q in 0..b_jobs {
+            let (_, kc, even) = b_job(q);
+            let (base, col_ok, _) = b_at[q as usize];
+            guard(even, kc.lt(t.bk), &|| {
+                for j in 0..kl {
+                    let ok = (k0 + kc + j).lt(kk) & col_ok;
+                    let x = k.load(&b, k.select(ok, base + k0n + n * j, outside));
+                    b_vars[q as usize][j as usize].set(x);
                 }
-            },
-            || {
-                for q in 0..a_jobs {
-                    let (row, _, even) = a_job(q);
-                    let (base, row_ok, kc) = a_at[q as usize];
-                    let gk = k0 + kc;
-                    let v = vars[q as usize];
-                    let element_wise = || {
-                        let parts: Vec<Val<'_, T>> = (0..kl)
-                            .map(|j| {
-                                let ok = row_ok & (gk + j).lt(kk);
-                                k.load(&a, k.select(ok, base + k0 + j, outside))
-                            })
-                            .collect();
-                        v.set(k.frag_build(frag, &parts));
-                    };
-                    guard(even, row.lt(t.bm), &|| {
-                        if kl == 1 {
-                            return element_wise();
-                        }
-                        k.if_else(
-                            a_packed,
-                            || {
-                                let ok = row_ok & gk.lt(kk);
-                                v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
-                            },
-                            element_wise,
-                        );
-                    });
-                }
-                for q in 0..b_jobs {
-                    let (_, kc, even) = b_job(q);
-                    let (base, col_ok, _) = b_at[q as usize];
-                    guard(even, kc.lt(t.bk), &|| {
-                        let parts: Vec<Val<'_, T>> = (0..kl)
-                            .map(|j| {
-                                let ok = (k0 + kc + j).lt(kk) & col_ok;
-                                k.load(&b, k.select(ok, base + k0n + n * j, outside))
-                            })
-                            .collect();
-                        vars[(a_jobs + q) as usize].set(k.frag_build(frag, &parts));
-                    });
-                }
-            },
-        );
-        vars.iter().map(|v| v.get()).collect()
+            });
+        }
+        Staged {
+            a: vars.iter().map(|v| v.get()).collect(),
+            b: b_vars
+                .iter()
+                .map(|p| p.iter().map(|v| v.get()).collect())
+                .collect(),
+        }
     };
     // The staged blocks into LDS.
     let a_lds: Vec<_> = (0..a_jobs)
@@ -231,18 +206,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             col * stride + kc
         })
         .collect();
-    let store_stage = |frags: &[Frag<'_>]| {
+    let store_stage = |st: &Staged<'_, T>| {
         for q in 0..a_jobs {
             let (row, _, even) = a_job(q);
-            let f = frags[q as usize];
+            let f = st.a[q as usize];
             guard(even, row.lt(t.bm), &|| {
                 k.frag_store(&ta, a_lds[q as usize], f)
             });
         }
         for q in 0..b_jobs {
             let (_, kc, even) = b_job(q);
-            let f = frags[(a_jobs + q) as usize];
             guard(even, kc.lt(t.bk), &|| {
+                let f = k.frag_build(frag, &st.b[q as usize]);
                 k.frag_store(&tb, b_lds[q as usize], f)
             });
         }
@@ -255,45 +230,69 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let b_rd = (wave_col + lrow) * stride + lk;
     // Software pipelining: the next step's global loads are issued before this step's MFMAs,
     // so their latency hides behind the matrix work.
-    let staged: Vec<_> = load_stage(k.lit(0u32))
-        .into_iter()
-        .map(|f| k.frag_var(f))
-        .collect();
-    let t0 = k.var_named("k0", k.lit(0u32));
-    k.while_(
-        || t0.get().lt(kk),
-        || {
-            let k0 = t0.get();
-            let now: Vec<_> = staged.iter().map(|v| v.get()).collect();
-            store_stage(&now);
-            k.barrier();
-            let next = load_stage(k0 + t.bk);
-            for s in 0..t.bk / kstep {
-                let a_frags: Vec<_> = (0..tm)
-                    .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
-                    .collect();
-                let b_frags: Vec<_> = (0..tn)
-                    .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
-                    .collect();
-                for i in 0..tm {
-                    for j in 0..tn {
-                        let acc = accs[(i * tn + j) as usize];
-                        let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
-                            (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
-                            (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
-                            _ => unreachable!("both inputs have one shape"),
-                        };
-                        acc.set(d);
+    // The main loop, with the a-block moved as packed fragments (k a multiple of the fragment
+    // length) or element by element: two copies chosen once per launch, so that no choice
+    // inside the loop makes a join whose copies wait for the prefetching loads.
+    let main_loop = |packed: bool| {
+        let first = load_stage(k.lit(0u32), packed);
+        let staged_a: Vec<_> = first.a.iter().map(|&f| k.frag_var(f)).collect();
+        let staged_b: Vec<Vec<_>> = first
+            .b
+            .iter()
+            .map(|p| p.iter().map(|&x| k.var(x)).collect())
+            .collect();
+        let t0 = k.var_named("k0", k.lit(0u32));
+        k.while_(
+            || t0.get().lt(kk),
+            || {
+                let k0 = t0.get();
+                let now = Staged {
+                    a: staged_a.iter().map(|v| v.get()).collect(),
+                    b: staged_b
+                        .iter()
+                        .map(|p| p.iter().map(|v| v.get()).collect())
+                        .collect(),
+                };
+                store_stage(&now);
+                k.barrier();
+                let next = load_stage(k0 + t.bk, packed);
+                for s in 0..t.bk / kstep {
+                    let a_frags: Vec<_> = (0..tm)
+                        .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
+                        .collect();
+                    let b_frags: Vec<_> = (0..tn)
+                        .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
+                        .collect();
+                    for i in 0..tm {
+                        for j in 0..tn {
+                            let acc = accs[(i * tn + j) as usize];
+                            let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
+                                (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
+                                (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
+                                _ => unreachable!("both inputs have one shape"),
+                            };
+                            acc.set(d);
+                        }
                     }
                 }
-            }
-            k.barrier();
-            for (v, f) in staged.iter().zip(next) {
-                v.set(f);
-            }
-            t0.set(k0 + t.bk);
-        },
-    );
+                k.barrier();
+                for (v, f) in staged_a.iter().zip(&next.a) {
+                    v.set(*f);
+                }
+                for (vs, xs) in staged_b.iter().zip(&next.b) {
+                    for (v, x) in vs.iter().zip(xs) {
+                        v.set(*x);
+                    }
+                }
+                t0.set(k0 + t.bk);
+            },
+        );
+    };
+    if kl == 1 {
+        main_loop(true);
+    } else {
+        k.if_else(a_packed, || main_loop(true), || main_loop(false));
+    }
     for i in 0..tm {
         for j in 0..tn {
             let acc = accs[(i * tn + j) as usize].get();
@@ -311,6 +310,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
     }
     k.finish()
+}
+
+/// One step's blocks in registers: the a-fragments and each b-job's elements.
+struct Staged<'k, T> {
+    a: Vec<Frag<'k>>,
+    b: Vec<Vec<Val<'k, T>>>,
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
