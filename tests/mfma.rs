@@ -230,6 +230,16 @@ fn mfma_in_divergent_control_flow_is_a_builder_error() {
     assert!(e.contains("mfma.rs"), "the error names the call site: {e}");
 }
 
+/// Golden asm of the smallest block kernel (`v_mfma_f32_16x16x16_f16`) on gfx942: the fragment
+/// loads, the packing of B, the MFMA on a tuple tied to C, its wait states and the stores.
+/// After an intended change: `INSTA_UPDATE=always cargo test --test mfma` and read the diff.
+#[test]
+fn asm_of_a_16x16x16_f16_block_on_gfx942() {
+    let func = kernel_for(MfmaOp::F32_16x16x16F16);
+    let k = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    insta::assert_snapshot!("mfma_16x16x16_f16_block", k.asm);
+}
+
 #[test]
 fn ir_text_round_trips() {
     for op in MFMA_OPS {
