@@ -250,3 +250,34 @@ fn ir_text_round_trips() {
         assert_eq!(back.to_string(), text);
     }
 }
+
+/// Every operation's kernel on gfx942 and gfx90a: `llvm-mc-19` assembles our asm text to exactly
+/// our code object's bytes (the MFMA encodings, both spellings of the bf16 forms, the wait
+/// states). Skips without LLVM 19 unless `KJIT_REQUIRE_LLVM=1`.
+#[test]
+fn llvm_mc_assembles_every_operation_to_our_bytes() {
+    use kjit::backend_gcn::codeobj::CodeObject;
+    use kjit::backend_gcn::llvm_oracle::{require, run, Tool};
+    use object::{Object, ObjectSection};
+    let Some(mc) = require(Tool::Mc, "mfma encodings") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("kjit-mfma-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for op in MFMA_OPS {
+        for t in [Target::Gfx942, Target::Gfx90a] {
+            let k = kjit::compile(&kernel_for(op), t, &CompileOptions::default()).unwrap();
+            let (src, obj) = (dir.join(format!("{op}-{t}.s")), dir.join(format!("{op}-{t}.o")));
+            std::fs::write(&src, &k.asm).unwrap();
+            let cpu = format!("-mcpu={}", t.name());
+            let (s, o) = (src.to_str().unwrap(), obj.to_str().unwrap());
+            run(&mc, &["-arch=amdgcn", &cpu, "-filetype=obj", s, "-o", o], None)
+                .unwrap_or_else(|e| panic!("{op} on {t}: llvm-mc rejected our asm: {e}"));
+            let bytes = std::fs::read(&obj).unwrap();
+            let file = object::File::parse(&*bytes).unwrap();
+            let theirs = file.section_by_name(".text").unwrap().data().unwrap();
+            let ours = CodeObject::parse(&k.code_object).unwrap();
+            assert_eq!(theirs, &ours.kernels[0].code[..], "{op} on {t}");
+        }
+    }
+}
