@@ -267,12 +267,19 @@ fn llvm_mc_assembles_every_operation_to_our_bytes() {
     for op in MFMA_OPS {
         for t in [Target::Gfx942, Target::Gfx90a] {
             let k = kjit::compile(&kernel_for(op), t, &CompileOptions::default()).unwrap();
-            let (src, obj) = (dir.join(format!("{op}-{t}.s")), dir.join(format!("{op}-{t}.o")));
+            let (src, obj) = (
+                dir.join(format!("{op}-{t}.s")),
+                dir.join(format!("{op}-{t}.o")),
+            );
             std::fs::write(&src, &k.asm).unwrap();
             let cpu = format!("-mcpu={}", t.name());
             let (s, o) = (src.to_str().unwrap(), obj.to_str().unwrap());
-            run(&mc, &["-arch=amdgcn", &cpu, "-filetype=obj", s, "-o", o], None)
-                .unwrap_or_else(|e| panic!("{op} on {t}: llvm-mc rejected our asm: {e}"));
+            run(
+                &mc,
+                &["-arch=amdgcn", &cpu, "-filetype=obj", s, "-o", o],
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{op} on {t}: llvm-mc rejected our asm: {e}"));
             let bytes = std::fs::read(&obj).unwrap();
             let file = object::File::parse(&*bytes).unwrap();
             let theirs = file.section_by_name(".text").unwrap().data().unwrap();
