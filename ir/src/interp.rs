@@ -1060,7 +1060,7 @@ impl Ctx<'_> {
 
     /// A fragment access must start at a multiple of the fragment's length.
     fn frag_aligned(&self, inst: Inst, base: u32, f: FragType) -> Result<(), InterpError> {
-        if base % f.len as u32 != 0 {
+        if !base.is_multiple_of(f.len as u32) {
             return Err(self.fault(
                 inst,
                 format!(

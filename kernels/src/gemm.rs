@@ -114,12 +114,16 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         (
             id / per_row,
             id % per_row * kl,
-            (t.bm * per_row) % threads == 0,
+            (t.bm * per_row).is_multiple_of(threads),
         )
     };
     let b_job = |q: u32| {
         let id = tid + q * threads;
-        (id % t.bn, id / t.bn * kl, (t.bn * per_row) % threads == 0)
+        (
+            id % t.bn,
+            id / t.bn * kl,
+            (t.bn * per_row).is_multiple_of(threads),
+        )
     };
     let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
         if even {

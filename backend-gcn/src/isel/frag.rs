@@ -248,7 +248,7 @@ impl Isel<'_> {
                 } else {
                     self.extract(v, (item / 2) as u8, 1)
                 };
-                if item % 2 == 0 {
+                if item.is_multiple_of(2) {
                     self.v("v_and_b32", &[Src::Imm(0xffff), Src::R(w)])
                 } else {
                     self.v("v_lshrrev_b32", &[Src::Imm(16), Src::R(w)])
