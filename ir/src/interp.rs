@@ -809,20 +809,7 @@ impl Ctx<'_> {
                                     }
                                 }
                             }
-                            Mem::Lds(a) => {
-                                let ai = a.index();
-                                if e >= lds.data[ai].len() {
-                                    return Err(self.lds_range_fault(
-                                        inst,
-                                        "store to",
-                                        *a,
-                                        e,
-                                        lds.data[ai].len(),
-                                    ));
-                                }
-                                lds.data[ai][e] = bits;
-                                lds.init[ai][e] = true;
-                            }
+                            Mem::Lds(a) => self.lds_write(inst, lds, *a, e, bits)?,
                         }
                     }
                 }
@@ -974,20 +961,7 @@ impl Ctx<'_> {
                                     }
                                 }
                             }
-                            Mem::Lds(a) => {
-                                let ai = a.index();
-                                if e >= lds.data[ai].len() {
-                                    return Err(self.lds_range_fault(
-                                        inst,
-                                        "store to",
-                                        *a,
-                                        e,
-                                        lds.data[ai].len(),
-                                    ));
-                                }
-                                lds.data[ai][e] = bits;
-                                lds.init[ai][e] = true;
-                            }
+                            Mem::Lds(a) => self.lds_write(inst, lds, *a, e, bits)?,
                         }
                     }
                 }
@@ -1069,6 +1043,24 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Writes one LDS element, with the range check.
+    fn lds_write(
+        &self,
+        inst: Inst,
+        lds: &mut Lds,
+        a: LdsArray,
+        e: usize,
+        bits: u64,
+    ) -> Result<(), InterpError> {
+        let ai = a.index();
+        if e >= lds.data[ai].len() {
+            return Err(self.lds_range_fault(inst, "store to", a, e, lds.data[ai].len()));
+        }
+        lds.data[ai][e] = bits;
+        lds.init[ai][e] = true;
         Ok(())
     }
 

@@ -41,8 +41,8 @@ impl Isel<'_> {
                 offset,
                 ty,
             } => {
-                let r = self.frag_load(mem, index, offset, ty)?;
-                self.result(res[0], r);
+                let r = self.frag_move(mem, index, offset, ty, None)?;
+                self.result(res[0], r.expect("a load gives its fragment"));
             }
             InstData::FragStore {
                 mem,
@@ -55,7 +55,7 @@ impl Isel<'_> {
                 };
                 let v = self.val(value);
                 let v = self.to_class(v, RegClass::Vgpr);
-                self.frag_store(mem, index, offset, ty, v)?;
+                self.frag_move(mem, index, offset, ty, Some(v))?;
             }
             InstData::FragBuild { ty, ref args } => {
                 let parts: Vec<Src> = args.iter().map(|&a| self.src(a)).collect();
@@ -96,125 +96,81 @@ impl Isel<'_> {
         Ok(true)
     }
 
-    /// Pieces of at most four dwords a fragment moves in: `(first dword, dwords)`.
-    fn frag_pieces(ty: FragType) -> Vec<(u32, u32)> {
-        let n = ty.dwords();
-        (0..n).step_by(4).map(|d| (d, (n - d).min(4))).collect()
-    }
-
-    fn frag_load(
+    /// Moves a fragment between registers and memory in pieces of at most four dwords: loads
+    /// (`store` is `None`) give the fragment's register tuple; a store writes `store`.
+    fn frag_move(
         &mut self,
         mem: Mem,
         index: Value,
         offset: u32,
         ty: FragType,
-    ) -> Result<VReg, IselError> {
+        store: Option<VReg>,
+    ) -> Result<Option<VReg>, IselError> {
+        const BUFFER: [[&str; 4]; 2] = [
+            [
+                "buffer_load_dword",
+                "buffer_load_dwordx2",
+                "buffer_load_dwordx3",
+                "buffer_load_dwordx4",
+            ],
+            [
+                "buffer_store_dword",
+                "buffer_store_dwordx2",
+                "buffer_store_dwordx3",
+                "buffer_store_dwordx4",
+            ],
+        ];
+        const LDS: [[&str; 4]; 2] = [
+            ["ds_read_b32", "ds_read_b64", "ds_read_b96", "ds_read_b128"],
+            [
+                "ds_write_b32",
+                "ds_write_b64",
+                "ds_write_b96",
+                "ds_write_b128",
+            ],
+        ];
         let size = ty.elem.bytes();
         let span = ty.bytes() as u64;
+        // The descriptor (global) or none (LDS), the address VGPR and the immediate offset.
+        let (desc, addr, imm) = match mem {
+            Mem::Global(buf) => {
+                let desc = self.desc(buf)?;
+                let (addr, imm) =
+                    self.address(index, size, offset as u64 * size as u64, 4095 - span + 1);
+                (Some(desc), addr, imm)
+            }
+            Mem::Lds(arr) => {
+                let base = self.lds_base[arr] as u64 + offset as u64 * size as u64;
+                let (addr, imm) = self.address(index, size, base, 65535 - span + 1);
+                (None, addr, imm)
+            }
+        };
+        let n_all = ty.dwords();
         let mut parts = Vec::new();
-        match mem {
-            Mem::Global(buf) => {
-                let desc = self.desc(buf)?;
-                let (addr, imm) =
-                    self.address(index, size, offset as u64 * size as u64, 4095 - span + 1);
-                for (d, n) in Self::frag_pieces(ty) {
-                    let name = [
-                        "buffer_load_dword",
-                        "buffer_load_dwordx2",
-                        "",
-                        "buffer_load_dwordx4",
-                    ][n as usize - 1];
-                    let name = if n == 3 { "buffer_load_dwordx3" } else { name };
+        for d in (0..n_all).step_by(4) {
+            let n = (n_all - d).min(4);
+            let names = if desc.is_some() { &BUFFER } else { &LDS };
+            let name = names[store.is_some() as usize][n as usize - 1];
+            let data = match store {
+                Some(v) if n == n_all => MOperand::Use(v),
+                Some(v) => MOperand::Use(self.extract(v, d as u8, n as u8)),
+                None => {
                     let r = self.new_vreg(RegClass::Vgpr, n as u8);
-                    self.mubuf(name, MOperand::Def(r), addr, desc, imm + 4 * d);
                     parts.push(r);
+                    MOperand::Def(r)
                 }
-            }
-            Mem::Lds(arr) => {
-                let base = self.lds_base[arr] as u64;
-                let (addr, imm) = self.address(
-                    index,
-                    size,
-                    base + offset as u64 * size as u64,
-                    65535 - span + 1,
-                );
-                for (d, n) in Self::frag_pieces(ty) {
-                    let name = ["ds_read_b32", "ds_read_b64", "ds_read_b96", "ds_read_b128"]
-                        [n as usize - 1];
-                    let r = self.new_vreg(RegClass::Vgpr, n as u8);
-                    self.ds(name, &[MOperand::Def(r), MOperand::Use(addr)], imm + 4 * d);
-                    parts.push(r);
-                }
+            };
+            match desc {
+                Some(desc) => self.mubuf(name, data, addr, desc, imm + 4 * d),
+                None if store.is_some() => self.ds(name, &[MOperand::Use(addr), data], imm + 4 * d),
+                None => self.ds(name, &[data, MOperand::Use(addr)], imm + 4 * d),
             }
         }
-        Ok(if parts.len() == 1 {
-            parts[0]
-        } else {
-            self.build(RegClass::Vgpr, &parts)
+        Ok(match parts.len() {
+            0 => None,
+            1 => Some(parts[0]),
+            _ => Some(self.build(RegClass::Vgpr, &parts)),
         })
-    }
-
-    fn frag_store(
-        &mut self,
-        mem: Mem,
-        index: Value,
-        offset: u32,
-        ty: FragType,
-        v: VReg,
-    ) -> Result<(), IselError> {
-        let size = ty.elem.bytes();
-        let span = ty.bytes() as u64;
-        let pieces = Self::frag_pieces(ty);
-        let whole = pieces.len() == 1;
-        match mem {
-            Mem::Global(buf) => {
-                let desc = self.desc(buf)?;
-                let (addr, imm) =
-                    self.address(index, size, offset as u64 * size as u64, 4095 - span + 1);
-                for (d, n) in pieces {
-                    let name = [
-                        "buffer_store_dword",
-                        "buffer_store_dwordx2",
-                        "buffer_store_dwordx3",
-                        "buffer_store_dwordx4",
-                    ][n as usize - 1];
-                    let data = if whole {
-                        v
-                    } else {
-                        self.extract(v, d as u8, n as u8)
-                    };
-                    self.mubuf(name, MOperand::Use(data), addr, desc, imm + 4 * d);
-                }
-            }
-            Mem::Lds(arr) => {
-                let base = self.lds_base[arr] as u64;
-                let (addr, imm) = self.address(
-                    index,
-                    size,
-                    base + offset as u64 * size as u64,
-                    65535 - span + 1,
-                );
-                for (d, n) in pieces {
-                    let name = [
-                        "ds_write_b32",
-                        "ds_write_b64",
-                        "ds_write_b96",
-                        "ds_write_b128",
-                    ][n as usize - 1];
-                    let data = if whole {
-                        v
-                    } else {
-                        self.extract(v, d as u8, n as u8)
-                    };
-                    self.ds(
-                        name,
-                        &[MOperand::Use(addr), MOperand::Use(data)],
-                        imm + 4 * d,
-                    );
-                }
-            }
-        }
-        Ok(())
     }
 
     fn frag_build(&mut self, ty: FragType, parts: &[Src]) -> VReg {
