@@ -12,6 +12,7 @@ use kjit_ir::Function;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+pub mod attention;
 pub mod gemm;
 pub mod hash;
 pub mod matmul;
@@ -145,7 +146,12 @@ pub fn all() -> &'static [KernelSpec] {
     &ALL
 }
 
-static MATRIX: [KernelSpec; 3] = [gemm::GEMM_F16, gemm::GEMM_BF16, gemm::GEMM_F32];
+static MATRIX: [KernelSpec; 4] = [
+    gemm::GEMM_F16,
+    gemm::GEMM_BF16,
+    gemm::GEMM_F32,
+    attention::ATTENTION,
+];
 
 /// The kernels that need matrix cores (MFMA: gfx90a, gfx942), kept apart from [`all`], whose
 /// kernels compile for every target.
