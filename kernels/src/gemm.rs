@@ -401,20 +401,7 @@ pub fn gemm_case(elem: FragElem, t: GemmTiles, dims: (u32, u32, u32), seed: u64)
 
 /// The CPU product in f64 of the inputs as the kernel reads them, rounded to f32.
 pub fn gemm_reference(elem: FragElem, c: &Case) -> Vec<BufferData> {
-    let (a, b) = (input_value(elem, c, 0), input_value(elem, c, 1));
-    let (m, n, kk) = (
-        u32_arg(c, 3) as usize,
-        u32_arg(c, 4) as usize,
-        u32_arg(c, 5) as usize,
-    );
-    let mut out = vec![0f32; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            let s: f64 = (0..kk).map(|p| a[i * kk + p] * b[p * n + j]).sum();
-            out[i * n + j] = s as f32;
-        }
-    }
-    vec![BufferData::F32(out)]
+    crate::matmul::product_f64(&input_value(elem, c, 0), &input_value(elem, c, 1), c)
 }
 
 const TILE_PARAMS: &[TuneParam] = &[
