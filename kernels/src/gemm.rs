@@ -7,8 +7,10 @@
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
 //! MFMA input fragment is one `ds_read_b64`), between barriers. Edges: a global element outside
 //! the matrix is read as 0 by pointing its index past the buffer (the range check gives 0); an
-//! output outside `c` is dropped the same way. The a-block moves as packed fragments when `k` is
-//! a multiple of the fragment length (a uniform branch), else element by element.
+//! output outside `c` is dropped the same way. The next step's blocks are loaded into registers
+//! before this step's MFMAs (software pipelining). The a-block moves as packed fragments when `k`
+//! is a multiple of the fragment length, else element by element: two copies of the loop,
+//! chosen once per launch.
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
 //! 64×64 (32×32 when the block is 32 wide).
