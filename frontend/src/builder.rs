@@ -99,6 +99,17 @@ impl Inner {
     }
 
     fn placeholder(&mut self, b: Block, ty: Type) -> Value {
+        if let Type::Frag(f) = ty {
+            // A zero fragment, so that later uses stay well typed.
+            let zero = self.placeholder(b, f.elem.carrier());
+            let args = (0..f.len).map(|_| zero).collect();
+            let i = self
+                .func
+                .make_inst(InstData::FragBuild { ty: f, args })
+                .expect("a zero fragment is well typed");
+            self.func.blocks[b].insts.insert(1, i);
+            return self.func.results[i][0];
+        }
         let ty = if ty.is_scalar() { ty } else { Type::U32 };
         let i = self
             .func
@@ -230,6 +241,24 @@ impl KernelBuilder {
 
     pub(crate) fn record(&self, call: &str, site: Site, message: String) {
         self.inner.borrow_mut().error(call, site, message);
+    }
+
+    /// A well-typed stand-in value (after an error was recorded).
+    pub(crate) fn placeholder_value(&self, ty: Type) -> Value {
+        let mut g = self.inner.borrow_mut();
+        let cur = g.cur;
+        g.placeholder(cur, ty)
+    }
+
+    /// A new variable of type `ty` holding `init`; gives its id.
+    pub(crate) fn new_var(&self, ty: Type, name: &str, init: Value) -> usize {
+        let mut g = self.inner.borrow_mut();
+        let id = g.var_types.len();
+        g.var_types.push(ty);
+        g.var_names.push(name.to_string());
+        let cur = g.cur;
+        g.defs.insert((id, cur), init);
+        id
     }
 
     /// The IR value of `v`, or a placeholder (with an error) when `v` belongs to another kernel.
@@ -507,12 +536,7 @@ impl KernelBuilder {
     pub fn var_named<'k, T: Scalar>(&'k self, name: &str, init: Val<'_, T>) -> Var<'k, T> {
         let site = Location::caller();
         let v = self.own(init, "var", site);
-        let mut g = self.inner.borrow_mut();
-        let id = g.var_types.len();
-        g.var_types.push(T::TY);
-        g.var_names.push(name.to_string());
-        let cur = g.cur;
-        g.defs.insert((id, cur), v);
+        let id = self.new_var(T::TY, name, v);
         Var {
             k: self,
             id,

@@ -20,6 +20,7 @@
 
 mod builder;
 mod error;
+mod frag;
 mod math;
 mod memory;
 mod types;
@@ -27,8 +28,10 @@ mod value;
 
 pub use builder::KernelBuilder;
 pub use error::{BuildError, KernelError};
+pub use frag::{Frag, FragElem, FragVar, MfmaInput, MFMA_OPS};
 pub use half::f16;
 pub use kjit_ir::{Dim, Function, ReduceOp};
+pub use kjit_ir::{FragType, MfmaOp};
 pub use memory::{Buffer, Lds, Memory};
 pub use types::{Float, Index, Int, Num, Scalar};
 pub use value::{AnyVal, Bits, Operand, Val, Var};

@@ -7,7 +7,8 @@
 
 use crate::entities::{Block, LdsArray, Value};
 use crate::function::Function;
-use crate::types::Type;
+use crate::mfma::MfmaOp;
+use crate::types::{FragType, Type};
 use smallvec::{smallvec, SmallVec};
 use std::fmt;
 
@@ -355,6 +356,54 @@ pub enum InstData {
         /// Value.
         arg: Value,
     },
+    /// Loads a matrix fragment: `ty.len` consecutive elements from element `index + offset` of
+    /// memory holding `ty.elem`'s carrier type (`f16` for bf16), packed. `index + offset` must be
+    /// a multiple of `ty.len` (an error otherwise). Global memory is read by dwords: an element
+    /// reads 0 unless every element of its dword is in range.
+    FragLoad {
+        /// Buffer or LDS array.
+        mem: Mem,
+        /// Element index (i32 or u32).
+        index: Value,
+        /// Immediate element offset.
+        offset: u32,
+        /// The fragment type loaded.
+        ty: FragType,
+    },
+    /// Stores a fragment's elements consecutively from `index + offset` (a multiple of its
+    /// length); global stores are dropped by dwords as loads read them.
+    FragStore {
+        /// Buffer or LDS array.
+        mem: Mem,
+        /// Element index (i32 or u32).
+        index: Value,
+        /// Immediate element offset.
+        offset: u32,
+        /// The fragment.
+        value: Value,
+    },
+    /// A fragment from `ty.len` values of the element's carrier type, element 0 first.
+    FragBuild {
+        /// The fragment type built.
+        ty: FragType,
+        /// One value per element.
+        args: SmallVec<[Value; 4]>,
+    },
+    /// Element `item` of a fragment, as its carrier type.
+    FragExtract {
+        /// The fragment.
+        arg: Value,
+        /// Element index.
+        item: u8,
+    },
+    /// `D = A·B + C` for the whole wave (`docs/mfma.md`): every lane of the wave must be
+    /// active, so only in uniform control flow.
+    Mfma {
+        /// The operation (shape and types).
+        op: MfmaOp,
+        /// A, B, C.
+        args: [Value; 3],
+    },
     /// Unconditional branch.
     Jump {
         /// Target.
@@ -424,11 +473,27 @@ impl InstData {
             | InstData::WaveReduce { arg, .. }
             | InstData::WaveScan { arg, .. } => f(*arg),
             InstData::BufferLen { buf } => f(*buf),
+            InstData::FragExtract { arg, .. } => f(*arg),
             InstData::Binary { args, .. }
             | InstData::Cmp { args, .. }
             | InstData::WaveShuffle { args } => args.iter().for_each(|a| f(*a)),
-            InstData::Ternary { args, .. } | InstData::Select { args } => {
-                args.iter().for_each(|a| f(*a))
+            InstData::Ternary { args, .. }
+            | InstData::Select { args }
+            | InstData::Mfma { args, .. } => args.iter().for_each(|a| f(*a)),
+            InstData::FragBuild { args, .. } => args.iter().for_each(|a| f(*a)),
+            InstData::FragLoad { mem: m, index, .. } => {
+                mem(m, &mut f);
+                f(*index)
+            }
+            InstData::FragStore {
+                mem: m,
+                index,
+                value,
+                ..
+            } => {
+                mem(m, &mut f);
+                f(*index);
+                f(*value)
             }
             InstData::Load { mem: m, index, .. } => {
                 mem(m, &mut f);
@@ -486,11 +551,27 @@ impl InstData {
             | InstData::WaveReduce { arg, .. }
             | InstData::WaveScan { arg, .. } => *arg = f(*arg),
             InstData::BufferLen { buf } => *buf = f(*buf),
+            InstData::FragExtract { arg, .. } => *arg = f(*arg),
             InstData::Binary { args, .. }
             | InstData::Cmp { args, .. }
             | InstData::WaveShuffle { args } => args.iter_mut().for_each(|a| *a = f(*a)),
-            InstData::Ternary { args, .. } | InstData::Select { args } => {
-                args.iter_mut().for_each(|a| *a = f(*a))
+            InstData::Ternary { args, .. }
+            | InstData::Select { args }
+            | InstData::Mfma { args, .. } => args.iter_mut().for_each(|a| *a = f(*a)),
+            InstData::FragBuild { args, .. } => args.iter_mut().for_each(|a| *a = f(*a)),
+            InstData::FragLoad { mem: m, index, .. } => {
+                mem(m, &mut f);
+                *index = f(*index)
+            }
+            InstData::FragStore {
+                mem: m,
+                index,
+                value,
+                ..
+            } => {
+                mem(m, &mut f);
+                *index = f(*index);
+                *value = f(*value)
             }
             InstData::Load { mem: m, index, .. } => {
                 mem(m, &mut f);
@@ -567,11 +648,11 @@ impl InstData {
     pub fn effects(&self) -> Effects {
         let mut e = Effects::default();
         match self {
-            InstData::Load { mem, .. } => match mem {
+            InstData::Load { mem, .. } | InstData::FragLoad { mem, .. } => match mem {
                 Mem::Global(_) => e.reads_global = true,
                 Mem::Lds(_) => e.reads_lds = true,
             },
-            InstData::Store { mem, .. } => match mem {
+            InstData::Store { mem, .. } | InstData::FragStore { mem, .. } => match mem {
                 Mem::Global(_) => e.writes_global = true,
                 Mem::Lds(_) => e.writes_lds = true,
             },
@@ -595,7 +676,8 @@ impl InstData {
             InstData::WaveShuffle { .. }
             | InstData::WaveBroadcast { .. }
             | InstData::WaveReduce { .. }
-            | InstData::WaveScan { .. } => e.cross_lane = true,
+            | InstData::WaveScan { .. }
+            | InstData::Mfma { .. } => e.cross_lane = true,
             InstData::Jump { .. } | InstData::Brif { .. } | InstData::Return => e.terminator = true,
             _ => {}
         }
@@ -623,6 +705,11 @@ impl InstData {
             InstData::WaveBroadcast { .. } => "wave_broadcast".into(),
             InstData::WaveReduce { op, .. } => format!("wave_reduce.{}", reduce_name(*op)),
             InstData::WaveScan { op, .. } => format!("wave_scan.{}", reduce_name(*op)),
+            InstData::FragLoad { ty, .. } => format!("frag_load.{ty}"),
+            InstData::FragStore { .. } => "frag_store".into(),
+            InstData::FragBuild { ty, .. } => format!("frag_build.{ty}"),
+            InstData::FragExtract { .. } => "frag_extract".into(),
+            InstData::Mfma { op, .. } => format!("mfma.{op}"),
             InstData::Jump { .. } => "jump".into(),
             InstData::Brif { .. } => "brif".into(),
             InstData::Return => "return".into(),
@@ -642,7 +729,7 @@ impl InstData {
             if t.is_scalar() {
                 Ok(t)
             } else {
-                Err(format!("{v} is a buffer ({t}); a scalar is needed"))
+                Err(format!("{v} is {t}; a scalar is needed"))
             }
         };
         let same = |a: Value, b: Value, what: &str| -> Result<Type, String> {
@@ -841,6 +928,78 @@ impl InstData {
                 }
                 one(t)
             }
+            InstData::FragLoad {
+                mem, index, ty: f, ..
+            } => {
+                index_ty(*index)?;
+                check_frag(*f)?;
+                let e = mem_elem(mem, false)?;
+                if e != f.elem.carrier() {
+                    return Err(format!(
+                        "a {f} fragment is loaded from {} memory, not {e}",
+                        f.elem.carrier()
+                    ));
+                }
+                one(Type::Frag(*f))
+            }
+            InstData::FragStore {
+                mem, index, value, ..
+            } => {
+                index_ty(*index)?;
+                let e = mem_elem(mem, true)?;
+                let Type::Frag(f) = ty(*value)? else {
+                    return Err(format!("frag_store of {value}, which is not a fragment"));
+                };
+                if e != f.elem.carrier() {
+                    return Err(format!(
+                        "a {f} fragment is stored to {} memory, not {e}",
+                        f.elem.carrier()
+                    ));
+                }
+                SmallVec::new()
+            }
+            InstData::FragBuild { ty: f, args } => {
+                check_frag(*f)?;
+                if args.len() != f.len as usize {
+                    return Err(format!(
+                        "frag_build.{f} takes {} values, not {}",
+                        f.len,
+                        args.len()
+                    ));
+                }
+                for v in args {
+                    let t = ty(*v)?;
+                    if t != f.elem.carrier() {
+                        return Err(format!(
+                            "frag_build.{f}: {v} is {t}, not {}",
+                            f.elem.carrier()
+                        ));
+                    }
+                }
+                one(Type::Frag(*f))
+            }
+            InstData::FragExtract { arg, item } => {
+                let Type::Frag(f) = ty(*arg)? else {
+                    return Err(format!("frag_extract of {arg}, which is not a fragment"));
+                };
+                if *item >= f.len {
+                    return Err(format!("frag_extract item {item} of a {f} fragment"));
+                }
+                one(f.elem.carrier())
+            }
+            InstData::Mfma { op, args } => {
+                let want = [op.input_type(), op.input_type(), op.acc_type()];
+                for (k, (v, w)) in args.iter().zip(want).enumerate() {
+                    let t = ty(*v)?;
+                    if t != w {
+                        return Err(format!(
+                            "mfma.{op}: {} operand {v} is {t}; it must be {w}",
+                            ["A", "B", "C"][k]
+                        ));
+                    }
+                }
+                one(op.acc_type())
+            }
             InstData::Jump { .. } => SmallVec::new(),
             InstData::Brif { cond, .. } => {
                 if ty(*cond)? != Type::Bool {
@@ -858,6 +1017,17 @@ fn check_width(w: u8) -> Result<(), String> {
     } else {
         Err(format!("vector width {w} is not 1, 2 or 4"))
     }
+}
+
+/// Fragments hold 1 to 32 elements, a power of two.
+fn check_frag(f: FragType) -> Result<(), String> {
+    if f.len == 0 || f.len > 32 || !f.len.is_power_of_two() {
+        return Err(format!(
+            "fragment length {} is not a power of two up to 32",
+            f.len
+        ));
+    }
+    Ok(())
 }
 
 fn width_suffix(base: &str, w: u8) -> String {

@@ -22,7 +22,7 @@ use crate::entities::{Block, Inst, LdsArray, Value};
 use crate::function::Function;
 use crate::instructions::{InstData, Mem, SpecialReg};
 use crate::semantics::*;
-use crate::types::{ElemType, Type};
+use crate::types::{ElemType, FragType, Type};
 use crate::verifier::verify;
 use cranelift_entity::EntityRef;
 use half::f16;
@@ -319,6 +319,8 @@ struct Entry {
 
 struct Wave {
     regs: Vec<u64>,
+    /// Fragment values: per value, `WAVE_SIZE × dwords` words (lane-major), made on first write.
+    frags: Vec<Vec<u32>>,
     live: u64,
     stack: Vec<Entry>,
     lid: [[u32; WAVE_SIZE]; 3],
@@ -409,6 +411,7 @@ pub fn run_with(
                     .map(|w| {
                         let mut wave = Wave {
                             regs: vec![0; nvals * WAVE_SIZE],
+                            frags: vec![Vec::new(); nvals],
                             live: 0,
                             stack: Vec::new(),
                             lid: [[0; WAVE_SIZE]; 3],
@@ -671,9 +674,21 @@ impl Ctx<'_> {
             row.copy_from_slice(&wave.regs[a.index() * WAVE_SIZE..(a.index() + 1) * WAVE_SIZE]);
             tmp.push(row);
         }
+        let frags: Vec<Vec<u32>> = argv.iter().map(|a| wave.frags[a.index()].clone()).collect();
         for (p, row) in params.iter().zip(tmp) {
             for l in lanes(mask) {
                 wave.regs[p.index() * WAVE_SIZE + l] = row[l];
+            }
+        }
+        for (p, f) in params.iter().zip(frags) {
+            if let Type::Frag(t) = self.func.values[*p].ty {
+                let n = t.dwords() as usize;
+                let dst = frag_slot(wave, *p, t);
+                for l in lanes(mask) {
+                    for d in 0..n {
+                        dst[l * n + d] = f.get(l * n + d).copied().unwrap_or(0);
+                    }
+                }
             }
         }
     }
@@ -768,25 +783,7 @@ impl Ctx<'_> {
                                     _ => 0,
                                 }
                             }
-                            Mem::Lds(a) => {
-                                let ai = a.index();
-                                if e >= lds.data[ai].len() {
-                                    return Err(self.lds_range_fault(
-                                        inst,
-                                        "load from",
-                                        *a,
-                                        e,
-                                        lds.data[ai].len(),
-                                    ));
-                                }
-                                if !lds.init[ai][e] {
-                                    return Err(self.fault(
-                                        inst,
-                                        format!("LDS load from {a}[{e}], which no one wrote"),
-                                    ));
-                                }
-                                lds.data[ai][e]
-                            }
+                            Mem::Lds(a) => self.lds_read(inst, lds, *a, e)?,
                         };
                         wave.regs[res[j as usize].index() * WAVE_SIZE + l] = v;
                     }
@@ -812,20 +809,7 @@ impl Ctx<'_> {
                                     }
                                 }
                             }
-                            Mem::Lds(a) => {
-                                let ai = a.index();
-                                if e >= lds.data[ai].len() {
-                                    return Err(self.lds_range_fault(
-                                        inst,
-                                        "store to",
-                                        *a,
-                                        e,
-                                        lds.data[ai].len(),
-                                    ));
-                                }
-                                lds.data[ai][e] = bits;
-                                lds.init[ai][e] = true;
-                            }
+                            Mem::Lds(a) => self.lds_write(inst, lds, *a, e, bits)?,
                         }
                     }
                 }
@@ -909,6 +893,135 @@ impl Ctx<'_> {
                 }
                 per_lane!(|l| vals[l])
             }
+            InstData::FragLoad {
+                mem,
+                index,
+                offset,
+                ty: f,
+            } => {
+                let n = f.dwords() as usize;
+                let mut out = vec![0u32; WAVE_SIZE * n];
+                for l in lanes(mask) {
+                    let base = (r!(index, l) as u32).wrapping_add(*offset);
+                    self.frag_aligned(inst, base, *f)?;
+                    let words = &mut out[l * n..(l + 1) * n];
+                    let per_dword = (4 / f.elem.bytes()).max(1);
+                    for j in 0..f.len as u32 {
+                        let e = base.wrapping_add(j) as usize;
+                        let bits = match mem {
+                            Mem::Global(b) => {
+                                let k = func.param_index(*b).unwrap_or(0);
+                                // Read by dwords: 0 unless the whole dword is in range.
+                                let last =
+                                    base.wrapping_add(j / per_dword * per_dword + per_dword - 1);
+                                match &args[k] {
+                                    Arg::Buffer(buf) if (last as usize) < buf.len() => {
+                                        buf.get_bits(e)
+                                    }
+                                    _ => 0,
+                                }
+                            }
+                            Mem::Lds(a) => self.lds_read(inst, lds, *a, e)?,
+                        };
+                        crate::mfma::frag_set(*f, words, j, bits);
+                    }
+                }
+                let dst = frag_slot(wave, res[0], *f);
+                for l in lanes(mask) {
+                    dst[l * n..(l + 1) * n].copy_from_slice(&out[l * n..(l + 1) * n]);
+                }
+            }
+            InstData::FragStore {
+                mem,
+                index,
+                offset,
+                value,
+            } => {
+                let Type::Frag(f) = ty(*value) else {
+                    unreachable!("verified")
+                };
+                let n = f.dwords() as usize;
+                let per_dword = (4 / f.elem.bytes()).max(1);
+                for l in lanes(mask) {
+                    let base = (r!(index, l) as u32).wrapping_add(*offset);
+                    self.frag_aligned(inst, base, f)?;
+                    let words: Vec<u32> = frag_words(wave, *value, f, l).to_vec();
+                    debug_assert_eq!(words.len(), n);
+                    for j in 0..f.len as u32 {
+                        let e = base.wrapping_add(j) as usize;
+                        let bits = crate::mfma::frag_get(f, &words, j);
+                        match mem {
+                            Mem::Global(b) => {
+                                let k = func.param_index(*b).unwrap_or(0);
+                                let last =
+                                    base.wrapping_add(j / per_dword * per_dword + per_dword - 1);
+                                if let Arg::Buffer(buf) = &mut args[k] {
+                                    if (last as usize) < buf.len() {
+                                        buf.set_bits(e, bits);
+                                    }
+                                }
+                            }
+                            Mem::Lds(a) => self.lds_write(inst, lds, *a, e, bits)?,
+                        }
+                    }
+                }
+            }
+            InstData::FragBuild { ty: f, args: parts } => {
+                let n = f.dwords() as usize;
+                let mut out = vec![0u32; WAVE_SIZE * n];
+                for l in lanes(mask) {
+                    for (j, v) in parts.iter().enumerate() {
+                        crate::mfma::frag_set(*f, &mut out[l * n..(l + 1) * n], j as u32, r!(v, l));
+                    }
+                }
+                let dst = frag_slot(wave, res[0], *f);
+                for l in lanes(mask) {
+                    dst[l * n..(l + 1) * n].copy_from_slice(&out[l * n..(l + 1) * n]);
+                }
+            }
+            InstData::FragExtract { arg, item } => {
+                let Type::Frag(f) = ty(*arg) else {
+                    unreachable!("verified")
+                };
+                for l in lanes(mask) {
+                    let bits = crate::mfma::frag_get(f, frag_words(wave, *arg, f, l), *item as u32);
+                    r!(res[0], l) = bits;
+                }
+            }
+            InstData::Mfma {
+                op,
+                args: [a, b, c],
+            } => {
+                if mask != u64::MAX {
+                    return Err(self.fault(
+                        inst,
+                        format!("mfma.{op} needs all 64 lanes of the wave active; active lanes {mask:#x}"),
+                    ));
+                }
+                let operand = |wave: &Wave, v: Value| -> Vec<Vec<u32>> {
+                    (0..WAVE_SIZE)
+                        .map(|l| match ty(v) {
+                            Type::Frag(f) => frag_words(wave, v, f, l).to_vec(),
+                            t => {
+                                let bits = wave.regs[v.index() * WAVE_SIZE + l];
+                                if t.bytes() == 8 {
+                                    vec![bits as u32, (bits >> 32) as u32]
+                                } else {
+                                    vec![bits as u32]
+                                }
+                            }
+                        })
+                        .collect()
+                };
+                let (av, bv, cv) = (operand(wave, *a), operand(wave, *b), operand(wave, *c));
+                let d = crate::mfma::execute(*op, &av, &bv, &cv);
+                let f = op.acc_frag();
+                let n = f.dwords() as usize;
+                let dst = frag_slot(wave, res[0], f);
+                for (l, words) in d.iter().enumerate() {
+                    dst[l * n..(l + 1) * n].copy_from_slice(words);
+                }
+            }
             InstData::Barrier
             | InstData::Jump { .. }
             | InstData::Brif { .. }
@@ -918,4 +1031,66 @@ impl Ctx<'_> {
         }
         Ok(())
     }
+
+    /// A fragment access must start at a multiple of the fragment's length.
+    fn frag_aligned(&self, inst: Inst, base: u32, f: FragType) -> Result<(), InterpError> {
+        if !base.is_multiple_of(f.len as u32) {
+            return Err(self.fault(
+                inst,
+                format!(
+                    "{f} fragment access at element {base}, which is not a multiple of {}",
+                    f.len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes one LDS element, with the range check.
+    fn lds_write(
+        &self,
+        inst: Inst,
+        lds: &mut Lds,
+        a: LdsArray,
+        e: usize,
+        bits: u64,
+    ) -> Result<(), InterpError> {
+        let ai = a.index();
+        if e >= lds.data[ai].len() {
+            return Err(self.lds_range_fault(inst, "store to", a, e, lds.data[ai].len()));
+        }
+        lds.data[ai][e] = bits;
+        lds.init[ai][e] = true;
+        Ok(())
+    }
+
+    /// One LDS element for a load, with the range and initialization checks.
+    fn lds_read(&self, inst: Inst, lds: &Lds, a: LdsArray, e: usize) -> Result<u64, InterpError> {
+        let ai = a.index();
+        if e >= lds.data[ai].len() {
+            return Err(self.lds_range_fault(inst, "load from", a, e, lds.data[ai].len()));
+        }
+        if !lds.init[ai][e] {
+            return Err(self.fault(inst, format!("LDS load from {a}[{e}], which no one wrote")));
+        }
+        Ok(lds.data[ai][e])
+    }
+}
+
+/// The storage of fragment value `v` (made zeroed on first use).
+fn frag_slot(wave: &mut Wave, v: Value, f: FragType) -> &mut Vec<u32> {
+    let slot = &mut wave.frags[v.index()];
+    if slot.is_empty() {
+        *slot = vec![0; WAVE_SIZE * f.dwords() as usize];
+    }
+    slot
+}
+
+/// Lane `l`'s dwords of fragment value `v` (zeros if it was never written).
+fn frag_words(wave: &Wave, v: Value, f: FragType, l: usize) -> &[u32] {
+    const ZEROS: [u32; 32] = [0; 32];
+    let n = f.dwords() as usize;
+    wave.frags[v.index()]
+        .get(l * n..(l + 1) * n)
+        .unwrap_or(&ZEROS[..n])
 }

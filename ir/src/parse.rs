@@ -8,7 +8,8 @@
 use crate::entities::{Block, Inst, LdsArray, Value};
 use crate::function::{Flags, Function, LdsDecl, Param, ValueData, ValueDef};
 use crate::instructions::*;
-use crate::types::{ElemType, Type};
+use crate::mfma::MfmaOp;
+use crate::types::{ElemType, FragType, Type};
 use cranelift_entity::EntityRef;
 use smallvec::SmallVec;
 
@@ -206,7 +207,9 @@ pub fn parse_const(ty: Type, s: &str) -> Result<u64, String> {
                 s.parse::<f64>().map_err(|_| bad())?.to_bits()
             }
         }
-        Type::Buffer { .. } => return Err("buffers have no constants".into()),
+        Type::Buffer { .. } | Type::Frag(_) => {
+            return Err("buffers and fragments have no constants".into())
+        }
     })
 }
 
@@ -388,6 +391,46 @@ impl Parser {
                     values,
                 }
             }
+            "frag_load" => {
+                let ty = suffix
+                    .and_then(FragType::parse)
+                    .ok_or_else(|| format!("bad fragment type in `{op}`"))?;
+                let (mem, index, offset) = self.mem(l)?;
+                InstData::FragLoad {
+                    mem,
+                    index,
+                    offset,
+                    ty,
+                }
+            }
+            "frag_store" => {
+                let (mem, index, offset) = self.mem(l)?;
+                l.expect(',')?;
+                InstData::FragStore {
+                    mem,
+                    index,
+                    offset,
+                    value: self.val_tok(l)?,
+                }
+            }
+            "frag_build" => InstData::FragBuild {
+                ty: suffix
+                    .and_then(FragType::parse)
+                    .ok_or_else(|| format!("bad fragment type in `{op}`"))?,
+                args: self.list(l)?,
+            },
+            "frag_extract" => {
+                let arg = self.val_tok(l)?;
+                l.expect(',')?;
+                let item = u8::try_from(l.number()?).map_err(|_| "item too large".to_string())?;
+                InstData::FragExtract { arg, item }
+            }
+            "mfma" => InstData::Mfma {
+                op: suffix
+                    .and_then(MfmaOp::parse)
+                    .ok_or_else(|| format!("unknown MFMA operation `{op}`"))?,
+                args: three(&self.list(l)?)?,
+            },
             "barrier" => InstData::Barrier,
             "wave_shuffle" => {
                 let a = self.list(l)?;

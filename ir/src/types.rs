@@ -81,6 +81,9 @@ pub enum Type {
     F32,
     /// IEEE binary64.
     F64,
+    /// A wave-level matrix fragment: the part of an MFMA operand or accumulator one lane holds
+    /// (`docs/mfma.md`), packed in consecutive dwords.
+    Frag(FragType),
     /// A global buffer parameter: base address and length in elements.
     Buffer {
         /// What it holds.
@@ -110,6 +113,7 @@ impl Type {
             Type::F16 => 2,
             Type::I32 | Type::U32 | Type::F32 => 4,
             Type::I64 | Type::U64 | Type::F64 | Type::Buffer { .. } => 8,
+            Type::Frag(f) => f.bytes(),
         }
     }
 
@@ -136,9 +140,17 @@ impl Type {
         matches!(self, Type::F16 | Type::F32 | Type::F64)
     }
 
-    /// Scalars are everything but buffers.
+    /// Scalars are everything but buffers and fragments.
     pub fn is_scalar(self) -> bool {
-        !matches!(self, Type::Buffer { .. })
+        !matches!(self, Type::Buffer { .. } | Type::Frag(_))
+    }
+
+    /// The fragment type, for fragments.
+    pub fn frag(self) -> Option<FragType> {
+        match self {
+            Type::Frag(f) => Some(f),
+            _ => None,
+        }
     }
 
     /// The element type with the same representation, for scalars other than bool.
@@ -174,6 +186,7 @@ impl Type {
             "f16" => Type::F16,
             "f32" => Type::F32,
             "f64" => Type::F64,
+            _ if FragType::parse(s).is_some() => Type::Frag(FragType::parse(s)?),
             _ => {
                 let (writable, rest) = if let Some(r) = s.strip_prefix("buf_mut<") {
                     (true, r)
@@ -201,10 +214,102 @@ impl fmt::Display for Type {
             Type::F16 => f.write_str("f16"),
             Type::F32 => f.write_str("f32"),
             Type::F64 => f.write_str("f64"),
+            Type::Frag(t) => t.fmt(f),
             Type::Buffer { elem, writable } => {
                 write!(f, "{}<{}>", if *writable { "buf_mut" } else { "buf" }, elem)
             }
         }
+    }
+}
+
+/// The element of a matrix fragment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FragElem {
+    /// IEEE binary16.
+    F16,
+    /// bfloat16 (the top half of an f32). kjit has no bf16 scalar: bf16 data lives in 16-bit
+    /// memory (`f16` buffers and LDS arrays holding bf16 bit patterns) and 16-bit values.
+    Bf16,
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary64.
+    F64,
+}
+
+impl FragElem {
+    /// Bytes per element.
+    pub fn bytes(self) -> u32 {
+        match self {
+            FragElem::F16 | FragElem::Bf16 => 2,
+            FragElem::F32 => 4,
+            FragElem::F64 => 8,
+        }
+    }
+
+    /// The scalar type that carries one element's bits (`f16` for bf16) and the memory element
+    /// a fragment of it is loaded from.
+    pub fn carrier(self) -> Type {
+        match self {
+            FragElem::F16 | FragElem::Bf16 => Type::F16,
+            FragElem::F32 => Type::F32,
+            FragElem::F64 => Type::F64,
+        }
+    }
+
+    /// Name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            FragElem::F16 => "f16",
+            FragElem::Bf16 => "bf16",
+            FragElem::F32 => "f32",
+            FragElem::F64 => "f64",
+        }
+    }
+}
+
+/// A fragment type: `len` elements per lane, packed (`f16x4` is two dwords).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FragType {
+    /// Element type.
+    pub elem: FragElem,
+    /// Elements per lane.
+    pub len: u8,
+}
+
+impl FragType {
+    /// A fragment of `len` elements of `elem`.
+    pub const fn new(elem: FragElem, len: u8) -> FragType {
+        FragType { elem, len }
+    }
+
+    /// Bytes per lane.
+    pub fn bytes(self) -> u32 {
+        self.elem.bytes() * self.len as u32
+    }
+
+    /// Dwords per lane (the register tuple's width).
+    pub fn dwords(self) -> u32 {
+        self.bytes().div_ceil(4)
+    }
+
+    /// Parses `f16x4`, `bf16x4`, `f32x16`, `f64x4`, ...
+    pub fn parse(s: &str) -> Option<FragType> {
+        let (e, n) = s.split_once('x')?;
+        let elem = match e {
+            "f16" => FragElem::F16,
+            "bf16" => FragElem::Bf16,
+            "f32" => FragElem::F32,
+            "f64" => FragElem::F64,
+            _ => return None,
+        };
+        let len: u8 = n.parse().ok()?;
+        (len > 0 && len.is_power_of_two() && len <= 32).then_some(FragType { elem, len })
+    }
+}
+
+impl fmt::Display for FragType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.elem.name(), self.len)
     }
 }
 
@@ -228,6 +333,12 @@ mod tests {
         for t in all {
             assert_eq!(Type::parse(&t.to_string()), Some(t), "{t}");
         }
+        for t in ["f16x4", "bf16x4", "f32x16", "f32x4", "f64x4"] {
+            let ty = Type::parse(t).unwrap();
+            assert_eq!(ty.to_string(), t);
+            assert!(!ty.is_scalar());
+        }
+        assert_eq!(Type::parse("f16x3"), None);
         assert_eq!(Type::parse("buf<bool>"), None);
         assert_eq!(Type::parse("i33"), None);
     }

@@ -145,6 +145,13 @@ impl Uniformity {
                         InstData::Atomic { .. }
                         | InstData::WaveShuffle { .. }
                         | InstData::WaveScan { .. } => true,
+                        // A fragment is per lane by definition (each lane holds its own part).
+                        _ if func.results[i]
+                            .iter()
+                            .any(|r| matches!(func.values[*r].ty, crate::types::Type::Frag(_))) =>
+                        {
+                            true
+                        }
                         InstData::WaveBroadcast { .. }
                         | InstData::WaveReduce { .. }
                         | InstData::BufferLen { .. } => false,

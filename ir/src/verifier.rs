@@ -175,7 +175,7 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
                     format!("parameter {p} does not point back to its block")
                 );
             }
-            if b != entry && !func.values[p].ty.is_scalar() {
+            if b != entry && matches!(func.values[p].ty, Type::Buffer { .. }) {
                 err!(
                     Location::Block(b),
                     format!("parameter {p} is a buffer; buffers are kernel parameters only")
@@ -344,7 +344,7 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
                             )
                         );
                     }
-                    if ta.is_some_and(|t: Type| !t.is_scalar()) {
+                    if ta.is_some_and(|t: Type| matches!(t, Type::Buffer { .. })) {
                         err!(Location::Inst(i), format!("argument {a} is a buffer"));
                     }
                 }
@@ -361,6 +361,16 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
                         Location::Inst(i),
                         "barrier inside divergent control flow".into()
                     );
+                }
+                if let InstData::Mfma { op, .. } = func.insts[i] {
+                    if u.in_divergent_region(b) {
+                        err!(
+                            Location::Inst(i),
+                            format!(
+                                "mfma.{op} inside divergent control flow (it needs the whole wave)"
+                            )
+                        );
+                    }
                 }
             }
         }

@@ -53,7 +53,7 @@ pub fn format_const(ty: Type, bits: u64) -> String {
                 format!("{x:?}")
             }
         }
-        Type::Buffer { .. } => format!("{bits:#x}"),
+        Type::Buffer { .. } | Type::Frag(_) => format!("{bits:#x}"),
     }
 }
 
@@ -149,6 +149,33 @@ pub fn write_inst_rhs(w: &mut String, data: &InstData) {
             w.push(' ');
             write_mem(w, mem, *index, *offset);
             w.push_str(", ");
+            write_list(w, args);
+        }
+        InstData::FragLoad {
+            mem, index, offset, ..
+        } => {
+            w.push(' ');
+            write_mem(w, mem, *index, *offset);
+        }
+        InstData::FragStore {
+            mem,
+            index,
+            offset,
+            value,
+        } => {
+            w.push(' ');
+            write_mem(w, mem, *index, *offset);
+            let _ = write!(w, ", {value}");
+        }
+        InstData::FragBuild { args, .. } => {
+            w.push(' ');
+            write_list(w, args);
+        }
+        InstData::FragExtract { arg, item } => {
+            let _ = write!(w, " {arg}, {item}");
+        }
+        InstData::Mfma { args, .. } => {
+            w.push(' ');
             write_list(w, args);
         }
         InstData::Jump { dest } => {

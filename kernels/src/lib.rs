@@ -12,6 +12,8 @@ use kjit_ir::Function;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+pub mod attention;
+pub mod gemm;
 pub mod hash;
 pub mod matmul;
 pub mod reduce;
@@ -144,9 +146,22 @@ pub fn all() -> &'static [KernelSpec] {
     &ALL
 }
 
-/// The kernel called `name`.
+static MATRIX: [KernelSpec; 4] = [
+    gemm::GEMM_F16,
+    gemm::GEMM_BF16,
+    gemm::GEMM_F32,
+    attention::ATTENTION,
+];
+
+/// The kernels that need matrix cores (MFMA: gfx90a, gfx942), kept apart from [`all`], whose
+/// kernels compile for every target.
+pub fn matrix() -> &'static [KernelSpec] {
+    &MATRIX
+}
+
+/// The kernel called `name` (from [`all`] or [`matrix`]).
 pub fn find(name: &str) -> Option<&'static KernelSpec> {
-    ALL.iter().find(|k| k.name == name)
+    ALL.iter().chain(MATRIX.iter()).find(|k| k.name == name)
 }
 
 /// A deterministic random generator for a case.

@@ -85,7 +85,13 @@ fn make(size: usize, seed: u64) -> Case {
 }
 
 fn reference(c: &Case) -> Vec<BufferData> {
-    let (a, b) = (f32s(c, 0), f32s(c, 1));
+    let wide = |x: &[f32]| -> Vec<f64> { x.iter().map(|&v| v as f64).collect() };
+    product_f64(&wide(f32s(c, 0)), &wide(f32s(c, 1)), c)
+}
+
+/// `a · b` summed in f64 and rounded to f32, with m, n and k the case's arguments 3, 4 and 5
+/// (the matmul and GEMM argument order).
+pub fn product_f64(a: &[f64], b: &[f64], c: &Case) -> Vec<BufferData> {
     let (m, n, kk) = (
         u32_arg(c, 3) as usize,
         u32_arg(c, 4) as usize,
@@ -94,9 +100,7 @@ fn reference(c: &Case) -> Vec<BufferData> {
     let mut out = vec![0f32; m * n];
     for i in 0..m {
         for j in 0..n {
-            let s: f64 = (0..kk)
-                .map(|p| a[i * kk + p] as f64 * b[p * n + j] as f64)
-                .sum();
+            let s: f64 = (0..kk).map(|p| a[i * kk + p] * b[p * n + j]).sum();
             out[i * n + j] = s as f32;
         }
     }

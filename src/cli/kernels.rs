@@ -11,7 +11,7 @@ use kjit_backend_gcn::compile::{compile, CompileOptions};
 use kjit_backend_gcn::machine::machine_by_name;
 use kjit_backend_gcn::Target;
 use kjit_ir::interp;
-use kjit_kernels::{all, check, find, Case, KernelSpec};
+use kjit_kernels::{all, check, find, matrix, Case, KernelSpec};
 use kjit_runtime::emu::{GcnEmulator, RunConfig};
 use kjit_runtime::{device_for, ChosenDevice, DeviceKind};
 use std::time::Instant;
@@ -74,7 +74,7 @@ pub struct RunArgs {
 /// The library kernel called `name`, or an error listing the known ones.
 pub fn find_kernel(name: &str) -> anyhow::Result<&'static KernelSpec> {
     find(name).ok_or_else(|| {
-        let names: Vec<&str> = all().iter().map(|k| k.name).collect();
+        let names: Vec<&str> = all().iter().chain(matrix()).map(|k| k.name).collect();
         anyhow!("unknown kernel `{name}` (known: {})", names.join(", "))
     })
 }
@@ -94,6 +94,9 @@ pub fn build_kernel(spec: &KernelSpec) -> anyhow::Result<kjit_ir::Function> {
 pub fn list() -> anyhow::Result<()> {
     for k in all() {
         println!("{:<24} {}", k.name, k.description);
+    }
+    for k in matrix() {
+        println!("{:<24} {} (gfx90a, gfx942)", k.name, k.description);
     }
     Ok(())
 }

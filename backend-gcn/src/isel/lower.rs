@@ -29,7 +29,7 @@ fn cmp_suffix(t: Type) -> &'static str {
         Type::F16 => "f16",
         Type::F32 => "f32",
         Type::F64 => "f64",
-        Type::Buffer { .. } => "u32",
+        Type::Buffer { .. } | Type::Frag(_) => "u32",
     }
 }
 
@@ -66,7 +66,7 @@ impl Isel<'_> {
     }
 
     /// A source as a register of `class`.
-    fn reg(&mut self, s: Src, class: RegClass) -> VReg {
+    pub(crate) fn reg(&mut self, s: Src, class: RegClass) -> VReg {
         match s {
             Src::R(v) => self.to_class(v, class),
             Src::Imm(b) => self.imm_reg(b, class),
@@ -95,7 +95,7 @@ impl Isel<'_> {
     }
 
     /// Ends an instruction: the result in its class, recorded for later reads.
-    fn result(&mut self, r: Value, reg: VReg) {
+    pub(crate) fn result(&mut self, r: Value, reg: VReg) {
         let class = self.class_of(r);
         let reg = self.to_class(reg, class);
         self.def(r, reg);
@@ -106,6 +106,9 @@ impl Isel<'_> {
         let func = self.func;
         let data = func.insts[i].clone();
         let res: Vec<Value> = func.results[i].to_vec();
+        if self.lower_frag(&data, &res)? {
+            return Ok(());
+        }
         match data {
             InstData::Const { .. } => {}
             InstData::Special { reg } => {
@@ -251,6 +254,11 @@ impl Isel<'_> {
             InstData::Jump { .. } | InstData::Brif { .. } | InstData::Return => {
                 unreachable!("terminators are lowered by the section")
             }
+            InstData::FragLoad { .. }
+            | InstData::FragStore { .. }
+            | InstData::FragBuild { .. }
+            | InstData::FragExtract { .. }
+            | InstData::Mfma { .. } => unreachable!("lowered by lower_frag"),
         }
         Ok(())
     }
@@ -1043,7 +1051,13 @@ impl Isel<'_> {
 
     /// Byte offset VGPR of element `index` (times `size`) and the immediate offset that fits
     /// `max_imm` (the rest is added to the VGPR).
-    fn address(&mut self, index: Value, size: u32, imm: u64, max_imm: u64) -> (VReg, u32) {
+    pub(crate) fn address(
+        &mut self,
+        index: Value,
+        size: u32,
+        imm: u64,
+        max_imm: u64,
+    ) -> (VReg, u32) {
         let shift = size.trailing_zeros();
         // One offset per (index, scale) in a block: accesses to several buffers (or several
         // accesses to one) at the same index share it.
@@ -1068,14 +1082,21 @@ impl Isel<'_> {
         (a, imm as u32)
     }
 
-    fn desc(&self, buf: Value) -> Result<VReg, IselError> {
+    pub(crate) fn desc(&self, buf: Value) -> Result<VReg, IselError> {
         self.descs
             .get(&buf)
             .copied()
             .ok_or_else(|| IselError::Invalid(format!("{buf} is not a buffer parameter")))
     }
 
-    fn mubuf(&mut self, name: &str, data: MOperand, addr: VReg, desc: VReg, offset: u32) {
+    pub(crate) fn mubuf(
+        &mut self,
+        name: &str,
+        data: MOperand,
+        addr: VReg,
+        desc: VReg,
+        offset: u32,
+    ) {
         let mut i = MInst::isa(
             op(name),
             &[
@@ -1091,14 +1112,14 @@ impl Isel<'_> {
         self.push(i);
     }
 
-    fn ds(&mut self, name: &str, ops: &[MOperand], offset: u32) {
+    pub(crate) fn ds(&mut self, name: &str, ops: &[MOperand], offset: u32) {
         let mut i = MInst::isa(op(name), ops);
         i.mods.offset = offset as i32;
         i.implicit_uses = implicit::EXEC;
         self.push(i);
     }
 
-    fn elem_of(&self, mem: Mem) -> Result<Type, IselError> {
+    pub(crate) fn elem_of(&self, mem: Mem) -> Result<Type, IselError> {
         Ok(match mem {
             Mem::Global(b) => match self.func.value_type(b) {
                 Type::Buffer { elem, .. } => elem.ty(),

@@ -31,6 +31,7 @@
 //! inside a loop its uses are outside of.
 
 mod dce;
+mod frag;
 mod lower;
 mod order;
 mod ssa;
@@ -241,9 +242,15 @@ impl<'a> Isel<'a> {
         // which is also the code object's `group_segment_fixed_size`: the launch's dynamic LDS
         // bytes follow it.
         let statics = func.lds.iter().filter(|(_, d)| !d.dynamic);
+        let frag_arrays = frag::frag_lds_arrays(func);
         for (a, d) in statics.chain(func.lds.iter().filter(|(_, d)| d.dynamic)) {
             let size = d.elem.bytes();
-            lds_off = lds_off.div_ceil(size.max(4)) * size.max(4);
+            let align = if frag_arrays.contains(&a) {
+                16
+            } else {
+                size.max(4)
+            };
+            lds_off = lds_off.div_ceil(align) * align;
             lds_base[a] = lds_off;
             lds_off += d.len * size;
         }
@@ -311,7 +318,7 @@ impl<'a> Isel<'a> {
 
     /// The register class of an IR value.
     pub(crate) fn class_of(&self, v: Value) -> RegClass {
-        if self.uni.is_uniform(v) {
+        if self.uni.is_uniform(v) && !matches!(self.func.value_type(v), Type::Frag(_)) {
             RegClass::Sgpr
         } else {
             RegClass::Vgpr
@@ -322,6 +329,7 @@ impl<'a> Isel<'a> {
     pub(crate) fn dwords_of(&self, v: Value) -> u8 {
         match self.func.value_type(v) {
             Type::I64 | Type::U64 | Type::F64 | Type::Buffer { .. } => 2,
+            Type::Frag(f) => f.dwords() as u8,
             _ => 1,
         }
     }
@@ -372,13 +380,34 @@ impl<'a> Isel<'a> {
                 }
             }
         }
+        // Fragments (tuples of up to 16 dwords) are merged per lane only where lanes can really
+        // arrive apart; other values keep the simpler rule (every divergent parameter, every
+        // divergent value leaving a loop), which costs them one move.
+        let cfg = kjit_ir::cfg::ControlFlowGraph::new(func);
+        let is_frag = |v: Value| matches!(func.value_type(v), Type::Frag(_));
+        let apart = |b: Block| self.uni.is_divergent_branch(b) || self.uni.in_divergent_region(b);
+        let divergent_exit = |h: Block| {
+            self.order.iter().any(|&x| {
+                self.loops.contains(h, x)
+                    && apart(x)
+                    && cfg.succs[x].iter().any(|&s| !self.loops.contains(h, s))
+            })
+        };
         for &b in &self.order {
             for &i in &func.blocks[b].insts {
                 func.insts[i].for_each_arg(|a| {
                     let Some(db) = def_block[a] else { return };
                     if db != b {
                         self.crossing[a.index()] = true;
-                        if self.uni.is_divergent(a) && !self.loops.same_or_inner_all(db, b) {
+                        let leaves = if is_frag(a) {
+                            self.loops
+                                .loops_containing(db)
+                                .into_iter()
+                                .any(|h| !self.loops.contains(h, b) && divergent_exit(h))
+                        } else {
+                            !self.loops.same_or_inner_all(db, b)
+                        };
+                        if self.uni.is_divergent(a) && leaves {
                             self.tied_vals[a.index()] = true;
                         }
                     }
@@ -393,7 +422,10 @@ impl<'a> Isel<'a> {
             }
             for &p in &func.blocks[b].params {
                 self.crossing[p.index()] = true;
-                if self.uni.is_divergent(p) {
+                let merged = !is_frag(p)
+                    || cfg.preds[b].iter().any(|&x| apart(x))
+                    || (self.loops.is_header(b) && divergent_exit(b));
+                if self.uni.is_divergent(p) && merged {
                     self.tied_vals[p.index()] = true;
                 }
             }
@@ -927,6 +959,26 @@ impl<'a> Isel<'a> {
         let prev = self.read(var);
         let data = self.mf.vregs[prev];
         let src = self.to_class(src, data.class);
+        if data.dwords > 2 {
+            // A fragment: dword by dword, each a tied partial write, put back together.
+            let mut parts = Vec::new();
+            for k in 0..data.dwords {
+                let (p, s) = (self.extract(prev, k, 1), self.extract(src, k, 1));
+                let new = self.new_vreg(data.class, 1);
+                let mut i = MInst::isa(
+                    op("v_mov_b32"),
+                    &[MOperand::Def(new), MOperand::Use(s), MOperand::Use(p)],
+                );
+                i.encoding = crate::isa::Encoding::Native;
+                i.tied = Some((0, 2));
+                i.implicit_uses = implicit::EXEC;
+                self.push(i);
+                parts.push(new);
+            }
+            let new = self.build(data.class, &parts);
+            self.write(var, new);
+            return;
+        }
         let new = self.new_vreg(data.class, data.dwords);
         let mut i = if data.dwords == 2 {
             MInst::isa(

@@ -612,6 +612,12 @@ fn optimize_block(
         }
         | InstData::Atomic {
             mem, index, offset, ..
+        }
+        | InstData::FragLoad {
+            mem, index, offset, ..
+        }
+        | InstData::FragStore {
+            mem, index, offset, ..
         } = &mut data
         {
             if let Some(id) = class_of[*index] {

@@ -32,12 +32,15 @@ pub enum MfmaInput {
     Fp8,
     /// gfx942 BF8 (E5M2 FNUZ, four per register).
     Bf8,
+    /// f64 (two registers each), f64 accumulation.
+    F64,
 }
 
 impl MfmaInput {
     /// Bits per element.
     pub fn bits(self) -> u32 {
         match self {
+            MfmaInput::F64 => 64,
             MfmaInput::F32 => 32,
             MfmaInput::F16 | MfmaInput::Bf16 => 16,
             MfmaInput::I8 | MfmaInput::Fp8 | MfmaInput::Bf8 => 8,
@@ -54,6 +57,7 @@ impl MfmaInput {
             MfmaInput::I8 => raw as u8 as i8 as f64,
             MfmaInput::Fp8 => super::convert::Fp8::E4M3.to_f32(raw as u8) as f64,
             MfmaInput::Bf8 => super::convert::Fp8::E5M2.to_f32(raw as u8) as f64,
+            MfmaInput::F64 => unreachable!("f64 inputs span two registers: execute_f64"),
         }
     }
 }
@@ -86,9 +90,9 @@ impl MfmaShape {
         (self.k_per_lane() * self.a.bits()).div_ceil(32)
     }
 
-    /// Registers of C and D.
+    /// Registers of C and D (two per element for f64).
     pub fn d_regs(&self) -> u32 {
-        self.m * self.n * self.blocks / 64
+        self.m * self.n * self.blocks / 64 * if self.a == MfmaInput::F64 { 2 } else { 1 }
     }
 
     /// Whether the accumulator is integer (i8 inputs).
@@ -136,8 +140,9 @@ impl MfmaShape {
             "f32_32x32x1f32" | "f32_32x32x1_2b_f32" => s(32, 32, 1, 2, F32, F32),
             "f32_16x16x1f32" | "f32_16x16x1_4b_f32" => s(16, 16, 1, 4, F32, F32),
             "f32_4x4x1f32" | "f32_4x4x1_16b_f32" => s(4, 4, 1, 16, F32, F32),
-            "f32_32x32x2f32" => s(32, 32, 2, 1, F32, F32),
-            "f32_16x16x4f32" => s(16, 16, 4, 1, F32, F32),
+            "f32_32x32x2f32" | "f32_32x32x2_f32" => s(32, 32, 2, 1, F32, F32),
+            "f32_16x16x4f32" | "f32_16x16x4_f32" => s(16, 16, 4, 1, F32, F32),
+            "f64_16x16x4f64" | "f64_16x16x4_f64" => s(16, 16, 4, 1, F64, F64),
             "f32_32x32x4f16" | "f32_32x32x4_2b_f16" => s(32, 32, 4, 2, F16, F16),
             "f32_16x16x4f16" | "f32_16x16x4_4b_f16" => s(16, 16, 4, 4, F16, F16),
             "f32_4x4x4f16" | "f32_4x4x4_16b_f16" => s(4, 4, 4, 16, F16, F16),
@@ -210,6 +215,9 @@ pub fn execute_bcast(
     c: &[[u32; 64]],
     d: &mut [[u32; 64]],
 ) {
+    if shape.a == MfmaInput::F64 {
+        return execute_f64(shape, a, b, c, d);
+    }
     let (m, n, k) = (shape.m, shape.n, shape.k);
     for blk in 0..shape.blocks {
         let ablk = ((blk >> cbsz) << cbsz) | abid;
@@ -241,6 +249,36 @@ pub fn execute_bcast(
                     d[reg as usize][lane as usize] = (acc as f32).to_bits();
                 }
             }
+        }
+    }
+}
+
+/// `v_mfma_f64_16x16x4_f64`: A and B one f64 (a register pair) per lane, laid out as the
+/// narrow types are; D's item r (registers 2r, 2r+1) of lane l is `D[4r + l/16][l%16]` (AMD's
+/// calculator, CDNA3). Each output is a chain of fused multiply-adds from C in k order.
+fn execute_f64(
+    shape: &MfmaShape,
+    a: &[[u32; 64]],
+    b: &[[u32; 64]],
+    c: &[[u32; 64]],
+    d: &mut [[u32; 64]],
+) {
+    let get = |regs: &[[u32; 64]], item: u32, lane: u32| -> f64 {
+        let (r, l) = (2 * item as usize, lane as usize);
+        f64::from_bits(regs[r][l] as u64 | (regs[r + 1][l] as u64) << 32)
+    };
+    for i in 0..shape.m {
+        for j in 0..shape.n {
+            let (item, lane) = (i / 4, j + shape.n * (i % 4));
+            let mut acc = get(c, item, lane);
+            for kk in 0..shape.k {
+                let (al, ai) = shape.input_pos(0, i, kk);
+                let (bl, bi) = shape.input_pos(0, j, kk);
+                acc = get(a, ai, al).mul_add(get(b, bi, bl), acc);
+            }
+            let bits = acc.to_bits();
+            d[2 * item as usize][lane as usize] = bits as u32;
+            d[2 * item as usize + 1][lane as usize] = (bits >> 32) as u32;
         }
     }
 }

@@ -1,0 +1,239 @@
+//! Selection of matrix fragments and MFMA (`docs/mfma.md`): a fragment is one VGPR tuple of its
+//! dwords (the allocator aligns it); loads and stores move whole fragments with
+//! `buffer_load/store_dword{x2,x4}` and `ds_read/write_b{32,64,128}`; `frag_build` packs
+//! 16-bit elements in pairs (`v_and_b32` + `v_lshl_or_b32`); `frag_extract` takes a dword (and
+//! its half); `mfma` is one `v_mfma_*` whose result is tied to C, so a loop's accumulator stays
+//! in one register range.
+
+use kjit_ir::{FragType, InstData, Mem, MfmaOp, Type, Value};
+
+use crate::mir::{implicit, MInst, MOperand, RegClass, VReg};
+use crate::Target;
+
+use super::valu::Src;
+use super::{op, Isel, IselError};
+
+/// The opcode name of `op` on `target` (gfx90a spells the bf16 forms `..._bf16_1k`), or why the
+/// target cannot run it.
+pub(crate) fn mfma_opcode(op: MfmaOp, target: Target) -> Result<&'static str, IselError> {
+    let name = match (op, target) {
+        (MfmaOp::F32_32x32x8Bf16, Target::Gfx90a) => "v_mfma_f32_32x32x8bf16_1k",
+        (MfmaOp::F32_16x16x16Bf16, Target::Gfx90a) => "v_mfma_f32_16x16x16bf16_1k",
+        _ => op.mnemonic(),
+    };
+    let exists = crate::isa::Opcode::from_name(name).is_some_and(|o| o.exists_on(target));
+    if !exists {
+        return Err(IselError::Unsupported(format!(
+            "mfma.{op} needs a matrix core instruction ({name}) that {target} does not have \
+             (MFMA targets: gfx90a, gfx942)"
+        )));
+    }
+    Ok(name)
+}
+
+impl Isel<'_> {
+    /// Lowers the fragment and MFMA instructions; false for any other instruction.
+    pub(crate) fn lower_frag(&mut self, data: &InstData, res: &[Value]) -> Result<bool, IselError> {
+        match *data {
+            InstData::FragLoad {
+                mem,
+                index,
+                offset,
+                ty,
+            } => {
+                let r = self.frag_move(mem, index, offset, ty, None)?;
+                self.result(res[0], r.expect("a load gives its fragment"));
+            }
+            InstData::FragStore {
+                mem,
+                index,
+                offset,
+                value,
+            } => {
+                let Type::Frag(ty) = self.func.value_type(value) else {
+                    return Err(IselError::Invalid(format!("{value} is not a fragment")));
+                };
+                let v = self.val(value);
+                let v = self.to_class(v, RegClass::Vgpr);
+                self.frag_move(mem, index, offset, ty, Some(v))?;
+            }
+            InstData::FragBuild { ty, ref args } => {
+                let parts: Vec<Src> = args.iter().map(|&a| self.src(a)).collect();
+                let r = self.frag_build(ty, &parts);
+                self.result(res[0], r);
+            }
+            InstData::FragExtract { arg, item } => {
+                let Type::Frag(ty) = self.func.value_type(arg) else {
+                    return Err(IselError::Invalid(format!("{arg} is not a fragment")));
+                };
+                let v = self.val(arg);
+                let r = self.frag_extract(ty, v, item as u32);
+                self.result(res[0], r);
+            }
+            InstData::Mfma { op: mop, args } => {
+                let name = mfma_opcode(mop, self.target)?;
+                let [a, b, c] = args.map(|x| {
+                    let v = self.val(x);
+                    self.to_class(v, RegClass::Vgpr)
+                });
+                let d = self.new_vreg(RegClass::Vgpr, mop.acc_frag().dwords() as u8);
+                let mut i = MInst::isa(
+                    op(name),
+                    &[
+                        MOperand::Def(d),
+                        MOperand::Use(a),
+                        MOperand::Use(b),
+                        MOperand::Use(c),
+                    ],
+                );
+                i.tied = Some((0, 3));
+                i.implicit_uses = implicit::EXEC;
+                self.push(i);
+                self.result(res[0], d);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Moves a fragment between registers and memory in pieces of at most four dwords: loads
+    /// (`store` is `None`) give the fragment's register tuple; a store writes `store`.
+    fn frag_move(
+        &mut self,
+        mem: Mem,
+        index: Value,
+        offset: u32,
+        ty: FragType,
+        store: Option<VReg>,
+    ) -> Result<Option<VReg>, IselError> {
+        const BUFFER: [[&str; 4]; 2] = [
+            [
+                "buffer_load_dword",
+                "buffer_load_dwordx2",
+                "buffer_load_dwordx3",
+                "buffer_load_dwordx4",
+            ],
+            [
+                "buffer_store_dword",
+                "buffer_store_dwordx2",
+                "buffer_store_dwordx3",
+                "buffer_store_dwordx4",
+            ],
+        ];
+        const LDS: [[&str; 4]; 2] = [
+            ["ds_read_b32", "ds_read_b64", "ds_read_b96", "ds_read_b128"],
+            [
+                "ds_write_b32",
+                "ds_write_b64",
+                "ds_write_b96",
+                "ds_write_b128",
+            ],
+        ];
+        let size = ty.elem.bytes();
+        let span = ty.bytes() as u64;
+        // The descriptor (global) or none (LDS), the address VGPR and the immediate offset.
+        let (desc, addr, imm) = match mem {
+            Mem::Global(buf) => {
+                let desc = self.desc(buf)?;
+                let (addr, imm) =
+                    self.address(index, size, offset as u64 * size as u64, 4095 - span + 1);
+                (Some(desc), addr, imm)
+            }
+            Mem::Lds(arr) => {
+                let base = self.lds_base[arr] as u64 + offset as u64 * size as u64;
+                let (addr, imm) = self.address(index, size, base, 65535 - span + 1);
+                (None, addr, imm)
+            }
+        };
+        let n_all = ty.dwords();
+        let mut parts = Vec::new();
+        for d in (0..n_all).step_by(4) {
+            let n = (n_all - d).min(4);
+            let names = if desc.is_some() { &BUFFER } else { &LDS };
+            let name = names[store.is_some() as usize][n as usize - 1];
+            let data = match store {
+                Some(v) if n == n_all => MOperand::Use(v),
+                Some(v) => MOperand::Use(self.extract(v, d as u8, n as u8)),
+                None => {
+                    let r = self.new_vreg(RegClass::Vgpr, n as u8);
+                    parts.push(r);
+                    MOperand::Def(r)
+                }
+            };
+            match desc {
+                Some(desc) => self.mubuf(name, data, addr, desc, imm + 4 * d),
+                None if store.is_some() => self.ds(name, &[MOperand::Use(addr), data], imm + 4 * d),
+                None => self.ds(name, &[data, MOperand::Use(addr)], imm + 4 * d),
+            }
+        }
+        Ok(match parts.len() {
+            0 => None,
+            1 => Some(parts[0]),
+            _ => Some(self.build(RegClass::Vgpr, &parts)),
+        })
+    }
+
+    fn frag_build(&mut self, ty: FragType, parts: &[Src]) -> VReg {
+        let mut dwords: Vec<VReg> = Vec::new();
+        if ty.elem.bytes() == 2 {
+            for pair in parts.chunks(2) {
+                let lo = self.v("v_and_b32", &[Src::Imm(0xffff), pair[0]]);
+                let hi = match pair.get(1) {
+                    Some(&h) => self.reg(h, RegClass::Vgpr),
+                    None => self.imm_reg(0, RegClass::Vgpr),
+                };
+                dwords.push(self.v("v_lshl_or_b32", &[Src::R(hi), Src::Imm(16), Src::R(lo)]));
+            }
+        } else {
+            for &p in parts {
+                dwords.push(self.reg(p, RegClass::Vgpr));
+            }
+        }
+        if dwords.len() == 1 {
+            dwords[0]
+        } else {
+            self.build(RegClass::Vgpr, &dwords)
+        }
+    }
+
+    fn frag_extract(&mut self, ty: FragType, v: VReg, item: u32) -> VReg {
+        match ty.elem.bytes() {
+            2 => {
+                let w = if ty.dwords() == 1 {
+                    v
+                } else {
+                    self.extract(v, (item / 2) as u8, 1)
+                };
+                if item.is_multiple_of(2) {
+                    self.v("v_and_b32", &[Src::Imm(0xffff), Src::R(w)])
+                } else {
+                    self.v("v_lshrrev_b32", &[Src::Imm(16), Src::R(w)])
+                }
+            }
+            4 if ty.dwords() == 1 => v,
+            4 => self.extract(v, item as u8, 1),
+            _ if ty.dwords() == 2 => v,
+            _ => self.extract(v, 2 * item as u8, 2),
+        }
+    }
+}
+
+/// The LDS arrays fragment loads and stores touch: they are placed 16-byte aligned so that
+/// `ds_read/write_b64/b128` of an aligned fragment are aligned.
+pub(crate) fn frag_lds_arrays(func: &kjit_ir::Function) -> Vec<kjit_ir::LdsArray> {
+    let mut out = Vec::new();
+    for (_, d) in func.insts.iter() {
+        if let InstData::FragLoad {
+            mem: Mem::Lds(a), ..
+        }
+        | InstData::FragStore {
+            mem: Mem::Lds(a), ..
+        } = d
+        {
+            if !out.contains(a) {
+                out.push(*a);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,474 @@
+//! GEMM on the matrix cores: `c[m×n] = a[m×k] · b[k×n]` (row-major) with f16, bf16 or f32
+//! inputs and f32 accumulation and output, for any m, n, k. Needs MFMA (gfx90a, gfx942).
+//!
+//! A workgroup computes a `bm × bn` block of `c` with `bm/wm · bn/wn` waves, each a `wm × wn`
+//! tile as a grid of 32×32 MFMA accumulators (`v_mfma_f32_32x32x8_{f16,bf16}`,
+//! `v_mfma_f32_32x32x2_f32`). Per step of `bk` along k, the workgroup stages the a-block as
+//! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
+//! MFMA input fragment is one `ds_read_b64`), between barriers. Edges: a global element outside
+//! the matrix is read as 0 by pointing its index past the buffer (the range check gives 0); an
+//! output outside `c` is dropped the same way. The next step's blocks are loaded into registers
+//! before this step's MFMAs (software pipelining). The a-block moves as packed fragments when `k`
+//! is a multiple of the fragment length, else element by element: two copies of the loop,
+//! chosen once per launch.
+//!
+//! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
+//! 64×64 (32×32 when the block is 32 wide).
+
+use crate::*;
+use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, KernelBuilder, Lds, MfmaOp, Val};
+use kjit_ir::ElemType;
+
+/// An element index past any buffer (a multiple of 4, so aligned for every fragment): loads
+/// there give 0 and stores are dropped.
+const OUTSIDE: u32 = 0xffff_fff0;
+
+/// Block and step sizes of one GEMM build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmTiles {
+    /// Rows of `c` per workgroup.
+    pub bm: u32,
+    /// Columns of `c` per workgroup.
+    pub bn: u32,
+    /// Step along k staged in LDS per iteration.
+    pub bk: u32,
+}
+
+impl GemmTiles {
+    /// Wave tile: 64×64, or the block's size where it is smaller.
+    fn wave(&self) -> (u32, u32) {
+        (self.bm.min(64), self.bn.min(64))
+    }
+
+    /// Work-items per workgroup.
+    pub fn threads(&self) -> u32 {
+        let (wm, wn) = self.wave();
+        64 * (self.bm / wm) * (self.bn / wn)
+    }
+}
+
+/// The default tiles: 128×128 blocks of four 64×64 waves, steps of 16.
+pub const DEFAULT_TILES: GemmTiles = GemmTiles {
+    bm: 128,
+    bn: 128,
+    bk: 16,
+};
+
+/// The MFMA operation for inputs of `elem`.
+pub fn gemm_op(elem: FragElem) -> MfmaOp {
+    match elem {
+        FragElem::F16 => MfmaOp::F32_32x32x8F16,
+        FragElem::Bf16 => MfmaOp::F32_32x32x8Bf16,
+        _ => MfmaOp::F32_32x32x2F32,
+    }
+}
+
+/// Builds the GEMM for inputs of `elem` (f16, bf16 as bit patterns in f16 buffers, or f32).
+pub fn build_gemm(name: &str, elem: FragElem, t: GemmTiles) -> BuildResult {
+    match elem {
+        FragElem::F32 => build_typed::<f32>(name, elem, t),
+        _ => build_typed::<f16>(name, elem, t),
+    }
+}
+
+fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) -> BuildResult {
+    let k = KernelBuilder::new(name);
+    let a = k.buffer::<T>("a");
+    let b = k.buffer::<T>("b");
+    let c = k.buffer_mut::<f32>("c");
+    let m = k.arg::<u32>("m");
+    let n = k.arg::<u32>("n");
+    let kk = k.arg::<u32>("k");
+    let op = gemm_op(elem);
+    let fin = op.input_frag();
+    let kl = fin.len as u32;
+    let (_, _, kstep) = op.dims();
+    let pad = kl.max(2);
+    let stride = t.bk + pad;
+    let ta = k.lds::<T>("tile_a", t.bm * stride);
+    let tb = k.lds::<T>("tile_b", t.bn * stride);
+    let threads = t.threads();
+    let (wm, wn) = t.wave();
+    let (tm, tn) = (wm / 32, wn / 32);
+    let tid = k.local_id(Dim::X);
+    let wave = tid / 64u32;
+    let wave_row = wave / (t.bn / wn) * wm;
+    let wave_col = wave % (t.bn / wn) * wn;
+    let m0 = k.group_id(Dim::Y) * t.bm;
+    let n0 = k.group_id(Dim::X) * t.bn;
+    let outside = k.lit(OUTSIDE);
+
+    let accs: Vec<_> = (0..tm * tn)
+        .map(|_| k.frag_var(k.frag_zero(op.acc_frag())))
+        .collect();
+    // Packed a-fragments need every row to start at a multiple of the fragment length.
+    let a_packed = (kk % kl).eq(0u32);
+    let frag = FragType::new(elem, kl as u8);
+    // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
+    // bk rows of bn, gathered along k into fragments of one column. Job q of a thread is
+    // fragment `tid + q * threads`; where the threads do not divide the block evenly, a
+    // (divergent) guard skips the jobs past it.
+    let per_row = t.bk / kl;
+    let a_jobs = (t.bm * per_row).div_ceil(threads);
+    let b_jobs = (t.bn * per_row).div_ceil(threads);
+    let a_job = |q: u32| {
+        let id = tid + q * threads;
+        (
+            id / per_row,
+            id % per_row * kl,
+            (t.bm * per_row).is_multiple_of(threads),
+        )
+    };
+    let b_job = |q: u32| {
+        let id = tid + q * threads;
+        (
+            id % t.bn,
+            id / t.bn * kl,
+            (t.bn * per_row).is_multiple_of(threads),
+        )
+    };
+    let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
+        if even {
+            body()
+        } else {
+            k.if_(inside, body)
+        }
+    };
+    // Per-thread parts of the global indices, outside the loop: a-job q reads row `gr` from
+    // `a_base[q] + k0`, b-job q column `gc` from `b_base[q] + (k0 + j) * n`.
+    let a_at: Vec<_> = (0..a_jobs)
+        .map(|q| {
+            let (row, kc, _) = a_job(q);
+            let gr = m0 + row;
+            (gr * kk + kc, gr.lt(m), kc)
+        })
+        .collect();
+    let b_at: Vec<_> = (0..b_jobs)
+        .map(|q| {
+            let (col, kc, _) = b_job(q);
+            let gc = n0 + col;
+            (kc * n + gc, gc.lt(n), kc)
+        })
+        .collect();
+    // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
+    // packed into fragments only when stored (so the packing waits for the loads after the
+    // step's MFMAs, not before).
+    let zero: Val<'_, T> = k.frag_zero(frag).extract::<T>(0);
+    let load_stage = |k0: Val<'_, u32>, packed: bool| -> Staged<'_, T> {
+        let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
+        let b_vars: Vec<Vec<_>> = (0..b_jobs)
+            .map(|_| (0..kl).map(|_| k.var(zero)).collect())
+            .collect();
+        let k0n = k0 * n;
+        for q in 0..a_jobs {
+            let (row, _, even) = a_job(q);
+            let (base, row_ok, kc) = a_at[q as usize];
+            let gk = k0 + kc;
+            let v = vars[q as usize];
+            guard(even, row.lt(t.bm), &|| {
+                if packed {
+                    let ok = row_ok & gk.lt(kk);
+                    v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
+                } else {
+                    let parts: Vec<Val<'_, T>> = (0..kl)
+                        .map(|j| {
+                            let ok = row_ok & (gk + j).lt(kk);
+                            k.load(&a, k.select(ok, base + k0 + j, outside))
+                        })
+                        .collect();
+                    v.set(k.frag_build(frag, &parts));
+                }
+            });
+        }
+        for q in 0..b_jobs {
+            let (_, kc, even) = b_job(q);
+            let (base, col_ok, _) = b_at[q as usize];
+            guard(even, kc.lt(t.bk), &|| {
+                for j in 0..kl {
+                    let ok = (k0 + kc + j).lt(kk) & col_ok;
+                    let x = k.load(&b, k.select(ok, base + k0n + n * j, outside));
+                    b_vars[q as usize][j as usize].set(x);
+                }
+            });
+        }
+        Staged {
+            a: vars.iter().map(|v| v.get()).collect(),
+            b: b_vars
+                .iter()
+                .map(|p| p.iter().map(|v| v.get()).collect())
+                .collect(),
+        }
+    };
+    // The staged blocks into LDS.
+    let a_lds: Vec<_> = (0..a_jobs)
+        .map(|q| {
+            let (row, kc, _) = a_job(q);
+            row * stride + kc
+        })
+        .collect();
+    let b_lds: Vec<_> = (0..b_jobs)
+        .map(|q| {
+            let (col, kc, _) = b_job(q);
+            col * stride + kc
+        })
+        .collect();
+    let store_stage = |st: &Staged<'_, T>| {
+        for q in 0..a_jobs {
+            let (row, _, even) = a_job(q);
+            let f = st.a[q as usize];
+            guard(even, row.lt(t.bm), &|| {
+                k.frag_store(&ta, a_lds[q as usize], f)
+            });
+        }
+        for q in 0..b_jobs {
+            let (_, kc, even) = b_job(q);
+            guard(even, kc.lt(t.bk), &|| {
+                let f = k.frag_build(frag, &st.b[q as usize]);
+                k.frag_store(&tb, b_lds[q as usize], f)
+            });
+        }
+    };
+    // Where this lane's MFMA inputs start in the LDS blocks (row or column lrow, k-values from
+    // lk); every other input is a constant further.
+    let lane = k.lane_id();
+    let (lrow, lk) = (lane % 32u32, lane / 32u32 * kl);
+    let a_rd = (wave_row + lrow) * stride + lk;
+    let b_rd = (wave_col + lrow) * stride + lk;
+    // Software pipelining: the next step's global loads are issued before this step's MFMAs,
+    // so their latency hides behind the matrix work.
+    // The main loop, with the a-block moved as packed fragments (k a multiple of the fragment
+    // length) or element by element: two copies chosen once per launch, so that no choice
+    // inside the loop makes a join whose copies wait for the prefetching loads.
+    let main_loop = |packed: bool| {
+        let first = load_stage(k.lit(0u32), packed);
+        let staged_a: Vec<_> = first.a.iter().map(|&f| k.frag_var(f)).collect();
+        let staged_b: Vec<Vec<_>> = first
+            .b
+            .iter()
+            .map(|p| p.iter().map(|&x| k.var(x)).collect())
+            .collect();
+        let t0 = k.var_named("k0", k.lit(0u32));
+        k.while_(
+            || t0.get().lt(kk),
+            || {
+                let k0 = t0.get();
+                let now = Staged {
+                    a: staged_a.iter().map(|v| v.get()).collect(),
+                    b: staged_b
+                        .iter()
+                        .map(|p| p.iter().map(|v| v.get()).collect())
+                        .collect(),
+                };
+                store_stage(&now);
+                k.barrier();
+                let next = load_stage(k0 + t.bk, packed);
+                for s in 0..t.bk / kstep {
+                    let a_frags: Vec<_> = (0..tm)
+                        .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
+                        .collect();
+                    let b_frags: Vec<_> = (0..tn)
+                        .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
+                        .collect();
+                    for i in 0..tm {
+                        for j in 0..tn {
+                            let acc = accs[(i * tn + j) as usize];
+                            let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
+                                (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
+                                (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
+                                _ => unreachable!("both inputs have one shape"),
+                            };
+                            acc.set(d);
+                        }
+                    }
+                }
+                k.barrier();
+                for (v, f) in staged_a.iter().zip(&next.a) {
+                    v.set(*f);
+                }
+                for (vs, xs) in staged_b.iter().zip(&next.b) {
+                    for (v, x) in vs.iter().zip(xs) {
+                        v.set(*x);
+                    }
+                }
+                t0.set(k0 + t.bk);
+            },
+        );
+    };
+    if kl == 1 {
+        main_loop(true);
+    } else {
+        k.if_else(a_packed, || main_loop(true), || main_loop(false));
+    }
+    for i in 0..tm {
+        for j in 0..tn {
+            let acc = accs[(i * tn + j) as usize].get();
+            for item in 0..op.acc_frag().len {
+                let (r, cc) = k.mfma_acc_coords(op, item);
+                let gr = m0 + wave_row + i * 32 + r;
+                let gc = n0 + wave_col + j * 32 + cc;
+                let ok = gr.lt(m) & gc.lt(n);
+                k.store(
+                    &c,
+                    k.select(ok, gr * n + gc, outside),
+                    acc.extract::<f32>(item),
+                );
+            }
+        }
+    }
+    k.finish()
+}
+
+/// One step's blocks in registers: the a-fragments and each b-job's elements.
+struct Staged<'k, T> {
+    a: Vec<Frag<'k>>,
+    b: Vec<Vec<Val<'k, T>>>,
+}
+
+/// One MFMA input read from an LDS tile: a packed fragment, or one f32.
+enum Input<'k, T> {
+    Frag(Frag<'k>),
+    One(Val<'k, T>),
+}
+
+fn fragment<'k, T: kjit_frontend::Num>(
+    k: &'k KernelBuilder,
+    tile: &Lds<'k, T>,
+    index: Val<'k, u32>,
+    fin: FragType,
+) -> Input<'k, T> {
+    if fin.len == 1 {
+        Input::One(k.load(tile, index))
+    } else {
+        Input::Frag(k.frag_load(tile, index, fin))
+    }
+}
+
+/// Sizes of a case: `m = size`, `n = size/2 + 3`, `k = size + 5` (none a tile multiple for the
+/// usual sizes).
+fn dims(size: usize) -> (u32, u32, u32) {
+    let s = size.max(1) as u32;
+    (s, s / 2 + 3, s + 5)
+}
+
+/// Inputs of `elem` from values in [-1, 1] (bf16 as bit patterns in f16 buffers).
+fn input(elem: FragElem, x: Vec<f32>) -> BufferData {
+    match elem {
+        FragElem::F16 => BufferData::F16(x.into_iter().map(f16::from_f32).collect()),
+        FragElem::Bf16 => BufferData::F16(
+            x.into_iter()
+                .map(|v| f16::from_bits((v.to_bits() >> 16) as u16))
+                .collect(),
+        ),
+        _ => BufferData::F32(x),
+    }
+}
+
+/// The value of input element `i` of argument `arg` as f64.
+fn input_value(elem: FragElem, c: &Case, arg: usize) -> Vec<f64> {
+    match (&c.args[arg], elem) {
+        (Arg::Buffer(BufferData::F16(v)), FragElem::Bf16) => v
+            .iter()
+            .map(|h| f32::from_bits((h.to_bits() as u32) << 16) as f64)
+            .collect(),
+        (Arg::Buffer(BufferData::F16(v)), _) => v.iter().map(|h| h.to_f64()).collect(),
+        (Arg::Buffer(BufferData::F32(v)), _) => v.iter().map(|&x| x as f64).collect(),
+        _ => panic!("argument {arg} is not an input matrix"),
+    }
+}
+
+/// A case of `m × k` by `k × n` with tiles `t` (the tiles only change the launch).
+pub fn gemm_case(elem: FragElem, t: GemmTiles, dims: (u32, u32, u32), seed: u64) -> Case {
+    let (m, n, kk) = dims;
+    let mut r = rng(seed);
+    let a = random_f32(&mut r, (m * kk) as usize, -1.0, 1.0);
+    let b = random_f32(&mut r, (kk * n) as usize, -1.0, 1.0);
+    Case {
+        n: m as usize,
+        args: vec![
+            Arg::Buffer(input(elem, a)),
+            Arg::Buffer(input(elem, b)),
+            poisoned(ElemType::F32, (m * n) as usize),
+            Arg::U32(m),
+            Arg::U32(n),
+            Arg::U32(kk),
+        ],
+        launch: LaunchDims {
+            grid: [groups(n as usize, t.bn), groups(m as usize, t.bm), 1],
+            block: [t.threads(), 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![2],
+    }
+}
+
+/// The CPU product in f64 of the inputs as the kernel reads them, rounded to f32.
+pub fn gemm_reference(elem: FragElem, c: &Case) -> Vec<BufferData> {
+    crate::matmul::product_f64(&input_value(elem, c, 0), &input_value(elem, c, 1), c)
+}
+
+const TILE_PARAMS: &[TuneParam] = &[
+    TuneParam {
+        name: "bm",
+        values: &[128, 64, 32],
+    },
+    TuneParam {
+        name: "bn",
+        values: &[128, 64, 32],
+    },
+    TuneParam {
+        name: "bk",
+        values: &[16, 32, 8],
+    },
+];
+
+fn tiles(p: &[u32]) -> GemmTiles {
+    GemmTiles {
+        bm: p[0],
+        bn: p[1],
+        bk: p[2],
+    }
+}
+
+macro_rules! gemm_spec {
+    ($spec:ident, $name:literal, $elem:expr, $desc:literal) => {
+        /// The registry entry (see the module docs).
+        pub const $spec: KernelSpec = KernelSpec {
+            name: $name,
+            description: $desc,
+            build: || build_gemm($name, $elem, DEFAULT_TILES),
+            make_case: |size, seed| gemm_case($elem, DEFAULT_TILES, dims(size), seed),
+            reference: |c| gemm_reference($elem, c),
+            // k products of inputs in [-1, 1], summed in f32 by the matrix unit in another
+            // order than the reference's f64 sum.
+            tolerance: Tolerance {
+                abs: 1e-4,
+                rel: 1e-4,
+            },
+            default_n: 70,
+            tuning: Some(Tuning {
+                params: TILE_PARAMS,
+                build: |p| build_gemm($name, $elem, tiles(p)),
+                make_case: |p, size, seed| gemm_case($elem, tiles(p), dims(size), seed),
+            }),
+        };
+    };
+}
+
+gemm_spec!(
+    GEMM_F16,
+    "gemm",
+    FragElem::F16,
+    "c = a * b, f16 inputs, f32 accumulate/output, MFMA 32x32x8, 128x128 LDS blocks"
+);
+gemm_spec!(
+    GEMM_BF16,
+    "gemm_bf16",
+    FragElem::Bf16,
+    "c = a * b, bf16 inputs (bit patterns in f16 buffers), f32 output, MFMA 32x32x8 bf16"
+);
+gemm_spec!(
+    GEMM_F32,
+    "gemm_f32",
+    FragElem::F32,
+    "c = a * b, f32 inputs and output, MFMA 32x32x2 f32, 128x128 LDS blocks"
+);
