@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use kjit::tune::{tune, Job, TuneOptions};
-use kjit_backend_gcn::compile::{compile_selected, select_and_schedule, CompileOptions};
+use kjit_backend_gcn::compile::{compile_selected, select_kernel, CompileOptions};
 use kjit_backend_gcn::Target;
 use std::hint::black_box;
 
@@ -46,9 +46,9 @@ fn main() {
         let func = (spec.build)().expect("builds");
         let opts = CompileOptions::default();
         let select = median(21, || {
-            black_box(select_and_schedule(&func, TARGET, &opts).expect("compiles"));
+            black_box(select_kernel(&func, TARGET, &opts).expect("compiles"));
         });
-        let sel = select_and_schedule(&func, TARGET, &opts).expect("compiles");
+        let sel = select_kernel(&func, TARGET, &opts).expect("compiles");
         let per_level: Vec<Duration> = levels
             .clone()
             .map(|w| {
@@ -83,7 +83,7 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     for spec in kjit_kernels::all() {
         let func = (spec.build)().expect("builds");
-        let sel = select_and_schedule(&func, TARGET, &CompileOptions::default()).expect("compiles");
+        let sel = select_kernel(&func, TARGET, &CompileOptions::default()).expect("compiles");
         let mut w = 0;
         c.bench_function(&format!("tune_candidate/{}", spec.name), |b| {
             b.iter(|| {

@@ -231,8 +231,9 @@ pub struct Selected {
     pub timings: StageTimings,
 }
 
-/// Verifies (with `opts.check`), optimizes (with `opts.optimize`), selects and schedules.
-pub fn select_and_schedule(
+/// Verifies (with `opts.check`), optimizes (with `opts.optimize`) and selects: the part of a
+/// compile that does not depend on the budgets (scheduling does: [`compile_selected`]).
+pub fn select_kernel(
     func: &kjit_ir::Function,
     target: Target,
     opts: &CompileOptions,
@@ -269,20 +270,11 @@ fn front(
     } else {
         func
     };
-    let mut mf = timed(&mut t.isel, || select(func, target))?;
+    let mf = timed(&mut t.isel, || select(func, target))?;
     if opts.check {
         timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
             CompileError::Mir {
                 stage: "instruction selection",
-                source,
-            }
-        })?;
-    }
-    timed(&mut t.schedule, || crate::schedule::schedule(&mut mf));
-    if opts.check {
-        timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
-            CompileError::Mir {
-                stage: "scheduling",
                 source,
             }
         })?;
@@ -334,6 +326,41 @@ fn check_budgets(
     Ok((vgpr_budget, occ_sgprs))
 }
 
+/// Live VGPRs the scheduler keeps under a VGPR budget: an eighth left for what the allocator
+/// needs beyond the pressure (values live through an instruction and its operands, the work-item
+/// id registers, pair alignment).
+fn schedule_limit(budget: u32) -> u32 {
+    budget - budget / 8
+}
+
+/// Schedules a copy of `mf` (bounded by `vgpr_limit` live VGPRs, if any) and allocates it.
+fn schedule_and_allocate(
+    mf: &crate::mir::MachineFunction,
+    vgpr_limit: Option<u32>,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
+    let mut mf = mf.clone();
+    timed(&mut t.schedule, || {
+        crate::schedule::schedule_bounded(&mut mf, vgpr_limit)
+    });
+    if ra.run_checker {
+        timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
+            CompileError::Mir {
+                stage: "scheduling",
+                source,
+            }
+        })?;
+    }
+    // The post-allocation peepholes are timed with the allocation whose moves they remove.
+    Ok(timed(&mut t.regalloc, || {
+        allocate(&mf, ra).map(|mut p| {
+            crate::peephole::run_peepholes(&mut p);
+            p
+        })
+    })?)
+}
+
 fn back(
     mf: &crate::mir::MachineFunction,
     target: Target,
@@ -346,13 +373,42 @@ fn back(
         sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
-    // The post-allocation peepholes are timed with the allocation whose moves they remove.
-    let mut phys = timed(&mut t.regalloc, || {
-        allocate(mf, &ra).map(|mut p| {
-            crate::peephole::run_peepholes(&mut p);
-            p
-        })
-    })?;
+    // The latency schedule first, so that a kernel that fits a budget compiles the same under
+    // every larger one; when it spills under the budget, the schedule bounded by the budget
+    // (loads hoisted only while the live VGPRs stay inside it) replaces it if it spills less.
+    let plain = schedule_and_allocate(mf, None, &ra, t);
+    let spills = |p: &PhysFunction| {
+        let u = &p.usage;
+        (
+            u.scratch_bytes,
+            u.spills_to_agprs,
+            u.spills_to_vgprs,
+            u.vgprs,
+        )
+    };
+    let mut phys = match (vgpr_budget, plain) {
+        (Some(b), plain)
+            if plain
+                .as_ref()
+                .map_or(true, |p| spills(p).0 + spills(p).1 + spills(p).2 > 0) =>
+        {
+            match (
+                plain,
+                schedule_and_allocate(mf, Some(schedule_limit(b)), &ra, t),
+            ) {
+                (Ok(p), Ok(q)) => {
+                    if spills(&q) < spills(&p) {
+                        q
+                    } else {
+                        p
+                    }
+                }
+                (Err(_), Ok(q)) => q,
+                (plain, _) => plain?,
+            }
+        }
+        (_, plain) => plain?,
+    };
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {
         crate::hazards::insert_wait_states(&mut phys)
@@ -387,7 +443,7 @@ pub fn compile(
     finish(p, target, opts, t, start)
 }
 
-/// Compiles a kernel [`select_and_schedule`] prepared, under `opts`' budgets (its `optimize`
+/// Compiles a kernel [`select_kernel`] prepared, under `opts`' budgets (its `optimize`
 /// and `check` were applied when it was prepared). The timings count the shared stages too.
 pub fn compile_selected(
     sel: &Selected,
