@@ -328,9 +328,12 @@ fn check_budgets(
 
 /// Live VGPRs the scheduler keeps under a VGPR budget: an eighth left for what the allocator
 /// needs beyond the pressure (values live through an instruction and its operands, the work-item
-/// id registers, pair alignment).
+/// id registers, pair alignment), and never more than regalloc2 holds without spilling: its
+/// `Float` class has 64 registers (`docs/regalloc.md`), less the same eighth. A schedule with
+/// more single VGPRs live at once spills in the round loop of `hash_rounds` at every budget.
 fn schedule_limit(budget: u32) -> u32 {
-    budget - budget / 8
+    const REGALLOC2_CLASS: u32 = 64;
+    (budget - budget / 8).min(REGALLOC2_CLASS - REGALLOC2_CLASS / 8)
 }
 
 /// Schedules a copy of `mf` (bounded by `vgpr_limit` live VGPRs, if any) and allocates it.

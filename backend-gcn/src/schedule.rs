@@ -23,7 +23,11 @@
 //!
 //! Priority: the longest latency path to the end of the block (loads weigh most), then the
 //! original order, so instructions that only feed the terminator (its SCC/VCC/EXEC producers)
-//! stay last.
+//! stay last. With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
+//! the current point (block liveness at the start, a value dying with its last use in the
+//! block unless live out): a ready instruction whose definitions would raise the count above
+//! the bound waits while another ready one stays within it; when none does, the one raising it
+//! least goes first. Loads are then hoisted only as far as the occupancy target allows.
 
 use crate::isa::{self, Format, Opcode};
 use cranelift_entity::EntityRef;
@@ -393,7 +397,8 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
     }
     // List scheduling: the ready instruction with the greatest height, then the earliest.
     // Under a pressure bound: among those that keep the live VGPRs within it; when none does,
-    // the one that raises the pressure least.
+    // the one that raises the pressure least, and of those the lowest (a consumer that finishes
+    // a chain and frees its inputs, not the start of another load chain).
     let mut ready: Vec<usize> = (0..n).filter(|&k| npred[k] == 0).collect();
     let mut order = Vec::with_capacity(n);
     // Per vreg: uses not yet scheduled in this block.
@@ -439,7 +444,7 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
                         .max_by_key(|&i| {
                             (
                                 std::cmp::Reverse(ds[i]),
-                                height[ready[i]],
+                                std::cmp::Reverse(height[ready[i]]),
                                 std::cmp::Reverse(ready[i]),
                             )
                         })
