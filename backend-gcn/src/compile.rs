@@ -326,14 +326,19 @@ fn check_budgets(
     Ok((vgpr_budget, occ_sgprs))
 }
 
-/// Live VGPRs the scheduler keeps under a VGPR budget: an eighth left for what the allocator
-/// needs beyond the pressure (values live through an instruction and its operands, the work-item
-/// id registers, pair alignment), and never more than regalloc2 holds without spilling: its
-/// `Float` class has 64 registers (`docs/regalloc.md`), less the same eighth. A schedule with
-/// more single VGPRs live at once spills in the round loop of `hash_rounds` at every budget.
-fn schedule_limit(budget: u32) -> u32 {
+/// Bounds on the live VGPRs the scheduler tries under a VGPR budget, highest first: the budget
+/// less an eighth (what the allocator needs beyond the pressure: values live through an
+/// instruction and its operands, the work-item id registers, pair alignment); regalloc2's
+/// `Float` class (64 registers, `docs/regalloc.md`) less the same eighth, the most single VGPRs
+/// it holds without spilling; and halfway between. Above the class size the rest of the values
+/// go to spill slots, in spare VGPRs while the budget has them.
+fn schedule_limits(budget: u32) -> Vec<u32> {
     const REGALLOC2_CLASS: u32 = 64;
-    (budget - budget / 8).min(REGALLOC2_CLASS - REGALLOC2_CLASS / 8)
+    let high = budget - budget / 8;
+    let low = high.min(REGALLOC2_CLASS - REGALLOC2_CLASS / 8);
+    let mut limits = vec![high, (high + low) / 2, low];
+    limits.dedup();
+    limits
 }
 
 /// Schedules a copy of `mf` (bounded by `vgpr_limit` live VGPRs, if any) and allocates it.
@@ -377,8 +382,11 @@ fn back(
         run_checker: opts.check,
     };
     // The latency schedule first, so that a kernel that fits a budget compiles the same under
-    // every larger one; when it spills under the budget, the schedule bounded by the budget
-    // (loads hoisted only while the live VGPRs stay inside it) replaces it if it spills less.
+    // every larger one. When it puts values in scratch or AGPRs under the budget, schedules
+    // bounded by the budget (loads hoisted only while the live VGPRs stay inside the bound)
+    // are tried from the highest bound down (`schedule_limits`): the first that needs no
+    // memory or AGPR slots wins (the most latency hiding the occupancy target leaves room
+    // for), else the one that spills least.
     let plain = schedule_and_allocate(mf, None, &ra, t);
     let spills = |p: &PhysFunction| {
         let u = &p.usage;
@@ -389,26 +397,28 @@ fn back(
             u.vgprs,
         )
     };
+    let in_registers =
+        |p: &PhysFunction| p.usage.scratch_bytes == 0 && p.usage.spills_to_agprs == 0;
     let mut phys = match (vgpr_budget, plain) {
-        (Some(b), plain)
-            if plain
-                .as_ref()
-                .map_or(true, |p| spills(p).0 + spills(p).1 + spills(p).2 > 0) =>
-        {
-            match (
-                plain,
-                schedule_and_allocate(mf, Some(schedule_limit(b)), &ra, t),
-            ) {
-                (Ok(p), Ok(q)) => {
-                    if spills(&q) < spills(&p) {
-                        q
-                    } else {
-                        p
-                    }
+        (Some(b), plain) if !plain.as_ref().is_ok_and(in_registers) => {
+            let mut best = plain;
+            for limit in schedule_limits(b) {
+                let Ok(q) = schedule_and_allocate(mf, Some(limit), &ra, t) else {
+                    continue;
+                };
+                let better = match &best {
+                    Ok(p) => spills(&q) < spills(p),
+                    Err(_) => true,
+                };
+                let done = in_registers(&q);
+                if better || done {
+                    best = Ok(q);
                 }
-                (Err(_), Ok(q)) => q,
-                (plain, _) => plain?,
+                if done {
+                    break;
+                }
             }
+            best?
         }
         (_, plain) => plain?,
     };
