@@ -1,6 +1,6 @@
 //! The compile part of tuning: for every library kernel on gfx942, one candidate's compile
-//! (register allocation and everything after it, at an occupancy level, from the kernel's
-//! selected and scheduled code, which `kjit tune` prepares once per parameter choice), and a
+//! (scheduling under the level's budget, register allocation and everything after it, from the
+//! kernel's selected code, which `kjit tune` prepares once per parameter choice), and a
 //! whole `kjit::tune` run at a small size with its time split into compile, model runs and
 //! reference checks.
 //!

@@ -272,12 +272,7 @@ fn front(
     };
     let mf = timed(&mut t.isel, || select(func, target))?;
     if opts.check {
-        timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
-            CompileError::Mir {
-                stage: "instruction selection",
-                source,
-            }
-        })?;
+        verify_mir(&mf, "instruction selection", t)?;
     }
     Ok(Selected {
         mf,
@@ -341,6 +336,16 @@ fn schedule_limits(budget: u32) -> Vec<u32> {
     limits
 }
 
+/// The MIR verifier after `stage`, timed.
+fn verify_mir(
+    mf: &crate::mir::MachineFunction,
+    stage: &'static str,
+    t: &mut StageTimings,
+) -> Result<(), CompileError> {
+    timed(&mut t.verify, || crate::mir_verify::verify(mf))
+        .map_err(|source| CompileError::Mir { stage, source })
+}
+
 /// Schedules a copy of `mf` (bounded by `vgpr_limit` live VGPRs, if any) and allocates it.
 fn schedule_and_allocate(
     mf: &crate::mir::MachineFunction,
@@ -353,12 +358,7 @@ fn schedule_and_allocate(
         crate::schedule::schedule_bounded(&mut mf, vgpr_limit)
     });
     if ra.run_checker {
-        timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
-            CompileError::Mir {
-                stage: "scheduling",
-                source,
-            }
-        })?;
+        verify_mir(&mf, "scheduling", t)?;
     }
     // The post-allocation peepholes are timed with the allocation whose moves they remove.
     Ok(timed(&mut t.regalloc, || {
