@@ -346,23 +346,33 @@ fn verify_mir(
         .map_err(|source| CompileError::Mir { stage, source })
 }
 
-/// Schedules a copy of `mf` (bounded by `vgpr_limit` live VGPRs, if any) and allocates it.
-fn schedule_and_allocate(
+/// A copy of `mf` scheduled (bounded by `vgpr_limit` live VGPRs, if any), verified with
+/// `check`.
+fn scheduled(
     mf: &crate::mir::MachineFunction,
     vgpr_limit: Option<u32>,
-    ra: &RegallocOptions,
+    check: bool,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<crate::mir::MachineFunction, CompileError> {
     let mut mf = mf.clone();
     timed(&mut t.schedule, || {
         crate::schedule::schedule_bounded(&mut mf, vgpr_limit)
     });
-    if ra.run_checker {
+    if check {
         verify_mir(&mf, "scheduling", t)?;
     }
-    // The post-allocation peepholes are timed with the allocation whose moves they remove.
+    Ok(mf)
+}
+
+/// Allocates `mf` and runs the post-allocation peepholes (timed with the allocation whose
+/// moves they remove).
+fn allocated(
+    mf: &crate::mir::MachineFunction,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
     Ok(timed(&mut t.regalloc, || {
-        allocate(&mf, ra).map(|mut p| {
+        allocate(mf, ra).map(|mut p| {
             crate::peephole::run_peepholes(&mut p);
             p
         })
@@ -386,8 +396,8 @@ fn back(
     // bounded by the budget (loads hoisted only while the live VGPRs stay inside the bound)
     // are tried from the highest bound down (`schedule_limits`): the first that needs no
     // memory or AGPR slots wins (the most latency hiding the occupancy target leaves room
-    // for), else the one that spills least.
-    let plain = schedule_and_allocate(mf, None, &ra, t);
+    // for), else the one that spills least. A schedule with more VGPRs live at once than the
+    // budget cannot keep them in registers: it is not allocated unless nothing else is left.
     let spills = |p: &PhysFunction| {
         let u = &p.usage;
         (
@@ -399,28 +409,35 @@ fn back(
     };
     let in_registers =
         |p: &PhysFunction| p.usage.scratch_bytes == 0 && p.usage.spills_to_agprs == 0;
-    let mut phys = match (vgpr_budget, plain) {
-        (Some(b), plain) if !plain.as_ref().is_ok_and(in_registers) => {
-            let mut best = plain;
-            for limit in schedule_limits(b) {
-                let Ok(q) = schedule_and_allocate(mf, Some(limit), &ra, t) else {
+    let mut phys = match vgpr_budget {
+        None => allocated(&scheduled(mf, None, opts.check, t)?, &ra, t)?,
+        Some(b) => {
+            let bounds: Vec<Option<u32>> = std::iter::once(None)
+                .chain(schedule_limits(b).into_iter().map(Some))
+                .collect();
+            let mut best: Option<Result<PhysFunction, CompileError>> = None;
+            for (i, &bound) in bounds.iter().enumerate() {
+                let s = scheduled(mf, bound, opts.check, t)?;
+                let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
+                if pressure > b && i + 1 < bounds.len() {
                     continue;
+                }
+                let q = allocated(&s, &ra, t);
+                let done = q.as_ref().is_ok_and(in_registers);
+                let better = match (&best, &q) {
+                    (None, _) | (Some(Err(_)), Ok(_)) => true,
+                    (Some(Ok(p)), Ok(q)) => spills(q) < spills(p),
+                    _ => false,
                 };
-                let better = match &best {
-                    Ok(p) => spills(&q) < spills(p),
-                    Err(_) => true,
-                };
-                let done = in_registers(&q);
                 if better || done {
-                    best = Ok(q);
+                    best = Some(q);
                 }
                 if done {
                     break;
                 }
             }
-            best?
+            best.expect("the last schedule is always allocated")?
         }
-        (_, plain) => plain?,
     };
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {

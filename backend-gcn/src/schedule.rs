@@ -95,6 +95,52 @@ pub fn schedule_bounded(mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
     }
 }
 
+/// The most VGPRs (dwords of VGPR-class vregs) live at once anywhere in `mf`: no allocation
+/// under a smaller budget keeps every value in a register.
+pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
+    let lv = crate::regalloc::liveness(mf);
+    let size = |v: VReg| {
+        let d = mf.vregs[v];
+        if d.class == crate::mir::RegClass::Vgpr {
+            d.dwords as u32
+        } else {
+            0
+        }
+    };
+    let mut most = 0;
+    for (b, bd) in mf.blocks.iter() {
+        let mut live = lv.live_out[b.index()].clone();
+        for (_, args) in bd.term.successors() {
+            for a in args {
+                live.insert(a.index());
+            }
+        }
+        let mut n: u32 = live.iter().map(|v| size(VReg::new(v))).sum();
+        most = most.max(n);
+        for inst in bd.insts.iter().rev() {
+            for d in inst.defs() {
+                if !live.contains(d.index()) {
+                    live.insert(d.index());
+                    n += size(d);
+                }
+            }
+            most = most.max(n);
+            for d in inst.defs() {
+                live.remove(d.index());
+                n -= size(d);
+            }
+            for u in inst.uses() {
+                if !live.contains(u.index()) {
+                    live.insert(u.index());
+                    n += size(u);
+                }
+            }
+            most = most.max(n);
+        }
+    }
+    most
+}
+
 /// What the pressure bound of one block needs.
 struct Pressure {
     limit: u32,
