@@ -1,6 +1,6 @@
 //! The compile part of tuning: for every library kernel on gfx942, one candidate's compile
-//! (register allocation and everything after it, at an occupancy level, from the kernel's
-//! selected and scheduled code, which `kjit tune` prepares once per parameter choice), and a
+//! (scheduling under the level's budget, register allocation and everything after it, from the
+//! kernel's selected code, which `kjit tune` prepares once per parameter choice), and a
 //! whole `kjit::tune` run at a small size with its time split into compile, model runs and
 //! reference checks.
 //!
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use kjit::tune::{tune, Job, TuneOptions};
-use kjit_backend_gcn::compile::{compile_selected, select_and_schedule, CompileOptions};
+use kjit_backend_gcn::compile::{compile_selected, select_kernel, CompileOptions};
 use kjit_backend_gcn::Target;
 use std::hint::black_box;
 
@@ -46,9 +46,9 @@ fn main() {
         let func = (spec.build)().expect("builds");
         let opts = CompileOptions::default();
         let select = median(21, || {
-            black_box(select_and_schedule(&func, TARGET, &opts).expect("compiles"));
+            black_box(select_kernel(&func, TARGET, &opts).expect("compiles"));
         });
-        let sel = select_and_schedule(&func, TARGET, &opts).expect("compiles");
+        let sel = select_kernel(&func, TARGET, &opts).expect("compiles");
         let per_level: Vec<Duration> = levels
             .clone()
             .map(|w| {
@@ -83,7 +83,7 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     for spec in kjit_kernels::all() {
         let func = (spec.build)().expect("builds");
-        let sel = select_and_schedule(&func, TARGET, &CompileOptions::default()).expect("compiles");
+        let sel = select_kernel(&func, TARGET, &CompileOptions::default()).expect("compiles");
         let mut w = 0;
         c.bench_function(&format!("tune_candidate/{}", spec.name), |b| {
             b.iter(|| {

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use kjit_backend_gcn::compile::{
-    compile_selected, select_and_schedule, CompileError, CompileOptions, Selected,
+    compile_selected, select_kernel, CompileError, CompileOptions, Selected,
 };
 use kjit_backend_gcn::Target;
 use kjit_ir::interp::Arg;
@@ -485,7 +485,7 @@ impl Tuner<'_, '_> {
             None => {
                 let func =
                     (job.build)(cfg_arg).map_err(|e| anyhow!("building {}: {e}", job.name))?;
-                let sel = select_and_schedule(&func, self.opts.target, &copts)
+                let sel = select_kernel(&func, self.opts.target, &copts)
                     .map_err(|e| anyhow!("compiling {}: {e}", job.name))?;
                 self.selected.push((cfg.clone(), func, sel));
                 self.selected.len() - 1

@@ -193,11 +193,12 @@ fn cli_tunes_caches_plots_and_compiles_tuned() {
 }
 
 /// The register-heavy hash's best budget is neither the default compile nor the highest
-/// occupancy on the timing model. Not true today (docs/tune.md): the default keeps the state in
-/// registers and spare VGPRs, every lower budget puts values of the round loop in scratch, and
-/// that costs 3.8-33x more cycles than the extra waves hide (mi300x n=2048, mi25 n=65536).
+/// occupancy on the timing model. Not true yet (docs/tune.md): the levels now compile without
+/// scratch (the schedule is bounded by the budget), but the default's 40 loads in flight per
+/// wave still beat the extra waves of the bounded schedules (mi300x n=2048: levels 5–8 at
+/// 0.71–0.60x; mi25 n=65536: level 3 0.86x, level 4 0.93x).
 #[test]
-#[ignore = "hash_rounds has no in-between optimum yet: loop spills go to scratch (docs/tune.md)"]
+#[ignore = "hash_rounds has no in-between optimum yet (docs/tune.md)"]
 fn hash_rounds_best_budget_is_in_between() {
     let spec = kjit_kernels::find("hash_rounds").unwrap();
     let r = tune(

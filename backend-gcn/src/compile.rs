@@ -231,8 +231,9 @@ pub struct Selected {
     pub timings: StageTimings,
 }
 
-/// Verifies (with `opts.check`), optimizes (with `opts.optimize`), selects and schedules.
-pub fn select_and_schedule(
+/// Verifies (with `opts.check`), optimizes (with `opts.optimize`) and selects: the part of a
+/// compile that does not depend on the budgets (scheduling does: [`compile_selected`]).
+pub fn select_kernel(
     func: &kjit_ir::Function,
     target: Target,
     opts: &CompileOptions,
@@ -269,23 +270,9 @@ fn front(
     } else {
         func
     };
-    let mut mf = timed(&mut t.isel, || select(func, target))?;
+    let mf = timed(&mut t.isel, || select(func, target))?;
     if opts.check {
-        timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
-            CompileError::Mir {
-                stage: "instruction selection",
-                source,
-            }
-        })?;
-    }
-    timed(&mut t.schedule, || crate::schedule::schedule(&mut mf));
-    if opts.check {
-        timed(&mut t.verify, || crate::mir_verify::verify(&mf)).map_err(|source| {
-            CompileError::Mir {
-                stage: "scheduling",
-                source,
-            }
-        })?;
+        verify_mir(&mf, "instruction selection", t)?;
     }
     Ok(Selected {
         mf,
@@ -334,6 +321,64 @@ fn check_budgets(
     Ok((vgpr_budget, occ_sgprs))
 }
 
+/// Bounds on the live VGPRs the scheduler tries under a VGPR budget, highest first: the budget
+/// less an eighth (what the allocator needs beyond the pressure: values live through an
+/// instruction and its operands, the work-item id registers, pair alignment); regalloc2's
+/// `Float` class (64 registers, `docs/regalloc.md`) less the same eighth, the most single VGPRs
+/// it holds without spilling; and halfway between. Above the class size the rest of the values
+/// go to spill slots, in spare VGPRs while the budget has them.
+fn schedule_limits(budget: u32) -> Vec<u32> {
+    const REGALLOC2_CLASS: u32 = 64;
+    let high = budget - budget / 8;
+    let low = high.min(REGALLOC2_CLASS - REGALLOC2_CLASS / 8);
+    let mut limits = vec![high, (high + low) / 2, low];
+    limits.dedup();
+    limits
+}
+
+/// The MIR verifier after `stage`, timed.
+fn verify_mir(
+    mf: &crate::mir::MachineFunction,
+    stage: &'static str,
+    t: &mut StageTimings,
+) -> Result<(), CompileError> {
+    timed(&mut t.verify, || crate::mir_verify::verify(mf))
+        .map_err(|source| CompileError::Mir { stage, source })
+}
+
+/// A copy of `mf` scheduled (bounded by `vgpr_limit` live VGPRs, if any), verified with
+/// `check`.
+fn scheduled(
+    mf: &crate::mir::MachineFunction,
+    vgpr_limit: Option<u32>,
+    check: bool,
+    t: &mut StageTimings,
+) -> Result<crate::mir::MachineFunction, CompileError> {
+    let mut mf = mf.clone();
+    timed(&mut t.schedule, || {
+        crate::schedule::schedule_bounded(&mut mf, vgpr_limit)
+    });
+    if check {
+        verify_mir(&mf, "scheduling", t)?;
+    }
+    Ok(mf)
+}
+
+/// Allocates `mf` and runs the post-allocation peepholes (timed with the allocation whose
+/// moves they remove).
+fn allocated(
+    mf: &crate::mir::MachineFunction,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
+    Ok(timed(&mut t.regalloc, || {
+        allocate(mf, ra).map(|mut p| {
+            crate::peephole::run_peepholes(&mut p);
+            p
+        })
+    })?)
+}
+
 fn back(
     mf: &crate::mir::MachineFunction,
     target: Target,
@@ -346,13 +391,54 @@ fn back(
         sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
-    // The post-allocation peepholes are timed with the allocation whose moves they remove.
-    let mut phys = timed(&mut t.regalloc, || {
-        allocate(mf, &ra).map(|mut p| {
-            crate::peephole::run_peepholes(&mut p);
-            p
-        })
-    })?;
+    // The latency schedule first, so that a kernel that fits a budget compiles the same under
+    // every larger one. When it puts values in scratch or AGPRs under the budget, schedules
+    // bounded by the budget (loads hoisted only while the live VGPRs stay inside the bound)
+    // are tried from the highest bound down (`schedule_limits`): the first that needs no
+    // memory or AGPR slots wins (the most latency hiding the occupancy target leaves room
+    // for), else the one that spills least. A schedule with more VGPRs live at once than the
+    // budget cannot keep them in registers: it is not allocated unless nothing else is left.
+    let spills = |p: &PhysFunction| {
+        let u = &p.usage;
+        (
+            u.scratch_bytes,
+            u.spills_to_agprs,
+            u.spills_to_vgprs,
+            u.vgprs,
+        )
+    };
+    let in_registers =
+        |p: &PhysFunction| p.usage.scratch_bytes == 0 && p.usage.spills_to_agprs == 0;
+    let mut phys = match vgpr_budget {
+        None => allocated(&scheduled(mf, None, opts.check, t)?, &ra, t)?,
+        Some(b) => {
+            let bounds: Vec<Option<u32>> = std::iter::once(None)
+                .chain(schedule_limits(b).into_iter().map(Some))
+                .collect();
+            let mut best: Option<Result<PhysFunction, CompileError>> = None;
+            for (i, &bound) in bounds.iter().enumerate() {
+                let s = scheduled(mf, bound, opts.check, t)?;
+                let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
+                if pressure > b && i + 1 < bounds.len() {
+                    continue;
+                }
+                let q = allocated(&s, &ra, t);
+                let done = q.as_ref().is_ok_and(in_registers);
+                let better = match (&best, &q) {
+                    (None, _) | (Some(Err(_)), Ok(_)) => true,
+                    (Some(Ok(p)), Ok(q)) => spills(q) < spills(p),
+                    _ => false,
+                };
+                if better || done {
+                    best = Some(q);
+                }
+                if done {
+                    break;
+                }
+            }
+            best.expect("the last schedule is always allocated")?
+        }
+    };
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {
         crate::hazards::insert_wait_states(&mut phys)
@@ -387,7 +473,7 @@ pub fn compile(
     finish(p, target, opts, t, start)
 }
 
-/// Compiles a kernel [`select_and_schedule`] prepared, under `opts`' budgets (its `optimize`
+/// Compiles a kernel [`select_kernel`] prepared, under `opts`' budgets (its `optimize`
 /// and `check` were applied when it was prepared). The timings count the shared stages too.
 pub fn compile_selected(
     sel: &Selected,

@@ -72,6 +72,7 @@ use crate::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
 use crate::Target;
 
 use prep::{kind_of, Kind, Prepared};
+pub(crate) use prep::{liveness, BitSet};
 
 /// Options of [`allocate`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -23,9 +23,15 @@
 //!
 //! Priority: the longest latency path to the end of the block (loads weigh most), then the
 //! original order, so instructions that only feed the terminator (its SCC/VCC/EXEC producers)
-//! stay last.
+//! stay last. With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
+//! the current point (block liveness at the start, a value dying with its last use in the
+//! block unless live out): a ready instruction whose definitions would raise the count above
+//! the bound waits while another ready one stays within it; when none does, the one raising it
+//! least goes first. Loads are then hoisted only as far as the occupancy target allows.
 
 use crate::isa::{self, Format, Opcode};
+use cranelift_entity::EntityRef;
+
 use crate::mir::{implicit, MInst, MOpcode, MOperand, MachineFunction, VReg};
 use crate::waitcnt::{units, UNITS};
 
@@ -38,11 +44,112 @@ const M0: usize = 124;
 
 /// Reorders the instructions of every block of `mf` (see the module docs). Semantics are kept.
 pub fn schedule(mf: &mut MachineFunction) {
+    schedule_bounded(mf, None);
+}
+
+/// Like [`schedule`], keeping the VGPRs live at once at most `vgpr_limit` where the block
+/// allows: an instruction that would raise the pressure above the limit waits while another
+/// ready one does not (the occupancy target bounds how far loads are hoisted, as Mesa ACO's
+/// `schedule_program` does). `None`: latency only.
+pub fn schedule_bounded(mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
+    let lv = vgpr_limit.map(|_| crate::regalloc::liveness(mf));
     let keys: Vec<_> = mf.blocks.keys().collect();
     for b in keys {
         let insts = std::mem::take(&mut mf.blocks[b].insts);
-        mf.blocks[b].insts = schedule_block(insts);
+        let bound = match (&lv, vgpr_limit) {
+            (Some(lv), Some(limit)) => {
+                let bd = &mf.blocks[b];
+                let vgpr = |v: VReg| {
+                    let d = mf.vregs[v];
+                    if d.class == crate::mir::RegClass::Vgpr {
+                        d.dwords as u32
+                    } else {
+                        0
+                    }
+                };
+                let mut live_out = lv.live_out[b.index()].clone();
+                for (_, args) in bd.term.successors() {
+                    for a in args {
+                        live_out.insert(a.index());
+                    }
+                }
+                let mut start = 0;
+                let mut live_in = lv.live_in[b.index()].clone();
+                for p in &bd.params {
+                    live_in.insert(p.index());
+                }
+                for v in live_in.iter() {
+                    start += vgpr(VReg::new(v));
+                }
+                let size: Vec<u32> = (0..mf.vregs.len()).map(|v| vgpr(VReg::new(v))).collect();
+                Some(Pressure {
+                    limit,
+                    start,
+                    size,
+                    live_out,
+                })
+            }
+            _ => None,
+        };
+        mf.blocks[b].insts = schedule_block(insts, bound.as_ref());
     }
+}
+
+/// The most VGPRs (dwords of VGPR-class vregs) live at once anywhere in `mf`: no allocation
+/// under a smaller budget keeps every value in a register.
+pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
+    let lv = crate::regalloc::liveness(mf);
+    let size = |v: VReg| {
+        let d = mf.vregs[v];
+        if d.class == crate::mir::RegClass::Vgpr {
+            d.dwords as u32
+        } else {
+            0
+        }
+    };
+    let mut most = 0;
+    for (b, bd) in mf.blocks.iter() {
+        let mut live = lv.live_out[b.index()].clone();
+        for (_, args) in bd.term.successors() {
+            for a in args {
+                live.insert(a.index());
+            }
+        }
+        let mut n: u32 = live.iter().map(|v| size(VReg::new(v))).sum();
+        most = most.max(n);
+        for inst in bd.insts.iter().rev() {
+            for d in inst.defs() {
+                if !live.contains(d.index()) {
+                    live.insert(d.index());
+                    n += size(d);
+                }
+            }
+            most = most.max(n);
+            for d in inst.defs() {
+                live.remove(d.index());
+                n -= size(d);
+            }
+            for u in inst.uses() {
+                if !live.contains(u.index()) {
+                    live.insert(u.index());
+                    n += size(u);
+                }
+            }
+            most = most.max(n);
+        }
+    }
+    most
+}
+
+/// What the pressure bound of one block needs.
+struct Pressure {
+    limit: u32,
+    /// VGPRs live at the block's start (live-in values and parameters).
+    start: u32,
+    /// VGPRs of each vreg (0 for other classes).
+    size: Vec<u32>,
+    /// Live after the block (arguments of its terminator included).
+    live_out: crate::regalloc::BitSet,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -227,7 +334,7 @@ fn node(i: &MInst) -> Node {
 }
 
 /// Schedules one block's instruction list.
-fn schedule_block(insts: Vec<MInst>) -> Vec<MInst> {
+fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
     let n = insts.len();
     if n < 3 {
         return insts;
@@ -335,17 +442,76 @@ fn schedule_block(insts: Vec<MInst>) -> Vec<MInst> {
         height[k] = below + nodes[k].latency.max(1) as u64;
     }
     // List scheduling: the ready instruction with the greatest height, then the earliest.
-    let mut ready: std::collections::BinaryHeap<(u64, std::cmp::Reverse<usize>)> = (0..n)
-        .filter(|&k| npred[k] == 0)
-        .map(|k| (height[k], std::cmp::Reverse(k)))
-        .collect();
+    // Under a pressure bound: among those that keep the live VGPRs within it; when none does,
+    // the one that raises the pressure least, and of those the lowest (a consumer that finishes
+    // a chain and frees its inputs, not the start of another load chain).
+    let mut ready: Vec<usize> = (0..n).filter(|&k| npred[k] == 0).collect();
     let mut order = Vec::with_capacity(n);
-    while let Some((_, std::cmp::Reverse(k))) = ready.pop() {
+    // Per vreg: uses not yet scheduled in this block.
+    let mut left: std::collections::HashMap<VReg, u32> = Default::default();
+    if bound.is_some() {
+        for nd in &nodes {
+            for &v in &nd.uses {
+                *left.entry(v).or_default() += 1;
+            }
+        }
+    }
+    let mut live = bound.map_or(0, |b| b.start);
+    let delta = |k: usize, left: &std::collections::HashMap<VReg, u32>| -> i64 {
+        let Some(b) = bound else { return 0 };
+        let nd = &nodes[k];
+        let mut d: i64 = nd.defs.iter().map(|v| b.size[v.index()] as i64).sum();
+        for (i, v) in nd.uses.iter().enumerate() {
+            if nd.uses[..i].contains(v) {
+                continue;
+            }
+            let here = nd.uses.iter().filter(|x| *x == v).count() as u32;
+            if left.get(v) == Some(&here) && !b.live_out.contains(v.index()) {
+                d -= b.size[v.index()] as i64;
+            }
+        }
+        d
+    };
+    while !ready.is_empty() {
+        let pick = match bound {
+            None => (0..ready.len())
+                .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
+                .unwrap_or(0),
+            Some(b) => {
+                let ds: Vec<i64> = ready.iter().map(|&k| delta(k, &left)).collect();
+                let fits = |i: usize| live as i64 + ds[i].max(0) <= b.limit as i64;
+                if (0..ready.len()).any(fits) {
+                    (0..ready.len())
+                        .filter(|&i| fits(i))
+                        .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
+                        .unwrap_or(0)
+                } else {
+                    (0..ready.len())
+                        .max_by_key(|&i| {
+                            (
+                                std::cmp::Reverse(ds[i]),
+                                std::cmp::Reverse(height[ready[i]]),
+                                std::cmp::Reverse(ready[i]),
+                            )
+                        })
+                        .unwrap_or(0)
+                }
+            }
+        };
+        let k = ready.swap_remove(pick);
+        if bound.is_some() {
+            live = (live as i64 + delta(k, &left)).max(0) as u32;
+            for v in &nodes[k].uses {
+                if let Some(c) = left.get_mut(v) {
+                    *c -= 1;
+                }
+            }
+        }
         order.push(k);
         for &s in &succs[k] {
             npred[s] -= 1;
             if npred[s] == 0 {
-                ready.push((height[s], std::cmp::Reverse(s)));
+                ready.push(s);
             }
         }
     }

@@ -121,6 +121,26 @@ fn more_than_64_live_vgprs_spill_to_spare_vgprs_then_agprs_then_scratch() {
     }
 }
 
+/// The AGPR tier: more live values than the 256 architectural VGPRs hold, on the unified
+/// register file of gfx90a/gfx942 (512 entries per lane without a budget). Slots beyond the spare
+/// VGPRs go to AGPRs (`v_accvgpr_write/read`) before scratch, the usage says how many of each,
+/// and the allocated code stores what the MIR stores.
+#[test]
+fn beyond_256_live_vgprs_slots_go_to_agprs_before_scratch() {
+    for t in [Target::Gfx90a, Target::Gfx942] {
+        let mf = pressure_kernel(t, 300);
+        let f = alloc_and_compare(&mf, None, Inputs::default());
+        eprintln!("{t}: {:?}", f.usage);
+        assert!(f.usage.vgprs <= 256, "{t}: {:?}", f.usage);
+        assert!(f.usage.spills_to_agprs > 0, "{t}: {:?}", f.usage);
+        assert!(f.usage.agprs > 0, "{t}: {:?}", f.usage);
+        assert_eq!(f.usage.spills_to_scratch, 0, "{t}: {:?}", f.usage);
+        assert_eq!(f.usage.scratch_bytes, 0, "{t}: {:?}", f.usage);
+        assert!(count_op(&f, Opcode::VAccvgprWriteB32) > 0, "{t}");
+        assert!(count_op(&f, Opcode::VAccvgprReadB32) > 0, "{t}");
+    }
+}
+
 #[test]
 fn budget_below_what_one_instruction_needs_is_an_error() {
     let mf = pressure_kernel(Target::Gfx942, 4);

@@ -4,7 +4,7 @@
 use kjit_backend_gcn::codeobj::metadata::KernelMeta;
 use kjit_backend_gcn::isa::{Opcode, Operand};
 use kjit_backend_gcn::mir::{KernelAbi, MInst, MOperand, MachineFunction, RegClass};
-use kjit_backend_gcn::schedule::schedule;
+use kjit_backend_gcn::schedule::{schedule, schedule_bounded};
 use kjit_backend_gcn::Target;
 
 use MOperand::{Def, Phys, Use};
@@ -181,4 +181,83 @@ fn a_vgpr_build_never_moves_below_an_exec_write() {
     let exec = n.iter().position(|s| s == "s_mov_b64").unwrap();
     assert!(build < exec, "{n:?}");
     kjit_backend_gcn::mir_verify::verify(&f).unwrap();
+}
+
+/// Most VGPRs live at once in the single block of `f` (nothing is live out).
+fn vgpr_pressure(f: &MachineFunction) -> u32 {
+    let b = f.entry();
+    let mut live = std::collections::HashSet::new();
+    let mut most = 0;
+    for i in f.blocks[b].insts.iter().rev() {
+        for d in i.defs() {
+            live.insert(d);
+        }
+        let count = |live: &std::collections::HashSet<_>| {
+            live.iter()
+                .filter(|v: &&kjit_backend_gcn::mir::VReg| f.vregs[**v].class == RegClass::Vgpr)
+                .map(|v| f.vregs[*v].dwords as u32)
+                .sum::<u32>()
+        };
+        most = most.max(count(&live));
+        for d in i.defs() {
+            live.remove(&d);
+        }
+        for u in i.uses() {
+            live.insert(u);
+        }
+        most = most.max(count(&live));
+    }
+    most
+}
+
+/// 24 independent "load, then add into a running sum" chains: the latency schedule issues
+/// every load first (24 loaded values live at once); bounded at 12 VGPRs the scheduler holds
+/// the live VGPRs within 12 and still keeps every dependence (the verifier and the sum chain).
+#[test]
+fn a_pressure_bound_keeps_hoisted_loads_inside_the_limit() {
+    let build = || {
+        let mut f = mf();
+        let b = f.block();
+        let rsrc = f.vreg(RegClass::Sgpr, 4);
+        let a = f.vreg(RegClass::Vgpr, 1);
+        let mut insts = vec![
+            MInst::pseudo(kjit_backend_gcn::mir::MOpcode::ImplicitDef, &[Def(rsrc)]),
+            MInst::isa(Opcode::VMovB32, &[Def(a), Phys(Operand::InlineInt(4))]),
+        ];
+        let mut sum = a;
+        for _ in 0..24 {
+            let l = f.vreg(RegClass::Vgpr, 1);
+            let s = f.vreg(RegClass::Vgpr, 1);
+            insts.push(buffer_load(l, a, rsrc));
+            insts.push(MInst::isa(Opcode::VAddU32, &[Def(s), Use(sum), Use(l)]));
+            sum = s;
+        }
+        let mut store = MInst::isa(
+            Opcode::BufferStoreDword,
+            &[Use(sum), Use(a), Use(rsrc), Phys(Operand::InlineInt(0))],
+        );
+        store.mods.offen = true;
+        insts.push(store);
+        f.blocks[b].insts = insts;
+        f
+    };
+    let mut latency = build();
+    schedule(&mut latency);
+    assert!(vgpr_pressure(&latency) > 20, "{:?}", names(&latency));
+    let mut bounded = build();
+    schedule_bounded(&mut bounded, Some(12));
+    let p = vgpr_pressure(&bounded);
+    assert!(p <= 12, "pressure {p}: {:?}", names(&bounded));
+    // Still hoisted as far as the bound allows: several loads before the first add.
+    let n = names(&bounded);
+    let first_add = n.iter().position(|s| s == "v_add_u32").unwrap();
+    assert!(
+        n[..first_add]
+            .iter()
+            .filter(|s| *s == "buffer_load_dword")
+            .count()
+            >= 8,
+        "{n:?}"
+    );
+    kjit_backend_gcn::mir_verify::verify(&bounded).unwrap();
 }
