@@ -139,3 +139,63 @@ fn a_divergent_and_of_compares_is_one_s_and_of_their_masks() {
         }
     }
 }
+
+/// `dst[gid] = sum over i < n of (gid + i)` in a uniform loop, with a uniform early return
+/// (`n > limit`) before it and a divergent `if` inside it (odd `i` adds `gid` once more).
+fn uniform_loop() -> kjit_ir::Function {
+    let k = KernelBuilder::new("uniform_loop");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let limit = k.arg::<u32>("limit");
+    let gid = k.global_id(Dim::X);
+    k.return_if(n.gt(limit));
+    let acc = k.var(k.lit(0u32));
+    k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
+        acc.set(acc.get() + gid + i);
+        k.if_((gid + i).lt(k.lit(40u32)), || acc.set(acc.get() + gid));
+    });
+    k.store(&dst, gid, acc.get());
+    k.finish().unwrap()
+}
+
+#[test]
+fn uniform_control_flow_branches_on_scc_without_exec_masks() {
+    // The uniform return and loop are `s_cmp` + `s_cbranch_scc*` (no EXEC bookkeeping, no
+    // `s_cbranch_execz`); only the divergent `if` inside the loop sets EXEC.
+    // Run on the device against the interpreter with a partial last wave (100 work-items),
+    // through the loop (n = 5), not at all (n = 0) and past the early return (n > limit).
+    let f = uniform_loop();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        assert!(
+            k.asm.matches("s_cbranch_scc").count() >= 2,
+            "{t}\n{}",
+            k.asm
+        );
+        // Everything before the divergent compare is uniform: no EXEC read or written.
+        let uniform_part = &k.asm[..k.asm.find("v_cmp_").expect("the divergent compare")];
+        assert!(!uniform_part.contains("exec"), "{t}\n{}", k.asm);
+        for (n, limit) in [(5u32, 10u32), (0, 10), (11, 10)] {
+            let case = Case {
+                n: 100,
+                args: vec![
+                    kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+                    Arg::U32(n),
+                    Arg::U32(limit),
+                ],
+                launch: LaunchDims {
+                    grid: [1, 1, 1],
+                    block: [100, 1, 1],
+                    dynamic_lds: 0,
+                },
+                outputs: vec![0],
+            };
+            let mut want = case.args.clone();
+            kjit_ir::interp::run(&f, &case.launch, &mut want).unwrap();
+            let got = run_case(&dev, &k.code_object, &f, &case)
+                .unwrap_or_else(|e| panic!("{t} n={n}: {e}"));
+            assert_eq!(got.args[0], want[0], "{t} n={n}");
+        }
+    }
+}
