@@ -416,10 +416,11 @@ impl Brackets {
         let bump = |v: &mut Vec<u8>, max: u8| {
             for x in v.iter_mut() {
                 if *x != NONE {
-                    // The counter can hold more operations than its field can name: with
-                    // `max - 1` or more younger ones, `max - 1` is the wait that covers it
-                    // (as LLVM's SIInsertWaitcnts does), not "complete".
-                    *x = (*x + 1).min(max - 1);
+                    *x += 1;
+                    // With `max` younger operations on its counter an operation is complete.
+                    if *x >= max {
+                        *x = NONE;
+                    }
                 }
             }
         };
@@ -427,7 +428,10 @@ impl Brackets {
             MemClass::Vmem | MemClass::Flat => {
                 bump(&mut self.vm, VMCNT_MAX);
                 if self.vm_lds != NONE {
-                    self.vm_lds = (self.vm_lds + 1).min(VMCNT_MAX - 1);
+                    self.vm_lds += 1;
+                    if self.vm_lds >= VMCNT_MAX {
+                        self.vm_lds = NONE;
+                    }
                 }
                 self.vm_out = (self.vm_out + 1).min(VMCNT_MAX);
                 if inst.mods.lds && class == MemClass::Vmem {
