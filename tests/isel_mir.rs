@@ -61,6 +61,31 @@ fn uniform_loads(store_first: bool, writable: bool) -> kjit_ir::Function {
     k.finish().unwrap()
 }
 
+/// Output `out` of one workgroup of `lanes` work-items on kjit's device and in the interpreter.
+fn device_and_interpreter(
+    dev: &kjit_runtime::emu::GcnEmulator,
+    k: &kjit::CompiledKernel,
+    f: &kjit_ir::Function,
+    args: Vec<Arg>,
+    lanes: u32,
+    out: usize,
+) -> (Arg, Arg) {
+    let case = Case {
+        n: lanes as usize,
+        args,
+        launch: LaunchDims {
+            grid: [1, 1, 1],
+            block: [lanes, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![out],
+    };
+    let mut want = case.args.clone();
+    kjit_ir::interp::run(f, &case.launch, &mut want).unwrap();
+    let got = run_case(dev, &k.code_object, f, &case).unwrap_or_else(|e| panic!("{e}"));
+    (got.args[out].clone(), want[out].clone())
+}
+
 fn asm(f: &kjit_ir::Function, t: Target) -> String {
     compile(f, t, &CompileOptions::default()).unwrap().asm
 }
@@ -82,25 +107,13 @@ fn uniform_loads_of_a_read_only_buffer_go_through_the_scalar_cache() {
         // In range, at the last element (b[i + 1] reads 0) and past the end (both 0).
         for i in [3u32, 7, 8, 1 << 20] {
             let b: Vec<u32> = (0..8).map(|x| 100 + 7 * x).collect();
-            let case = Case {
-                n: 64,
-                args: vec![
-                    Arg::Buffer(BufferData::U32(b)),
-                    kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
-                    Arg::U32(i),
-                ],
-                launch: LaunchDims {
-                    grid: [1, 1, 1],
-                    block: [64, 1, 1],
-                    dynamic_lds: 0,
-                },
-                outputs: vec![1],
-            };
-            let mut want = case.args.clone();
-            kjit_ir::interp::run(&f, &case.launch, &mut want).unwrap();
-            let got = run_case(&dev, &k.code_object, &f, &case)
-                .unwrap_or_else(|e| panic!("{t} i={i}: {e}"));
-            assert_eq!(got.args[1], want[1], "{t} i={i}");
+            let args = vec![
+                Arg::Buffer(BufferData::U32(b)),
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+                Arg::U32(i),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 1);
+            assert_eq!(got, want, "{t} i={i}");
         }
     }
 }
@@ -177,25 +190,13 @@ fn uniform_control_flow_branches_on_scc_without_exec_masks() {
         let uniform_part = &k.asm[..k.asm.find("v_cmp_").expect("the divergent compare")];
         assert!(!uniform_part.contains("exec"), "{t}\n{}", k.asm);
         for (n, limit) in [(5u32, 10u32), (0, 10), (11, 10)] {
-            let case = Case {
-                n: 100,
-                args: vec![
-                    kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
-                    Arg::U32(n),
-                    Arg::U32(limit),
-                ],
-                launch: LaunchDims {
-                    grid: [1, 1, 1],
-                    block: [100, 1, 1],
-                    dynamic_lds: 0,
-                },
-                outputs: vec![0],
-            };
-            let mut want = case.args.clone();
-            kjit_ir::interp::run(&f, &case.launch, &mut want).unwrap();
-            let got = run_case(&dev, &k.code_object, &f, &case)
-                .unwrap_or_else(|e| panic!("{t} n={n}: {e}"));
-            assert_eq!(got.args[0], want[0], "{t} n={n}");
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+                Arg::U32(n),
+                Arg::U32(limit),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 100, 0);
+            assert_eq!(got, want, "{t} n={n}");
         }
     }
 }
