@@ -630,8 +630,8 @@ impl<'a> Isel<'a> {
     /// short body that is safe to run with no lane (LLVM's `SIPreEmitPeephole` keeps the branch
     /// from 12 instructions, or for memory, `s_waitcnt` and side effects): at most
     /// [`SHORT_SECTION`] IR instructions of arithmetic, compares, selects and conversions
-    /// (no memory, barrier, cross-lane or division), not a loop header, ending in a jump or
-    /// branch without block arguments. Such a body under EXEC = 0 writes no lane, its SALU
+    /// (no memory, barrier, cross-lane or division), not a loop header, ending in a return, or
+    /// a jump or branch without block arguments. Such a body under EXEC = 0 writes no lane, its SALU
     /// results are read only by code its lanes reach, and its edges OR no lanes into their
     /// targets' masks.
     fn worth_skipping(&self, b: Block) -> bool {
@@ -653,6 +653,8 @@ impl<'a> Isel<'a> {
             InstData::Binary { op, .. } => {
                 matches!(op, kjit_ir::BinaryOp::Div | kjit_ir::BinaryOp::Rem)
             }
+            // Under an empty EXEC a `return` removes no lane from `alive`.
+            InstData::Return => false,
             InstData::Jump { dest } => !dest.args.is_empty(),
             InstData::Brif {
                 then_dest,

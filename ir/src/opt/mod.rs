@@ -228,10 +228,11 @@ pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport
 fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     let input = func;
     let unrolled = unroll::unroll_small_loops(func);
-    let (func, unrolled_loops) = match &unrolled {
-        Some((f, n)) => (f, *n),
-        None => (func, 0),
+    let (func, chains) = match &unrolled {
+        Some((f, chains)) => (f, chains.as_slice()),
+        None => (func, &[][..]),
     };
+    let unrolled_loops = chains.len();
     let rules = rule_set(func.flags.contract);
     let uni = Uniformity::compute(func);
     let mut out = func.clone();
@@ -298,6 +299,8 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
         }
         v
     });
+    // Unrolled iterations were optimized one block each; now one block per loop.
+    unroll::merge_unrolled(&mut out, chains);
     let out = out.renumbered();
     report.insts_after = out.inst_count();
     report.cycles_after = cost::estimate_cycles(&out);

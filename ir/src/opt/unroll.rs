@@ -46,20 +46,64 @@ struct Counted {
     body: Vec<Block>,
     latch: Block,
     trips: u64,
+    /// The induction parameter's index among the header's parameters, its type and its value
+    /// in each iteration.
+    induction: (usize, Type, Vec<u64>),
 }
 
-/// Unrolls every loop of the shape above; gives the new function and how many loops it
-/// unrolled, or `None` when there is none (and nothing was copied).
-pub fn unroll_small_loops(func: &Function) -> Option<(Function, usize)> {
+/// Unrolls every loop of the shape above; gives the new function and the block chains to merge
+/// after the e-graph ([`merge_unrolled`]), or `None` when there is no such loop (and nothing was
+/// copied). Each iteration is its own block (the e-graph works per block, and its cost grows
+/// faster than the block), with the induction variable a constant in it.
+pub fn unroll_small_loops(func: &Function) -> Option<(Function, Vec<Vec<Block>>)> {
     let first = find(func)?;
     let mut f = func.clone();
-    apply(&mut f, &first);
-    let mut n = 1;
+    let mut chains = vec![apply(&mut f, &first)];
     while let Some(l) = find(&f) {
-        apply(&mut f, &l);
-        n += 1;
+        chains.push(apply(&mut f, &l));
     }
-    Some((f, n))
+    Some((f, chains))
+}
+
+/// Merges each chain [`unroll_small_loops`] gave into straight-line blocks and removes the
+/// pure instructions that repeat an earlier one of the same block (the iterations' shared
+/// address parts), so that the backend sees one block per unrolled loop.
+pub fn merge_unrolled(f: &mut Function, chains: &[Vec<Block>]) {
+    for chain in chains {
+        merge_chains(f, chain);
+        for &b in chain {
+            if f.layout.contains(&b) {
+                common_subexpressions(f, b);
+            }
+        }
+    }
+}
+
+/// Drops each pure instruction of `b` equal to an earlier one (after renaming), using the
+/// earlier result instead.
+fn common_subexpressions(f: &mut Function, b: Block) {
+    let mut seen: std::collections::HashMap<InstData, crate::Inst> = Default::default();
+    let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+    let mut any = false;
+    let mut keep = Vec::new();
+    for &i in &f.blocks[b].insts.clone() {
+        let mut data = f.insts[i].clone();
+        data.map_args(|a| subst[a].unwrap_or(a));
+        f.insts[i] = data.clone();
+        if data.effects().is_pure() && !data.is_terminator() && f.results[i].len() == 1 {
+            if let Some(&j) = seen.get(&data) {
+                subst[f.results[i][0]] = Some(f.results[j][0]);
+                any = true;
+                continue;
+            }
+            seen.insert(data, i);
+        }
+        keep.push(i);
+    }
+    f.blocks[b].insts = keep;
+    if any {
+        f.replace_uses(|v| subst[v].unwrap_or(v));
+    }
 }
 
 /// The constant an integer value is, as its bits.
@@ -198,6 +242,7 @@ fn counted(
     };
     let mut i = init;
     let mut trips = 0u64;
+    let mut values = Vec::new();
     loop {
         let go = if flipped {
             eval_cmp(op, ty, bound, i)
@@ -211,6 +256,7 @@ fn counted(
         if trips > MAX_TRIPS {
             return None;
         }
+        values.push(i);
         i = eval_binary(step_op, ty, i, step);
     }
     let per_trip: usize = body.iter().map(|&b| f.blocks[b].insts.len()).sum();
@@ -223,6 +269,7 @@ fn counted(
         body,
         latch,
         trips,
+        induction: (k, ty, values),
     })
 }
 
@@ -279,7 +326,7 @@ fn natural_loop(
 
 /// Puts the loop's iterations after its preheader, which then jumps to the first; the last
 /// iteration jumps to the exit.
-fn apply(f: &mut Function, l: &Counted) {
+fn apply(f: &mut Function, l: &Counted) -> Vec<Block> {
     let h = l.header;
     let params = f.blocks[h].params.clone();
     let InstData::Jump { dest: entry } =
@@ -304,10 +351,19 @@ fn apply(f: &mut Function, l: &Counted) {
     // The block the previous iteration (or the preheader) jumps to next, and that jump.
     let mut pending_jump: Option<Block> = Some(l.preheader);
     let mut iter_blocks: Vec<Vec<Block>> = Vec::new();
-    for _ in 0..l.trips {
+    let (ki, kty, ref kvals) = l.induction;
+    for t in 0..l.trips as usize {
         for (&p, &v) in params.iter().zip(&cur) {
             vmap[p] = Some(v);
         }
+        // The induction variable is this iteration's constant.
+        let kc = f
+            .make_inst(InstData::Const {
+                ty: kty,
+                bits: kvals[t],
+            })
+            .expect("a constant");
+        vmap[params[ki]] = Some(f.results[kc][0]);
         let mut bmap: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
         let mut these = Vec::new();
         for &b in &l.body {
@@ -323,6 +379,9 @@ fn apply(f: &mut Function, l: &Counted) {
         for &b in &l.body {
             let nb = bmap[b].expect("mapped above");
             let mut insts = Vec::new();
+            if b == l.body[0] {
+                insts.push(kc);
+            }
             for &i in &f.blocks[b].insts.clone() {
                 let mut data = f.insts[i].clone();
                 data.map_args(|a| vmap[a].unwrap_or(a));
@@ -387,7 +446,7 @@ fn apply(f: &mut Function, l: &Counted) {
     f.replace_uses(|v| last.iter().find(|(p, _)| *p == v).map_or(v, |(_, n)| *n));
     let mut region = vec![l.preheader];
     region.extend(iter_blocks.concat());
-    merge_chains(f, &region);
+    region
 }
 
 /// Merges each block of `region` that jumps to another block of `region` with no other
@@ -532,8 +591,11 @@ block5:
     #[test]
     fn a_counted_loop_becomes_its_iterations_and_computes_the_same() {
         let f = parse(LOOP).unwrap();
-        let (u, n) = unroll_small_loops(&f).unwrap();
-        assert_eq!(n, 1);
+        let (mut u, chains) = unroll_small_loops(&f).unwrap();
+        assert_eq!(chains.len(), 1);
+        crate::verify(&u).unwrap();
+        assert_eq!(u.layout.len(), 6, "{u}");
+        merge_unrolled(&mut u, &chains);
         crate::verify(&u).unwrap();
         assert_eq!(u.layout.len(), 2, "{u}");
         let mul = |d: &InstData| {
@@ -577,10 +639,10 @@ block5:
             latch: f.layout[4],
             body,
             trips: 4,
+            induction: (0, Type::U32, vec![8, 4, 2, 1]),
         };
-        apply(&mut u, &l);
-        let n = 1;
-        assert_eq!(n, 1);
+        let chain = apply(&mut u, &l);
+        merge_unrolled(&mut u, &[chain]);
         crate::verify(&u).unwrap();
         // s = 8, 4, 2, 1: four copies of the three body blocks, no compare of `s` left; each
         // join merged with the next iteration's first block: entry, 4 × then, 3 joins, last
