@@ -45,9 +45,8 @@ struct Counted {
     /// The body's blocks in layout order; the first is the header's `then` target.
     body: Vec<Block>,
     latch: Block,
-    trips: u64,
     /// The induction parameter's index among the header's parameters, its type and its value
-    /// in each iteration.
+    /// in each iteration (one per trip).
     induction: (usize, Type, Vec<u64>),
 }
 
@@ -268,7 +267,6 @@ fn counted(
         header: h,
         body,
         latch,
-        trips,
         induction: (k, ty, values),
     })
 }
@@ -352,7 +350,7 @@ fn apply(f: &mut Function, l: &Counted) -> Vec<Block> {
     let mut pending_jump: Option<Block> = Some(l.preheader);
     let mut iter_blocks: Vec<Vec<Block>> = Vec::new();
     let (ki, kty, ref kvals) = l.induction;
-    for t in 0..l.trips as usize {
+    for &kval in kvals {
         for (&p, &v) in params.iter().zip(&cur) {
             vmap[p] = Some(v);
         }
@@ -360,7 +358,7 @@ fn apply(f: &mut Function, l: &Counted) -> Vec<Block> {
         let kc = f
             .make_inst(InstData::Const {
                 ty: kty,
-                bits: kvals[t],
+                bits: kval,
             })
             .expect("a constant");
         vmap[params[ki]] = Some(f.results[kc][0]);
@@ -638,7 +636,6 @@ block5:
             header: h,
             latch: f.layout[4],
             body,
-            trips: 4,
             induction: (0, Type::U32, vec![8, 4, 2, 1]),
         };
         let chain = apply(&mut u, &l);
