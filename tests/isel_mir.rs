@@ -61,6 +61,31 @@ fn uniform_loads(store_first: bool, writable: bool) -> kjit_ir::Function {
     k.finish().unwrap()
 }
 
+/// Output `out` of one workgroup of `lanes` work-items on kjit's device and in the interpreter.
+fn device_and_interpreter(
+    dev: &kjit_runtime::emu::GcnEmulator,
+    k: &kjit::CompiledKernel,
+    f: &kjit_ir::Function,
+    args: Vec<Arg>,
+    lanes: u32,
+    out: usize,
+) -> (Arg, Arg) {
+    let case = Case {
+        n: lanes as usize,
+        args,
+        launch: LaunchDims {
+            grid: [1, 1, 1],
+            block: [lanes, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![out],
+    };
+    let mut want = case.args.clone();
+    kjit_ir::interp::run(f, &case.launch, &mut want).unwrap();
+    let got = run_case(dev, &k.code_object, f, &case).unwrap_or_else(|e| panic!("{e}"));
+    (got.args[out].clone(), want[out].clone())
+}
+
 fn asm(f: &kjit_ir::Function, t: Target) -> String {
     compile(f, t, &CompileOptions::default()).unwrap().asm
 }
@@ -82,25 +107,13 @@ fn uniform_loads_of_a_read_only_buffer_go_through_the_scalar_cache() {
         // In range, at the last element (b[i + 1] reads 0) and past the end (both 0).
         for i in [3u32, 7, 8, 1 << 20] {
             let b: Vec<u32> = (0..8).map(|x| 100 + 7 * x).collect();
-            let case = Case {
-                n: 64,
-                args: vec![
-                    Arg::Buffer(BufferData::U32(b)),
-                    kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
-                    Arg::U32(i),
-                ],
-                launch: LaunchDims {
-                    grid: [1, 1, 1],
-                    block: [64, 1, 1],
-                    dynamic_lds: 0,
-                },
-                outputs: vec![1],
-            };
-            let mut want = case.args.clone();
-            kjit_ir::interp::run(&f, &case.launch, &mut want).unwrap();
-            let got = run_case(&dev, &k.code_object, &f, &case)
-                .unwrap_or_else(|e| panic!("{t} i={i}: {e}"));
-            assert_eq!(got.args[1], want[1], "{t} i={i}");
+            let args = vec![
+                Arg::Buffer(BufferData::U32(b)),
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+                Arg::U32(i),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 1);
+            assert_eq!(got, want, "{t} i={i}");
         }
     }
 }
@@ -136,6 +149,54 @@ fn a_divergent_and_of_compares_is_one_s_and_of_their_masks() {
         assert!(a.contains("s_and_b64"), "{t}\n{a}");
         for bad in ["v_cndmask", "v_and_b32", "v_cmp_ne"] {
             assert!(!a.contains(bad), "{t}: {bad}\n{a}");
+        }
+    }
+}
+
+/// `dst[gid] = sum over i < n of (gid + i)` in a uniform loop, with a uniform early return
+/// (`n > limit`) before it and a divergent `if` inside it (odd `i` adds `gid` once more).
+fn uniform_loop() -> kjit_ir::Function {
+    let k = KernelBuilder::new("uniform_loop");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let limit = k.arg::<u32>("limit");
+    let gid = k.global_id(Dim::X);
+    k.return_if(n.gt(limit));
+    let acc = k.var(k.lit(0u32));
+    k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
+        acc.set(acc.get() + gid + i);
+        k.if_((gid + i).lt(k.lit(40u32)), || acc.set(acc.get() + gid));
+    });
+    k.store(&dst, gid, acc.get());
+    k.finish().unwrap()
+}
+
+#[test]
+fn uniform_control_flow_branches_on_scc_without_exec_masks() {
+    // The uniform return and loop are `s_cmp` + `s_cbranch_scc*` (no EXEC bookkeeping, no
+    // `s_cbranch_execz`); only the divergent `if` inside the loop sets EXEC.
+    // Run on the device against the interpreter with a partial last wave (100 work-items),
+    // through the loop (n = 5), not at all (n = 0) and past the early return (n > limit).
+    let f = uniform_loop();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        assert!(
+            k.asm.matches("s_cbranch_scc").count() >= 2,
+            "{t}\n{}",
+            k.asm
+        );
+        // Everything before the divergent compare is uniform: no EXEC read or written.
+        let uniform_part = &k.asm[..k.asm.find("v_cmp_").expect("the divergent compare")];
+        assert!(!uniform_part.contains("exec"), "{t}\n{}", k.asm);
+        for (n, limit) in [(5u32, 10u32), (0, 10), (11, 10)] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+                Arg::U32(n),
+                Arg::U32(limit),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 100, 0);
+            assert_eq!(got, want, "{t} n={n}");
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Every kernel, optimized by the e-graph pass, still verifies and still matches its reference
-//! in the interpreter; and the pass makes no kernel bigger.
+//! in the interpreter; and the e-graph makes no kernel bigger than its unrolled input.
 
 use kjit_ir::interp::run;
 use kjit_ir::opt::optimize;
@@ -24,8 +24,9 @@ fn optimized_kernels_verify_and_match_their_references() {
             "{}: {report}",
             spec.name
         );
+        // The e-graph makes no block bigger; unrolling (`opt/unroll.rs`) may.
         assert!(
-            report.insts_after <= report.insts_before,
+            report.insts_after <= report.insts_unrolled,
             "{}: {report}",
             spec.name
         );

@@ -1,6 +1,6 @@
 //! Dead-code elimination on the selected machine function: instructions whose results nobody
-//! reads and that have no other effect, and block parameters (with their arguments) that
-//! nothing reads.
+//! reads and that have no other effect, block parameters (with their arguments) that
+//! nothing reads, and EXEC moves whose EXEC nothing reads.
 //!
 //! isel emits some values on the chance that they are needed (the buffer length loads, the
 //! `alive` mask a `return` updates, lane masks of a condition also used as a value), and the
@@ -124,15 +124,124 @@ fn flag_live_in(mf: &MachineFunction) -> Vec<u8> {
     }
 }
 
+/// Whether `inst` may read EXEC: its operands or implicit uses say so, or it is anything but a
+/// scalar instruction (vector instructions run under EXEC; pseudo-instructions may become
+/// vector moves).
+fn may_read_exec(inst: &MInst) -> bool {
+    if flags(inst).0 & implicit::EXEC != 0 {
+        return true;
+    }
+    match inst.opcode {
+        MOpcode::Isa(op) => !matches!(
+            op.info().format,
+            Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc | Format::Sopp | Format::Smem
+        ),
+        _ => true,
+    }
+}
+
+/// `s_mov_b64 exec, src`: a plain EXEC write, the only kind removed when dead.
+fn is_exec_move(inst: &MInst) -> bool {
+    matches!(inst.opcode, MOpcode::Isa(op) if op.info().name == "s_mov_b64")
+        && matches!(
+            inst.ops.first(),
+            Some(MOperand::Phys(Operand::Special(SpecialReg::Exec)))
+        )
+}
+
+/// Removes EXEC moves that nothing reads before the next EXEC write or the end of the program
+/// (EXEC liveness over the CFG, `s_cbranch_exec*` included), e.g. the restore of a join's
+/// lanes right before `s_endpgm`; the masks that fed them then die in the sweep.
+fn remove_dead_exec_moves(mf: &mut MachineFunction) -> usize {
+    let n = mf.blocks.len();
+    // Per block: (EXEC read before written, EXEC written).
+    let mut gen_kill = vec![(false, false); n];
+    for (b, bd) in mf.blocks.iter() {
+        let (mut gen, mut kill) = (false, false);
+        for inst in &bd.insts {
+            gen |= may_read_exec(inst) && !kill;
+            kill |= writes_exec(inst);
+        }
+        if let Terminator::Branch { cond, .. } = &bd.term {
+            gen |= cond.reads() & implicit::EXEC != 0 && !kill;
+        }
+        gen_kill[b.index()] = (gen, kill);
+    }
+    let mut live_in = vec![false; n];
+    loop {
+        let mut changed = false;
+        for (b, bd) in mf.blocks.iter().rev() {
+            let out = bd.term.successors().iter().any(|(s, _)| live_in[s.index()]);
+            let (gen, kill) = gen_kill[b.index()];
+            let inn = gen || out && !kill;
+            if inn != live_in[b.index()] {
+                live_in[b.index()] = inn;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut removed = 0;
+    let blocks: Vec<MBlock> = mf.blocks.keys().collect();
+    for b in blocks {
+        let bd = &mf.blocks[b];
+        let mut live = bd.term.successors().iter().any(|(s, _)| live_in[s.index()])
+            || matches!(&bd.term, Terminator::Branch { cond, .. } if cond.reads() & implicit::EXEC != 0);
+        let mut keep = vec![true; bd.insts.len()];
+        for (k, inst) in bd.insts.iter().enumerate().rev() {
+            if is_exec_move(inst) {
+                if !live {
+                    keep[k] = false;
+                    removed += 1;
+                    continue;
+                }
+                live = false;
+            } else if writes_exec(inst) {
+                live = false;
+            }
+            live |= may_read_exec(inst);
+        }
+        let mut k = 0;
+        mf.blocks[b].insts.retain(|_| {
+            k += 1;
+            keep[k - 1]
+        });
+    }
+    removed
+}
+
+/// Whether `inst` writes EXEC (implicitly or as an operand).
+fn writes_exec(inst: &MInst) -> bool {
+    if inst.implicit_defs & implicit::EXEC != 0 || is_exec_move(inst) {
+        return true;
+    }
+    match flags(inst).1 {
+        Some(w) => w & implicit::EXEC != 0,
+        // A write of a special register other than SCC/VCC: EXEC when an operand names it.
+        None => inst.ops.iter().any(|o| {
+            matches!(
+                o,
+                MOperand::Phys(Operand::Special(
+                    SpecialReg::Exec | SpecialReg::ExecLo | SpecialReg::ExecHi
+                ))
+            )
+        }),
+    }
+}
+
 /// Removes dead instructions and block parameters; returns how many instructions went.
 pub(crate) fn eliminate_dead_code(mf: &mut MachineFunction) -> usize {
     let mut removed = 0;
     loop {
         // Marking is transitive over values, so one sweep removes everything dead except
-        // flag writers whose only reader went in that sweep: only then is another one needed.
+        // flag writers whose only reader went in that sweep, and EXEC moves whose readers went
+        // (e.g. the `alive` update of a `return`): only then is another one needed.
         let (n, flag_reader_removed) = sweep_once(mf);
-        removed += n;
-        if !flag_reader_removed {
+        let exec_moves = remove_dead_exec_moves(mf);
+        removed += n + exec_moves;
+        if !flag_reader_removed && exec_moves == 0 {
             return removed;
         }
     }

@@ -17,8 +17,9 @@
 //! loop with a divergent exit runs until no lane remains, and lanes that left wait in the exit
 //! block's mask. A `return` removes the lanes from the `alive` mask and ends the wave when none
 //! remain. This handles every reducible CFG the builder makes (if/else, loops with breaks and
-//! continues, early returns) with one mechanism; uniform branches give all-or-nothing masks so the
-//! skipped side costs a head.
+//! continues, early returns) with one mechanism. Blocks the whole wave enters together (outside
+//! divergent regions, reached only by jumps and uniform branches: [`Isel::compute_direct`]) have
+//! no head or mask and are branched to for real (`s_branch`, `s_cmp` + `s_cbranch_scc1`).
 //!
 //! # Values across sections: SSA construction on the machine CFG
 //! IR values used outside their block, IR block parameters, the masks and `alive` are
@@ -224,6 +225,9 @@ pub(crate) struct Isel<'a> {
     pub(crate) noclobber: rustc_hash::FxHashSet<kjit_ir::Inst>,
     /// Kernarg loads made so far, by (byte offset, dwords): one load per slot.
     kernarg_loads: HashMap<(u32, u8), VReg>,
+    /// IR blocks entered by the whole wave through real branches ([`Isel::compute_direct`]):
+    /// no head, no mask, reached only by `s_branch`/`s_cbranch_scc*` from their predecessors.
+    direct: SecondaryMap<Block, bool>,
 }
 
 impl<'a> Isel<'a> {
@@ -313,6 +317,7 @@ impl<'a> Isel<'a> {
             zero_pairs: Default::default(),
             noclobber: lower::noclobber_loads(func),
             kernarg_loads: HashMap::default(),
+            direct: SecondaryMap::new(),
         })
     }
 
@@ -336,6 +341,7 @@ impl<'a> Isel<'a> {
 
     fn run(&mut self) -> Result<(), IselError> {
         self.analyse_values();
+        self.compute_direct();
         self.build_skeleton();
         self.plan_inits();
         let rpo = self.machine_rpo();
@@ -439,17 +445,77 @@ impl<'a> Isel<'a> {
         b
     }
 
+    /// Marks the IR blocks the whole wave enters together through real branches (`direct`):
+    /// the entry, and every block outside divergent regions whose predecessors all lie outside
+    /// divergent regions and end in a jump or a uniform `brif` (so EXEC at their end holds
+    /// every live lane of the wave and all of them go the same way). Such a block gets no head
+    /// and no mask: its predecessors branch to its body with `s_branch` / `s_cbranch_scc*`.
+    /// The two targets of a uniform `brif` are both direct or both not (a mixed pair would need
+    /// the mask update and the branch on one SCC). Removal only, to a fixed point.
+    fn compute_direct(&mut self) {
+        let func = self.func;
+        let uni = &self.uni;
+        let uniform_exit = |p: Block| {
+            !uni.in_divergent_region(p)
+                && func.terminator(p).is_some_and(|t| match &func.insts[t] {
+                    InstData::Jump { .. } => true,
+                    InstData::Brif { cond, .. } => uni.is_uniform(*cond),
+                    _ => false,
+                })
+        };
+        let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        for &b in &self.order {
+            for s in func.successors(b) {
+                preds[s].push(b);
+            }
+        }
+        let entry = self.order[0];
+        for &b in &self.order {
+            self.direct[b] = b == entry || !uni.in_divergent_region(b);
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &b in &self.order {
+                if b != entry && self.direct[b] && !preds[b].iter().all(|&p| uniform_exit(p)) {
+                    self.direct[b] = false;
+                    changed = true;
+                }
+                let succs = func.successors(b);
+                if succs.len() == 2 && self.direct[succs[0]] != self.direct[succs[1]] {
+                    self.direct[succs[0]] = false;
+                    self.direct[succs[1]] = false;
+                    changed = true;
+                }
+            }
+        }
+        self.direct[entry] = true;
+    }
+
+    /// Whether `b`'s terminator branches for real (to direct blocks, or ends the wave from a
+    /// direct block) instead of falling through to the next section.
+    fn branches_directly(&self, b: Block) -> bool {
+        let func = self.func;
+        let succs = func.successors(b);
+        if succs.is_empty() {
+            return self.direct[b];
+        }
+        self.direct[succs[0]]
+    }
+
     /// Creates the machine blocks and their terminators (without arguments) for the layout.
     fn build_skeleton(&mut self) {
         let func = self.func;
         let n = self.order.len();
         let entry = self.order[0];
-        // Main chain in layout order.
+        // Main chain in layout order; direct bodies are in it for the emission order but are
+        // never fallen into ([`Isel::compute_direct`]).
         let mut chain: Vec<MBlock> = Vec::new();
+        let mut direct_bodies: Vec<MBlock> = Vec::new();
         for (i, &b) in self.order.clone().iter().enumerate() {
             let depth = self.loops.depth(b);
             let partial = self.uni.in_divergent_region(b);
-            let head = if i == 0 {
+            let head = if i == 0 || self.direct[b] {
                 None
             } else {
                 Some(self.new_block(depth, true))
@@ -459,12 +525,19 @@ impl<'a> Isel<'a> {
                 chain.push(h);
             }
             chain.push(body);
+            if self.direct[b] {
+                direct_bodies.push(body);
+            }
             self.sections[b] = Section {
                 head,
                 body: Some(body),
             };
-            // Latches of loops whose last section this is, innermost first.
+            // Latches of loops whose last section this is, innermost first (a direct header is
+            // branched to by its back edges).
             for h in self.loops.loops_ending_at(b, &self.order, &self.pos) {
+                if self.direct[h] {
+                    continue;
+                }
                 let l = self.new_block(self.loops.depth(h).saturating_sub(1), true);
                 self.latch[h] = Some(l);
                 chain.push(l);
@@ -474,7 +547,11 @@ impl<'a> Isel<'a> {
         chain.push(end);
         let next_of = |mb: MBlock, chain: &[MBlock]| -> MBlock {
             let k = chain.iter().position(|&x| x == mb).unwrap_or(0);
-            chain[(k + 1).min(chain.len() - 1)]
+            chain[k + 1..]
+                .iter()
+                .copied()
+                .find(|x| !direct_bodies.contains(x))
+                .unwrap_or(end)
         };
         // A wave whose lanes all returned must end (`s_endpgm`) so that barriers the other
         // waves reach later do not wait for it; without barriers the remaining sections are
@@ -498,7 +575,8 @@ impl<'a> Isel<'a> {
             let sec = self.sections[b];
             let body = sec.body.unwrap_or(end);
             let after = next_of(body, &chain);
-            if let (Some(h), false) = (sec.head, self.worth_skipping(b)) {
+            let direct_exit = self.branches_directly(b);
+            if let (Some(h), false) = (sec.head, direct_exit || self.worth_skipping(b)) {
                 // Run the few instructions under an empty EXEC rather than branch around them.
                 self.mf.blocks[h].term = Terminator::Jump {
                     target: body,
@@ -521,11 +599,29 @@ impl<'a> Isel<'a> {
                 // The prologue is the entry's body.
                 let _ = entry;
             }
-            let is_ret = func
-                .terminator(b)
-                .map(|t| matches!(func.insts[t], InstData::Return))
-                .unwrap_or(false);
-            self.mf.blocks[body].term = if is_ret && after != end && early_end {
+            let succs = func.successors(b);
+            let body_of = |s: Block, me: &Self| me.sections[s].body.expect("a section has a body");
+            self.mf.blocks[body].term = if direct_exit {
+                match succs.len() {
+                    // The whole wave ends: `s_endpgm` here, or the final one when it is next.
+                    0 if after == end => Terminator::Jump {
+                        target: end,
+                        args: vec![],
+                    },
+                    0 => Terminator::Return,
+                    1 => Terminator::Jump {
+                        target: body_of(succs[0], self),
+                        args: vec![],
+                    },
+                    _ => Terminator::Branch {
+                        cond: BranchCond::Scc1,
+                        taken: body_of(succs[0], self),
+                        taken_args: vec![],
+                        not_taken: body_of(succs[1], self),
+                        not_taken_args: vec![],
+                    },
+                }
+            } else if is_ret(b) && after != end && early_end {
                 let ret = self.new_block(0, false);
                 self.mf.blocks[ret].term = Terminator::Return;
                 Terminator::Branch {
@@ -566,8 +662,8 @@ impl<'a> Isel<'a> {
     /// short body that is safe to run with no lane (LLVM's `SIPreEmitPeephole` keeps the branch
     /// from 12 instructions, or for memory, `s_waitcnt` and side effects): at most
     /// [`SHORT_SECTION`] IR instructions of arithmetic, compares, selects and conversions
-    /// (no memory, barrier, cross-lane or division), not a loop header, ending in a jump or
-    /// branch without block arguments. Such a body under EXEC = 0 writes no lane, its SALU
+    /// (no memory, barrier, cross-lane or division), not a loop header, ending in a return, or
+    /// a jump or branch without block arguments. Such a body under EXEC = 0 writes no lane, its SALU
     /// results are read only by code its lanes reach, and its edges OR no lanes into their
     /// targets' masks.
     fn worth_skipping(&self, b: Block) -> bool {
@@ -589,6 +685,8 @@ impl<'a> Isel<'a> {
             InstData::Binary { op, .. } => {
                 matches!(op, kjit_ir::BinaryOp::Div | kjit_ir::BinaryOp::Rem)
             }
+            // Under an empty EXEC a `return` removes no lane from `alive`.
+            InstData::Return => false,
             InstData::Jump { dest } => !dest.args.is_empty(),
             InstData::Brif {
                 then_dest,
@@ -692,6 +790,9 @@ impl<'a> Isel<'a> {
         for &b in &self.order {
             let t = func.terminator(b);
             for &s in func.successors(b).iter() {
+                if self.direct[s] {
+                    continue;
+                }
                 let e = wr.entry(Var::Mask(s)).or_default();
                 e.0.push(b);
                 e.1.push(s);
@@ -779,6 +880,14 @@ impl<'a> Isel<'a> {
             self.prologue()?;
             let entry = self.order[0];
             self.emit_inits(entry);
+            // Every mask starts empty on every path, also on those where real branches skip
+            // the head that initialises it (dead and removed where none does).
+            for &b in &self.order.clone()[1..] {
+                if !self.direct[b] && !self.inits[entry].contains(&Var::Mask(b)) {
+                    let z = self.s_zero64();
+                    self.write(Var::Mask(b), z);
+                }
+            }
             self.body(entry)?;
             return Ok(());
         }
@@ -788,10 +897,11 @@ impl<'a> Isel<'a> {
                 let m = self.read(Var::Mask(b));
                 self.set_exec(m);
                 self.exec_of.insert(b, m);
-                if self.loops.is_header(b) {
-                    let z = self.s_zero64();
-                    self.write(Var::Mask(b), z);
-                }
+                // The lanes are taken: the mask starts again from none (for a loop header's
+                // next round, and for paths on which real branches skipped the head of the
+                // section that initialises it; dead and removed otherwise).
+                let z = self.s_zero64();
+                self.write(Var::Mask(b), z);
             } else {
                 self.body(b)?;
             }
@@ -1035,10 +1145,14 @@ impl<'a> Isel<'a> {
             self.read_in(var, pb)
         } else if self.preds[b.index()].is_empty() {
             // No definition reaches: an undefined value.
+            // After the entry's live-ins, which must come first.
             let r = self.new_vreg(class, dwords);
-            self.mf.blocks[b]
-                .insts
-                .insert(0, MInst::pseudo(MOpcode::ImplicitDef, &[MOperand::Def(r)]));
+            let insts = &mut self.mf.blocks[b].insts;
+            let at = insts
+                .iter()
+                .position(|i| !matches!(i.opcode, MOpcode::LiveIn(_)))
+                .unwrap_or(insts.len());
+            insts.insert(at, MInst::pseudo(MOpcode::ImplicitDef, &[MOperand::Def(r)]));
             r
         } else {
             let p = self.new_vreg(class, dwords);
@@ -1299,6 +1413,19 @@ impl<'a> Isel<'a> {
     /// The instructions of one IR block and its terminator's mask and argument updates.
     fn body(&mut self, b: Block) -> Result<(), IselError> {
         let func = self.func;
+        if b != self.order[0] && self.direct[b] {
+            // The wave's lanes as the predecessor left them: every live lane.
+            self.emit_inits(b);
+            let e = self.new_vreg(RegClass::Sgpr, 2);
+            self.push(MInst::isa(
+                op("s_mov_b64"),
+                &[
+                    MOperand::Def(e),
+                    MOperand::Phys(crate::isa::Operand::Special(crate::isa::SpecialReg::Exec)),
+                ],
+            ));
+            self.exec_of.insert(b, e);
+        }
         if b != self.order[0] {
             self.cur_exec = Some(self.exec_of[&b]);
         }
@@ -1316,9 +1443,23 @@ impl<'a> Isel<'a> {
     fn terminator(&mut self, b: Block, i: kjit_ir::Inst) -> Result<(), IselError> {
         let func = self.func;
         let exec = self.cur_exec.expect("a body has an EXEC");
+        let direct = self.branches_directly(b);
         match &func.insts[i] {
             InstData::Jump { dest } => {
                 self.edge(dest, exec, exec)?;
+            }
+            InstData::Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } if direct => {
+                // The whole wave goes one way: `s_cbranch_scc1` to the `then` body. The compare's
+                // operands are read before the edges write the targets' parameters, the compare
+                // is emitted after them (their copies and moves may write SCC).
+                let (name, srcs) = self.uniform_cmp(b, *cond);
+                self.edge(then_dest, exec, exec)?;
+                self.edge(else_dest, exec, exec)?;
+                self.salu(&name, None, &srcs);
             }
             InstData::Brif {
                 cond,
@@ -1346,6 +1487,8 @@ impl<'a> Isel<'a> {
                 self.edge(then_dest, t, exec)?;
                 self.edge(else_dest, e, exec)?;
             }
+            // A direct block holds every live lane: they all end here.
+            InstData::Return if direct => {}
             InstData::Return => {
                 let alive = self.read(Var::Alive);
                 let a = self.sop2("s_andn2_b64", &[valu::Src::R(alive), valu::Src::R(exec)]);
@@ -1375,12 +1518,33 @@ impl<'a> Isel<'a> {
     }
 
     /// For a uniform (SGPR) branch condition of block `b`: sets SCC to it and returns true.
-    /// A 32-bit integer compare in the same block is emitted again as `s_cmp` right here (its
-    /// 0/1 value is then usually dead and removed), anything else is tested with `s_cmp_lg_u32`.
     fn scc_of_uniform(&mut self, b: Block, cond: Value) -> bool {
         if !self.uni.is_uniform(cond) || self.const_of(cond).is_some() {
             return false;
         }
+        let Some((name, srcs)) = self.scalar_cmp(b, cond) else {
+            return false;
+        };
+        self.salu(&name, None, &srcs);
+        true
+    }
+
+    /// The `s_cmp` that sets SCC to the uniform condition `cond` of block `b`'s branch, with its
+    /// operands read here (the caller emits it): [`Isel::scalar_cmp`], or a value computed on
+    /// the VALU read with `v_readfirstlane_b32` and tested against 0.
+    fn uniform_cmp(&mut self, b: Block, cond: Value) -> (String, [valu::Src; 2]) {
+        if let Some(c) = self.scalar_cmp(b, cond) {
+            return c;
+        }
+        let v = self.val(cond);
+        let v = self.to_class(v, RegClass::Sgpr);
+        ("s_cmp_lg_u32".into(), [valu::Src::R(v), valu::Src::Imm(0)])
+    }
+
+    /// A 32-bit integer compare in block `b` on SGPR operands is done again as `s_cmp` (its 0/1
+    /// value is then usually dead and removed); another SGPR condition is tested with
+    /// `s_cmp_lg_u32`. None for a condition not in an SGPR.
+    fn scalar_cmp(&mut self, b: Block, cond: Value) -> Option<(String, [valu::Src; 2])> {
         let func = self.func;
         if let kjit_ir::ValueDef::Result(i, _) = func.values[cond].def {
             if let InstData::Cmp { op: o, args } = func.insts[i] {
@@ -1403,18 +1567,16 @@ impl<'a> Isel<'a> {
                             kjit_ir::CmpOp::Ge => "ge",
                         };
                         let ty = if t == Type::I32 { "i32" } else { "u32" };
-                        self.salu(&format!("s_cmp_{c}_{ty}"), None, &[x, y]);
-                        return true;
+                        return Some((format!("s_cmp_{c}_{ty}"), [x, y]));
                     }
                 }
             }
         }
         let v = self.val(cond);
         if self.mf.vregs[v].class != RegClass::Sgpr {
-            return false;
+            return None;
         }
-        self.salu("s_cmp_lg_u32", None, &[valu::Src::R(v), valu::Src::Imm(0)]);
-        true
+        Some(("s_cmp_lg_u32".into(), [valu::Src::R(v), valu::Src::Imm(0)]))
     }
 
     /// One CFG edge taken by `lanes`: its arguments (per lane under those lanes) and the target's mask.
@@ -1467,6 +1629,9 @@ impl<'a> Isel<'a> {
             if any_div && lanes != exec {
                 self.set_exec(exec);
             }
+        }
+        if self.direct[call.block] {
+            return Ok(());
         }
         let m = self.read(Var::Mask(call.block));
         let m2 = if self.zero_pairs.contains(&m) {

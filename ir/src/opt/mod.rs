@@ -1,7 +1,7 @@
 //! The e-graph optimizer.
 //!
 //! Takes a verified [`Function`]; gives an equivalent one (verified, renumbered) and an
-//! [`OptReport`]. For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
+//! [`OptReport`]. First, small counted loops are unrolled in full ([`unroll`]). For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
 //! conversions) is loaded into an `egg` e-graph ([`lang`]); everything else (block parameters,
 //! loads, atomics, ids, wave operations, values of other blocks) enters as leaves. The
 //! [`rules`] run under node and iteration limits (never a time limit, so that the output does
@@ -17,6 +17,7 @@ pub mod lang;
 pub mod pattern;
 pub mod rules;
 pub mod run;
+pub mod unroll;
 
 use crate::entities::{Block, Value};
 use crate::function::{Function, ValueDef};
@@ -85,14 +86,18 @@ pub struct OptReport {
     pub rules: usize,
     /// Memory instructions that took a constant into their immediate offset.
     pub folded_offsets: usize,
+    /// Loops unrolled in full before the e-graph ran ([`unroll`]).
+    pub unrolled_loops: usize,
+    /// Instructions after unrolling, before the e-graph (equal to `insts_before` without it).
+    pub insts_unrolled: usize,
 }
 
 impl std::fmt::Display for OptReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "e-graph optimizer: {} rules, {} -> {} instructions, {} -> {} estimated ALU cycles, {} offsets folded",
-            self.rules, self.insts_before, self.insts_after, self.cycles_before, self.cycles_after, self.folded_offsets
+            "e-graph optimizer: {} rules, {} -> {} instructions ({} loops unrolled: {}), {} -> {} estimated ALU cycles, {} offsets folded",
+            self.rules, self.insts_before, self.insts_after, self.unrolled_loops, self.insts_unrolled, self.cycles_before, self.cycles_after, self.folded_offsets
         )?;
         for b in &self.blocks {
             writeln!(
@@ -221,13 +226,26 @@ pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport
 }
 
 fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
+    let input = func;
+    let unrolled = unroll::unroll_small_loops(func);
+    let (func, chains) = match &unrolled {
+        Some((f, chains)) => (f, chains.as_slice()),
+        None => (func, &[][..]),
+    };
+    let unrolled_loops = chains.len();
     let rules = rule_set(func.flags.contract);
     let uni = Uniformity::compute(func);
     let mut out = func.clone();
     let mut report = OptReport {
-        insts_before: func.inst_count(),
-        cycles_before: cost::estimate_cycles_with(func, &uni),
+        insts_before: input.inst_count(),
+        insts_unrolled: func.inst_count(),
+        cycles_before: if unrolled_loops == 0 {
+            cost::estimate_cycles_with(func, &uni)
+        } else {
+            cost::estimate_cycles(input)
+        },
         rules: rules.rules.len(),
+        unrolled_loops,
         ..Default::default()
     };
     // Where each value is used outside its own block.
@@ -281,6 +299,8 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
         }
         v
     });
+    // Unrolled iterations were optimized one block each; now one block per loop.
+    unroll::merge_unrolled(&mut out, chains);
     let out = out.renumbered();
     report.insts_after = out.inst_count();
     report.cycles_after = cost::estimate_cycles(&out);
@@ -639,7 +659,7 @@ fn optimize_block(
                                 continue;
                             }
                             let cx = rb.ex.find_best_cost(&g, x);
-                            if cx < best_plain && choice.as_ref().is_none_or(|(cc, _, _)| cx < *cc)
+                            if cx <= best_plain && choice.as_ref().is_none_or(|(cc, _, _)| cx < *cc)
                             {
                                 choice = Some((cx, x, new_off as u32));
                             }

@@ -488,6 +488,7 @@ impl Scoreboard {
             Counter::Lgkm => (self.lgkm.len(), LGKM_MAX),
             Counter::Exp => (self.exp.len(), EXP_MAX),
         };
+        let saturated = len >= max;
         for _ in max..=len {
             let old = match op.kind.counter() {
                 Counter::Vm => self.vm.pop_front(),
@@ -497,6 +498,11 @@ impl Scoreboard {
             if let Some(old) = old {
                 self.retire(old, wave);
             }
+        }
+        if saturated {
+            // The retired operation's registers are no longer pending (a read of them was
+            // reported as a hazard without an in-flight operation).
+            self.recompute();
         }
         let mut op = op;
         self.issued += 1;
@@ -784,6 +790,13 @@ mod tests {
             "the 16th LDS op forced the first to complete"
         );
         assert_eq!(sb.outstanding().1, 15);
+        // Its register may be read without a wait; the next one's may not.
+        assert!(sb.check(&reads_v(0), &RegSet::EMPTY, None).is_ok());
+        let e = sb
+            .check(&reads_v(1), &RegSet::EMPTY, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("LDS load"), "{e}");
     }
 
     #[test]
