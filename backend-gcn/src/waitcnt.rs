@@ -246,8 +246,51 @@ struct Brackets {
     lds_out: u8,
     ool_out: bool,
     exp_out: u8,
-    /// A VMEM load to LDS (`lds` bit) pending: younger VMEM operations.
-    vm_lds: u8,
+    /// Per LDS region ([`Modifiers::lds_region`](crate::isa::Modifiers), 0 = unknown): the
+    /// younger VMEM operations of the newest pending VMEM load to LDS (`lds` bit) into it.
+    vm_lds: [u8; REGIONS],
+    /// Per LDS region: the younger LDS operations of the newest pending DS access of it. A
+    /// load to LDS waits for them (it must not overwrite words a DS read has yet to read).
+    ds_region: [u8; REGIONS],
+}
+
+/// LDS regions tracked apart; isel numbers arrays from 1 and folds larger numbers into the last.
+pub(crate) const REGIONS: usize = 16;
+
+/// The region slot of an instruction's `lds_region`.
+fn region_of(inst: &Inst) -> usize {
+    (inst.mods.lds_region as usize).min(REGIONS - 1)
+}
+
+/// The smallest entry of `slots` an access of region `r` conflicts with: its own and the
+/// unknown region 0, or every region when `r` is unknown.
+fn conflicting(slots: &[u8; REGIONS], r: usize) -> u8 {
+    if r == 0 {
+        slots.iter().copied().min().unwrap_or(NONE)
+    } else {
+        slots[0].min(slots[r])
+    }
+}
+
+/// Ages the entries of `slots` by one operation; an entry with `max` younger ones is complete.
+fn age(slots: &mut [u8], max: u8) {
+    for x in slots.iter_mut() {
+        if *x != NONE {
+            *x += 1;
+            if *x >= max {
+                *x = NONE;
+            }
+        }
+    }
+}
+
+/// Retires the entries of `slots` a wait for `n` completes.
+fn retire(slots: &mut [u8], n: u8) {
+    for x in slots.iter_mut() {
+        if *x != NONE && *x >= n {
+            *x = NONE;
+        }
+    }
 }
 
 impl Brackets {
@@ -261,7 +304,8 @@ impl Brackets {
             lds_out: 0,
             ool_out: false,
             exp_out: 0,
-            vm_lds: NONE,
+            vm_lds: [NONE; REGIONS],
+            ds_region: [NONE; REGIONS],
         }
     }
 
@@ -276,7 +320,10 @@ impl Brackets {
         self.lds_out = self.lds_out.max(o.lds_out);
         self.ool_out |= o.ool_out;
         self.exp_out = self.exp_out.max(o.exp_out);
-        self.vm_lds = self.vm_lds.min(o.vm_lds);
+        for r in 0..REGIONS {
+            self.vm_lds[r] = self.vm_lds[r].min(o.vm_lds[r]);
+            self.ds_region[r] = self.ds_region[r].min(o.ds_region[r]);
+        }
     }
 
     fn any_lds_pending(&self) -> bool {
@@ -309,8 +356,19 @@ impl Brackets {
                 w.exp = min_opt(w.exp, self.exp[u]);
             }
         });
-        if matches!(class, MemClass::Lds | MemClass::Gds) && self.vm_lds != NONE {
-            w.vm = min_opt(w.vm, self.vm_lds);
+        let region = region_of(inst);
+        if matches!(class, MemClass::Lds | MemClass::Gds) {
+            let r = if class == MemClass::Gds { 0 } else { region };
+            let pending = conflicting(&self.vm_lds, r);
+            if pending != NONE {
+                w.vm = min_opt(w.vm, pending);
+            }
+        }
+        if class == MemClass::Vmem && inst.mods.lds {
+            let pending = conflicting(&self.ds_region, region);
+            if pending != NONE {
+                w.lgkm = min_opt(w.lgkm, pending);
+            }
         }
         if inst.op == Opcode::SBarrier {
             if target == Target::Gfx900 {
@@ -327,8 +385,9 @@ impl Brackets {
                 if self.any_lds_pending() {
                     w.lgkm = Some(0);
                 }
-                if self.vm_lds != NONE {
-                    w.vm = min_opt(w.vm, self.vm_lds);
+                let pending = conflicting(&self.vm_lds, 0);
+                if pending != NONE {
+                    w.vm = min_opt(w.vm, pending);
                 }
             }
         }
@@ -375,22 +434,13 @@ impl Brackets {
     /// The effect of executing `s_waitcnt` with counts `w`.
     fn apply_wait(&mut self, w: &Wait) {
         if let Some(n) = w.vm {
-            for x in self.vm.iter_mut() {
-                if *x != NONE && *x >= n {
-                    *x = NONE;
-                }
-            }
-            if self.vm_lds != NONE && self.vm_lds >= n {
-                self.vm_lds = NONE;
-            }
+            retire(&mut self.vm, n);
+            retire(&mut self.vm_lds, n);
             self.vm_out = self.vm_out.min(n);
         }
         if let Some(n) = w.lgkm {
-            for x in self.lds.iter_mut() {
-                if *x != NONE && *x >= n {
-                    *x = NONE;
-                }
-            }
+            retire(&mut self.lds, n);
+            retire(&mut self.ds_region, n);
             if n == 0 {
                 self.ool.iter_mut().for_each(|x| *x = false);
                 self.ool_out = false;
@@ -398,11 +448,7 @@ impl Brackets {
             self.lds_out = self.lds_out.min(n);
         }
         if let Some(n) = w.exp {
-            for x in self.exp.iter_mut() {
-                if *x != NONE && *x >= n {
-                    *x = NONE;
-                }
-            }
+            retire(&mut self.exp, n);
             self.exp_out = self.exp_out.min(n);
         }
     }
@@ -413,29 +459,15 @@ impl Brackets {
         if class == MemClass::None {
             return;
         }
-        let bump = |v: &mut Vec<u8>, max: u8| {
-            for x in v.iter_mut() {
-                if *x != NONE {
-                    *x += 1;
-                    // With `max` younger operations on its counter an operation is complete.
-                    if *x >= max {
-                        *x = NONE;
-                    }
-                }
-            }
-        };
+        // With `max` younger operations on its counter an operation is complete.
+        let bump = |v: &mut Vec<u8>, max: u8| age(v, max);
         match class {
             MemClass::Vmem | MemClass::Flat => {
                 bump(&mut self.vm, VMCNT_MAX);
-                if self.vm_lds != NONE {
-                    self.vm_lds += 1;
-                    if self.vm_lds >= VMCNT_MAX {
-                        self.vm_lds = NONE;
-                    }
-                }
+                age(&mut self.vm_lds, VMCNT_MAX);
                 self.vm_out = (self.vm_out + 1).min(VMCNT_MAX);
                 if inst.mods.lds && class == MemClass::Vmem {
-                    self.vm_lds = 0;
+                    self.vm_lds[region_of(inst)] = 0;
                 }
                 if class == MemClass::Flat {
                     self.ool_out = true;
@@ -443,6 +475,8 @@ impl Brackets {
             }
             MemClass::Lds => {
                 bump(&mut self.lds, LGKMCNT_MAX);
+                age(&mut self.ds_region, LGKMCNT_MAX);
+                self.ds_region[region_of(inst)] = 0;
                 self.lds_out = (self.lds_out + 1).min(LGKMCNT_MAX);
             }
             MemClass::Gds => {

@@ -167,6 +167,18 @@ impl Isel<'_> {
                 let r = self.val(arg);
                 self.result(res[0], r);
             }
+            InstData::Load { .. } if self.dma_loads.contains_key(&i) => {
+                // Issued by the store it feeds, as a load to LDS (`lds_dma`).
+            }
+            InstData::Store {
+                mem: Mem::Lds(arr),
+                index,
+                offset,
+                ref values,
+            } if self.dma_stores.contains_key(&i) => {
+                let _ = values;
+                self.lds_dma(i, arr, index, offset)?
+            }
             InstData::Load {
                 mem,
                 index,
@@ -1043,7 +1055,13 @@ impl Isel<'_> {
 
     /// Byte offset VGPR of element `index` (times `size`) and the immediate offset that fits
     /// `max_imm` (the rest is added to the VGPR).
-    fn address(&mut self, index: Value, size: u32, imm: u64, max_imm: u64) -> (VReg, u32) {
+    pub(crate) fn address(
+        &mut self,
+        index: Value,
+        size: u32,
+        imm: u64,
+        max_imm: u64,
+    ) -> (VReg, u32) {
         let shift = size.trailing_zeros();
         // One offset per (index, scale) in a block: accesses to several buffers (or several
         // accesses to one) at the same index share it.
@@ -1068,7 +1086,7 @@ impl Isel<'_> {
         (a, imm as u32)
     }
 
-    fn desc(&self, buf: Value) -> Result<VReg, IselError> {
+    pub(crate) fn desc(&self, buf: Value) -> Result<VReg, IselError> {
         self.descs
             .get(&buf)
             .copied()
@@ -1091,9 +1109,10 @@ impl Isel<'_> {
         self.push(i);
     }
 
-    fn ds(&mut self, name: &str, ops: &[MOperand], offset: u32) {
+    fn ds(&mut self, name: &str, ops: &[MOperand], offset: u32, arr: kjit_ir::LdsArray) {
         let mut i = MInst::isa(op(name), ops);
         i.mods.offset = offset as i32;
+        i.mods.lds_region = super::lds_dma::region(arr);
         i.implicit_uses = implicit::EXEC;
         self.push(i);
     }
@@ -1260,6 +1279,7 @@ impl Isel<'_> {
                         name,
                         &[MOperand::Def(d), MOperand::Use(addr)],
                         imm + size * k,
+                        arr,
                     );
                     parts.push(d);
                 }
@@ -1346,6 +1366,7 @@ impl Isel<'_> {
                         name,
                         &[MOperand::Use(addr), MOperand::Use(v)],
                         imm + size * k as u32,
+                        arr,
                     );
                 }
             }
@@ -1438,7 +1459,7 @@ impl Isel<'_> {
                 let r = self.new_vreg(RegClass::Vgpr, 1);
                 let mut ops = vec![MOperand::Def(r), MOperand::Use(addr)];
                 ops.extend(vals.iter().map(|&v| MOperand::Use(v)));
-                self.ds(name, &ops, imm);
+                self.ds(name, &ops, imm, arr);
                 d = r;
             }
         }

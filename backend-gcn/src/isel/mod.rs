@@ -31,6 +31,7 @@
 //! inside a loop its uses are outside of.
 
 mod dce;
+mod lds_dma;
 mod lower;
 mod order;
 mod ssa;
@@ -223,6 +224,10 @@ pub(crate) struct Isel<'a> {
     pub(crate) noclobber: rustc_hash::FxHashSet<kjit_ir::Inst>,
     /// Kernarg loads made so far, by (byte offset, dwords): one load per slot.
     kernarg_loads: HashMap<(u32, u8), VReg>,
+    /// Global loads issued as loads to LDS by the store they feed (`lds_dma::pairs`): load →
+    /// store, and store → (load, the uniform part of its LDS index).
+    pub(crate) dma_loads: HashMap<kjit_ir::Inst, kjit_ir::Inst>,
+    pub(crate) dma_stores: HashMap<kjit_ir::Inst, lds_dma::DmaStore>,
 }
 
 impl<'a> Isel<'a> {
@@ -272,6 +277,7 @@ impl<'a> Isel<'a> {
             lds_bytes: lds_off,
         };
         let nvals = func.values.len();
+        let (dma_loads, dma_stores) = lds_dma::pairs(func, &uni);
         Ok(Isel {
             func,
             target,
@@ -306,6 +312,8 @@ impl<'a> Isel<'a> {
             zero_pairs: Default::default(),
             noclobber: lower::noclobber_loads(func),
             kernarg_loads: HashMap::default(),
+            dma_loads,
+            dma_stores,
         })
     }
 
