@@ -22,6 +22,7 @@ mod builder;
 mod error;
 mod math;
 mod memory;
+mod pipeline;
 mod types;
 mod value;
 
@@ -30,5 +31,6 @@ pub use error::{BuildError, KernelError};
 pub use half::f16;
 pub use kjit_ir::{Dim, Function, ReduceOp};
 pub use memory::{Buffer, Lds, Memory};
+pub use pipeline::{Pipeline, Stage, Staged, TileSharing};
 pub use types::{Float, Index, Int, Num, Scalar};
 pub use value::{AnyVal, Bits, Operand, Val, Var};

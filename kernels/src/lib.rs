@@ -14,6 +14,7 @@ use rand::SeedableRng;
 
 pub mod hash;
 pub mod matmul;
+pub mod pipelined;
 pub mod reduce;
 pub mod seed_2d;
 pub mod softmax;
@@ -127,7 +128,7 @@ impl Tuning {
     }
 }
 
-static ALL: [KernelSpec; 9] = [
+static ALL: [KernelSpec; 10] = [
     vector::VECTOR_ADD,
     vector::SAXPY,
     vector::VECTOR_ADD_PERSISTENT,
@@ -137,6 +138,7 @@ static ALL: [KernelSpec; 9] = [
     softmax::SOFTMAX,
     matmul::MATMUL,
     hash::HASH_ROUNDS,
+    pipelined::VECTOR_ADD_PIPELINED,
 ];
 
 /// Every kernel of the library.

@@ -1,0 +1,112 @@
+//! Kernels written with the pipelined tile loop (`KernelBuilder::pipeline`): the persistent
+//! vector add that streams its inputs through LDS with `stages` buffers (double-buffered by
+//! default).
+
+use crate::vector::BLOCK;
+use crate::*;
+use kjit_frontend::{Dim, KernelBuilder, TileSharing};
+
+/// Workgroups of the persistent launch: MI300X's compute units (`LaunchDims::persistent` on
+/// the default machine), fewer when the vector needs fewer.
+pub const PERSISTENT_GRID: u32 = 304;
+
+/// The stages `kjit tune` tries; the first is the default.
+const PARAMS: &[TuneParam] = &[TuneParam {
+    name: "stages",
+    values: &[2, 1, 3, 4],
+}];
+
+/// `c = a + b`, persistent (a grid-stride loop over 256-element tiles, one tile per
+/// workgroup per round) with `stages` LDS buffers per input: each lane copies its elements of
+/// `a` and `b` to its own LDS words (direct-to-LDS loads), and tile `t + stages` is requested
+/// as soon as tile `t` has been read. Past the end, loads give 0 and stores are dropped, so the
+/// loop needs no bound checks (speculative fills). Workgroups must be 256 work-items.
+pub fn build_vector_add_pipelined(stages: u32) -> BuildResult {
+    let k = KernelBuilder::new("vector_add_pipelined");
+    let a = k.buffer::<f32>("a");
+    let b = k.buffer::<f32>("b");
+    let c = k.buffer_mut::<f32>("c");
+    let n = c.len();
+    let p = k
+        .pipeline(stages, TileSharing::WavePrivate)
+        .speculative(true);
+    let ta = p.staged::<f32>("a", BLOCK);
+    let tb = p.staged::<f32>("b", BLOCK);
+    let slot = k.lane_slot();
+    let stride = k.global_size(Dim::X);
+    let group_first = k.group_id(Dim::X) * k.group_size(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let index = |t| group_first + t * stride + lid;
+    p.run(
+        |t| (group_first + t * stride).lt(n),
+        |s, t| {
+            s.copy(&k, &ta, slot, &a, index(t));
+            s.copy(&k, &tb, slot, &b, index(t));
+        },
+        |s, t| {
+            let sum = k.load(s.buffer(&ta), slot) + k.load(s.buffer(&tb), slot);
+            k.store(&c, index(t), sum);
+        },
+    );
+    k.finish()
+}
+
+fn build_default() -> BuildResult {
+    build_vector_add_pipelined(PARAMS[0].values[0])
+}
+
+fn build_tuned(p: &[u32]) -> BuildResult {
+    build_vector_add_pipelined(p[0])
+}
+
+/// A case with `grid` workgroups of 256.
+pub fn case_with_grid(n: usize, seed: u64, grid: u32) -> Case {
+    let mut r = rng(seed);
+    let a = random_f32(&mut r, n, -10.0, 10.0);
+    let b = random_f32(&mut r, n, -10.0, 10.0);
+    Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::F32(a)),
+            Arg::Buffer(BufferData::F32(b)),
+            poisoned(kjit_ir::ElemType::F32, n),
+        ],
+        launch: LaunchDims {
+            grid: [grid, 1, 1],
+            block: [BLOCK, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![2],
+    }
+}
+
+fn make_default(n: usize, seed: u64) -> Case {
+    case_with_grid(n, seed, groups(n, BLOCK).min(PERSISTENT_GRID))
+}
+
+fn make_tuned(_p: &[u32], n: usize, seed: u64) -> Case {
+    make_default(n, seed)
+}
+
+fn reference(c: &Case) -> Vec<BufferData> {
+    let (a, b) = (f32s(c, 0), f32s(c, 1));
+    vec![BufferData::F32(
+        a.iter().zip(b).map(|(x, y)| x + y).collect(),
+    )]
+}
+
+/// The registry entry of `vector_add_pipelined`.
+pub const VECTOR_ADD_PIPELINED: KernelSpec = KernelSpec {
+    name: "vector_add_pipelined",
+    description: "c = a + b, persistent grid, inputs streamed through LDS (stages 2 by default)",
+    build: build_default,
+    make_case: make_default,
+    reference,
+    tolerance: Tolerance::EXACT,
+    default_n: 10_000,
+    tuning: Some(Tuning {
+        params: PARAMS,
+        build: build_tuned,
+        make_case: make_tuned,
+    }),
+};
