@@ -118,6 +118,11 @@ fn hash_rounds() {
 }
 
 #[test]
+fn vector_add_pipelined() {
+    run_kernel("vector_add_pipelined");
+}
+
+#[test]
 fn every_library_kernel_is_covered() {
     let covered = [
         "vector_add",
@@ -129,6 +134,7 @@ fn every_library_kernel_is_covered() {
         "softmax",
         "matmul",
         "hash_rounds",
+        "vector_add_pipelined",
     ];
     for spec in kjit_kernels::all() {
         assert!(
