@@ -12,7 +12,7 @@ use kjit_runtime::emu::gcn::GcnEmulator;
 /// Problem sizes per kernel: small, odd, and around the kernel's default.
 fn sizes(name: &str) -> Vec<usize> {
     match name {
-        "matmul" => vec![5, 17, 33],
+        "matmul" | "matmul_pipelined" => vec![5, 17, 33],
         "hash_rounds" => vec![1, 67, 300],
         "softmax" | "seed_2d" => vec![3, 70, 201],
         _ => vec![1, 67, 1000, 4099],
@@ -123,6 +123,11 @@ fn vector_add_pipelined() {
 }
 
 #[test]
+fn matmul_pipelined() {
+    run_kernel("matmul_pipelined");
+}
+
+#[test]
 fn every_library_kernel_is_covered() {
     let covered = [
         "vector_add",
@@ -135,6 +140,7 @@ fn every_library_kernel_is_covered() {
         "matmul",
         "hash_rounds",
         "vector_add_pipelined",
+        "matmul_pipelined",
     ];
     for spec in kjit_kernels::all() {
         assert!(

@@ -331,7 +331,7 @@ impl Brackets {
     }
 
     /// The weakest wait before `inst` (at `target`) that leaves nothing it touches in flight.
-    fn needed(&self, inst: &Inst, target: Target) -> Wait {
+    fn needed(&self, inst: &Inst, target: Target, after: Option<&RegionSet>) -> Wait {
         let mut w = Wait::default();
         let class = mem_class(inst);
         for_each_access(inst, |u, reads, writes| {
@@ -385,7 +385,15 @@ impl Brackets {
                 if self.any_lds_pending() {
                     w.lgkm = Some(0);
                 }
-                let pending = conflicting(&self.vm_lds, 0);
+                // Other waves read this wave's loads to LDS after the barrier: those into
+                // the regions accessed before the next barrier (every region if unknown).
+                let pending = match after {
+                    Some(set) => (1..REGIONS)
+                        .filter(|&r| set[r])
+                        .map(|r| self.vm_lds[r])
+                        .fold(self.vm_lds[0], u8::min),
+                    None => conflicting(&self.vm_lds, 0),
+                };
                 if pending != NONE {
                     w.vm = min_opt(w.vm, pending);
                 }
@@ -514,12 +522,12 @@ impl Brackets {
     }
 
     /// Runs one instruction: the wait it needs (applied), then its own effect.
-    fn step(&mut self, inst: &Inst, target: Target) -> Wait {
+    fn step(&mut self, inst: &Inst, target: Target, after: Option<&RegionSet>) -> Wait {
         if let Some(w) = Wait::of_inst(inst, target) {
             self.apply_wait(&w);
             return Wait::default();
         }
-        let w = self.needed(inst, target);
+        let w = self.needed(inst, target, after);
         if !w.is_empty() {
             self.apply_wait(&w);
         }
@@ -574,6 +582,58 @@ fn preheader_flush_sets(f: &PhysFunction) -> Vec<Option<Vec<bool>>> {
     out
 }
 
+/// LDS regions a barrier publishes: per region, whether some path from it reaches a DS access
+/// of that region before the next barrier.
+type RegionSet = [bool; REGIONS];
+
+/// For every `s_barrier` (block, index): the LDS regions accessed after it and before the next
+/// barrier on any path (`None`: a DS access of unknown region, so every region). A wave's loads
+/// to LDS into other regions need not land before this barrier; the barrier before their
+/// readers waits for them.
+fn regions_after_barriers(
+    f: &PhysFunction,
+) -> std::collections::HashMap<(usize, usize), Option<RegionSet>> {
+    let mut out = std::collections::HashMap::new();
+    let n = f.blocks.len();
+    for (b, block) in f.blocks.iter().enumerate() {
+        for (k, inst) in block.insts.iter().enumerate() {
+            if inst.op != Opcode::SBarrier {
+                continue;
+            }
+            let mut set = [false; REGIONS];
+            let mut unknown = false;
+            let mut seen = vec![false; n];
+            let mut work = vec![(b, k + 1)];
+            while let Some((blk, start)) = work.pop() {
+                let mut stopped = false;
+                for i in &f.blocks[blk].insts[start.min(f.blocks[blk].insts.len())..] {
+                    if i.op == Opcode::SBarrier {
+                        stopped = true;
+                        break;
+                    }
+                    if matches!(mem_class(i), MemClass::Lds | MemClass::Gds | MemClass::Flat) {
+                        match region_of(i) {
+                            0 => unknown = true,
+                            r => set[r] = true,
+                        }
+                    }
+                }
+                if !stopped {
+                    for s in f.blocks[blk].term.successors() {
+                        let si = s.as_u32() as usize;
+                        if si < n && !seen[si] {
+                            seen[si] = true;
+                            work.push((si, 0));
+                        }
+                    }
+                }
+            }
+            out.insert((b, k), (!unknown).then_some(set));
+        }
+    }
+    out
+}
+
 /// Inserts every `s_waitcnt` `f` needs (see the module docs). Existing waits are kept and
 /// taken into account, so running the pass twice inserts nothing the second time.
 pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
@@ -584,6 +644,7 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
         return stats;
     }
     let flush = preheader_flush_sets(f);
+    let after_barrier = regions_after_barriers(f);
     // Predecessor-merged entry states, to a fixed point (blocks in layout order; a change
     // re-queues the successors).
     let mut entry: Vec<Option<Brackets>> = vec![None; n];
@@ -596,8 +657,12 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
         queued[b] = false;
         stats.iterations += 1;
         let mut s = entry[b].clone().unwrap_or_else(Brackets::new);
-        for inst in &f.blocks[b].insts {
-            s.step(inst, target);
+        for (k, inst) in f.blocks[b].insts.iter().enumerate() {
+            s.step(
+                inst,
+                target,
+                after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
+            );
         }
         let w = s.needed_at_end(&f.blocks[b].term, flush[b].as_deref());
         s.apply_wait(&w);
@@ -627,8 +692,12 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     for (b, block) in f.blocks.iter_mut().enumerate() {
         let mut s = entry[b].clone().unwrap_or_else(Brackets::new);
         let mut out = Vec::with_capacity(block.insts.len() + 4);
-        for inst in block.insts.drain(..) {
-            let w = s.step(&inst, target);
+        for (k, inst) in block.insts.drain(..).enumerate() {
+            let w = s.step(
+                &inst,
+                target,
+                after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
+            );
             if !w.is_empty() {
                 stats.inserted += 1;
                 if w.vm.is_some_and(|n| n > 0) || w.lgkm.is_some_and(|n| n > 0) {

@@ -128,7 +128,7 @@ impl Tuning {
     }
 }
 
-static ALL: [KernelSpec; 10] = [
+static ALL: [KernelSpec; 11] = [
     vector::VECTOR_ADD,
     vector::SAXPY,
     vector::VECTOR_ADD_PERSISTENT,
@@ -139,6 +139,7 @@ static ALL: [KernelSpec; 10] = [
     matmul::MATMUL,
     hash::HASH_ROUNDS,
     pipelined::VECTOR_ADD_PIPELINED,
+    pipelined::MATMUL_PIPELINED,
 ];
 
 /// Every kernel of the library.

@@ -110,3 +110,86 @@ pub const VECTOR_ADD_PIPELINED: KernelSpec = KernelSpec {
         make_case: make_tuned,
     }),
 };
+
+/// Stages `kjit tune` tries for the pipelined matmul; the first is the default.
+const MATMUL_PARAMS: &[TuneParam] = &[TuneParam {
+    name: "stages",
+    values: &[2, 1, 3, 4],
+}];
+
+/// `c[m x n] = a[m x k] * b[k x n]` (row-major) with `TILE x TILE` workgroups, streaming the
+/// `k` dimension through `stages` pairs of LDS tiles (`TileSharing::Workgroup`: every
+/// work-item reads a row of `a`'s tile and a column of `b`'s, so the tiles are shared). Elements
+/// outside the matrices are masked by index, not by value: a lane whose element is outside
+/// loads from index `u32::MAX`, which is past the buffer's end and gives 0 (the buffer
+/// descriptor's range check), so every copy is a plain dword load stored at the lane's own LDS
+/// word — a direct-to-LDS load. The output store is masked the same way.
+pub fn build_matmul_pipelined(stages: u32) -> BuildResult {
+    use crate::matmul::TILE;
+    let k = KernelBuilder::new("matmul_pipelined");
+    k.allow_contraction(true);
+    let a = k.buffer::<f32>("a");
+    let b = k.buffer::<f32>("b");
+    let c = k.buffer_mut::<f32>("c");
+    let m = k.arg::<u32>("m");
+    let n = k.arg::<u32>("n");
+    let kk = k.arg::<u32>("k");
+    // Tiles past the last one read only out-of-range indices (0) and add 0 * 0.
+    let p = k.pipeline(stages, TileSharing::Workgroup).speculative(true);
+    let ta = p.staged::<f32>("tile_a", TILE * TILE);
+    let tb = p.staged::<f32>("tile_b", TILE * TILE);
+    let (lx, ly) = (k.local_id(Dim::X), k.local_id(Dim::Y));
+    let row = k.group_id(Dim::Y) * TILE + ly;
+    let col = k.group_id(Dim::X) * TILE + lx;
+    let slot = k.lane_slot();
+    let outside = k.lit(u32::MAX);
+    let acc = k.var_named("acc", k.lit(0.0f32));
+    p.run(
+        |t| (t * TILE).lt(kk),
+        |s, t| {
+            let a_col = t * TILE + lx;
+            let ai = k.select(row.lt(m) & a_col.lt(kk), row * kk + a_col, outside);
+            s.copy(&k, &ta, slot, &a, ai);
+            let b_row = t * TILE + ly;
+            let bi = k.select(b_row.lt(kk) & col.lt(n), b_row * n + col, outside);
+            s.copy(&k, &tb, slot, &b, bi);
+        },
+        |s, _| {
+            let (sa, sb) = (s.buffer(&ta), s.buffer(&tb));
+            k.for_range(k.lit(0u32), k.lit(TILE), k.lit(1u32), |i| {
+                acc.set(acc.get() + k.load(sa, ly * TILE + i) * k.load(sb, i * TILE + lx));
+            });
+        },
+    );
+    let ci = k.select(row.lt(m) & col.lt(n), row * n + col, outside);
+    k.store(&c, ci, acc.get());
+    k.finish()
+}
+
+fn matmul_default() -> BuildResult {
+    build_matmul_pipelined(MATMUL_PARAMS[0].values[0])
+}
+
+fn matmul_tuned(p: &[u32]) -> BuildResult {
+    build_matmul_pipelined(p[0])
+}
+
+fn matmul_case(_p: &[u32], n: usize, seed: u64) -> Case {
+    (crate::matmul::MATMUL.make_case)(n, seed)
+}
+
+/// The registry entry of `matmul_pipelined`.
+pub const MATMUL_PIPELINED: KernelSpec = KernelSpec {
+    name: "matmul_pipelined",
+    description: "matmul with its k loop streamed through `stages` LDS tile pairs (2 by default)",
+    build: matmul_default,
+    make_case: crate::matmul::MATMUL.make_case,
+    reference: crate::matmul::MATMUL.reference,
+    tolerance: crate::matmul::MATMUL.tolerance,
+    default_n: 100,
+    tuning: Some(Tuning {
+        params: MATMUL_PARAMS,
+        build: matmul_tuned,
+        make_case: matmul_case,
+    }),
+};

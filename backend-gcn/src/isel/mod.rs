@@ -549,7 +549,20 @@ impl<'a> Isel<'a> {
     fn worth_skipping(&self, b: Block) -> bool {
         let func = self.func;
         let insts = &func.blocks[b].insts;
-        if self.loops.is_header(b) || insts.len() > SHORT_SECTION + 1 {
+        if self.loops.is_header(b) {
+            return true;
+        }
+        // A barrier is reached by every wave of the workgroup or by none (it is only allowed in
+        // uniform control flow), so running its section under an empty EXEC costs nothing
+        // wrong, and without the skip no path leads around the barrier: `InsertWaitcnt` then
+        // sees that loads to LDS it waits for have landed on every path after it.
+        if insts
+            .iter()
+            .any(|&i| matches!(func.insts[i], InstData::Barrier))
+        {
+            return false;
+        }
+        if insts.len() > SHORT_SECTION + 1 {
             return true;
         }
         insts.iter().any(|&i| match &func.insts[i] {
