@@ -14,7 +14,7 @@ fn sizes(name: &str) -> Vec<usize> {
     match name {
         "matmul" | "matmul_pipelined" => vec![5, 17, 33],
         "hash_rounds" => vec![1, 67, 300],
-        "softmax" | "seed_2d" => vec![3, 70, 201],
+        "softmax" | "seed_2d" | "stencil_pipelined" => vec![3, 70, 201],
         _ => vec![1, 67, 1000, 4099],
     }
 }
@@ -128,6 +128,11 @@ fn matmul_pipelined() {
 }
 
 #[test]
+fn stencil_pipelined() {
+    run_kernel("stencil_pipelined");
+}
+
+#[test]
 fn every_library_kernel_is_covered() {
     let covered = [
         "vector_add",
@@ -141,6 +146,7 @@ fn every_library_kernel_is_covered() {
         "hash_rounds",
         "vector_add_pipelined",
         "matmul_pipelined",
+        "stencil_pipelined",
     ];
     for spec in kjit_kernels::all() {
         assert!(

@@ -1,5 +1,6 @@
 //! Pipelined tile loops (`KernelBuilder::pipeline`, `docs/pipelining.md`) end to end: the
-//! persistent double-buffered vector add and a workgroup-shared tile kernel, 1-4 stages, on
+//! persistent double-buffered vector add, a workgroup-shared tile kernel, the pipelined matmul
+//! and the LDS-halo stencil, 1-4 stages, on
 //! gfx942/gfx90a/gfx900, run on kjit's software device under random wave schedules (its
 //! waitcnt, wait-state and LDS race checks make a launch fail) and compared with the IR
 //! interpreter; the steady state keeps loads in flight (no `vmcnt(0)`) and loads straight to
@@ -29,6 +30,17 @@ fn opts() -> CompileOptions {
 /// Runs `case` on the device (random schedule from `seed`) and in the interpreter; returns a
 /// failure message if the outputs differ or the device reports anything.
 fn differ(func: &Function, target: Target, case: &Case, seed: u64) -> Option<String> {
+    differ_within(func, target, case, seed, kjit_kernels::Tolerance::EXACT)
+}
+
+/// As [`differ`], within `tol`.
+fn differ_within(
+    func: &Function,
+    target: Target,
+    case: &Case,
+    seed: u64,
+    tol: kjit_kernels::Tolerance,
+) -> Option<String> {
     let ck = match compile(func, target, &opts()) {
         Ok(k) => k,
         Err(e) => return Some(format!("compile: {e}")),
@@ -47,7 +59,7 @@ fn differ(func: &Function, target: Target, case: &Case, seed: u64) -> Option<Str
         .map(|&o| want[o].as_buffer().expect("output").clone())
         .collect();
     match run_case(&dev, &ck.code_object, func, case) {
-        Ok(out) => kjit_kernels::check(case, &out.args, &expected, kjit_kernels::Tolerance::EXACT)
+        Ok(out) => kjit_kernels::check(case, &out.args, &expected, tol)
             .err()
             .map(|m| m.to_string()),
         Err(e) => Some(format!("device: {e}")),
@@ -213,4 +225,28 @@ fn persistent_launch_has_one_workgroup_per_compute_unit() {
     assert_eq!(dev.compute_units(), 304);
     let d = LaunchDims::persistent(&dev, 256);
     assert_eq!((d.grid, d.block), ([304, 1, 1], [256, 1, 1]));
+}
+
+#[test]
+fn pipelined_matmul_and_stencil_match_the_interpreter_for_every_stage_count_and_target() {
+    let mut failures = Vec::new();
+    for (name, sizes) in [
+        ("matmul_pipelined", &[5usize, 33, 40][..]),
+        ("stencil_pipelined", &[5, 70, 201][..]),
+    ] {
+        let spec = kjit_kernels::find(name).expect("library kernel");
+        for stages in 1..=4u32 {
+            let func = spec.build_with(&[stages]).expect("builds");
+            for t in ALL_TARGETS {
+                for &n in sizes {
+                    let case = spec.case_with(&[stages], n, n as u64);
+                    let seed = n as u64 * 31 + stages as u64;
+                    if let Some(m) = differ_within(&func, t, &case, seed, spec.tolerance) {
+                        failures.push(format!("{name} stages {stages} {t} n {n}: {m}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

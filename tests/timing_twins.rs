@@ -17,7 +17,7 @@ fn size(name: &str) -> usize {
     match name {
         "matmul" | "matmul_pipelined" => 256,
         "softmax" => 2048,
-        "seed_2d" => 1024,
+        "seed_2d" | "stencil_pipelined" => 1024,
         "hash_rounds" => 1 << 16,
         _ => 1 << 20,
     }

@@ -128,7 +128,7 @@ impl Tuning {
     }
 }
 
-static ALL: [KernelSpec; 11] = [
+static ALL: [KernelSpec; 12] = [
     vector::VECTOR_ADD,
     vector::SAXPY,
     vector::VECTOR_ADD_PERSISTENT,
@@ -140,6 +140,7 @@ static ALL: [KernelSpec; 11] = [
     hash::HASH_ROUNDS,
     pipelined::VECTOR_ADD_PIPELINED,
     pipelined::MATMUL_PIPELINED,
+    pipelined::STENCIL_PIPELINED,
 ];
 
 /// Every kernel of the library.

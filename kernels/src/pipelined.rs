@@ -4,7 +4,7 @@
 
 use crate::vector::BLOCK;
 use crate::*;
-use kjit_frontend::{Dim, KernelBuilder, TileSharing};
+use kjit_frontend::{Dim, KernelBuilder, TileSharing, Val};
 
 /// Workgroups of the persistent launch: MI300X's compute units (`LaunchDims::persistent` on
 /// the default machine), fewer when the vector needs fewer.
@@ -191,5 +191,172 @@ pub const MATMUL_PIPELINED: KernelSpec = KernelSpec {
         params: MATMUL_PARAMS,
         build: matmul_tuned,
         make_case: matmul_case,
+    }),
+};
+
+/// Output rows per stencil tile; a tile holds them plus a halo row above and below.
+pub const STENCIL_ROWS: u32 = 4;
+/// Work-items per stencil workgroup: one column each, the outer two the halo.
+pub const STENCIL_BLOCK: u32 = 256;
+
+/// Stages `kjit tune` tries for the stencil; the first is the default.
+const STENCIL_PARAMS: &[TuneParam] = &[TuneParam {
+    name: "stages",
+    values: &[2, 1, 3, 4],
+}];
+
+/// One Jacobi step of a 5-point stencil on a `width x height` row-major grid (the border
+/// copied), as a persistent loop over tiles of `STENCIL_ROWS` rows by 254 columns: workgroup
+/// `g` takes tiles `g, g + grid, ...`; each tile with its halo (one row above and below, one
+/// column left and right: `(STENCIL_ROWS + 2) x 256` words) is streamed into LDS through
+/// `stages` buffers, and the work-items read their neighbours from LDS (`TileSharing::Workgroup`:
+/// columns 63/64 etc. come from other waves). Halo words outside the grid load 0 by index
+/// masking (`u32::MAX`), so each copy is a direct-to-LDS load.
+pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
+    let k = KernelBuilder::new("stencil_pipelined");
+    let input = k.buffer::<f32>("input");
+    let width = k.arg::<u32>("width");
+    let height = k.arg::<u32>("height");
+    let out = k.buffer_mut::<f32>("out");
+    let inner = STENCIL_BLOCK - 2;
+    let strips = (width + (inner - 1)) / inner;
+    let blocks = (height + (STENCIL_ROWS - 1)) / STENCIL_ROWS;
+    let tiles = strips * blocks;
+    let p = k.pipeline(stages, TileSharing::Workgroup);
+    let tile = p.staged::<f32>("tile", (STENCIL_ROWS + 2) * STENCIL_BLOCK);
+    let slot = k.lane_slot();
+    let lid = k.local_id(Dim::X);
+    let g = k.group_id(Dim::X);
+    let grid = k.num_groups(Dim::X);
+    let outside = k.lit(u32::MAX);
+    // Tile t of this workgroup: its first output row and its first (halo) column, as i32.
+    let (w, h) = (width.cast::<i32>(), height.cast::<i32>());
+    let at = |r, c| masked_index(&k, r, c, w, h);
+    p.run(
+        |t| (g + t * grid).lt(tiles),
+        |s, t| {
+            let (row0, col0) = tile_origin(g, grid, strips, t);
+            let c = col0 + lid.cast::<i32>();
+            for rr in 0..STENCIL_ROWS + 2 {
+                let r = row0 + (rr as i32 - 1);
+                s.copy(&k, &tile, slot + rr * STENCIL_BLOCK, &input, at(r, c));
+            }
+        },
+        |s, t| {
+            let (row0, col0) = tile_origin(g, grid, strips, t);
+            let c = col0 + lid.cast::<i32>();
+            let buf = s.buffer(&tile);
+            let own = lid.lt(STENCIL_BLOCK - 1) & lid.gt(0u32);
+            let left = lid.max(1u32) - 1u32;
+            let right = lid.min(STENCIL_BLOCK - 2) + 1u32;
+            for rr in 0..STENCIL_ROWS {
+                let r = row0 + rr as i32;
+                let mid = (rr + 1) * STENCIL_BLOCK;
+                let up = k.load(buf, lid + rr * STENCIL_BLOCK);
+                let down = k.load(buf, lid + (rr + 2) * STENCIL_BLOCK);
+                let l = k.load(buf, left + mid);
+                let rt = k.load(buf, right + mid);
+                let centre = k.load(buf, lid + mid);
+                let interior = r.gt(0i32) & c.gt(0i32) & (r + 1i32).lt(h) & (c + 1i32).lt(w);
+                let v = k.select(interior, (up + down + l + rt) * 0.25f32, centre);
+                let idx = k.select(own, at(r, c), outside);
+                k.store(&out, idx, v);
+            }
+        },
+    );
+    k.finish()
+}
+
+/// The first output row and first (halo) column of tile `t` of workgroup `g`.
+fn tile_origin<'k>(
+    g: Val<'k, u32>,
+    grid: Val<'k, u32>,
+    strips: Val<'k, u32>,
+    t: Val<'k, u32>,
+) -> (Val<'k, i32>, Val<'k, i32>) {
+    let id = g + t * grid;
+    let row0 = (id / strips * STENCIL_ROWS).cast::<i32>();
+    let col0 = (id % strips * (STENCIL_BLOCK - 2)).cast::<i32>() - 1i32;
+    (row0, col0)
+}
+
+/// `r * w + c` inside the `w x h` grid, `u32::MAX` (past any buffer's end) outside it.
+fn masked_index<'k>(
+    k: &'k KernelBuilder,
+    r: Val<'k, i32>,
+    c: Val<'k, i32>,
+    w: Val<'k, i32>,
+    h: Val<'k, i32>,
+) -> Val<'k, u32> {
+    let inside = r.ge(0i32) & r.lt(h) & c.ge(0i32) & c.lt(w);
+    k.select(inside, (r * w + c).cast::<u32>(), k.lit(u32::MAX))
+}
+
+fn stencil_default() -> BuildResult {
+    build_stencil_pipelined(STENCIL_PARAMS[0].values[0])
+}
+
+fn stencil_tuned(p: &[u32]) -> BuildResult {
+    build_stencil_pipelined(p[0])
+}
+
+/// The grid of `stencil_pipelined` for `n`: `n x (n/2 + 3)` cells.
+fn stencil_dims(n: usize) -> (u32, u32) {
+    (n.max(1) as u32, (n / 2 + 3) as u32)
+}
+
+fn stencil_case(n: usize, seed: u64) -> Case {
+    let (w, h) = stencil_dims(n);
+    let mut r = rng(seed);
+    let input = random_f32(&mut r, (w * h) as usize, 0.0, 1.0);
+    let inner = STENCIL_BLOCK - 2;
+    let tiles = w.div_ceil(inner) * h.div_ceil(STENCIL_ROWS);
+    Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::F32(input)),
+            Arg::U32(w),
+            Arg::U32(h),
+            poisoned(kjit_ir::ElemType::F32, (w * h) as usize),
+        ],
+        launch: LaunchDims {
+            grid: [tiles.min(PERSISTENT_GRID), 1, 1],
+            block: [STENCIL_BLOCK, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![3],
+    }
+}
+
+fn stencil_case_tuned(_p: &[u32], n: usize, seed: u64) -> Case {
+    stencil_case(n, seed)
+}
+
+fn stencil_reference(c: &Case) -> Vec<BufferData> {
+    let input = f32s(c, 0);
+    let (w, h) = (u32_arg(c, 1) as usize, u32_arg(c, 2) as usize);
+    let mut out = input.to_vec();
+    for r in 1..h.saturating_sub(1) {
+        for col in 1..w.saturating_sub(1) {
+            let i = r * w + col;
+            out[i] = (input[i - w] + input[i + w] + input[i - 1] + input[i + 1]) * 0.25;
+        }
+    }
+    vec![BufferData::F32(out)]
+}
+
+/// The registry entry of `stencil_pipelined`.
+pub const STENCIL_PIPELINED: KernelSpec = KernelSpec {
+    name: "stencil_pipelined",
+    description: "5-point Jacobi step on n x (n/2+3), 4x254 tiles with an LDS halo, stages buffers",
+    build: stencil_default,
+    make_case: stencil_case,
+    reference: stencil_reference,
+    tolerance: Tolerance::EXACT,
+    default_n: 300,
+    tuning: Some(Tuning {
+        params: STENCIL_PARAMS,
+        build: stencil_tuned,
+        make_case: stencil_case_tuned,
     }),
 };

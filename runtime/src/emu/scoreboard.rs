@@ -488,6 +488,7 @@ impl Scoreboard {
             Counter::Lgkm => (self.lgkm.len(), LGKM_MAX),
             Counter::Exp => (self.exp.len(), EXP_MAX),
         };
+        let saturated = len >= max;
         for _ in max..=len {
             let old = match op.kind.counter() {
                 Counter::Vm => self.vm.pop_front(),
@@ -497,6 +498,10 @@ impl Scoreboard {
             if let Some(old) = old {
                 self.retire(old, wave);
             }
+        }
+        if saturated {
+            // The retired operations' registers are no longer pending.
+            self.recompute();
         }
         let mut op = op;
         self.issued += 1;
@@ -727,6 +732,22 @@ mod tests {
         sb.wait(0, 7, 15, &mut w);
         assert_eq!(w.vgpr[2][5], 22);
         assert!(sb.idle());
+    }
+
+    #[test]
+    fn an_operation_retired_by_a_saturated_counter_is_no_longer_pending() {
+        // 16 LDS loads: the 16th retires the first (lgkmcnt holds 15), whose register may then
+        // be read without a wait; the 15 younger ones are still pending.
+        let mut w = wave();
+        let mut sb = Scoreboard::new(false);
+        for k in 0..16u16 {
+            sb.issue(lds(0x10 + 8 * k as u64, 10 + k, k as u32), &mut w);
+        }
+        sb.check(&reads_v(10), &RegSet::EMPTY, None)
+            .expect("v10 landed when the counter saturated");
+        assert_eq!(w.vgpr[10][0], 0);
+        let e = sb.check(&reads_v(11), &RegSet::EMPTY, None).unwrap_err();
+        assert!(e.to_string().contains("lgkmcnt(14)"), "{e}");
     }
 
     #[test]
