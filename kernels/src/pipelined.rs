@@ -10,7 +10,8 @@ use kjit_frontend::{Dim, KernelBuilder, TileSharing, Val};
 /// the default machine), fewer when the vector needs fewer.
 pub const PERSISTENT_GRID: u32 = 304;
 
-/// The stages `kjit tune` tries; the first is the default.
+/// The stages `kjit tune` tries for every pipelined kernel; the first (double buffering) is the
+/// default.
 const PARAMS: &[TuneParam] = &[TuneParam {
     name: "stages",
     values: &[2, 1, 3, 4],
@@ -61,23 +62,7 @@ fn build_tuned(p: &[u32]) -> BuildResult {
 
 /// A case with `grid` workgroups of 256.
 pub fn case_with_grid(n: usize, seed: u64, grid: u32) -> Case {
-    let mut r = rng(seed);
-    let a = random_f32(&mut r, n, -10.0, 10.0);
-    let b = random_f32(&mut r, n, -10.0, 10.0);
-    Case {
-        n,
-        args: vec![
-            Arg::Buffer(BufferData::F32(a)),
-            Arg::Buffer(BufferData::F32(b)),
-            poisoned(kjit_ir::ElemType::F32, n),
-        ],
-        launch: LaunchDims {
-            grid: [grid, 1, 1],
-            block: [BLOCK, 1, 1],
-            dynamic_lds: 0,
-        },
-        outputs: vec![2],
-    }
+    crate::vector::case_abc(n, seed, grid, BLOCK)
 }
 
 fn make_default(n: usize, seed: u64) -> Case {
@@ -88,20 +73,13 @@ fn make_tuned(_p: &[u32], n: usize, seed: u64) -> Case {
     make_default(n, seed)
 }
 
-fn reference(c: &Case) -> Vec<BufferData> {
-    let (a, b) = (f32s(c, 0), f32s(c, 1));
-    vec![BufferData::F32(
-        a.iter().zip(b).map(|(x, y)| x + y).collect(),
-    )]
-}
-
 /// The registry entry of `vector_add_pipelined`.
 pub const VECTOR_ADD_PIPELINED: KernelSpec = KernelSpec {
     name: "vector_add_pipelined",
     description: "c = a + b, persistent grid, inputs streamed through LDS (stages 2 by default)",
     build: build_default,
     make_case: make_default,
-    reference,
+    reference: crate::vector::ref_vector_add,
     tolerance: Tolerance::EXACT,
     default_n: 10_000,
     tuning: Some(Tuning {
@@ -110,12 +88,6 @@ pub const VECTOR_ADD_PIPELINED: KernelSpec = KernelSpec {
         make_case: make_tuned,
     }),
 };
-
-/// Stages `kjit tune` tries for the pipelined matmul; the first is the default.
-const MATMUL_PARAMS: &[TuneParam] = &[TuneParam {
-    name: "stages",
-    values: &[2, 1, 3, 4],
-}];
 
 /// `c[m x n] = a[m x k] * b[k x n]` (row-major) with `TILE x TILE` workgroups, streaming the
 /// `k` dimension through `stages` pairs of LDS tiles (`TileSharing::Workgroup`: every
@@ -167,7 +139,7 @@ pub fn build_matmul_pipelined(stages: u32) -> BuildResult {
 }
 
 fn matmul_default() -> BuildResult {
-    build_matmul_pipelined(MATMUL_PARAMS[0].values[0])
+    build_matmul_pipelined(PARAMS[0].values[0])
 }
 
 fn matmul_tuned(p: &[u32]) -> BuildResult {
@@ -188,7 +160,7 @@ pub const MATMUL_PIPELINED: KernelSpec = KernelSpec {
     tolerance: crate::matmul::MATMUL.tolerance,
     default_n: 100,
     tuning: Some(Tuning {
-        params: MATMUL_PARAMS,
+        params: PARAMS,
         build: matmul_tuned,
         make_case: matmul_case,
     }),
@@ -198,12 +170,6 @@ pub const MATMUL_PIPELINED: KernelSpec = KernelSpec {
 pub const STENCIL_ROWS: u32 = 4;
 /// Work-items per stencil workgroup: one column each, the outer two the halo.
 pub const STENCIL_BLOCK: u32 = 256;
-
-/// Stages `kjit tune` tries for the stencil; the first is the default.
-const STENCIL_PARAMS: &[TuneParam] = &[TuneParam {
-    name: "stages",
-    values: &[2, 1, 3, 4],
-}];
 
 /// One Jacobi step of a 5-point stencil on a `width x height` row-major grid (the border
 /// copied), as a persistent loop over tiles of `STENCIL_ROWS` rows by 254 columns: workgroup
@@ -293,7 +259,7 @@ fn masked_index<'k>(
 }
 
 fn stencil_default() -> BuildResult {
-    build_stencil_pipelined(STENCIL_PARAMS[0].values[0])
+    build_stencil_pipelined(PARAMS[0].values[0])
 }
 
 fn stencil_tuned(p: &[u32]) -> BuildResult {
@@ -355,7 +321,7 @@ pub const STENCIL_PIPELINED: KernelSpec = KernelSpec {
     tolerance: Tolerance::EXACT,
     default_n: 300,
     tuning: Some(Tuning {
-        params: STENCIL_PARAMS,
+        params: PARAMS,
         build: stencil_tuned,
         make_case: stencil_case_tuned,
     }),
