@@ -323,3 +323,42 @@ fn the_hand_written_design_runs_and_kjit_matches_its_vgprs() {
         hk.meta.vgpr_count
     );
 }
+
+/// `grid_stride_loop`: a uniform loop over the workgroup's rounds whose last-round lanes past
+/// `n` rely on the buffers' range checks; device == interpreter == CPU, including a grid
+/// larger than the data (n = 1) and the persistent grid of the software device.
+#[test]
+fn grid_stride_loop_covers_every_element_once() {
+    let k = KernelBuilder::new("grid_stride_add");
+    let a = k.buffer::<f32>("a");
+    let b = k.buffer::<f32>("b");
+    let c = k.buffer_mut::<f32>("c");
+    k.grid_stride_loop(c.len(), |i| {
+        k.store(&c, i, k.load(&a, i) + k.load(&b, i));
+    });
+    let func = k.finish().expect("builds");
+    let persistent = LaunchDims::persistent(&GcnEmulator::new(), 256);
+    let mut failures = Vec::new();
+    for t in ALL_TARGETS {
+        for (n, grid) in [
+            (1usize, 7u32),
+            (1000, 7),
+            (5000, 3),
+            (70_000, persistent.grid[0]),
+        ] {
+            let mut case = case_with_grid(n, n as u64, grid);
+            case.launch.block = [persistent.block[0], 1, 1];
+            if let Some(m) = differ(&func, t, &case, n as u64) {
+                failures.push(format!("{t} n {n} grid {grid}: {m}"));
+            }
+            let want = kjit_kernels::vector::ref_vector_add(&case);
+            let mut got = case.args.clone();
+            kjit_ir::interp::run(&func, &case.launch, &mut got).expect("interpreter");
+            if let Err(m) = kjit_kernels::check(&case, &got, &want, kjit_kernels::Tolerance::EXACT)
+            {
+                failures.push(format!("interpreter n {n}: {m}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -209,10 +209,8 @@ impl KernelBuilder {
     /// `r` in `0..ceil(n / global_size)`, a uniform trip count (no per-lane exit). Lanes whose
     /// `i` is past `n` in the last round run the body too: their buffer loads give 0 and their
     /// stores are dropped by the buffers' range checks, so a body that only touches buffers
-    /// at `i` needs no bound check. With [`LaunchDims::persistent`] the grid is one workgroup
-    /// per compute unit.
-    ///
-    /// [`LaunchDims::persistent`]: https://docs.rs/kjit-runtime
+    /// at `i` needs no bound check. With `LaunchDims::persistent` (kjit-runtime) the grid is one
+    /// workgroup per compute unit.
     #[track_caller]
     pub fn grid_stride_loop<'k>(&'k self, n: Val<'k, u32>, body: impl FnOnce(Val<'k, u32>)) {
         let stride = self.global_size(Dim::X);

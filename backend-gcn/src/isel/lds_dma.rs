@@ -138,7 +138,6 @@ impl Isel<'_> {
         &mut self,
         store: Inst,
         arr: kjit_ir::LdsArray,
-        _index: Value,
         offset: u32,
     ) -> Result<(), IselError> {
         let d = self.dma_stores[&store];

@@ -172,13 +172,9 @@ impl Isel<'_> {
             }
             InstData::Store {
                 mem: Mem::Lds(arr),
-                index,
                 offset,
-                ref values,
-            } if self.dma_stores.contains_key(&i) => {
-                let _ = values;
-                self.lds_dma(i, arr, index, offset)?
-            }
+                ..
+            } if self.dma_stores.contains_key(&i) => self.lds_dma(i, arr, offset)?,
             InstData::Load {
                 mem,
                 index,
