@@ -12,9 +12,9 @@ use kjit_runtime::emu::gcn::GcnEmulator;
 /// Problem sizes per kernel: small, odd, and around the kernel's default.
 fn sizes(name: &str) -> Vec<usize> {
     match name {
-        "matmul" => vec![5, 17, 33],
+        "matmul" | "matmul_pipelined" => vec![5, 17, 33],
         "hash_rounds" => vec![1, 67, 300],
-        "softmax" | "seed_2d" => vec![3, 70, 201],
+        "softmax" | "seed_2d" | "stencil_pipelined" => vec![3, 70, 201],
         _ => vec![1, 67, 1000, 4099],
     }
 }
@@ -118,6 +118,21 @@ fn hash_rounds() {
 }
 
 #[test]
+fn vector_add_pipelined() {
+    run_kernel("vector_add_pipelined");
+}
+
+#[test]
+fn matmul_pipelined() {
+    run_kernel("matmul_pipelined");
+}
+
+#[test]
+fn stencil_pipelined() {
+    run_kernel("stencil_pipelined");
+}
+
+#[test]
 fn every_library_kernel_is_covered() {
     let covered = [
         "vector_add",
@@ -129,6 +144,9 @@ fn every_library_kernel_is_covered() {
         "softmax",
         "matmul",
         "hash_rounds",
+        "vector_add_pipelined",
+        "matmul_pipelined",
+        "stencil_pipelined",
     ];
     for spec in kjit_kernels::all() {
         assert!(

@@ -15,9 +15,9 @@ use kjit_runtime::emu::{GcnEmulator, RunConfig};
 /// launches still take a few seconds of host time at most.
 fn size(name: &str) -> usize {
     match name {
-        "matmul" => 256,
+        "matmul" | "matmul_pipelined" => 256,
         "softmax" => 2048,
-        "seed_2d" => 1024,
+        "seed_2d" | "stencil_pipelined" => 1024,
         "hash_rounds" => 1 << 16,
         _ => 1 << 20,
     }

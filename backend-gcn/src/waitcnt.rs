@@ -246,8 +246,51 @@ struct Brackets {
     lds_out: u8,
     ool_out: bool,
     exp_out: u8,
-    /// A VMEM load to LDS (`lds` bit) pending: younger VMEM operations.
-    vm_lds: u8,
+    /// Per LDS region ([`Modifiers::lds_region`](crate::isa::Modifiers), 0 = unknown): the
+    /// younger VMEM operations of the newest pending VMEM load to LDS (`lds` bit) into it.
+    vm_lds: [u8; REGIONS],
+    /// Per LDS region: the younger LDS operations of the newest pending DS access of it. A
+    /// load to LDS waits for them (it must not overwrite words a DS read has yet to read).
+    ds_region: [u8; REGIONS],
+}
+
+/// LDS regions tracked apart; isel numbers arrays from 1 and folds larger numbers into the last.
+pub(crate) const REGIONS: usize = 16;
+
+/// The region slot of an instruction's `lds_region`.
+fn region_of(inst: &Inst) -> usize {
+    (inst.mods.lds_region as usize).min(REGIONS - 1)
+}
+
+/// The smallest entry of `slots` an access of region `r` conflicts with: its own and the
+/// unknown region 0, or every region when `r` is unknown.
+fn conflicting(slots: &[u8; REGIONS], r: usize) -> u8 {
+    if r == 0 {
+        slots.iter().copied().min().unwrap_or(NONE)
+    } else {
+        slots[0].min(slots[r])
+    }
+}
+
+/// Ages the entries of `slots` by one operation; an entry with `max` younger ones is complete.
+fn age(slots: &mut [u8], max: u8) {
+    for x in slots.iter_mut() {
+        if *x != NONE {
+            *x += 1;
+            if *x >= max {
+                *x = NONE;
+            }
+        }
+    }
+}
+
+/// Retires the entries of `slots` a wait for `n` completes.
+fn retire(slots: &mut [u8], n: u8) {
+    for x in slots.iter_mut() {
+        if *x != NONE && *x >= n {
+            *x = NONE;
+        }
+    }
 }
 
 impl Brackets {
@@ -261,7 +304,8 @@ impl Brackets {
             lds_out: 0,
             ool_out: false,
             exp_out: 0,
-            vm_lds: NONE,
+            vm_lds: [NONE; REGIONS],
+            ds_region: [NONE; REGIONS],
         }
     }
 
@@ -276,7 +320,10 @@ impl Brackets {
         self.lds_out = self.lds_out.max(o.lds_out);
         self.ool_out |= o.ool_out;
         self.exp_out = self.exp_out.max(o.exp_out);
-        self.vm_lds = self.vm_lds.min(o.vm_lds);
+        for r in 0..REGIONS {
+            self.vm_lds[r] = self.vm_lds[r].min(o.vm_lds[r]);
+            self.ds_region[r] = self.ds_region[r].min(o.ds_region[r]);
+        }
     }
 
     fn any_lds_pending(&self) -> bool {
@@ -284,7 +331,7 @@ impl Brackets {
     }
 
     /// The weakest wait before `inst` (at `target`) that leaves nothing it touches in flight.
-    fn needed(&self, inst: &Inst, target: Target) -> Wait {
+    fn needed(&self, inst: &Inst, target: Target, after: Option<&RegionSet>) -> Wait {
         let mut w = Wait::default();
         let class = mem_class(inst);
         for_each_access(inst, |u, reads, writes| {
@@ -309,8 +356,19 @@ impl Brackets {
                 w.exp = min_opt(w.exp, self.exp[u]);
             }
         });
-        if matches!(class, MemClass::Lds | MemClass::Gds) && self.vm_lds != NONE {
-            w.vm = min_opt(w.vm, self.vm_lds);
+        let region = region_of(inst);
+        if matches!(class, MemClass::Lds | MemClass::Gds) {
+            let r = if class == MemClass::Gds { 0 } else { region };
+            let pending = conflicting(&self.vm_lds, r);
+            if pending != NONE {
+                w.vm = min_opt(w.vm, pending);
+            }
+        }
+        if class == MemClass::Vmem && inst.mods.lds {
+            let pending = conflicting(&self.ds_region, region);
+            if pending != NONE {
+                w.lgkm = min_opt(w.lgkm, pending);
+            }
         }
         if inst.op == Opcode::SBarrier {
             if target == Target::Gfx900 {
@@ -327,8 +385,17 @@ impl Brackets {
                 if self.any_lds_pending() {
                     w.lgkm = Some(0);
                 }
-                if self.vm_lds != NONE {
-                    w.vm = min_opt(w.vm, self.vm_lds);
+                // Other waves read this wave's loads to LDS after the barrier: those into
+                // the regions accessed before the next barrier (every region if unknown).
+                let pending = match after {
+                    Some(set) => (1..REGIONS)
+                        .filter(|&r| set[r])
+                        .map(|r| self.vm_lds[r])
+                        .fold(self.vm_lds[0], u8::min),
+                    None => conflicting(&self.vm_lds, 0),
+                };
+                if pending != NONE {
+                    w.vm = min_opt(w.vm, pending);
                 }
             }
         }
@@ -375,22 +442,13 @@ impl Brackets {
     /// The effect of executing `s_waitcnt` with counts `w`.
     fn apply_wait(&mut self, w: &Wait) {
         if let Some(n) = w.vm {
-            for x in self.vm.iter_mut() {
-                if *x != NONE && *x >= n {
-                    *x = NONE;
-                }
-            }
-            if self.vm_lds != NONE && self.vm_lds >= n {
-                self.vm_lds = NONE;
-            }
+            retire(&mut self.vm, n);
+            retire(&mut self.vm_lds, n);
             self.vm_out = self.vm_out.min(n);
         }
         if let Some(n) = w.lgkm {
-            for x in self.lds.iter_mut() {
-                if *x != NONE && *x >= n {
-                    *x = NONE;
-                }
-            }
+            retire(&mut self.lds, n);
+            retire(&mut self.ds_region, n);
             if n == 0 {
                 self.ool.iter_mut().for_each(|x| *x = false);
                 self.ool_out = false;
@@ -398,11 +456,7 @@ impl Brackets {
             self.lds_out = self.lds_out.min(n);
         }
         if let Some(n) = w.exp {
-            for x in self.exp.iter_mut() {
-                if *x != NONE && *x >= n {
-                    *x = NONE;
-                }
-            }
+            retire(&mut self.exp, n);
             self.exp_out = self.exp_out.min(n);
         }
     }
@@ -413,29 +467,15 @@ impl Brackets {
         if class == MemClass::None {
             return;
         }
-        let bump = |v: &mut Vec<u8>, max: u8| {
-            for x in v.iter_mut() {
-                if *x != NONE {
-                    *x += 1;
-                    // With `max` younger operations on its counter an operation is complete.
-                    if *x >= max {
-                        *x = NONE;
-                    }
-                }
-            }
-        };
+        // With `max` younger operations on its counter an operation is complete.
+        let bump = |v: &mut Vec<u8>, max: u8| age(v, max);
         match class {
             MemClass::Vmem | MemClass::Flat => {
                 bump(&mut self.vm, VMCNT_MAX);
-                if self.vm_lds != NONE {
-                    self.vm_lds += 1;
-                    if self.vm_lds >= VMCNT_MAX {
-                        self.vm_lds = NONE;
-                    }
-                }
+                age(&mut self.vm_lds, VMCNT_MAX);
                 self.vm_out = (self.vm_out + 1).min(VMCNT_MAX);
                 if inst.mods.lds && class == MemClass::Vmem {
-                    self.vm_lds = 0;
+                    self.vm_lds[region_of(inst)] = 0;
                 }
                 if class == MemClass::Flat {
                     self.ool_out = true;
@@ -443,6 +483,8 @@ impl Brackets {
             }
             MemClass::Lds => {
                 bump(&mut self.lds, LGKMCNT_MAX);
+                age(&mut self.ds_region, LGKMCNT_MAX);
+                self.ds_region[region_of(inst)] = 0;
                 self.lds_out = (self.lds_out + 1).min(LGKMCNT_MAX);
             }
             MemClass::Gds => {
@@ -480,12 +522,12 @@ impl Brackets {
     }
 
     /// Runs one instruction: the wait it needs (applied), then its own effect.
-    fn step(&mut self, inst: &Inst, target: Target) -> Wait {
+    fn step(&mut self, inst: &Inst, target: Target, after: Option<&RegionSet>) -> Wait {
         if let Some(w) = Wait::of_inst(inst, target) {
             self.apply_wait(&w);
             return Wait::default();
         }
-        let w = self.needed(inst, target);
+        let w = self.needed(inst, target, after);
         if !w.is_empty() {
             self.apply_wait(&w);
         }
@@ -540,6 +582,58 @@ fn preheader_flush_sets(f: &PhysFunction) -> Vec<Option<Vec<bool>>> {
     out
 }
 
+/// LDS regions a barrier publishes: per region, whether some path from it reaches a DS access
+/// of that region before the next barrier.
+type RegionSet = [bool; REGIONS];
+
+/// For every `s_barrier` (block, index): the LDS regions accessed after it and before the next
+/// barrier on any path (`None`: a DS access of unknown region, so every region). A wave's loads
+/// to LDS into other regions need not land before this barrier; the barrier before their
+/// readers waits for them.
+fn regions_after_barriers(
+    f: &PhysFunction,
+) -> std::collections::HashMap<(usize, usize), Option<RegionSet>> {
+    let mut out = std::collections::HashMap::new();
+    let n = f.blocks.len();
+    for (b, block) in f.blocks.iter().enumerate() {
+        for (k, inst) in block.insts.iter().enumerate() {
+            if inst.op != Opcode::SBarrier {
+                continue;
+            }
+            let mut set = [false; REGIONS];
+            let mut unknown = false;
+            let mut seen = vec![false; n];
+            let mut work = vec![(b, k + 1)];
+            while let Some((blk, start)) = work.pop() {
+                let mut stopped = false;
+                for i in &f.blocks[blk].insts[start.min(f.blocks[blk].insts.len())..] {
+                    if i.op == Opcode::SBarrier {
+                        stopped = true;
+                        break;
+                    }
+                    if matches!(mem_class(i), MemClass::Lds | MemClass::Gds | MemClass::Flat) {
+                        match region_of(i) {
+                            0 => unknown = true,
+                            r => set[r] = true,
+                        }
+                    }
+                }
+                if !stopped {
+                    for s in f.blocks[blk].term.successors() {
+                        let si = s.as_u32() as usize;
+                        if si < n && !seen[si] {
+                            seen[si] = true;
+                            work.push((si, 0));
+                        }
+                    }
+                }
+            }
+            out.insert((b, k), (!unknown).then_some(set));
+        }
+    }
+    out
+}
+
 /// Inserts every `s_waitcnt` `f` needs (see the module docs). Existing waits are kept and
 /// taken into account, so running the pass twice inserts nothing the second time.
 pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
@@ -550,6 +644,7 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
         return stats;
     }
     let flush = preheader_flush_sets(f);
+    let after_barrier = regions_after_barriers(f);
     // Predecessor-merged entry states, to a fixed point (blocks in layout order; a change
     // re-queues the successors).
     let mut entry: Vec<Option<Brackets>> = vec![None; n];
@@ -562,8 +657,12 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
         queued[b] = false;
         stats.iterations += 1;
         let mut s = entry[b].clone().unwrap_or_else(Brackets::new);
-        for inst in &f.blocks[b].insts {
-            s.step(inst, target);
+        for (k, inst) in f.blocks[b].insts.iter().enumerate() {
+            s.step(
+                inst,
+                target,
+                after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
+            );
         }
         let w = s.needed_at_end(&f.blocks[b].term, flush[b].as_deref());
         s.apply_wait(&w);
@@ -593,8 +692,12 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     for (b, block) in f.blocks.iter_mut().enumerate() {
         let mut s = entry[b].clone().unwrap_or_else(Brackets::new);
         let mut out = Vec::with_capacity(block.insts.len() + 4);
-        for inst in block.insts.drain(..) {
-            let w = s.step(&inst, target);
+        for (k, inst) in block.insts.drain(..).enumerate() {
+            let w = s.step(
+                &inst,
+                target,
+                after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
+            );
             if !w.is_empty() {
                 stats.inserted += 1;
                 if w.vm.is_some_and(|n| n > 0) || w.lgkm.is_some_and(|n| n > 0) {

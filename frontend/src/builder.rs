@@ -49,7 +49,7 @@ fn valid_name(s: &str) -> bool {
 }
 
 impl Inner {
-    fn error(&mut self, call: &str, site: Site, message: String) {
+    pub(crate) fn error(&mut self, call: &str, site: Site, message: String) {
         self.errors.push(BuildError::at(call, Some(site), message));
     }
 

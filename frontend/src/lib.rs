@@ -23,6 +23,7 @@ mod error;
 mod frag;
 mod math;
 mod memory;
+mod pipeline;
 mod types;
 mod value;
 
@@ -33,5 +34,6 @@ pub use half::f16;
 pub use kjit_ir::{Dim, Function, ReduceOp};
 pub use kjit_ir::{FragType, MfmaOp};
 pub use memory::{Buffer, Lds, Memory};
+pub use pipeline::{Pipeline, Stage, Staged, TileSharing};
 pub use types::{Float, Index, Int, Num, Scalar};
 pub use value::{AnyVal, Bits, Operand, Val, Var};

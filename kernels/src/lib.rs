@@ -16,6 +16,7 @@ pub mod attention;
 pub mod gemm;
 pub mod hash;
 pub mod matmul;
+pub mod pipelined;
 pub mod reduce;
 pub mod seed_2d;
 pub mod softmax;
@@ -129,7 +130,7 @@ impl Tuning {
     }
 }
 
-static ALL: [KernelSpec; 9] = [
+static ALL: [KernelSpec; 12] = [
     vector::VECTOR_ADD,
     vector::SAXPY,
     vector::VECTOR_ADD_PERSISTENT,
@@ -139,6 +140,9 @@ static ALL: [KernelSpec; 9] = [
     softmax::SOFTMAX,
     matmul::MATMUL,
     hash::HASH_ROUNDS,
+    pipelined::VECTOR_ADD_PIPELINED,
+    pipelined::MATMUL_PIPELINED,
+    pipelined::STENCIL_PIPELINED,
 ];
 
 /// Every kernel of the library.

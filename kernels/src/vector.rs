@@ -20,7 +20,8 @@ pub fn build_vector_add() -> BuildResult {
     k.finish()
 }
 
-fn case_abc(n: usize, seed: u64, grid: u32, block: u32) -> Case {
+/// Random `a`, `b` in [-10, 10) and a poisoned `c` of `n` floats, on `grid` x `block`.
+pub fn case_abc(n: usize, seed: u64, grid: u32, block: u32) -> Case {
     let mut r = rng(seed);
     let a = random_f32(&mut r, n, -10.0, 10.0);
     let b = random_f32(&mut r, n, -10.0, 10.0);
@@ -44,7 +45,8 @@ fn make_vector_add(n: usize, seed: u64) -> Case {
     case_abc(n, seed, groups(n, BLOCK), BLOCK)
 }
 
-fn ref_vector_add(c: &Case) -> Vec<BufferData> {
+/// `a + b` element by element.
+pub fn ref_vector_add(c: &Case) -> Vec<BufferData> {
     let (a, b) = (f32s(c, 0), f32s(c, 1));
     vec![BufferData::F32(
         a.iter().zip(b).map(|(x, y)| x + y).collect(),

@@ -6,9 +6,9 @@ use kjit_kernels::{all, check, find, Case, KernelSpec};
 
 fn sizes(spec: &KernelSpec) -> Vec<usize> {
     match spec.name {
-        "matmul" => vec![1, 13, 37],
+        "matmul" | "matmul_pipelined" => vec![1, 13, 37],
         "softmax" => vec![1, 63, 65, 333],
-        "seed_2d" => vec![1, 17, 250],
+        "seed_2d" | "stencil_pipelined" => vec![1, 17, 250],
         _ => vec![1, 63, 257, 3001],
     }
 }

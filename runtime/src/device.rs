@@ -59,6 +59,13 @@ impl LaunchDims {
         )
     }
 
+    /// A persistent 1-D launch: one workgroup of `block` work-items per compute unit of `dev`
+    /// ([`Device::compute_units`]). The kernel strides over its data (a grid-stride loop such
+    /// as `KernelBuilder::grid_stride_loop`) instead of being sized by it.
+    pub fn persistent(dev: &dyn Device, block: u32) -> LaunchDims {
+        LaunchDims::new([dev.compute_units().max(1), 1, 1], [block, 1, 1])
+    }
+
     /// The same launch with `bytes` of dynamic LDS.
     pub fn with_dynamic_lds(self, bytes: u32) -> LaunchDims {
         LaunchDims {
@@ -194,4 +201,12 @@ pub trait Device {
     ) -> DeviceResult<LaunchStats>;
     /// Waits for all work on the device.
     fn synchronize(&self) -> DeviceResult<()>;
+    /// Compute units the device has (what a persistent kernel's grid is sized by). The
+    /// default is the CU count of the target's machine model (`machine::default_machine`:
+    /// gfx942 → MI300X's 304); the software device, which has no target of its own, takes
+    /// gfx942's.
+    fn compute_units(&self) -> u32 {
+        let t = self.target().unwrap_or(Target::Gfx942);
+        kjit_backend_gcn::machine::default_machine(t).cus
+    }
 }

@@ -530,6 +530,10 @@ impl HipDevice {
 }
 
 impl Device for HipDevice {
+    fn compute_units(&self) -> u32 {
+        self.info.compute_units
+    }
+
     fn name(&self) -> String {
         format!("HIP: {} ({})", self.info.name, self.info.gcn_arch_name)
     }

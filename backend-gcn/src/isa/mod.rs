@@ -128,6 +128,10 @@ pub struct Modifiers {
     pub dpp: Dpp,
     /// SDWA controls (meaningful with [`Encoding::Sdwa`]).
     pub sdwa: Sdwa,
+    /// Not encoded: the LDS array (its number + 1) a DS access or an LDS DMA (`lds` bit) is
+    /// known to touch, 0 when unknown. Instruction selection sets it so that `InsertWaitcnt`
+    /// waits for a load-to-LDS only before accesses of the array it writes (decoded code: 0).
+    pub lds_region: u8,
 }
 
 /// One machine instruction.

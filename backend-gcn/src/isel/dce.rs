@@ -287,8 +287,10 @@ fn sweep_once(mf: &mut MachineFunction) -> (usize, bool) {
             let (r, w) = flags(inst);
             let removable = match inst.opcode {
                 MOpcode::LiveIn(_) => false,
+                // A load to LDS (`lds` bit) writes memory.
                 MOpcode::Isa(op) => {
                     pure_opcode(op)
+                        && !inst.mods.lds
                         && matches!(w, Some(w) if TRACKED.iter().all(|&f| w & f == 0 || after & f == 0))
                 }
                 _ => true,

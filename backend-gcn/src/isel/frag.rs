@@ -160,10 +160,13 @@ impl Isel<'_> {
                     MOperand::Def(r)
                 }
             };
-            match desc {
-                Some(desc) => self.mubuf(name, data, addr, desc, imm + 4 * d),
-                None if store.is_some() => self.ds(name, &[MOperand::Use(addr), data], imm + 4 * d),
-                None => self.ds(name, &[data, MOperand::Use(addr)], imm + 4 * d),
+            match (desc, mem) {
+                (Some(desc), _) => self.mubuf(name, data, addr, desc, imm + 4 * d),
+                (None, Mem::Lds(arr)) if store.is_some() => {
+                    self.ds(name, &[MOperand::Use(addr), data], imm + 4 * d, arr)
+                }
+                (None, Mem::Lds(arr)) => self.ds(name, &[data, MOperand::Use(addr)], imm + 4 * d, arr),
+                (None, Mem::Global(_)) => unreachable!("a global fragment access has a descriptor"),
             }
         }
         Ok(match parts.len() {

@@ -170,6 +170,14 @@ impl Isel<'_> {
                 let r = self.val(arg);
                 self.result(res[0], r);
             }
+            InstData::Load { .. } if self.dma_loads.contains_key(&i) => {
+                // Issued by the store it feeds, as a load to LDS (`lds_dma`).
+            }
+            InstData::Store {
+                mem: Mem::Lds(arr),
+                offset,
+                ..
+            } if self.dma_stores.contains_key(&i) => self.lds_dma(i, arr, offset)?,
             InstData::Load {
                 mem,
                 index,
@@ -1112,9 +1120,10 @@ impl Isel<'_> {
         self.push(i);
     }
 
-    pub(crate) fn ds(&mut self, name: &str, ops: &[MOperand], offset: u32) {
+    pub(crate) fn ds(&mut self, name: &str, ops: &[MOperand], offset: u32, arr: kjit_ir::LdsArray) {
         let mut i = MInst::isa(op(name), ops);
         i.mods.offset = offset as i32;
+        i.mods.lds_region = super::lds_dma::region(arr);
         i.implicit_uses = implicit::EXEC;
         self.push(i);
     }
@@ -1281,6 +1290,7 @@ impl Isel<'_> {
                         name,
                         &[MOperand::Def(d), MOperand::Use(addr)],
                         imm + size * k,
+                        arr,
                     );
                     parts.push(d);
                 }
@@ -1367,6 +1377,7 @@ impl Isel<'_> {
                         name,
                         &[MOperand::Use(addr), MOperand::Use(v)],
                         imm + size * k as u32,
+                        arr,
                     );
                 }
             }
@@ -1459,7 +1470,7 @@ impl Isel<'_> {
                 let r = self.new_vreg(RegClass::Vgpr, 1);
                 let mut ops = vec![MOperand::Def(r), MOperand::Use(addr)];
                 ops.extend(vals.iter().map(|&v| MOperand::Use(v)));
-                self.ds(name, &ops, imm);
+                self.ds(name, &ops, imm, arr);
                 d = r;
             }
         }

@@ -33,6 +33,7 @@
 
 mod dce;
 mod frag;
+mod lds_dma;
 mod lower;
 mod order;
 mod ssa;
@@ -228,6 +229,10 @@ pub(crate) struct Isel<'a> {
     /// IR blocks entered by the whole wave through real branches ([`Isel::compute_direct`]):
     /// no head, no mask, reached only by `s_branch`/`s_cbranch_scc*` from their predecessors.
     direct: SecondaryMap<Block, bool>,
+    /// Global loads issued as loads to LDS by the store they feed (`lds_dma::pairs`): load →
+    /// store, and store → (load, the uniform part of its LDS index).
+    pub(crate) dma_loads: HashMap<kjit_ir::Inst, kjit_ir::Inst>,
+    pub(crate) dma_stores: HashMap<kjit_ir::Inst, lds_dma::DmaStore>,
 }
 
 impl<'a> Isel<'a> {
@@ -283,6 +288,7 @@ impl<'a> Isel<'a> {
             lds_bytes: lds_off,
         };
         let nvals = func.values.len();
+        let (dma_loads, dma_stores) = lds_dma::pairs(func, &uni);
         Ok(Isel {
             func,
             target,
@@ -318,6 +324,8 @@ impl<'a> Isel<'a> {
             noclobber: lower::noclobber_loads(func),
             kernarg_loads: HashMap::default(),
             direct: SecondaryMap::new(),
+            dma_loads,
+            dma_stores,
         })
     }
 
@@ -669,7 +677,20 @@ impl<'a> Isel<'a> {
     fn worth_skipping(&self, b: Block) -> bool {
         let func = self.func;
         let insts = &func.blocks[b].insts;
-        if self.loops.is_header(b) || insts.len() > SHORT_SECTION + 1 {
+        if self.loops.is_header(b) {
+            return true;
+        }
+        // A barrier is reached by every wave of the workgroup or by none (it is only allowed in
+        // uniform control flow), so running its section under an empty EXEC costs nothing
+        // wrong, and without the skip no path leads around the barrier: `InsertWaitcnt` then
+        // sees that loads to LDS it waits for have landed on every path after it.
+        if insts
+            .iter()
+            .any(|&i| matches!(func.insts[i], InstData::Barrier))
+        {
+            return false;
+        }
+        if insts.len() > SHORT_SECTION + 1 {
             return true;
         }
         insts.iter().any(|&i| match &func.insts[i] {

@@ -736,6 +736,22 @@ mod tests {
     }
 
     #[test]
+    fn an_operation_retired_by_a_saturated_counter_is_no_longer_pending() {
+        // 16 LDS loads: the 16th retires the first (lgkmcnt holds 15), whose register may then
+        // be read without a wait; the 15 younger ones are still pending.
+        let mut w = wave();
+        let mut sb = Scoreboard::new(false);
+        for k in 0..16u16 {
+            sb.issue(lds(0x10 + 8 * k as u64, 10 + k, k as u32), &mut w);
+        }
+        sb.check(&reads_v(10), &RegSet::EMPTY, None)
+            .expect("v10 landed when the counter saturated");
+        assert_eq!(w.vgpr[10][0], 0);
+        let e = sb.check(&reads_v(11), &RegSet::EMPTY, None).unwrap_err();
+        assert!(e.to_string().contains("lgkmcnt(14)"), "{e}");
+    }
+
+    #[test]
     fn overwriting_a_pending_load_destination_is_a_hazard_unless_a_newer_load_of_the_same_counter()
     {
         let mut w = wave();

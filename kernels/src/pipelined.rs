@@ -1,0 +1,331 @@
+//! Kernels written with the pipelined tile loop (`KernelBuilder::pipeline`): the persistent
+//! vector add that streams its inputs through LDS with `stages` buffers (double-buffered by
+//! default).
+
+use crate::vector::BLOCK;
+use crate::*;
+use kjit_frontend::{Dim, KernelBuilder, TileSharing, Val};
+
+/// Workgroups of the persistent launch: MI300X's compute units (`LaunchDims::persistent` on
+/// the default machine), fewer when the vector needs fewer.
+pub const PERSISTENT_GRID: u32 = 304;
+
+/// The stages `kjit tune` tries for every pipelined kernel; the first (double buffering) is the
+/// default.
+const PARAMS: &[TuneParam] = &[TuneParam {
+    name: "stages",
+    values: &[2, 1, 3, 4],
+}];
+
+/// `c = a + b`, persistent (a grid-stride loop over 256-element tiles, one tile per
+/// workgroup per round) with `stages` LDS buffers per input: each lane copies its elements of
+/// `a` and `b` to its own LDS words (direct-to-LDS loads), and tile `t + stages` is requested
+/// as soon as tile `t` has been read. Past the end, loads give 0 and stores are dropped, so the
+/// loop needs no bound checks (speculative fills). Workgroups must be 256 work-items.
+pub fn build_vector_add_pipelined(stages: u32) -> BuildResult {
+    let k = KernelBuilder::new("vector_add_pipelined");
+    let a = k.buffer::<f32>("a");
+    let b = k.buffer::<f32>("b");
+    let c = k.buffer_mut::<f32>("c");
+    let n = c.len();
+    let p = k
+        .pipeline(stages, TileSharing::WavePrivate)
+        .speculative(true);
+    let ta = p.staged::<f32>("a", BLOCK);
+    let tb = p.staged::<f32>("b", BLOCK);
+    let slot = k.lane_slot();
+    let stride = k.global_size(Dim::X);
+    let group_first = k.group_id(Dim::X) * k.group_size(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let index = |t| group_first + t * stride + lid;
+    p.run(
+        |t| (group_first + t * stride).lt(n),
+        |s, t| {
+            s.copy(&k, &ta, slot, &a, index(t));
+            s.copy(&k, &tb, slot, &b, index(t));
+        },
+        |s, t| {
+            let sum = k.load(s.buffer(&ta), slot) + k.load(s.buffer(&tb), slot);
+            k.store(&c, index(t), sum);
+        },
+    );
+    k.finish()
+}
+
+fn build_default() -> BuildResult {
+    build_vector_add_pipelined(PARAMS[0].values[0])
+}
+
+fn build_tuned(p: &[u32]) -> BuildResult {
+    build_vector_add_pipelined(p[0])
+}
+
+/// A case with `grid` workgroups of 256.
+pub fn case_with_grid(n: usize, seed: u64, grid: u32) -> Case {
+    crate::vector::case_abc(n, seed, grid, BLOCK)
+}
+
+fn make_default(n: usize, seed: u64) -> Case {
+    case_with_grid(n, seed, groups(n, BLOCK).min(PERSISTENT_GRID))
+}
+
+fn make_tuned(_p: &[u32], n: usize, seed: u64) -> Case {
+    make_default(n, seed)
+}
+
+/// The registry entry of `vector_add_pipelined`.
+pub const VECTOR_ADD_PIPELINED: KernelSpec = KernelSpec {
+    name: "vector_add_pipelined",
+    description: "c = a + b, persistent grid, inputs streamed through LDS (stages 2 by default)",
+    build: build_default,
+    make_case: make_default,
+    reference: crate::vector::ref_vector_add,
+    tolerance: Tolerance::EXACT,
+    default_n: 10_000,
+    tuning: Some(Tuning {
+        params: PARAMS,
+        build: build_tuned,
+        make_case: make_tuned,
+    }),
+};
+
+/// `c[m x n] = a[m x k] * b[k x n]` (row-major) with `TILE x TILE` workgroups, streaming the
+/// `k` dimension through `stages` pairs of LDS tiles (`TileSharing::Workgroup`: every
+/// work-item reads a row of `a`'s tile and a column of `b`'s, so the tiles are shared). Elements
+/// outside the matrices are masked by index, not by value: a lane whose element is outside
+/// loads from index `u32::MAX`, which is past the buffer's end and gives 0 (the buffer
+/// descriptor's range check), so every copy is a plain dword load stored at the lane's own LDS
+/// word — a direct-to-LDS load. The output store is masked the same way.
+pub fn build_matmul_pipelined(stages: u32) -> BuildResult {
+    use crate::matmul::TILE;
+    let k = KernelBuilder::new("matmul_pipelined");
+    k.allow_contraction(true);
+    let a = k.buffer::<f32>("a");
+    let b = k.buffer::<f32>("b");
+    let c = k.buffer_mut::<f32>("c");
+    let m = k.arg::<u32>("m");
+    let n = k.arg::<u32>("n");
+    let kk = k.arg::<u32>("k");
+    // Tiles past the last one read only out-of-range indices (0) and add 0 * 0.
+    let p = k.pipeline(stages, TileSharing::Workgroup).speculative(true);
+    let ta = p.staged::<f32>("tile_a", TILE * TILE);
+    let tb = p.staged::<f32>("tile_b", TILE * TILE);
+    let (lx, ly) = (k.local_id(Dim::X), k.local_id(Dim::Y));
+    let row = k.group_id(Dim::Y) * TILE + ly;
+    let col = k.group_id(Dim::X) * TILE + lx;
+    let slot = k.lane_slot();
+    let outside = k.lit(u32::MAX);
+    let acc = k.var_named("acc", k.lit(0.0f32));
+    p.run(
+        |t| (t * TILE).lt(kk),
+        |s, t| {
+            let a_col = t * TILE + lx;
+            let ai = k.select(row.lt(m) & a_col.lt(kk), row * kk + a_col, outside);
+            s.copy(&k, &ta, slot, &a, ai);
+            let b_row = t * TILE + ly;
+            let bi = k.select(b_row.lt(kk) & col.lt(n), b_row * n + col, outside);
+            s.copy(&k, &tb, slot, &b, bi);
+        },
+        |s, _| {
+            let (sa, sb) = (s.buffer(&ta), s.buffer(&tb));
+            k.for_range(k.lit(0u32), k.lit(TILE), k.lit(1u32), |i| {
+                acc.set(acc.get() + k.load(sa, ly * TILE + i) * k.load(sb, i * TILE + lx));
+            });
+        },
+    );
+    let ci = k.select(row.lt(m) & col.lt(n), row * n + col, outside);
+    k.store(&c, ci, acc.get());
+    k.finish()
+}
+
+fn matmul_default() -> BuildResult {
+    build_matmul_pipelined(PARAMS[0].values[0])
+}
+
+fn matmul_tuned(p: &[u32]) -> BuildResult {
+    build_matmul_pipelined(p[0])
+}
+
+fn matmul_case(_p: &[u32], n: usize, seed: u64) -> Case {
+    (crate::matmul::MATMUL.make_case)(n, seed)
+}
+
+/// The registry entry of `matmul_pipelined`.
+pub const MATMUL_PIPELINED: KernelSpec = KernelSpec {
+    name: "matmul_pipelined",
+    description: "matmul with its k loop streamed through `stages` LDS tile pairs (2 by default)",
+    build: matmul_default,
+    make_case: crate::matmul::MATMUL.make_case,
+    reference: crate::matmul::MATMUL.reference,
+    tolerance: crate::matmul::MATMUL.tolerance,
+    default_n: 100,
+    tuning: Some(Tuning {
+        params: PARAMS,
+        build: matmul_tuned,
+        make_case: matmul_case,
+    }),
+};
+
+/// Output rows per stencil tile; a tile holds them plus a halo row above and below.
+pub const STENCIL_ROWS: u32 = 4;
+/// Work-items per stencil workgroup: one column each, the outer two the halo.
+pub const STENCIL_BLOCK: u32 = 256;
+
+/// One Jacobi step of a 5-point stencil on a `width x height` row-major grid (the border
+/// copied), as a persistent loop over tiles of `STENCIL_ROWS` rows by 254 columns: workgroup
+/// `g` takes tiles `g, g + grid, ...`; each tile with its halo (one row above and below, one
+/// column left and right: `(STENCIL_ROWS + 2) x 256` words) is streamed into LDS through
+/// `stages` buffers, and the work-items read their neighbours from LDS (`TileSharing::Workgroup`:
+/// columns 63/64 etc. come from other waves). Halo words outside the grid load 0 by index
+/// masking (`u32::MAX`), so each copy is a direct-to-LDS load.
+pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
+    let k = KernelBuilder::new("stencil_pipelined");
+    let input = k.buffer::<f32>("input");
+    let width = k.arg::<u32>("width");
+    let height = k.arg::<u32>("height");
+    let out = k.buffer_mut::<f32>("out");
+    let inner = STENCIL_BLOCK - 2;
+    let strips = (width + (inner - 1)) / inner;
+    let blocks = (height + (STENCIL_ROWS - 1)) / STENCIL_ROWS;
+    let tiles = strips * blocks;
+    // A tile past the last starts below the grid: all its indices are masked, so filling and
+    // computing it loads 0 and stores nothing.
+    let p = k.pipeline(stages, TileSharing::Workgroup).speculative(true);
+    let tile = p.staged::<f32>("tile", (STENCIL_ROWS + 2) * STENCIL_BLOCK);
+    let slot = k.lane_slot();
+    let lid = k.local_id(Dim::X);
+    let g = k.group_id(Dim::X);
+    let grid = k.num_groups(Dim::X);
+    let outside = k.lit(u32::MAX);
+    // Tile t of this workgroup: its first output row and its first (halo) column, as i32.
+    let (w, h) = (width.cast::<i32>(), height.cast::<i32>());
+    let at = |r, c| masked_index(&k, r, c, w, h);
+    p.run(
+        |t| (g + t * grid).lt(tiles),
+        |s, t| {
+            let (row0, col0) = tile_origin(g, grid, strips, t);
+            let c = col0 + lid.cast::<i32>();
+            for rr in 0..STENCIL_ROWS + 2 {
+                let r = row0 + (rr as i32 - 1);
+                s.copy(&k, &tile, slot + rr * STENCIL_BLOCK, &input, at(r, c));
+            }
+        },
+        |s, t| {
+            let (row0, col0) = tile_origin(g, grid, strips, t);
+            let c = col0 + lid.cast::<i32>();
+            let buf = s.buffer(&tile);
+            let own = lid.lt(STENCIL_BLOCK - 1) & lid.gt(0u32);
+            let left = lid.max(1u32) - 1u32;
+            let right = lid.min(STENCIL_BLOCK - 2) + 1u32;
+            for rr in 0..STENCIL_ROWS {
+                let r = row0 + rr as i32;
+                let mid = (rr + 1) * STENCIL_BLOCK;
+                let up = k.load(buf, lid + rr * STENCIL_BLOCK);
+                let down = k.load(buf, lid + (rr + 2) * STENCIL_BLOCK);
+                let l = k.load(buf, left + mid);
+                let rt = k.load(buf, right + mid);
+                let centre = k.load(buf, lid + mid);
+                let interior = r.gt(0i32) & c.gt(0i32) & (r + 1i32).lt(h) & (c + 1i32).lt(w);
+                let v = k.select(interior, (up + down + l + rt) * 0.25f32, centre);
+                let idx = k.select(own, at(r, c), outside);
+                k.store(&out, idx, v);
+            }
+        },
+    );
+    k.finish()
+}
+
+/// The first output row and first (halo) column of tile `t` of workgroup `g`.
+fn tile_origin<'k>(
+    g: Val<'k, u32>,
+    grid: Val<'k, u32>,
+    strips: Val<'k, u32>,
+    t: Val<'k, u32>,
+) -> (Val<'k, i32>, Val<'k, i32>) {
+    let id = g + t * grid;
+    let row0 = (id / strips * STENCIL_ROWS).cast::<i32>();
+    let col0 = (id % strips * (STENCIL_BLOCK - 2)).cast::<i32>() - 1i32;
+    (row0, col0)
+}
+
+/// `r * w + c` inside the `w x h` grid, `u32::MAX` (past any buffer's end) outside it.
+fn masked_index<'k>(
+    k: &'k KernelBuilder,
+    r: Val<'k, i32>,
+    c: Val<'k, i32>,
+    w: Val<'k, i32>,
+    h: Val<'k, i32>,
+) -> Val<'k, u32> {
+    let inside = r.ge(0i32) & r.lt(h) & c.ge(0i32) & c.lt(w);
+    k.select(inside, (r * w + c).cast::<u32>(), k.lit(u32::MAX))
+}
+
+fn stencil_default() -> BuildResult {
+    build_stencil_pipelined(PARAMS[0].values[0])
+}
+
+fn stencil_tuned(p: &[u32]) -> BuildResult {
+    build_stencil_pipelined(p[0])
+}
+
+/// The grid of `stencil_pipelined` for `n`: `n x (n/2 + 3)` cells.
+fn stencil_dims(n: usize) -> (u32, u32) {
+    (n.max(1) as u32, (n / 2 + 3) as u32)
+}
+
+fn stencil_case(n: usize, seed: u64) -> Case {
+    let (w, h) = stencil_dims(n);
+    let mut r = rng(seed);
+    let input = random_f32(&mut r, (w * h) as usize, 0.0, 1.0);
+    let inner = STENCIL_BLOCK - 2;
+    let tiles = w.div_ceil(inner) * h.div_ceil(STENCIL_ROWS);
+    Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::F32(input)),
+            Arg::U32(w),
+            Arg::U32(h),
+            poisoned(kjit_ir::ElemType::F32, (w * h) as usize),
+        ],
+        launch: LaunchDims {
+            // About four tiles per workgroup, so that the pipeline has a steady state.
+            grid: [(tiles / 4).clamp(1, PERSISTENT_GRID), 1, 1],
+            block: [STENCIL_BLOCK, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![3],
+    }
+}
+
+fn stencil_case_tuned(_p: &[u32], n: usize, seed: u64) -> Case {
+    stencil_case(n, seed)
+}
+
+fn stencil_reference(c: &Case) -> Vec<BufferData> {
+    let input = f32s(c, 0);
+    let (w, h) = (u32_arg(c, 1) as usize, u32_arg(c, 2) as usize);
+    let mut out = input.to_vec();
+    for r in 1..h.saturating_sub(1) {
+        for col in 1..w.saturating_sub(1) {
+            let i = r * w + col;
+            out[i] = (input[i - w] + input[i + w] + input[i - 1] + input[i + 1]) * 0.25;
+        }
+    }
+    vec![BufferData::F32(out)]
+}
+
+/// The registry entry of `stencil_pipelined`.
+pub const STENCIL_PIPELINED: KernelSpec = KernelSpec {
+    name: "stencil_pipelined",
+    description: "5-point Jacobi step on n x (n/2+3), 4x254 tiles with an LDS halo, stages buffers",
+    build: stencil_default,
+    make_case: stencil_case,
+    reference: stencil_reference,
+    tolerance: Tolerance::EXACT,
+    default_n: 300,
+    tuning: Some(Tuning {
+        params: PARAMS,
+        build: stencil_tuned,
+        make_case: stencil_case_tuned,
+    }),
+};
