@@ -90,6 +90,9 @@ pub struct OptReport {
     pub unrolled_loops: usize,
     /// Instructions after unrolling, before the e-graph (equal to `insts_before` without it).
     pub insts_unrolled: usize,
+    /// Estimated ALU cycles after unrolling, before the e-graph: the static estimate counts each
+    /// instruction once, so full unrolling raises it even where it removes loop overhead.
+    pub cycles_unrolled: u64,
 }
 
 impl std::fmt::Display for OptReport {
@@ -236,14 +239,16 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     let rules = rule_set(func.flags.contract);
     let uni = Uniformity::compute(func);
     let mut out = func.clone();
+    let cycles_unrolled = cost::estimate_cycles_with(func, &uni);
     let mut report = OptReport {
         insts_before: input.inst_count(),
         insts_unrolled: func.inst_count(),
         cycles_before: if unrolled_loops == 0 {
-            cost::estimate_cycles_with(func, &uni)
+            cycles_unrolled
         } else {
             cost::estimate_cycles(input)
         },
+        cycles_unrolled,
         rules: rules.rules.len(),
         unrolled_loops,
         ..Default::default()
