@@ -9,8 +9,8 @@
 //! the matrix is read as 0 by pointing its index past the buffer (the range check gives 0); an
 //! output outside `c` is dropped the same way. The next step's blocks are loaded into registers
 //! before this step's MFMAs (software pipelining). The a-block moves as packed fragments when `k`
-//! is a multiple of the fragment length, else element by element: two copies of the loop,
-//! chosen once per launch.
+//! is a multiple of the fragment length; else each step loads it element by element into LDS
+//! behind a uniform branch in the same loop (one loop for every k).
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
 //! 64×64 (32×32 when the block is 32 wide).
@@ -143,6 +143,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             (gr * kk + kc, gr.lt(m), kc)
         })
         .collect();
+    // The prefetched (packed) a-loads read only when rows start at fragment multiples; else
+    // they read 0 from past the buffer and `unaligned_a` overwrites their LDS block.
+    let a_pre_ok: Vec<_> = a_at.iter().map(|&(_, ok, _)| ok & a_packed).collect();
     let b_at: Vec<_> = (0..b_jobs)
         .map(|q| {
             let (col, kc, _) = b_job(q);
@@ -154,7 +157,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // packed into fragments only when stored (so the packing waits for the loads after the
     // step's MFMAs, not before).
     let zero: Val<'_, T> = k.frag_zero(frag).extract::<T>(0);
-    let load_stage = |k0: Val<'_, u32>, packed: bool| -> Staged<'_, T> {
+    let load_stage = |k0: Val<'_, u32>| -> Staged<'_, T> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
         let b_vars: Vec<Vec<_>> = (0..b_jobs)
             .map(|_| (0..kl).map(|_| k.var(zero)).collect())
@@ -162,22 +165,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let k0n = k0 * n;
         for q in 0..a_jobs {
             let (row, _, even) = a_job(q);
-            let (base, row_ok, kc) = a_at[q as usize];
+            let (base, _, kc) = a_at[q as usize];
             let gk = k0 + kc;
             let v = vars[q as usize];
+            let pre_ok = a_pre_ok[q as usize];
             guard(even, row.lt(t.bm), &|| {
-                if packed {
-                    let ok = row_ok & gk.lt(kk);
-                    v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
-                } else {
-                    let parts: Vec<Val<'_, T>> = (0..kl)
-                        .map(|j| {
-                            let ok = row_ok & (gk + j).lt(kk);
-                            k.load(&a, k.select(ok, base + k0 + j, outside))
-                        })
-                        .collect();
-                    v.set(k.frag_build(frag, &parts));
-                }
+                let ok = pre_ok & gk.lt(kk);
+                v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
             });
         }
         for q in 0..b_jobs {
@@ -212,6 +206,28 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             col * stride + kc
         })
         .collect();
+    // Rows that do not start at a fragment multiple (k not a multiple of kl): the step's a-block
+    // element by element, straight into LDS (after the prefetched zeros, before the barrier).
+    // A uniform branch inside the loop whose values do not leave it, so no join copies wait
+    // for the prefetching loads; with aligned rows it is skipped.
+    let unaligned_a = |k0: Val<'_, u32>| {
+        k.if_(!a_packed, || {
+            for q in 0..a_jobs {
+                let (row, _, even) = a_job(q);
+                let (base, row_ok, kc) = a_at[q as usize];
+                let gk = k0 + kc;
+                guard(even, row.lt(t.bm), &|| {
+                    let parts: Vec<Val<'_, T>> = (0..kl)
+                        .map(|j| {
+                            let ok = row_ok & (gk + j).lt(kk);
+                            k.load(&a, k.select(ok, base + k0 + j, outside))
+                        })
+                        .collect();
+                    k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
+                });
+            }
+        });
+    };
     let store_stage = |st: &Staged<'_, T>| {
         for q in 0..a_jobs {
             let (row, _, even) = a_job(q);
@@ -236,11 +252,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let b_rd = (wave_col + lrow) * stride + lk;
     // Software pipelining: the next step's global loads are issued before this step's MFMAs,
     // so their latency hides behind the matrix work.
-    // The main loop, with the a-block moved as packed fragments (k a multiple of the fragment
-    // length) or element by element: two copies chosen once per launch, so that no choice
-    // inside the loop makes a join whose copies wait for the prefetching loads.
-    let main_loop = |packed: bool| {
-        let first = load_stage(k.lit(0u32), packed);
+    // One k loop for every k: a k tail is masked by the loads' indices, unaligned a-rows go
+    // through `unaligned_a` (one loop copy keeps the register pressure of one).
+    {
+        let first = load_stage(k.lit(0u32));
         let staged_a: Vec<_> = first.a.iter().map(|&f| k.frag_var(f)).collect();
         let staged_b: Vec<Vec<_>> = first
             .b
@@ -260,8 +275,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         .collect(),
                 };
                 store_stage(&now);
+                if kl > 1 {
+                    unaligned_a(k0);
+                }
                 k.barrier();
-                let next = load_stage(k0 + t.bk, packed);
+                let next = load_stage(k0 + t.bk);
                 for s in 0..t.bk / kstep {
                     let a_frags: Vec<_> = (0..tm)
                         .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
@@ -293,11 +311,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 t0.set(k0 + t.bk);
             },
         );
-    };
-    if kl == 1 {
-        main_loop(true);
-    } else {
-        k.if_else(a_packed, || main_loop(true), || main_loop(false));
     }
     for i in 0..tm {
         for j in 0..tn {
