@@ -134,25 +134,45 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             k.if_(inside, body)
         }
     };
-    // Per-thread parts of the global indices, outside the loop: a-job q reads row `gr` from
-    // `a_base[q] + k0`, b-job q column `gc` from `b_base[q] + (k0 + j) * n`.
-    let a_at: Vec<_> = (0..a_jobs)
+    // Per-thread parts of the global indices and range checks, outside the loop. A load at
+    // k-offset `off` within the step reads global row (a) or column (b) element `base + k0`
+    // (b: `+ k0 * n`) when `limit < k - k0`, where `limit` is `off`, or `u32::MAX` for a row or
+    // column outside the matrix: one compare against a uniform value per load in the loop.
+    let never = k.lit(u32::MAX);
+    let limit = |ok: Val<'_, bool>, off: Val<'_, u32>| k.select(ok, off, never);
+    // a-job q: its row's base index, and the limits of the packed load (only when rows start
+    // at fragment multiples; else it reads 0 from past the buffer and `unaligned_a`
+    // overwrites its LDS block) and of each element (for `unaligned_a`).
+    struct AJob<'k> {
+        base: Val<'k, u32>,
+        packed: Val<'k, u32>,
+        parts: Vec<Val<'k, u32>>,
+    }
+    let a_at: Vec<AJob<'_>> = (0..a_jobs)
         .map(|q| {
             let (row, kc, _) = a_job(q);
             let gr = m0 + row;
-            (gr * kk + kc, gr.lt(m), kc)
+            let ok = gr.lt(m);
+            AJob {
+                base: gr * kk + kc,
+                packed: limit(ok & a_packed, kc),
+                parts: (0..kl).map(|j| limit(ok, kc + j)).collect(),
+            }
         })
         .collect();
-    // The prefetched (packed) a-loads read only when rows start at fragment multiples; else
-    // they read 0 from past the buffer and `unaligned_a` overwrites their LDS block.
-    let a_pre_ok: Vec<_> = a_at.iter().map(|&(_, ok, _)| ok & a_packed).collect();
-    let b_at: Vec<_> = (0..b_jobs)
+    // b-job q, element j: (index at k0 = 0, limit).
+    let b_at: Vec<Vec<(Val<'_, u32>, Val<'_, u32>)>> = (0..b_jobs)
         .map(|q| {
             let (col, kc, _) = b_job(q);
             let gc = n0 + col;
-            (kc * n + gc, gc.lt(n), kc)
+            let ok = gc.lt(n);
+            (0..kl)
+                .map(|j| ((kc + j) * n + gc, limit(ok, kc + j)))
+                .collect()
         })
         .collect();
+    // k - k0, or 0 past the end (uniform).
+    let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
     // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
     // packed into fragments only when stored (so the packing waits for the loads after the
     // step's MFMAs, not before).
@@ -163,25 +183,22 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             .map(|_| (0..kl).map(|_| k.var(zero)).collect())
             .collect();
         let k0n = k0 * n;
+        let rem = rest(k0);
         for q in 0..a_jobs {
             let (row, _, even) = a_job(q);
-            let (base, _, kc) = a_at[q as usize];
-            let gk = k0 + kc;
+            let at = &a_at[q as usize];
             let v = vars[q as usize];
-            let pre_ok = a_pre_ok[q as usize];
             guard(even, row.lt(t.bm), &|| {
-                let ok = pre_ok & gk.lt(kk);
-                v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
+                let ok = at.packed.lt(rem);
+                v.set(k.frag_load(&a, k.select(ok, at.base + k0, outside), frag));
             });
         }
         for q in 0..b_jobs {
             let (_, kc, even) = b_job(q);
-            let (base, col_ok, _) = b_at[q as usize];
             guard(even, kc.lt(t.bk), &|| {
-                for j in 0..kl {
-                    let ok = (k0 + kc + j).lt(kk) & col_ok;
-                    let x = k.load(&b, k.select(ok, base + k0n + n * j, outside));
-                    b_vars[q as usize][j as usize].set(x);
+                for (j, &(base, lim)) in b_at[q as usize].iter().enumerate() {
+                    let x = k.load(&b, k.select(lim.lt(rem), base + k0n, outside));
+                    b_vars[q as usize][j].set(x);
                 }
             });
         }
@@ -214,13 +231,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         k.if_(!a_packed, || {
             for q in 0..a_jobs {
                 let (row, _, even) = a_job(q);
-                let (base, row_ok, kc) = a_at[q as usize];
-                let gk = k0 + kc;
+                let at = &a_at[q as usize];
+                let rem = rest(k0);
                 guard(even, row.lt(t.bm), &|| {
                     let parts: Vec<Val<'_, T>> = (0..kl)
                         .map(|j| {
-                            let ok = row_ok & (gk + j).lt(kk);
-                            k.load(&a, k.select(ok, base + k0 + j, outside))
+                            let ok = at.parts[j as usize].lt(rem);
+                            k.load(&a, k.select(ok, at.base + k0 + j, outside))
                         })
                         .collect();
                     k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
