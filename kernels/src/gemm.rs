@@ -297,13 +297,20 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 }
                 k.barrier();
                 let next = load_stage(k0 + t.bk);
-                for s in 0..t.bk / kstep {
-                    let a_frags: Vec<_> = (0..tm)
-                        .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
-                        .collect();
-                    let b_frags: Vec<_> = (0..tn)
-                        .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
-                        .collect();
+                // Every LDS read of the step before its MFMAs, so the reads of later
+                // sub-steps overlap the MFMAs of earlier ones.
+                let reads: Vec<(Vec<_>, Vec<_>)> = (0..t.bk / kstep)
+                    .map(|s| {
+                        let a_frags: Vec<_> = (0..tm)
+                            .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
+                            .collect();
+                        let b_frags: Vec<_> = (0..tn)
+                            .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
+                            .collect();
+                        (a_frags, b_frags)
+                    })
+                    .collect();
+                for (a_frags, b_frags) in &reads {
                     for i in 0..tm {
                         for j in 0..tn {
                             let acc = accs[(i * tn + j) as usize];
