@@ -31,7 +31,7 @@ fn interpret(func: &kjit::ir::Function, case: &Case) -> Vec<kjit::ir::interp::Ar
     args
 }
 
-/// Sizes (m, n, k): tile multiples and not, k not a multiple of the fragment length.
+/// Sizes (m, n, k): tile multiples and not, k not a multiple of the fragment length, odd n.
 const SIZES: [(u32, u32, u32); 3] = [(128, 128, 32), (70, 38, 75), (33, 65, 18)];
 
 const SMALL: GemmTiles = GemmTiles {
@@ -62,7 +62,8 @@ fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
     for elem in ELEMS {
         for tiles in [DEFAULT_TILES, SMALL] {
             let func = build_gemm("gemm", elem, tiles).expect("builds");
-            for dims in [SIZES[0], SIZES[1]] {
+            // Even and odd n: the b-block moves as column pairs only when n is even.
+            for dims in [SIZES[0], SIZES[1], (40, 33, 20)] {
                 let case = gemm_case(elem, tiles, dims, 3);
                 let want = interpret(&func, &case);
                 for t in [Target::Gfx942, Target::Gfx90a] {

@@ -105,12 +105,16 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let a_packed = (kk % kl).eq(0u32);
     let frag = FragType::new(elem, kl as u8);
     // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
-    // bk rows of bn, gathered along k into fragments of one column. Job q of a thread is
+    // bk rows of bn, loaded as pairs of adjacent columns from kl consecutive rows and
+    // regrouped into the two columns' k-fragments (pairs need an even n: `b_packed`). Job q
+    // of a thread is
     // fragment `tid + q * threads`; where the threads do not divide the block evenly, a
     // (divergent) guard skips the jobs past it.
     let per_row = t.bk / kl;
     let a_jobs = (t.bm * per_row).div_ceil(threads);
-    let b_jobs = (t.bn * per_row).div_ceil(threads);
+    let b_jobs = (t.bn / 2 * per_row).div_ceil(threads);
+    let b_packed = (n % 2u32).eq(0u32);
+    let pair = FragType::new(elem, 2);
     let a_job = |q: u32| {
         let id = tid + q * threads;
         (
@@ -122,9 +126,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let b_job = |q: u32| {
         let id = tid + q * threads;
         (
-            id % t.bn,
-            id / t.bn * kl,
-            (t.bn * per_row).is_multiple_of(threads),
+            id % (t.bn / 2) * 2,
+            id / (t.bn / 2) * kl,
+            (t.bn / 2 * per_row).is_multiple_of(threads),
         )
     };
     let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
@@ -160,12 +164,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             }
         })
         .collect();
-    // b-job q, element j: (index at k0 = 0, limit).
+    // b-job q, row j: (index at k0 = 0, limit); the pair loads read only when n is even
+    // (else 0 from past the buffer, and `unaligned_b` overwrites their LDS block).
     let b_at: Vec<Vec<(Val<'_, u32>, Val<'_, u32>)>> = (0..b_jobs)
         .map(|q| {
             let (col, kc, _) = b_job(q);
             let gc = n0 + col;
-            let ok = gc.lt(n);
+            let ok = gc.lt(n) & b_packed;
             (0..kl)
                 .map(|j| ((kc + j) * n + gc, limit(ok, kc + j)))
                 .collect()
@@ -176,11 +181,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
     // packed into fragments only when stored (so the packing waits for the loads after the
     // step's MFMAs, not before).
-    let zero: Val<'_, T> = k.frag_zero(frag).extract::<T>(0);
-    let load_stage = |k0: Val<'_, u32>| -> Staged<'_, T> {
+    let load_stage = |k0: Val<'_, u32>| -> Staged<'_> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
         let b_vars: Vec<Vec<_>> = (0..b_jobs)
-            .map(|_| (0..kl).map(|_| k.var(zero)).collect())
+            .map(|_| (0..kl).map(|_| k.frag_var(k.frag_zero(pair))).collect())
             .collect();
         let k0n = k0 * n;
         let rem = rest(k0);
@@ -197,7 +201,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             let (_, kc, even) = b_job(q);
             guard(even, kc.lt(t.bk), &|| {
                 for (j, &(base, lim)) in b_at[q as usize].iter().enumerate() {
-                    let x = k.load(&b, k.select(lim.lt(rem), base + k0n, outside));
+                    let x = k.frag_load(&b, k.select(lim.lt(rem), base + k0n, outside), pair);
                     b_vars[q as usize][j].set(x);
                 }
             });
@@ -245,7 +249,31 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             }
         });
     };
-    let store_stage = |st: &Staged<'_, T>| {
+    // Odd n (column pairs not aligned): the step's b-block element by element, straight into
+    // LDS, as `unaligned_a`.
+    let unaligned_b = |k0: Val<'_, u32>| {
+        k.if_(!b_packed, || {
+            let rem = rest(k0);
+            for q in 0..b_jobs {
+                let (col, kc, even) = b_job(q);
+                let gc = n0 + col;
+                guard(even, kc.lt(t.bk), &|| {
+                    for c in 0..2u32 {
+                        let parts: Vec<Val<'_, T>> = (0..kl)
+                            .map(|j| {
+                                let ok = (gc + c).lt(n) & (kc + j).lt(rem);
+                                let at = (k0 + kc + j) * n + gc + c;
+                                k.load(&b, k.select(ok, at, outside))
+                            })
+                            .collect();
+                        let at = b_lds[q as usize] + c * stride;
+                        k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                    }
+                });
+            }
+        });
+    };
+    let store_stage = |st: &Staged<'_>| {
         for q in 0..a_jobs {
             let (row, _, even) = a_job(q);
             let f = st.a[q as usize];
@@ -256,8 +284,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         for q in 0..b_jobs {
             let (_, kc, even) = b_job(q);
             guard(even, kc.lt(t.bk), &|| {
-                let f = k.frag_build(frag, &st.b[q as usize]);
-                k.frag_store(&tb, b_lds[q as usize], f)
+                let rows = &st.b[q as usize];
+                for c in 0..2u8 {
+                    let parts: Vec<Val<'_, T>> = rows.iter().map(|r| r.extract::<T>(c)).collect();
+                    let at = b_lds[q as usize] + c as u32 * stride;
+                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                }
             });
         }
     };
@@ -277,7 +309,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let staged_b: Vec<Vec<_>> = first
             .b
             .iter()
-            .map(|p| p.iter().map(|&x| k.var(x)).collect())
+            .map(|p| p.iter().map(|&x| k.frag_var(x)).collect())
             .collect();
         let t0 = k.var_named("k0", k.lit(0u32));
         k.while_(
@@ -295,6 +327,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 if kl > 1 {
                     unaligned_a(k0);
                 }
+                unaligned_b(k0);
                 k.barrier();
                 let next = load_stage(k0 + t.bk);
                 // Every LDS read of the step before its MFMAs, so the reads of later
@@ -355,10 +388,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.finish()
 }
 
-/// One step's blocks in registers: the a-fragments and each b-job's elements.
-struct Staged<'k, T> {
+/// One step's blocks in registers: the a-fragments and each b-job's column pairs per row.
+struct Staged<'k> {
     a: Vec<Frag<'k>>,
-    b: Vec<Vec<Val<'k, T>>>,
+    b: Vec<Vec<Frag<'k>>>,
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
