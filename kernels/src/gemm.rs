@@ -47,12 +47,29 @@ impl GemmTiles {
     }
 }
 
-/// The default tiles: 128×128 blocks of four 64×64 waves, steps of 16.
+/// The default tiles for f16/bf16: 128×128 blocks of four 64×64 waves, steps of 32 (on the
+/// `mi300x` model 327.5 TFLOP/s against 255.6 with steps of 16, both at occupancy 2;
+/// `docs/performance-log.md`).
 pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     bm: 128,
     bn: 128,
-    bk: 16,
+    bk: 32,
 };
+
+/// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
+/// occupancy drops to 1: 57.8 against 97.2 TFLOP/s on the model).
+pub const F32_TILES: GemmTiles = GemmTiles {
+    bk: 16,
+    ..DEFAULT_TILES
+};
+
+/// The default tiles for inputs of `elem`.
+pub fn default_tiles(elem: FragElem) -> GemmTiles {
+    match elem {
+        FragElem::F32 => F32_TILES,
+        _ => DEFAULT_TILES,
+    }
+}
 
 /// The MFMA operation for inputs of `elem`.
 pub fn gemm_op(elem: FragElem) -> MfmaOp {
@@ -476,6 +493,7 @@ pub fn gemm_reference(elem: FragElem, c: &Case) -> Vec<BufferData> {
     crate::matmul::product_f64(&input_value(elem, c, 0), &input_value(elem, c, 1), c)
 }
 
+/// Tuning parameters, each list starting at the default (f16/bf16).
 const TILE_PARAMS: &[TuneParam] = &[
     TuneParam {
         name: "bm",
@@ -485,6 +503,16 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "bn",
         values: &[128, 64, 32],
     },
+    TuneParam {
+        name: "bk",
+        values: &[32, 16, 8],
+    },
+];
+
+/// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
+const F32_TILE_PARAMS: &[TuneParam] = &[
+    TILE_PARAMS[0],
+    TILE_PARAMS[1],
     TuneParam {
         name: "bk",
         values: &[16, 32, 8],
@@ -500,13 +528,13 @@ fn tiles(p: &[u32]) -> GemmTiles {
 }
 
 macro_rules! gemm_spec {
-    ($spec:ident, $name:literal, $elem:expr, $desc:literal) => {
+    ($spec:ident, $name:literal, $elem:expr, $params:expr, $desc:literal) => {
         /// The registry entry (see the module docs).
         pub const $spec: KernelSpec = KernelSpec {
             name: $name,
             description: $desc,
-            build: || build_gemm($name, $elem, DEFAULT_TILES),
-            make_case: |size, seed| gemm_case($elem, DEFAULT_TILES, dims(size), seed),
+            build: || build_gemm($name, $elem, default_tiles($elem)),
+            make_case: |size, seed| gemm_case($elem, default_tiles($elem), dims(size), seed),
             reference: |c| gemm_reference($elem, c),
             // k products of inputs in [-1, 1], summed in f32 by the matrix unit in another
             // order than the reference's f64 sum.
@@ -516,7 +544,7 @@ macro_rules! gemm_spec {
             },
             default_n: 70,
             tuning: Some(Tuning {
-                params: TILE_PARAMS,
+                params: $params,
                 build: |p| build_gemm($name, $elem, tiles(p)),
                 make_case: |p, size, seed| gemm_case($elem, tiles(p), dims(size), seed),
             }),
@@ -528,17 +556,20 @@ gemm_spec!(
     GEMM_F16,
     "gemm",
     FragElem::F16,
+    TILE_PARAMS,
     "c = a * b, f16 inputs, f32 accumulate/output, MFMA 32x32x8, 128x128 LDS blocks"
 );
 gemm_spec!(
     GEMM_BF16,
     "gemm_bf16",
     FragElem::Bf16,
+    TILE_PARAMS,
     "c = a * b, bf16 inputs (bit patterns in f16 buffers), f32 output, MFMA 32x32x8 bf16"
 );
 gemm_spec!(
     GEMM_F32,
     "gemm_f32",
     FragElem::F32,
+    F32_TILE_PARAMS,
     "c = a * b, f32 inputs and output, MFMA 32x32x2 f32, 128x128 LDS blocks"
 );
