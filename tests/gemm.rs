@@ -8,7 +8,9 @@
 use kjit::backend_gcn::Target;
 use kjit::exec::run_case;
 use kjit::ir::interp;
-use kjit::kernels::gemm::{build_gemm, gemm_case, gemm_reference, GemmTiles, DEFAULT_TILES};
+use kjit::kernels::gemm::{
+    build_gemm, default_tiles, gemm_case, gemm_reference, GemmTiles, DEFAULT_TILES,
+};
 use kjit::kernels::{check, Case};
 use kjit::CompileOptions;
 use kjit_frontend::FragElem;
@@ -31,7 +33,7 @@ fn interpret(func: &kjit::ir::Function, case: &Case) -> Vec<kjit::ir::interp::Ar
     args
 }
 
-/// Sizes (m, n, k): tile multiples and not, k not a multiple of the fragment length.
+/// Sizes (m, n, k): tile multiples and not, k not a multiple of the fragment length, odd n.
 const SIZES: [(u32, u32, u32); 3] = [(128, 128, 32), (70, 38, 75), (33, 65, 18)];
 
 const SMALL: GemmTiles = GemmTiles {
@@ -44,7 +46,7 @@ const SMALL: GemmTiles = GemmTiles {
 fn interpreter_matches_the_cpu_reference() {
     for elem in ELEMS {
         let spec = spec_of(elem);
-        for tiles in [DEFAULT_TILES, SMALL] {
+        for tiles in [default_tiles(elem), SMALL] {
             let func = build_gemm("gemm", elem, tiles).expect("builds");
             for dims in SIZES {
                 let case = gemm_case(elem, tiles, dims, 7);
@@ -60,9 +62,10 @@ fn interpreter_matches_the_cpu_reference() {
 fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
     let dev = GcnEmulator::new();
     for elem in ELEMS {
-        for tiles in [DEFAULT_TILES, SMALL] {
+        for tiles in [default_tiles(elem), SMALL] {
             let func = build_gemm("gemm", elem, tiles).expect("builds");
-            for dims in [SIZES[0], SIZES[1]] {
+            // Even and odd n: the b-block moves as column pairs only when n is even.
+            for dims in [SIZES[0], SIZES[1], (40, 33, 20)] {
                 let case = gemm_case(elem, tiles, dims, 3);
                 let want = interpret(&func, &case);
                 for t in [Target::Gfx942, Target::Gfx90a] {
@@ -124,7 +127,7 @@ fn gemm_on_the_mi300x_model() {
                 bk: v[2],
             }
         }
-        Err(_) => DEFAULT_TILES,
+        Err(_) => default_tiles(elem),
     };
     let func = build_gemm("gemm", elem, tiles).unwrap();
     let ck = kjit::compile(&func, model.target, &CompileOptions::default()).unwrap();

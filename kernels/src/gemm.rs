@@ -9,8 +9,8 @@
 //! the matrix is read as 0 by pointing its index past the buffer (the range check gives 0); an
 //! output outside `c` is dropped the same way. The next step's blocks are loaded into registers
 //! before this step's MFMAs (software pipelining). The a-block moves as packed fragments when `k`
-//! is a multiple of the fragment length, else element by element: two copies of the loop,
-//! chosen once per launch.
+//! is a multiple of the fragment length; else each step loads it element by element into LDS
+//! behind a uniform branch in the same loop (one loop for every k).
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
 //! 64×64 (32×32 when the block is 32 wide).
@@ -47,12 +47,29 @@ impl GemmTiles {
     }
 }
 
-/// The default tiles: 128×128 blocks of four 64×64 waves, steps of 16.
+/// The default tiles for f16/bf16: 128×128 blocks of four 64×64 waves, steps of 32 (on the
+/// `mi300x` model 327.5 TFLOP/s against 255.6 with steps of 16, both at occupancy 2;
+/// `docs/performance-log.md`).
 pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     bm: 128,
     bn: 128,
-    bk: 16,
+    bk: 32,
 };
+
+/// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
+/// occupancy drops to 1: 57.8 against 97.2 TFLOP/s on the model).
+pub const F32_TILES: GemmTiles = GemmTiles {
+    bk: 16,
+    ..DEFAULT_TILES
+};
+
+/// The default tiles for inputs of `elem`.
+pub fn default_tiles(elem: FragElem) -> GemmTiles {
+    match elem {
+        FragElem::F32 => F32_TILES,
+        _ => DEFAULT_TILES,
+    }
+}
 
 /// The MFMA operation for inputs of `elem`.
 pub fn gemm_op(elem: FragElem) -> MfmaOp {
@@ -105,12 +122,16 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let a_packed = (kk % kl).eq(0u32);
     let frag = FragType::new(elem, kl as u8);
     // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
-    // bk rows of bn, gathered along k into fragments of one column. Job q of a thread is
+    // bk rows of bn, loaded as pairs of adjacent columns from kl consecutive rows and
+    // regrouped into the two columns' k-fragments (pairs need an even n: `b_packed`). Job q
+    // of a thread is
     // fragment `tid + q * threads`; where the threads do not divide the block evenly, a
     // (divergent) guard skips the jobs past it.
     let per_row = t.bk / kl;
     let a_jobs = (t.bm * per_row).div_ceil(threads);
-    let b_jobs = (t.bn * per_row).div_ceil(threads);
+    let b_jobs = (t.bn / 2 * per_row).div_ceil(threads);
+    let b_packed = (n % 2u32).eq(0u32);
+    let pair = FragType::new(elem, 2);
     let a_job = |q: u32| {
         let id = tid + q * threads;
         (
@@ -122,9 +143,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let b_job = |q: u32| {
         let id = tid + q * threads;
         (
-            id % t.bn,
-            id / t.bn * kl,
-            (t.bn * per_row).is_multiple_of(threads),
+            id % (t.bn / 2) * 2,
+            id / (t.bn / 2) * kl,
+            (t.bn / 2 * per_row).is_multiple_of(threads),
         )
     };
     let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
@@ -134,60 +155,71 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             k.if_(inside, body)
         }
     };
-    // Per-thread parts of the global indices, outside the loop: a-job q reads row `gr` from
-    // `a_base[q] + k0`, b-job q column `gc` from `b_base[q] + (k0 + j) * n`.
-    let a_at: Vec<_> = (0..a_jobs)
+    // Per-thread parts of the global indices and range checks, outside the loop. A load at
+    // k-offset `off` within the step reads global row (a) or column (b) element `base + k0`
+    // (b: `+ k0 * n`) when `limit < k - k0`, where `limit` is `off`, or `u32::MAX` for a row or
+    // column outside the matrix: one compare against a uniform value per load in the loop.
+    let never = k.lit(u32::MAX);
+    let limit = |ok: Val<'_, bool>, off: Val<'_, u32>| k.select(ok, off, never);
+    // a-job q: its row's base index, and the limits of the packed load (only when rows start
+    // at fragment multiples; else it reads 0 from past the buffer and `unaligned_a`
+    // overwrites its LDS block) and of each element (for `unaligned_a`).
+    struct AJob<'k> {
+        base: Val<'k, u32>,
+        packed: Val<'k, u32>,
+        parts: Vec<Val<'k, u32>>,
+    }
+    let a_at: Vec<AJob<'_>> = (0..a_jobs)
         .map(|q| {
             let (row, kc, _) = a_job(q);
             let gr = m0 + row;
-            (gr * kk + kc, gr.lt(m), kc)
+            let ok = gr.lt(m);
+            AJob {
+                base: gr * kk + kc,
+                packed: limit(ok & a_packed, kc),
+                parts: (0..kl).map(|j| limit(ok, kc + j)).collect(),
+            }
         })
         .collect();
-    let b_at: Vec<_> = (0..b_jobs)
+    // b-job q, row j: (index at k0 = 0, limit); the pair loads read only when n is even
+    // (else 0 from past the buffer, and `unaligned_b` overwrites their LDS block).
+    let b_at: Vec<Vec<(Val<'_, u32>, Val<'_, u32>)>> = (0..b_jobs)
         .map(|q| {
             let (col, kc, _) = b_job(q);
             let gc = n0 + col;
-            (kc * n + gc, gc.lt(n), kc)
+            let ok = gc.lt(n) & b_packed;
+            (0..kl)
+                .map(|j| ((kc + j) * n + gc, limit(ok, kc + j)))
+                .collect()
         })
         .collect();
+    // k - k0, or 0 past the end (uniform).
+    let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
     // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
     // packed into fragments only when stored (so the packing waits for the loads after the
     // step's MFMAs, not before).
-    let zero: Val<'_, T> = k.frag_zero(frag).extract::<T>(0);
-    let load_stage = |k0: Val<'_, u32>, packed: bool| -> Staged<'_, T> {
+    let load_stage = |k0: Val<'_, u32>| -> Staged<'_> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
         let b_vars: Vec<Vec<_>> = (0..b_jobs)
-            .map(|_| (0..kl).map(|_| k.var(zero)).collect())
+            .map(|_| (0..kl).map(|_| k.frag_var(k.frag_zero(pair))).collect())
             .collect();
         let k0n = k0 * n;
+        let rem = rest(k0);
         for q in 0..a_jobs {
             let (row, _, even) = a_job(q);
-            let (base, row_ok, kc) = a_at[q as usize];
-            let gk = k0 + kc;
+            let at = &a_at[q as usize];
             let v = vars[q as usize];
             guard(even, row.lt(t.bm), &|| {
-                if packed {
-                    let ok = row_ok & gk.lt(kk);
-                    v.set(k.frag_load(&a, k.select(ok, base + k0, outside), frag));
-                } else {
-                    let parts: Vec<Val<'_, T>> = (0..kl)
-                        .map(|j| {
-                            let ok = row_ok & (gk + j).lt(kk);
-                            k.load(&a, k.select(ok, base + k0 + j, outside))
-                        })
-                        .collect();
-                    v.set(k.frag_build(frag, &parts));
-                }
+                let ok = at.packed.lt(rem);
+                v.set(k.frag_load(&a, k.select(ok, at.base + k0, outside), frag));
             });
         }
         for q in 0..b_jobs {
             let (_, kc, even) = b_job(q);
-            let (base, col_ok, _) = b_at[q as usize];
             guard(even, kc.lt(t.bk), &|| {
-                for j in 0..kl {
-                    let ok = (k0 + kc + j).lt(kk) & col_ok;
-                    let x = k.load(&b, k.select(ok, base + k0n + n * j, outside));
-                    b_vars[q as usize][j as usize].set(x);
+                for (j, &(base, lim)) in b_at[q as usize].iter().enumerate() {
+                    let x = k.frag_load(&b, k.select(lim.lt(rem), base + k0n, outside), pair);
+                    b_vars[q as usize][j].set(x);
                 }
             });
         }
@@ -212,7 +244,53 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             col * stride + kc
         })
         .collect();
-    let store_stage = |st: &Staged<'_, T>| {
+    // Rows that do not start at a fragment multiple (k not a multiple of kl): the step's a-block
+    // element by element, straight into LDS (after the prefetched zeros, before the barrier).
+    // A uniform branch inside the loop whose values do not leave it, so no join copies wait
+    // for the prefetching loads; with aligned rows it is skipped.
+    let unaligned_a = |k0: Val<'_, u32>| {
+        k.if_(!a_packed, || {
+            for q in 0..a_jobs {
+                let (row, _, even) = a_job(q);
+                let at = &a_at[q as usize];
+                let rem = rest(k0);
+                guard(even, row.lt(t.bm), &|| {
+                    let parts: Vec<Val<'_, T>> = (0..kl)
+                        .map(|j| {
+                            let ok = at.parts[j as usize].lt(rem);
+                            k.load(&a, k.select(ok, at.base + k0 + j, outside))
+                        })
+                        .collect();
+                    k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
+                });
+            }
+        });
+    };
+    // Odd n (column pairs not aligned): the step's b-block element by element, straight into
+    // LDS, as `unaligned_a`.
+    let unaligned_b = |k0: Val<'_, u32>| {
+        k.if_(!b_packed, || {
+            let rem = rest(k0);
+            for q in 0..b_jobs {
+                let (col, kc, even) = b_job(q);
+                let gc = n0 + col;
+                guard(even, kc.lt(t.bk), &|| {
+                    for c in 0..2u32 {
+                        let parts: Vec<Val<'_, T>> = (0..kl)
+                            .map(|j| {
+                                let ok = (gc + c).lt(n) & (kc + j).lt(rem);
+                                let at = (k0 + kc + j) * n + gc + c;
+                                k.load(&b, k.select(ok, at, outside))
+                            })
+                            .collect();
+                        let at = b_lds[q as usize] + c * stride;
+                        k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                    }
+                });
+            }
+        });
+    };
+    let store_stage = |st: &Staged<'_>| {
         for q in 0..a_jobs {
             let (row, _, even) = a_job(q);
             let f = st.a[q as usize];
@@ -223,8 +301,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         for q in 0..b_jobs {
             let (_, kc, even) = b_job(q);
             guard(even, kc.lt(t.bk), &|| {
-                let f = k.frag_build(frag, &st.b[q as usize]);
-                k.frag_store(&tb, b_lds[q as usize], f)
+                let rows = &st.b[q as usize];
+                for c in 0..2u8 {
+                    let parts: Vec<Val<'_, T>> = rows.iter().map(|r| r.extract::<T>(c)).collect();
+                    let at = b_lds[q as usize] + c as u32 * stride;
+                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                }
             });
         }
     };
@@ -236,16 +318,15 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let b_rd = (wave_col + lrow) * stride + lk;
     // Software pipelining: the next step's global loads are issued before this step's MFMAs,
     // so their latency hides behind the matrix work.
-    // The main loop, with the a-block moved as packed fragments (k a multiple of the fragment
-    // length) or element by element: two copies chosen once per launch, so that no choice
-    // inside the loop makes a join whose copies wait for the prefetching loads.
-    let main_loop = |packed: bool| {
-        let first = load_stage(k.lit(0u32), packed);
+    // One k loop for every k: a k tail is masked by the loads' indices, unaligned a-rows go
+    // through `unaligned_a` (one loop copy keeps the register pressure of one).
+    {
+        let first = load_stage(k.lit(0u32));
         let staged_a: Vec<_> = first.a.iter().map(|&f| k.frag_var(f)).collect();
         let staged_b: Vec<Vec<_>> = first
             .b
             .iter()
-            .map(|p| p.iter().map(|&x| k.var(x)).collect())
+            .map(|p| p.iter().map(|&x| k.frag_var(x)).collect())
             .collect();
         let t0 = k.var_named("k0", k.lit(0u32));
         k.while_(
@@ -260,15 +341,26 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         .collect(),
                 };
                 store_stage(&now);
+                if kl > 1 {
+                    unaligned_a(k0);
+                }
+                unaligned_b(k0);
                 k.barrier();
-                let next = load_stage(k0 + t.bk, packed);
-                for s in 0..t.bk / kstep {
-                    let a_frags: Vec<_> = (0..tm)
-                        .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
-                        .collect();
-                    let b_frags: Vec<_> = (0..tn)
-                        .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
-                        .collect();
+                let next = load_stage(k0 + t.bk);
+                // Every LDS read of the step before its MFMAs, so the reads of later
+                // sub-steps overlap the MFMAs of earlier ones.
+                let reads: Vec<(Vec<_>, Vec<_>)> = (0..t.bk / kstep)
+                    .map(|s| {
+                        let a_frags: Vec<_> = (0..tm)
+                            .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
+                            .collect();
+                        let b_frags: Vec<_> = (0..tn)
+                            .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
+                            .collect();
+                        (a_frags, b_frags)
+                    })
+                    .collect();
+                for (a_frags, b_frags) in &reads {
                     for i in 0..tm {
                         for j in 0..tn {
                             let acc = accs[(i * tn + j) as usize];
@@ -293,11 +385,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 t0.set(k0 + t.bk);
             },
         );
-    };
-    if kl == 1 {
-        main_loop(true);
-    } else {
-        k.if_else(a_packed, || main_loop(true), || main_loop(false));
     }
     for i in 0..tm {
         for j in 0..tn {
@@ -318,10 +405,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.finish()
 }
 
-/// One step's blocks in registers: the a-fragments and each b-job's elements.
-struct Staged<'k, T> {
+/// One step's blocks in registers: the a-fragments and each b-job's column pairs per row.
+struct Staged<'k> {
     a: Vec<Frag<'k>>,
-    b: Vec<Vec<Val<'k, T>>>,
+    b: Vec<Vec<Frag<'k>>>,
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
@@ -406,6 +493,7 @@ pub fn gemm_reference(elem: FragElem, c: &Case) -> Vec<BufferData> {
     crate::matmul::product_f64(&input_value(elem, c, 0), &input_value(elem, c, 1), c)
 }
 
+/// Tuning parameters, each list starting at the default (f16/bf16).
 const TILE_PARAMS: &[TuneParam] = &[
     TuneParam {
         name: "bm",
@@ -415,6 +503,16 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "bn",
         values: &[128, 64, 32],
     },
+    TuneParam {
+        name: "bk",
+        values: &[32, 16, 8],
+    },
+];
+
+/// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
+const F32_TILE_PARAMS: &[TuneParam] = &[
+    TILE_PARAMS[0],
+    TILE_PARAMS[1],
     TuneParam {
         name: "bk",
         values: &[16, 32, 8],
@@ -430,13 +528,13 @@ fn tiles(p: &[u32]) -> GemmTiles {
 }
 
 macro_rules! gemm_spec {
-    ($spec:ident, $name:literal, $elem:expr, $desc:literal) => {
+    ($spec:ident, $name:literal, $elem:expr, $params:expr, $desc:literal) => {
         /// The registry entry (see the module docs).
         pub const $spec: KernelSpec = KernelSpec {
             name: $name,
             description: $desc,
-            build: || build_gemm($name, $elem, DEFAULT_TILES),
-            make_case: |size, seed| gemm_case($elem, DEFAULT_TILES, dims(size), seed),
+            build: || build_gemm($name, $elem, default_tiles($elem)),
+            make_case: |size, seed| gemm_case($elem, default_tiles($elem), dims(size), seed),
             reference: |c| gemm_reference($elem, c),
             // k products of inputs in [-1, 1], summed in f32 by the matrix unit in another
             // order than the reference's f64 sum.
@@ -446,7 +544,7 @@ macro_rules! gemm_spec {
             },
             default_n: 70,
             tuning: Some(Tuning {
-                params: TILE_PARAMS,
+                params: $params,
                 build: |p| build_gemm($name, $elem, tiles(p)),
                 make_case: |p, size, seed| gemm_case($elem, tiles(p), dims(size), seed),
             }),
@@ -458,17 +556,20 @@ gemm_spec!(
     GEMM_F16,
     "gemm",
     FragElem::F16,
+    TILE_PARAMS,
     "c = a * b, f16 inputs, f32 accumulate/output, MFMA 32x32x8, 128x128 LDS blocks"
 );
 gemm_spec!(
     GEMM_BF16,
     "gemm_bf16",
     FragElem::Bf16,
+    TILE_PARAMS,
     "c = a * b, bf16 inputs (bit patterns in f16 buffers), f32 output, MFMA 32x32x8 bf16"
 );
 gemm_spec!(
     GEMM_F32,
     "gemm_f32",
     FragElem::F32,
+    F32_TILE_PARAMS,
     "c = a * b, f32 inputs and output, MFMA 32x32x2 f32, 128x128 LDS blocks"
 );
