@@ -165,7 +165,9 @@ impl Isel<'_> {
                 (None, Mem::Lds(arr)) if store.is_some() => {
                     self.ds(name, &[MOperand::Use(addr), data], imm + 4 * d, arr)
                 }
-                (None, Mem::Lds(arr)) => self.ds(name, &[data, MOperand::Use(addr)], imm + 4 * d, arr),
+                (None, Mem::Lds(arr)) => {
+                    self.ds(name, &[data, MOperand::Use(addr)], imm + 4 * d, arr)
+                }
                 (None, Mem::Global(_)) => unreachable!("a global fragment access has a descriptor"),
             }
         }
