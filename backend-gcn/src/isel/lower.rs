@@ -239,6 +239,11 @@ impl Isel<'_> {
                         ));
                         s
                     };
+                    // Lane 0 of the launch EXEC is active (a wave's lanes are a prefix).
+                    if lane == 0 && Some(exec) == self.launch_exec {
+                        out.push(s);
+                        continue;
+                    }
                     // An inactive lane reads as 0.
                     self.salu(
                         "s_bitcmp1_b64",

@@ -188,6 +188,8 @@ pub(crate) struct Isel<'a> {
     pub(crate) cur: MBlock,
     /// The EXEC mask of the current body (an SGPR-pair vreg).
     pub(crate) cur_exec: Option<VReg>,
+    /// The EXEC the wave was launched with: its lanes are a prefix, so lane 0 is active.
+    pub(crate) launch_exec: Option<VReg>,
     /// Values used only in their own block: their vreg.
     local: HashMap<Value, VReg>,
     /// Variables initialised in the head of each section.
@@ -302,6 +304,7 @@ impl<'a> Isel<'a> {
             ssa: ssa::SsaState::default(),
             cur: MBlock::new(0),
             cur_exec: None,
+            launch_exec: None,
             local: HashMap::default(),
             inits: SecondaryMap::new(),
             tied_vals: vec![false; nvals],
@@ -1271,6 +1274,7 @@ impl<'a> Isel<'a> {
             ],
         ));
         self.cur_exec = Some(e0);
+        self.launch_exec = Some(e0);
         self.write(Var::Alive, e0);
         // Arguments.
         let entry = self.order[0];
@@ -1283,16 +1287,28 @@ impl<'a> Isel<'a> {
                     // The descriptor is built from two SGPR pairs computed whole (no single
                     // SGPRs, so no moves): the register allocator's webs put each pair straight
                     // into its half of the quad (`regalloc/webs.rs`, Build-part coalescing).
-                    let addr = self.s_load(slot.offset, 2);
-                    let len = self.s_load(slot.len_offset, 1);
-                    self.lens.insert(p, len);
+                    // Address and length side by side: one `s_load_dwordx4` for both pairs.
+                    let (addr, lp) = if slot.len_offset == slot.offset + 8 {
+                        let q = self.s_load(slot.offset, 4);
+                        (self.extract(q, 0, 2), self.extract(q, 2, 2))
+                    } else {
+                        (self.s_load(slot.offset, 2), self.s_load(slot.len_offset, 2))
+                    };
+                    // The length (where read) is the pair's low word (no second load of it).
+                    let len_read = func
+                        .insts
+                        .values()
+                        .any(|d| matches!(d, InstData::BufferLen { buf } if *buf == p));
+                    if len_read {
+                        let len = self.extract(lp, 0, 1);
+                        self.lens.insert(p, len);
+                    }
                     // Words 0-1: base address, stride 0 (bits 48.. of the pair cleared).
                     let base =
                         self.sop2("s_bfe_u64", &[valu::Src::R(addr), valu::Src::Imm(48 << 16)]);
                     // Words 2-3: num_records = len * size (mod 2^32), then the config word.
                     // The pair (len, next kernarg dword) keeps only len's low 32 - shift bits.
                     let shift = elem.bytes().trailing_zeros();
-                    let lp = self.s_load(slot.len_offset, 2);
                     let mut nrec = self.sop2(
                         "s_bfe_u64",
                         &[valu::Src::R(lp), valu::Src::Imm((32 - shift) << 16)],
@@ -1405,7 +1421,7 @@ impl<'a> Isel<'a> {
         k
     }
 
-    /// `s_load_dword{,x2}` from the kernarg segment.
+    /// `s_load_dword{,x2,x4}` from the kernarg segment.
     fn s_load(&mut self, offset: u32, dwords: u8) -> VReg {
         let ka = self
             .kernarg

@@ -73,6 +73,9 @@ pub struct Web {
     /// Where each dword is live, with Build/Extract defs starting after their instruction
     /// (what coalescing a part into its tuple checks).
     pub dword_live: Vec<Intervals>,
+    /// Where each dword is live, defs at their instruction (what first-fit assignment checks:
+    /// a dword of a tuple whose last reader was an `Extract` of other dwords is free).
+    pub dword_span: Vec<Intervals>,
     /// A register fixed by the ABI (first register).
     pub precolor: Option<u16>,
     /// The first register assigned (physical SGPR; index into the VGPR/AGPR tuple area).
@@ -106,6 +109,9 @@ pub fn build(
         kind_of(d.class, d.dwords) == Kind::Web
     };
     let mut ivs: HashMap<VReg, Intervals> = HashMap::default();
+    // The same per dword: an `Extract` reads only its dwords, so the others of its source may
+    // end earlier (the pairs extracted from a loaded quad each land in their own half).
+    let mut dword_ivs: HashMap<VReg, Vec<Intervals>> = HashMap::default();
     for (b, bd) in mf.blocks.iter() {
         let bi = b.index();
         let start = 2 * p.first_inst[bi];
@@ -113,6 +119,7 @@ pub fn build(
         // first def / last use within this block
         let mut first: HashMap<VReg, u32> = HashMap::default();
         let mut last: HashMap<VReg, u32> = HashMap::default();
+        let mut dword_last: HashMap<(VReg, u16), u32> = HashMap::default();
         for &v in &bd.params {
             if is_web(v) {
                 first.insert(v, start);
@@ -123,6 +130,15 @@ pub fn build(
             for v in inst.uses() {
                 if is_web(v) {
                     last.insert(v, 2 * i);
+                    let read = match (inst.opcode, inst.ops.first()) {
+                        (MOpcode::Extract(x), Some(MOperand::Def(d))) => {
+                            x as u16..x as u16 + mf.vregs[*d].dwords as u16
+                        }
+                        _ => 0..mf.vregs[v].dwords as u16,
+                    };
+                    for j in read {
+                        dword_last.insert((v, j), 2 * i);
+                    }
                 }
             }
             let dpos = if inst.opcode == MOpcode::Copy {
@@ -141,6 +157,9 @@ pub fn build(
             for &a in args {
                 if is_web(a) {
                     last.insert(a, 2 * t);
+                    for j in 0..mf.vregs[a].dwords as u16 {
+                        dword_last.insert((a, j), 2 * t);
+                    }
                 }
             }
         }
@@ -162,12 +181,25 @@ pub fn build(
                     None => continue,
                 }
             };
-            let e = if lv.live_out[bi].contains(v.index()) {
+            let live_out = lv.live_out[bi].contains(v.index());
+            let e = if live_out {
                 end
             } else {
                 last.get(&v).copied().unwrap_or(s).max(s)
             };
             ivs.entry(v).or_default().add(s, e);
+            let n = mf.vregs[v].dwords as usize;
+            let per = dword_ivs
+                .entry(v)
+                .or_insert_with(|| vec![Intervals::default(); n]);
+            for (j, iv) in per.iter_mut().enumerate() {
+                let e = if live_out {
+                    end
+                } else {
+                    dword_last.get(&(v, j as u16)).copied().unwrap_or(s).max(s)
+                };
+                iv.add(s, e);
+            }
         }
     }
     // Build/Extract defs are moves, like copies: for coalescing with their parts they begin
@@ -197,22 +229,36 @@ pub fn build(
         }
         let mut live = ivs.remove(&v).unwrap_or_default();
         live.normalize();
-        let mut moved = live.clone();
-        if let Some(&at) = late_def.get(&v) {
-            for seg in moved.0.iter_mut() {
-                if seg.0 == at {
-                    seg.0 = at + 1;
-                    seg.1 = seg.1.max(at + 1);
+        let late = |mut iv: Intervals| {
+            if let Some(&at) = late_def.get(&v) {
+                for seg in iv.0.iter_mut() {
+                    if seg.0 == at {
+                        seg.0 = at + 1;
+                        seg.1 = seg.1.max(at + 1);
+                    }
                 }
             }
-        }
+            iv
+        };
+        let dword_span: Vec<Intervals> = match dword_ivs.remove(&v) {
+            Some(per) => per
+                .into_iter()
+                .map(|mut iv| {
+                    iv.normalize();
+                    iv
+                })
+                .collect(),
+            None => vec![Intervals::default(); d.dwords as usize],
+        };
+        let dword_live: Vec<Intervals> = dword_span.iter().cloned().map(late).collect();
         web_of.insert(v, webs.len());
         parent.push(webs.len());
         off.push(0);
         webs.push(Web {
             class: d.class,
             dwords: d.dwords,
-            dword_live: vec![moved; d.dwords as usize],
+            dword_live,
+            dword_span,
             live,
             precolor: None,
             reg: None,
@@ -289,6 +335,10 @@ pub fn build(
         }
         let child_live = webs[child].live.clone();
         let child_dwords = std::mem::take(&mut webs[child].dword_live);
+        let child_spans = std::mem::take(&mut webs[child].dword_span);
+        for (j, l) in child_spans.iter().enumerate() {
+            webs[host].dword_span[at as usize + j].merge(l);
+        }
         webs[host].live.merge(&child_live);
         for (j, l) in child_dwords.iter().enumerate() {
             webs[host].dword_live[at as usize + j].merge(l);
@@ -376,6 +426,7 @@ pub fn build(
                 dwords: mf.vregs[v].dwords,
                 live: Intervals::default(),
                 dword_live: Vec::new(),
+                dword_span: Vec::new(),
                 precolor: None,
                 reg: None,
                 weight: 0,
@@ -429,20 +480,22 @@ pub fn assign(
             r,
         )
     });
-    let mut occ: Vec<Vec<usize>> = vec![Vec::new(); limit as usize];
+    // Per register: the webs on it and which of their dwords.
+    let mut occ: Vec<Vec<(usize, u16)>> = vec![Vec::new(); limit as usize];
     let mut used = Vec::new();
     for r in roots {
         let (dw, al) = (
             webs.webs[r].dwords as u16,
             alignment(class, webs.webs[r].dwords, target),
         );
-        let fits = |base: u16, occ: &Vec<Vec<usize>>, webs: &Webs| -> bool {
+        let fits = |base: u16, occ: &Vec<Vec<(usize, u16)>>, webs: &Webs| -> bool {
             (base..base + dw).all(|x| {
                 (x < limit)
                     && !blocked.contains(&x)
-                    && occ[x as usize]
-                        .iter()
-                        .all(|&o| !webs.webs[o].live.overlaps(&webs.webs[r].live))
+                    && occ[x as usize].iter().all(|&(o, j)| {
+                        !webs.webs[o].dword_span[j as usize]
+                            .overlaps(&webs.webs[r].dword_span[(x - base) as usize])
+                    })
             })
         };
         let base = match webs.webs[r].precolor {
@@ -471,7 +524,7 @@ pub fn assign(
             }
         };
         for x in base..base + dw {
-            occ[x as usize].push(r);
+            occ[x as usize].push((r, x - base));
             used.push(x);
         }
         webs.webs[r].reg = Some(base);
