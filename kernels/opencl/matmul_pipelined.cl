@@ -8,12 +8,7 @@
 // Same argument ABI as the kjit kernel: every buffer is a pointer followed by its length in
 // elements (uint); scalars by value. Out-of-range loads give 0, out-of-range stores are dropped.
 #define TILE 16u
-#define BARRIER()                                              \
-  do {                                                         \
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");     \
-    __builtin_amdgcn_s_barrier();                              \
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");     \
-  } while (0)
+#include "barrier.h"
 
 __attribute__((amdgpu_flat_work_group_size(1, 1024)))
 kernel void matmul_pipelined(global const float* a, uint a_len,
