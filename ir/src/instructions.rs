@@ -559,10 +559,6 @@ impl InstData {
             | InstData::Select { args }
             | InstData::Mfma { args, .. } => args.iter_mut().for_each(|a| *a = f(*a)),
             InstData::FragBuild { args, .. } => args.iter_mut().for_each(|a| *a = f(*a)),
-            InstData::FragLoad { mem: m, index, .. } => {
-                mem(m, &mut f);
-                *index = f(*index)
-            }
             InstData::FragStore {
                 mem: m,
                 index,
@@ -573,7 +569,7 @@ impl InstData {
                 *index = f(*index);
                 *value = f(*value)
             }
-            InstData::Load { mem: m, index, .. } => {
+            InstData::Load { mem: m, index, .. } | InstData::FragLoad { mem: m, index, .. } => {
                 mem(m, &mut f);
                 *index = f(*index)
             }
