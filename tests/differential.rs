@@ -13,7 +13,7 @@ use kjit_runtime::emu::gcn::GcnEmulator;
 fn sizes(name: &str) -> Vec<usize> {
     match name {
         "matmul" | "matmul_pipelined" => vec![5, 17, 33],
-        "hash_rounds" => vec![1, 67, 300],
+        "hash_rounds" | "hash_chain" => vec![1, 67, 300],
         "softmax" | "seed_2d" | "stencil_pipelined" => vec![3, 70, 201],
         _ => vec![1, 67, 1000, 4099],
     }
@@ -118,6 +118,11 @@ fn hash_rounds() {
 }
 
 #[test]
+fn hash_chain() {
+    run_kernel("hash_chain");
+}
+
+#[test]
 fn vector_add_pipelined() {
     run_kernel("vector_add_pipelined");
 }
@@ -144,6 +149,7 @@ fn every_library_kernel_is_covered() {
         "softmax",
         "matmul",
         "hash_rounds",
+        "hash_chain",
         "vector_add_pipelined",
         "matmul_pipelined",
         "stencil_pipelined",

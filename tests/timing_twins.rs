@@ -18,7 +18,7 @@ fn size(name: &str) -> usize {
         "matmul" | "matmul_pipelined" => 256,
         "softmax" => 2048,
         "seed_2d" | "stencil_pipelined" => 1024,
-        "hash_rounds" => 1 << 16,
+        "hash_rounds" | "hash_chain" => 1 << 16,
         _ => 1 << 20,
     }
 }

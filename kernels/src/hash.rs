@@ -151,3 +151,120 @@ pub const HASH_ROUNDS: KernelSpec = KernelSpec {
         make_case: make_tuned,
     }),
 };
+
+/// `hash_chain`: a latency-bound register-heavy hash. Every work-item keeps `CHAIN_STATE` u32
+/// words of state; each round walks the state in order, and each step's table index depends on
+/// the previous step's lookup (`t = table[(t ^ s[j]) & 63]`), so a wave has one load in flight
+/// at a time and waits the L1 latency for every lookup. Only other waves on the SIMD can fill
+/// that wait, so more waves per SIMD help — up to the level whose VGPR budget no longer holds
+/// the state, where it spills (the state is live through the whole loop). The table (64 words,
+/// 256 bytes, like a cipher's S-box) is a few cache lines, so the L1 is not what bounds it.
+pub mod chain {
+    use super::*;
+
+    /// u32 words of state per work-item (each round touches every one).
+    pub const STATE: usize = 56;
+    /// Entries of the lookup table (a mask of `TABLE - 1` keeps indices inside it).
+    pub const TABLE: usize = 64;
+    /// Rounds of the default case.
+    pub const ROUNDS: u32 = 4;
+
+    /// Rotation of word `j` in a step.
+    fn rot(j: usize) -> u32 {
+        1 + (j % 31) as u32
+    }
+
+    /// The kernel.
+    fn build() -> BuildResult {
+        let k = KernelBuilder::new("hash_chain");
+        let seeds = k.buffer::<u32>("seeds");
+        let table = k.buffer::<u32>("table");
+        let out = k.buffer_mut::<u32>("out");
+        let rounds = k.arg::<u32>("rounds");
+        let i = k.global_id(Dim::X);
+        k.if_(i.lt(out.len()), || {
+            let seed = k.load(&seeds, i);
+            let s: Vec<_> = (0..STATE)
+                .map(|j| {
+                    let w = (seed * k.lit(0x9e37_79b1_u32.wrapping_add(2 * j as u32)))
+                        ^ k.lit(j as u32);
+                    k.var_named("state", w)
+                })
+                .collect();
+            let t = k.var_named("t", seed);
+            k.for_range(k.lit(0u32), rounds, k.lit(1u32), |_| {
+                for (j, sj) in s.iter().enumerate() {
+                    let old = sj.get();
+                    let v = k.load(&table, (t.get() ^ old) & (TABLE as u32 - 1));
+                    let x = old + v;
+                    sj.set((x << rot(j)) | (x >> (32 - rot(j))));
+                    t.set(v);
+                }
+            });
+            let mut h = t.get();
+            for (j, v) in s.iter().enumerate() {
+                h = h ^ (v.get() * k.lit(2 * j as u32 + 1));
+            }
+            k.store(&out, i, h);
+        });
+        k.finish()
+    }
+
+    /// Inputs: `n` random seeds, a random table, `rounds` = [`ROUNDS`]; 256-item workgroups.
+    fn make_case(n: usize, seed: u64) -> Case {
+        let mut r = rng(seed);
+        let seeds: Vec<u32> = (0..n).map(|_| r.random()).collect();
+        let table: Vec<u32> = (0..TABLE).map(|_| r.random()).collect();
+        Case {
+            n,
+            args: vec![
+                Arg::Buffer(BufferData::U32(seeds)),
+                Arg::Buffer(BufferData::U32(table)),
+                poisoned(ElemType::U32, n),
+                Arg::U32(ROUNDS),
+            ],
+            launch: LaunchDims {
+                grid: [groups(n, 256), 1, 1],
+                block: [256, 1, 1],
+                dynamic_lds: 0,
+            },
+            outputs: vec![2],
+        }
+    }
+
+    /// The hash on the CPU.
+    pub fn hash(seed: u32, table: &[u32], rounds: u32) -> u32 {
+        let mut s: Vec<u32> = (0..STATE).map(|j| init(seed, j)).collect();
+        let mut t = seed;
+        for _ in 0..rounds {
+            for (j, sj) in s.iter_mut().enumerate() {
+                let v = table[((t ^ *sj) as usize) & (TABLE - 1)];
+                *sj = sj.wrapping_add(v).rotate_left(rot(j));
+                t = v;
+            }
+        }
+        s.iter()
+            .enumerate()
+            .fold(t, |h, (j, &v)| h ^ v.wrapping_mul(2 * j as u32 + 1))
+    }
+
+    fn reference(c: &Case) -> Vec<BufferData> {
+        let (seeds, table, rounds) = (u32s(c, 0), u32s(c, 1), u32_arg(c, 3));
+        vec![BufferData::U32(
+            seeds.iter().map(|&s| hash(s, table, rounds)).collect(),
+        )]
+    }
+
+    /// The registry entry of `hash_chain`.
+    pub const HASH_CHAIN: KernelSpec = KernelSpec {
+        name: "hash_chain",
+        description:
+            "out[i] = hash of seeds[i]: 64 words of state, rounds of 64 dependent table lookups",
+        build,
+        make_case,
+        reference,
+        tolerance: Tolerance::EXACT,
+        default_n: 2048,
+        tuning: None,
+    };
+}

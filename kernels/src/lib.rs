@@ -130,7 +130,7 @@ impl Tuning {
     }
 }
 
-static ALL: [KernelSpec; 12] = [
+static ALL: [KernelSpec; 13] = [
     vector::VECTOR_ADD,
     vector::SAXPY,
     vector::VECTOR_ADD_PERSISTENT,
@@ -140,6 +140,7 @@ static ALL: [KernelSpec; 12] = [
     softmax::SOFTMAX,
     matmul::MATMUL,
     hash::HASH_ROUNDS,
+    hash::chain::HASH_CHAIN,
     pipelined::VECTOR_ADD_PIPELINED,
     pipelined::MATMUL_PIPELINED,
     pipelined::STENCIL_PIPELINED,

@@ -190,6 +190,11 @@ fn twin_hash_rounds() {
     check_kernel("hash_rounds");
 }
 
+#[test]
+fn twin_hash_chain() {
+    check_kernel("hash_chain");
+}
+
 /// What clang made of one twin on one target.
 struct Header {
     kernel: &'static str,
