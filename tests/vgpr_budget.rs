@@ -150,8 +150,9 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
 
 /// Every library kernel at every occupancy level of every target: the kernel reaches the level
 /// (or the level is refused with a clear error that names what holds it), stays correct on the
-/// software device, and a kernel that fits in R registers without a budget compiles to the same
-/// code, without spills, under every budget >= R.
+/// software device, a kernel that fits in R registers without a budget compiles to the same
+/// code, without spills, under every budget >= R, and a higher level (smaller budget) never
+/// keeps less in memory (scratch bytes, then AGPR slots) than a lower one.
 #[test]
 fn library_kernels_at_every_occupancy_level() {
     use kjit_backend_gcn::compile::CompileError;
@@ -189,6 +190,8 @@ fn library_kernels_at_every_occupancy_level() {
                     }
                 }
             }
+            // (level, scratch bytes and AGPR slots) of the last level compiled: a larger budget.
+            let mut larger: Option<(u32, (u32, u32))> = None;
             for w in 1..=t.max_waves_per_simd() {
                 let opts = CompileOptions {
                     occupancy: Some(w),
@@ -212,6 +215,14 @@ fn library_kernels_at_every_occupancy_level() {
                         spec.name, k.header.occupancy
                     ));
                 }
+                let memory = (k.header.scratch_bytes, k.header.spills_agpr);
+                if let Some((l, m)) = larger.filter(|&(_, m)| m > memory) {
+                    failures.push(format!(
+                        "{} {t}: occupancy {l} keeps {m:?} (scratch bytes, AGPR slots) in memory, the smaller budget of {w} only {memory:?}",
+                        spec.name
+                    ));
+                }
+                larger = Some((w, memory));
                 match run_case(&dev, &k.code_object, &func, &c) {
                     Ok(out) => {
                         if let Err(m) = kjit_kernels::check(&c, &out.args, &want, spec.tolerance) {

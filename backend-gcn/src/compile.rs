@@ -229,7 +229,29 @@ pub struct Selected {
     target: Target,
     /// Time of the stages so far.
     pub timings: StageTimings,
+    /// Allocations already made under a budget (the occupancy ladder below a spilling budget
+    /// is allocated once for all the levels a tuner compiles).
+    allocations: AllocationCache,
 }
+
+impl Selected {
+    /// Selected code from machine IR made elsewhere (tests' random programs).
+    pub fn from_mir(mf: crate::mir::MachineFunction) -> Selected {
+        Selected {
+            target: mf.abi.target,
+            mf,
+            timings: StageTimings::default(),
+            allocations: AllocationCache::default(),
+        }
+    }
+}
+
+/// Allocations by (VGPR budget, SGPR budget, checked).
+type AllocationCache = std::sync::Arc<
+    std::sync::Mutex<
+        std::collections::HashMap<(u32, Option<u32>, bool), Result<PhysFunction, CompileError>>,
+    >,
+>;
 
 /// Verifies (with `opts.check`), optimizes (with `opts.optimize`) and selects: the part of a
 /// compile that does not depend on the budgets (scheduling does: [`compile_selected`]).
@@ -278,6 +300,7 @@ fn front(
         mf,
         target,
         timings: *t,
+        allocations: AllocationCache::default(),
     })
 }
 
@@ -289,7 +312,7 @@ fn to_phys(
 ) -> Result<ToPhys, CompileError> {
     check_budgets(target, opts)?;
     let sel = front(func, target, opts, t)?;
-    back(&sel.mf, target, opts, t)
+    back(&sel, opts, t)
 }
 
 /// The budgets `opts` asks for, checked against the target: (VGPR budget, SGPR budget).
@@ -379,25 +402,76 @@ fn allocated(
     })?)
 }
 
-fn back(
-    mf: &crate::mir::MachineFunction,
-    target: Target,
-    opts: &CompileOptions,
+/// Values a compile keeps outside the VGPRs (scratch bytes, then AGPR slots): what a larger
+/// budget must never make worse. Slots in spare VGPRs are registers (read in place).
+fn memory_spills(p: &PhysFunction) -> (u32, u32) {
+    (p.usage.scratch_bytes, p.usage.spills_to_agprs)
+}
+
+/// The allocation under VGPR budget `b`, never keeping more in memory ([`memory_spills`])
+/// than under any smaller budget of the target's occupancy ladder
+/// (`Target::registers_for_waves_per_simd`): when the budget's own allocation
+/// ([`allocate_in_budget`]) spills to memory, the next smaller ladder budget's allocation
+/// (recursively, the same rule) is taken if it spills less. So the occupancy levels' spills
+/// fall as the budget grows by construction. Results are kept in `sel`'s cache, so a tuner
+/// compiling every level allocates each budget once.
+fn allocate_monotonic(
+    sel: &Selected,
+    b: u32,
+    ra: &RegallocOptions,
     t: &mut StageTimings,
-) -> Result<ToPhys, CompileError> {
-    let (vgpr_budget, occ_sgprs) = check_budgets(target, opts)?;
-    let ra = RegallocOptions {
-        vgpr_budget,
-        sgpr_budget: occ_sgprs,
-        run_checker: opts.check,
+) -> Result<PhysFunction, CompileError> {
+    let key = (b, ra.sgpr_budget, ra.run_checker);
+    if let Some(r) = sel
+        .allocations
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&key).cloned())
+    {
+        return r;
+    }
+    let own = allocate_in_budget(&sel.mf, b, ra, t);
+    let spills_to_memory = match &own {
+        Ok(p) => memory_spills(p) > (0, 0),
+        Err(_) => true,
     };
-    // The latency schedule first, so that a kernel that fits a budget compiles the same under
-    // every larger one. When it puts values in scratch or AGPRs under the budget, schedules
-    // bounded by the budget (loads hoisted only while the live VGPRs stay inside the bound)
-    // are tried from the highest bound down (`schedule_limits`): the first that needs no
-    // memory or AGPR slots wins (the most latency hiding the occupancy target leaves room
-    // for), else the one that spills least. A schedule with more VGPRs live at once than the
-    // budget cannot keep them in registers: it is not allocated unless nothing else is left.
+    let below = (1..=sel.target.max_waves_per_simd())
+        .map(|w| sel.target.registers_for_waves_per_simd(w))
+        .find(|&l| l < b);
+    let r = match below {
+        Some(l) if spills_to_memory => {
+            let smaller = RegallocOptions {
+                vgpr_budget: Some(l),
+                ..*ra
+            };
+            match (own, allocate_monotonic(sel, l, &smaller, t)) {
+                (Ok(p), Ok(q)) if memory_spills(&q) < memory_spills(&p) => Ok(q),
+                (Err(_), Ok(q)) => Ok(q),
+                (own, _) => own,
+            }
+        }
+        _ => own,
+    };
+    if let Ok(mut c) = sel.allocations.lock() {
+        c.insert(key, r.clone());
+    }
+    r
+}
+
+/// The allocation under VGPR budget `b` alone. The latency schedule first, so that a kernel
+/// that fits a budget compiles the same under every larger one. When it puts values in scratch
+/// or AGPRs under the budget, schedules bounded by the budget (loads hoisted only while the
+/// live VGPRs stay inside the bound) are tried from the highest bound down
+/// (`schedule_limits`): the first that needs no memory or AGPR slots wins (the most latency
+/// hiding the occupancy target leaves room for), else the one that spills least. A schedule
+/// with more VGPRs live at once than the budget cannot keep them in registers: it is not
+/// allocated unless nothing else is left.
+fn allocate_in_budget(
+    mf: &crate::mir::MachineFunction,
+    b: u32,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
     let spills = |p: &PhysFunction| {
         let u = &p.usage;
         (
@@ -407,37 +481,53 @@ fn back(
             u.vgprs,
         )
     };
-    let in_registers =
-        |p: &PhysFunction| p.usage.scratch_bytes == 0 && p.usage.spills_to_agprs == 0;
-    let mut phys = match vgpr_budget {
-        None => allocated(&scheduled(mf, None, opts.check, t)?, &ra, t)?,
-        Some(b) => {
-            let bounds: Vec<Option<u32>> = std::iter::once(None)
-                .chain(schedule_limits(b).into_iter().map(Some))
-                .collect();
-            let mut best: Option<Result<PhysFunction, CompileError>> = None;
-            for (i, &bound) in bounds.iter().enumerate() {
-                let s = scheduled(mf, bound, opts.check, t)?;
-                let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
-                if pressure > b && i + 1 < bounds.len() {
-                    continue;
-                }
-                let q = allocated(&s, &ra, t);
-                let done = q.as_ref().is_ok_and(in_registers);
-                let better = match (&best, &q) {
-                    (None, _) | (Some(Err(_)), Ok(_)) => true,
-                    (Some(Ok(p)), Ok(q)) => spills(q) < spills(p),
-                    _ => false,
-                };
-                if better || done {
-                    best = Some(q);
-                }
-                if done {
-                    break;
-                }
-            }
-            best.expect("the last schedule is always allocated")?
+    let in_registers = |p: &PhysFunction| memory_spills(p) == (0, 0);
+    let ra = RegallocOptions {
+        vgpr_budget: Some(b),
+        ..*ra
+    };
+    let bounds: Vec<Option<u32>> = std::iter::once(None)
+        .chain(schedule_limits(b).into_iter().map(Some))
+        .collect();
+    let mut best: Option<Result<PhysFunction, CompileError>> = None;
+    for (i, &bound) in bounds.iter().enumerate() {
+        let s = scheduled(mf, bound, ra.run_checker, t)?;
+        let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
+        if pressure > b && i + 1 < bounds.len() {
+            continue;
         }
+        let q = allocated(&s, &ra, t);
+        let done = q.as_ref().is_ok_and(in_registers);
+        let better = match (&best, &q) {
+            (None, _) | (Some(Err(_)), Ok(_)) => true,
+            (Some(Ok(p)), Ok(q)) => spills(q) < spills(p),
+            _ => false,
+        };
+        if better || done {
+            best = Some(q);
+        }
+        if done {
+            break;
+        }
+    }
+    best.expect("the last schedule is always allocated")
+}
+
+fn back(
+    sel: &Selected,
+    opts: &CompileOptions,
+    t: &mut StageTimings,
+) -> Result<ToPhys, CompileError> {
+    let target = sel.target;
+    let (vgpr_budget, occ_sgprs) = check_budgets(target, opts)?;
+    let ra = RegallocOptions {
+        vgpr_budget,
+        sgpr_budget: occ_sgprs,
+        run_checker: opts.check,
+    };
+    let mut phys = match vgpr_budget {
+        None => allocated(&scheduled(&sel.mf, None, opts.check, t)?, &ra, t)?,
+        Some(b) => allocate_monotonic(sel, b, &ra, t)?,
     };
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {
@@ -483,7 +573,7 @@ pub fn compile_selected(
         .checked_sub(sel.timings.total)
         .unwrap_or_else(Instant::now);
     let mut t = sel.timings;
-    let p = back(&sel.mf, sel.target, opts, &mut t)?;
+    let p = back(sel, opts, &mut t)?;
     finish(p, sel.target, opts, t, start)
 }
 

@@ -656,3 +656,46 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Through the whole compile (schedule, allocation) at every occupancy level of the target:
+    /// a larger level budget never keeps more in memory (scratch bytes, then values in AGPR
+    /// slots) than a smaller one, and a program that compiles without a budget into R registers
+    /// without spills compiles without spills at every level whose budget is >= R — to the
+    /// same code where the level sets no SGPR budget (gfx900's 9 and 10 waves do, and regalloc2
+    /// then gets fewer SGPRs). (Slots in spare VGPRs are registers and are not counted:
+    /// `docs/regalloc.md`.)
+    #[test]
+    fn occupancy_levels_never_spill_more_at_a_larger_budget(seed in 0u64..100_000, t in 0usize..3) {
+        use kjit_backend_gcn::compile::{compile_selected, occupancy_budgets, CompileOptions, Selected};
+        let t = ALL_TARGETS[t];
+        let sel = Selected::from_mir(program(t, seed));
+        let opts = |occupancy| CompileOptions {
+            optimize: false,
+            check: true,
+            occupancy,
+            vgpr_budget: None,
+        };
+        let free = compile_selected(&sel, &opts(None)).expect("compiles without a budget");
+        let h = &free.header;
+        let r = if h.agprs > 0 { h.vgprs.div_ceil(4) * 4 + h.agprs } else { h.vgprs };
+        // Levels from the smallest budget up.
+        let mut smaller: Option<(u32, (u32, u32))> = None;
+        for w in (1..=t.max_waves_per_simd()).rev() {
+            let budget = t.registers_for_waves_per_simd(w);
+            let Ok(k) = compile_selected(&sel, &opts(Some(w))) else { continue };
+            let memory = (k.header.scratch_bytes, k.header.spills_agpr);
+            if let Some((b, m)) = smaller {
+                proptest::prop_assert!(memory <= m, "{} seed {}: budget {} keeps {:?} in memory, smaller budget {} {:?}", t, seed, budget, memory, b, m);
+            }
+            smaller = Some((budget, memory));
+            if h.spills == 0 && budget >= r {
+                proptest::prop_assert_eq!(k.header.spills, 0, "{} seed {} budget {} >= {}", t, seed, budget, r);
+                let sgpr_budget = occupancy_budgets(t, w).expect("a level of the target").sgprs;
+                proptest::prop_assert!(sgpr_budget.is_some() || k.code_object == free.code_object, "{} seed {}: budget {} >= {} changed the code", t, seed, budget, r);
+            }
+        }
+    }
+}
