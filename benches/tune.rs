@@ -49,16 +49,30 @@ fn main() {
             black_box(select_kernel(&func, TARGET, &opts).expect("compiles"));
         });
         let sel = select_kernel(&func, TARGET, &opts).expect("compiles");
-        let per_level: Vec<Duration> = levels
-            .clone()
-            .map(|w| {
-                let o = CompileOptions {
-                    occupancy: Some(w),
-                    ..opts
-                };
-                median(21, || {
-                    let _ = black_box(compile_selected(&sel, &o));
-                })
+        // As a tuner compiles them: every level once, in order, from one selected kernel
+        // (a budget's allocation is cached in it for the levels after); median of 21 rounds.
+        let rounds: Vec<Vec<Duration>> = (0..21)
+            .map(|_| {
+                let fresh = sel.clone();
+                levels
+                    .clone()
+                    .map(|w| {
+                        let o = CompileOptions {
+                            occupancy: Some(w),
+                            ..opts
+                        };
+                        let s = Instant::now();
+                        let _ = black_box(compile_selected(&fresh, &o));
+                        s.elapsed()
+                    })
+                    .collect()
+            })
+            .collect();
+        let per_level: Vec<Duration> = (0..rounds[0].len())
+            .map(|i| {
+                let mut t: Vec<Duration> = rounds.iter().map(|r| r[i]).collect();
+                t.sort();
+                t[t.len() / 2]
             })
             .collect();
         let mut sorted = per_level.clone();
@@ -84,16 +98,22 @@ fn main() {
     for spec in kjit_kernels::all() {
         let func = (spec.build)().expect("builds");
         let sel = select_kernel(&func, TARGET, &CompileOptions::default()).expect("compiles");
-        let mut w = 0;
-        c.bench_function(&format!("tune_candidate/{}", spec.name), |b| {
-            b.iter(|| {
-                w = w % TARGET.max_waves_per_simd() + 1;
-                let o = CompileOptions {
-                    occupancy: Some(w),
-                    ..CompileOptions::default()
-                };
-                let _ = black_box(compile_selected(&sel, &o));
-            })
+        // Every level once from a fresh selected kernel (no cached allocations): the compile
+        // part of one occupancy sweep; divide by the levels for one candidate.
+        c.bench_function(&format!("tune_levels/{}", spec.name), |b| {
+            b.iter_batched(
+                || sel.clone(),
+                |fresh| {
+                    for w in 1..=TARGET.max_waves_per_simd() {
+                        let o = CompileOptions {
+                            occupancy: Some(w),
+                            ..CompileOptions::default()
+                        };
+                        let _ = black_box(compile_selected(&fresh, &o));
+                    }
+                },
+                criterion::BatchSize::LargeInput,
+            )
         });
     }
     c.final_summary();

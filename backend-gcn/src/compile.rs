@@ -222,8 +222,8 @@ struct ToPhys {
 
 /// A kernel after optimization, instruction selection and scheduling: what every register
 /// budget of one kernel shares, so a tuner compiles it once and allocates it per budget
-/// ([`select`], then [`compile_selected`]).
-#[derive(Clone, Debug)]
+/// ([`select`], then [`compile_selected`]). A clone starts with no cached allocations.
+#[derive(Debug)]
 pub struct Selected {
     mf: crate::mir::MachineFunction,
     target: Target,
@@ -232,6 +232,21 @@ pub struct Selected {
     /// Allocations already made under a budget (the occupancy ladder below a spilling budget
     /// is allocated once for all the levels a tuner compiles).
     allocations: AllocationCache,
+    /// Schedules already made, by VGPR bound (`None`: the latency schedule every level tries
+    /// first), with their VGPR pressure.
+    schedules: ScheduleCache,
+}
+
+impl Clone for Selected {
+    fn clone(&self) -> Selected {
+        Selected {
+            mf: self.mf.clone(),
+            target: self.target,
+            timings: self.timings,
+            allocations: AllocationCache::default(),
+            schedules: ScheduleCache::default(),
+        }
+    }
 }
 
 impl Selected {
@@ -242,15 +257,22 @@ impl Selected {
             mf,
             timings: StageTimings::default(),
             allocations: AllocationCache::default(),
+            schedules: ScheduleCache::default(),
         }
     }
 }
 
-/// Allocations by (VGPR budget, SGPR budget, checked).
-type AllocationCache = std::sync::Arc<
-    std::sync::Mutex<
-        std::collections::HashMap<(u32, Option<u32>, bool), Result<PhysFunction, CompileError>>,
+/// Schedules by (VGPR bound, verified).
+type ScheduleCache = std::sync::Mutex<
+    std::collections::HashMap<
+        (Option<u32>, bool),
+        std::sync::Arc<(crate::mir::MachineFunction, u32)>,
     >,
+>;
+
+/// Allocations by (VGPR budget, SGPR budget, checked).
+type AllocationCache = std::sync::Mutex<
+    std::collections::HashMap<(u32, Option<u32>, bool), Result<PhysFunction, CompileError>>,
 >;
 
 /// Verifies (with `opts.check`), optimizes (with `opts.optimize`) and selects: the part of a
@@ -301,6 +323,7 @@ fn front(
         target,
         timings: *t,
         allocations: AllocationCache::default(),
+        schedules: ScheduleCache::default(),
     })
 }
 
@@ -387,6 +410,27 @@ fn scheduled(
     Ok(mf)
 }
 
+/// `sel`'s code scheduled with `vgpr_limit` (as [`scheduled`]) and its VGPR pressure, made
+/// once per bound for all the budgets compiled from `sel`.
+fn scheduled_cached(
+    sel: &Selected,
+    vgpr_limit: Option<u32>,
+    check: bool,
+    t: &mut StageTimings,
+) -> Result<std::sync::Arc<(crate::mir::MachineFunction, u32)>, CompileError> {
+    let key = (vgpr_limit, check);
+    if let Some(s) = sel.schedules.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(s);
+    }
+    let s = scheduled(&sel.mf, vgpr_limit, check, t)?;
+    let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
+    let s = std::sync::Arc::new((s, pressure));
+    if let Ok(mut c) = sel.schedules.lock() {
+        c.insert(key, s.clone());
+    }
+    Ok(s)
+}
+
 /// Allocates `mf` and runs the post-allocation peepholes (timed with the allocation whose
 /// moves they remove).
 fn allocated(
@@ -430,7 +474,7 @@ fn allocate_monotonic(
     {
         return r;
     }
-    let own = allocate_in_budget(&sel.mf, b, ra, t);
+    let own = allocate_in_budget(sel, b, ra, t);
     let spills_to_memory = match &own {
         Ok(p) => memory_spills(p) > (0, 0),
         Err(_) => true,
@@ -467,7 +511,7 @@ fn allocate_monotonic(
 /// with more VGPRs live at once than the budget cannot keep them in registers: it is not
 /// allocated unless nothing else is left.
 fn allocate_in_budget(
-    mf: &crate::mir::MachineFunction,
+    sel: &Selected,
     b: u32,
     ra: &RegallocOptions,
     t: &mut StageTimings,
@@ -491,12 +535,12 @@ fn allocate_in_budget(
         .collect();
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
     for (i, &bound) in bounds.iter().enumerate() {
-        let s = scheduled(mf, bound, ra.run_checker, t)?;
-        let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
+        let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
+        let (s, pressure) = (&s.0, s.1);
         if pressure > b && i + 1 < bounds.len() {
             continue;
         }
-        let q = allocated(&s, &ra, t);
+        let q = allocated(s, &ra, t);
         let done = q.as_ref().is_ok_and(in_registers);
         let better = match (&best, &q) {
             (None, _) | (Some(Err(_)), Ok(_)) => true,
@@ -526,7 +570,7 @@ fn back(
         run_checker: opts.check,
     };
     let mut phys = match vgpr_budget {
-        None => allocated(&scheduled(&sel.mf, None, opts.check, t)?, &ra, t)?,
+        None => allocated(&scheduled_cached(sel, None, opts.check, t)?.0, &ra, t)?,
         Some(b) => allocate_monotonic(sel, b, &ra, t)?,
     };
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));

@@ -91,7 +91,7 @@ pub fn schedule_bounded(mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
             }
             _ => None,
         };
-        mf.blocks[b].insts = schedule_block(insts, bound.as_ref());
+        mf.blocks[b].insts = schedule_block(insts, mf.vregs.len(), bound.as_ref());
     }
 }
 
@@ -333,8 +333,9 @@ fn node(i: &MInst) -> Node {
     n
 }
 
-/// Schedules one block's instruction list.
-fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
+/// Schedules one block's instruction list (`nvregs`: the function's vreg count; per-vreg
+/// tables are dense vectors indexed by it).
+fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) -> Vec<MInst> {
     let n = insts.len();
     if n < 3 {
         return insts;
@@ -342,21 +343,23 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
     let nodes: Vec<Node> = insts.iter().map(node).collect();
     let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut npred = vec![0usize; n];
+    // Every edge is added while its target `b` is the node being visited, so a duplicate
+    // would be the last successor added.
     let edge = |a: usize, b: usize, succs: &mut Vec<Vec<usize>>, npred: &mut Vec<usize>| {
-        if a != b && !succs[a].contains(&b) {
+        if a != b && succs[a].last() != Some(&b) {
             succs[a].push(b);
             npred[b] += 1;
         }
     };
-    let mut def_at: std::collections::HashMap<VReg, usize> = Default::default();
-    let mut users: std::collections::HashMap<VReg, Vec<usize>> = Default::default();
+    let mut def_at: Vec<Option<usize>> = vec![None; nvregs];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); nvregs];
     let mut last_write: Vec<Option<usize>> = vec![None; NRES];
     let mut reads_since: Vec<Vec<usize>> = vec![Vec::new(); NRES];
     let mut mem_global: Vec<(usize, Mem)> = Vec::new();
     let mut mem_lds: Vec<(usize, Mem)> = Vec::new();
     let mut last_fence: Option<usize> = None;
     let mut live_ins: Vec<usize> = Vec::new();
-    let mut tied_writers: std::collections::HashMap<VReg, Vec<usize>> = Default::default();
+    let mut tied_writers: Vec<Vec<usize>> = vec![Vec::new(); nvregs];
     for (k, nd) in nodes.iter().enumerate() {
         for &l in &live_ins {
             edge(l, k, &mut succs, &mut npred);
@@ -374,34 +377,30 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
             last_fence = Some(k);
         }
         for v in &nd.uses {
-            if let Some(&d) = def_at.get(v) {
+            if let Some(d) = def_at[v.index()] {
                 edge(d, k, &mut succs, &mut npred);
             }
         }
         if let Some(t) = nd.tied_use {
             // Earlier readers of the overwritten register stay before the partial write.
-            if let Some(us) = users.get(&t) {
-                for &u in us {
-                    edge(u, k, &mut succs, &mut npred);
-                }
+            for &u in &users[t.index()] {
+                edge(u, k, &mut succs, &mut npred);
             }
         }
         for v in &nd.uses {
-            users.entry(*v).or_default().push(k);
+            users[v.index()].push(k);
         }
         for v in &nd.defs {
-            def_at.insert(*v, k);
+            def_at[v.index()] = Some(k);
         }
         // Later readers of a register tied into an earlier partial write stay after it.
         for v in &nd.uses {
-            if let Some(ws) = tied_writers.get(v) {
-                for &j in ws {
-                    edge(j, k, &mut succs, &mut npred);
-                }
+            for &j in &tied_writers[v.index()] {
+                edge(j, k, &mut succs, &mut npred);
             }
         }
         if let Some(t) = nd.tied_use {
-            tied_writers.entry(t).or_default().push(k);
+            tied_writers[t.index()].push(k);
         }
         for &r in &nd.reads {
             if let Some(w) = last_write[r] {
@@ -448,16 +447,16 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
     let mut ready: Vec<usize> = (0..n).filter(|&k| npred[k] == 0).collect();
     let mut order = Vec::with_capacity(n);
     // Per vreg: uses not yet scheduled in this block.
-    let mut left: std::collections::HashMap<VReg, u32> = Default::default();
+    let mut left: Vec<u32> = vec![0; if bound.is_some() { nvregs } else { 0 }];
     if bound.is_some() {
         for nd in &nodes {
             for &v in &nd.uses {
-                *left.entry(v).or_default() += 1;
+                left[v.index()] += 1;
             }
         }
     }
     let mut live = bound.map_or(0, |b| b.start);
-    let delta = |k: usize, left: &std::collections::HashMap<VReg, u32>| -> i64 {
+    let delta = |k: usize, left: &[u32]| -> i64 {
         let Some(b) = bound else { return 0 };
         let nd = &nodes[k];
         let mut d: i64 = nd.defs.iter().map(|v| b.size[v.index()] as i64).sum();
@@ -466,11 +465,17 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
                 continue;
             }
             let here = nd.uses.iter().filter(|x| *x == v).count() as u32;
-            if left.get(v) == Some(&here) && !b.live_out.contains(v.index()) {
+            if left[v.index()] == here && !b.live_out.contains(v.index()) {
                 d -= b.size[v.index()] as i64;
             }
         }
         d
+    };
+    // Each node's pressure change, kept current: scheduling a node changes only the deltas of
+    // the nodes that read one of its operands.
+    let mut ds: Vec<i64> = match bound {
+        Some(_) => (0..n).map(|k| delta(k, &left)).collect(),
+        None => Vec::new(),
     };
     while !ready.is_empty() {
         let pick = match bound {
@@ -478,8 +483,8 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
                 .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
                 .unwrap_or(0),
             Some(b) => {
-                let ds: Vec<i64> = ready.iter().map(|&k| delta(k, &left)).collect();
-                let fits = |i: usize| live as i64 + ds[i].max(0) <= b.limit as i64;
+                let ds = |i: usize| ds[ready[i]];
+                let fits = |i: usize| live as i64 + ds(i).max(0) <= b.limit as i64;
                 if (0..ready.len()).any(fits) {
                     (0..ready.len())
                         .filter(|&i| fits(i))
@@ -489,7 +494,7 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
                     (0..ready.len())
                         .max_by_key(|&i| {
                             (
-                                std::cmp::Reverse(ds[i]),
+                                std::cmp::Reverse(ds(i)),
                                 std::cmp::Reverse(height[ready[i]]),
                                 std::cmp::Reverse(ready[i]),
                             )
@@ -500,10 +505,13 @@ fn schedule_block(insts: Vec<MInst>, bound: Option<&Pressure>) -> Vec<MInst> {
         };
         let k = ready.swap_remove(pick);
         if bound.is_some() {
-            live = (live as i64 + delta(k, &left)).max(0) as u32;
+            live = (live as i64 + ds[k]).max(0) as u32;
             for v in &nodes[k].uses {
-                if let Some(c) = left.get_mut(v) {
-                    *c -= 1;
+                left[v.index()] -= 1;
+            }
+            for v in &nodes[k].uses {
+                for &u in &users[v.index()] {
+                    ds[u] = delta(u, &left);
                 }
             }
         }
