@@ -238,3 +238,29 @@ fn hash_chain_best_budget_is_in_between() {
         table(&r)
     );
 }
+
+/// `matmul` declares its tile edge: `--space all` compiles and runs every tile size (8, 16,
+/// 32: workgroups of 64 to 1024 work-items, different LDS tiles and unrolled inner loops), and
+/// every candidate's output is checked against the reference.
+#[test]
+fn matmul_tile_sizes_are_searched_and_checked() {
+    let spec = kjit_kernels::find("matmul").unwrap();
+    let opts = TuneOptions {
+        space: Space::All,
+        ..TuneOptions::new(Target::Gfx942)
+    };
+    let r = tune(&Job::from_library(spec, 40, 1), &opts, &mut |_, _| {}).expect("tunes");
+    let mut tiles: Vec<u32> = r
+        .candidates
+        .iter()
+        .filter_map(|c| c.params.iter().find(|(n, _)| n == "tile").map(|p| p.1))
+        .collect();
+    tiles.sort();
+    tiles.dedup();
+    assert_eq!(tiles, [8, 16, 32], "{}", table(&r));
+    assert!(
+        r.candidates.iter().all(|c| c.correct && c.cycles.is_some()),
+        "{}",
+        table(&r)
+    );
+}

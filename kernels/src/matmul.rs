@@ -7,9 +7,25 @@ use kjit_ir::ElemType;
 /// Tile edge: workgroups are `TILE x TILE` work-items, one per output element.
 pub const TILE: u32 = 16;
 
+/// Tuning parameters: the tile edge (the default first; 32 x 32 = 1024 work-items, the most a
+/// workgroup may have).
+const PARAMS: &[TuneParam] = &[TuneParam {
+    name: "tile",
+    values: &[TILE, 8, 32],
+}];
+
 /// `c[m x n] = a[m x k] * b[k x n]`, row-major. Each workgroup stages a `TILE x TILE` tile of
 /// `a` and of `b` in LDS per step along `k`, with barriers around the tile's use.
 pub fn build() -> BuildResult {
+    build_tiled(TILE)
+}
+
+fn build_with(p: &[u32]) -> BuildResult {
+    build_tiled(p[0])
+}
+
+/// [`build`] with `tile x tile` tiles and workgroups.
+fn build_tiled(tile: u32) -> BuildResult {
     let k = KernelBuilder::new("matmul");
     k.allow_contraction(true);
     let a = k.buffer::<f32>("a");
@@ -18,11 +34,11 @@ pub fn build() -> BuildResult {
     let m = k.arg::<u32>("m");
     let n = k.arg::<u32>("n");
     let kk = k.arg::<u32>("k");
-    let ta = k.lds::<f32>("tile_a", TILE * TILE);
-    let tb = k.lds::<f32>("tile_b", TILE * TILE);
+    let ta = k.lds::<f32>("tile_a", tile * tile);
+    let tb = k.lds::<f32>("tile_b", tile * tile);
     let (lx, ly) = (k.local_id(Dim::X), k.local_id(Dim::Y));
-    let row = k.group_id(Dim::Y) * TILE + ly;
-    let col = k.group_id(Dim::X) * TILE + lx;
+    let row = k.group_id(Dim::Y) * tile + ly;
+    let col = k.group_id(Dim::X) * tile + lx;
     let zero = k.lit(0.0f32);
     let acc = k.var_named("acc", zero);
     let t = k.var_named("t", k.lit(0u32));
@@ -33,23 +49,23 @@ pub fn build() -> BuildResult {
             let av = k.load(&a, row * kk + a_col);
             k.store(
                 &ta,
-                ly * TILE + lx,
+                ly * tile + lx,
                 k.select(row.lt(m) & a_col.lt(kk), av, zero),
             );
             let b_row = t.get() + ly;
             let bv = k.load(&b, b_row * n + col);
             k.store(
                 &tb,
-                ly * TILE + lx,
+                ly * tile + lx,
                 k.select(b_row.lt(kk) & col.lt(n), bv, zero),
             );
             k.barrier();
-            k.for_range(k.lit(0u32), k.lit(TILE), k.lit(1u32), |i| {
-                let p = k.load(&ta, ly * TILE + i) * k.load(&tb, i * TILE + lx);
+            k.for_range(k.lit(0u32), k.lit(tile), k.lit(1u32), |i| {
+                let p = k.load(&ta, ly * tile + i) * k.load(&tb, i * tile + lx);
                 acc.set(acc.get() + p);
             });
             k.barrier();
-            t.set(t.get() + TILE);
+            t.set(t.get() + tile);
         },
     );
     k.if_(row.lt(m) & col.lt(n), || {
@@ -59,6 +75,12 @@ pub fn build() -> BuildResult {
 }
 
 fn make(size: usize, seed: u64) -> Case {
+    make_tiled(&[TILE], size, seed)
+}
+
+/// Inputs for size `size`, workgroups of `p[0] x p[0]` work-items.
+fn make_tiled(p: &[u32], size: usize, seed: u64) -> Case {
+    let tile = p[0];
     let mut r = rng(seed);
     let m = size.max(1) as u32;
     let n = (size / 2 + 3) as u32;
@@ -76,8 +98,8 @@ fn make(size: usize, seed: u64) -> Case {
             Arg::U32(kk),
         ],
         launch: LaunchDims {
-            grid: [groups(n as usize, TILE), groups(m as usize, TILE), 1],
-            block: [TILE, TILE, 1],
+            grid: [groups(n as usize, tile), groups(m as usize, tile), 1],
+            block: [tile, tile, 1],
             dynamic_lds: 0,
         },
         outputs: vec![2],
@@ -120,5 +142,9 @@ pub const MATMUL: KernelSpec = KernelSpec {
         rel: 1e-5,
     },
     default_n: 100,
-    tuning: None,
+    tuning: Some(Tuning {
+        params: PARAMS,
+        build: build_with,
+        make_case: make_tiled,
+    }),
 };
