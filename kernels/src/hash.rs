@@ -5,7 +5,7 @@
 //! `kjit tune` searches).
 
 use crate::*;
-use kjit_frontend::{Dim, KernelBuilder};
+use kjit_frontend::{Buffer, Dim, KernelBuilder, Val, Var};
 use kjit_ir::ElemType;
 use rand::RngExt;
 
@@ -37,9 +37,28 @@ fn init(seed: u32, j: usize) -> u32 {
     seed.wrapping_mul(0x9e37_79b1_u32.wrapping_add(2 * j as u32)) ^ j as u32
 }
 
-/// The kernel with `unroll` rounds per loop iteration (the result does not depend on it).
-fn build_unrolled(unroll: u32) -> BuildResult {
-    let k = KernelBuilder::new("hash_rounds");
+/// The hash of a final state: `h0` xor every word times an odd constant.
+fn fold_state(h0: u32, s: &[u32]) -> u32 {
+    s.iter()
+        .enumerate()
+        .fold(h0, |h, (j, &v)| h ^ v.wrapping_mul(2 * j as u32 + 1))
+}
+
+/// The frame both hashes share: arguments `seeds`, `table`, `out`, `rounds`; every work-item
+/// `i < out.len()` starts `words` state words from `seeds[i]` ([`init`]), runs `rounds` through
+/// `body` (which returns the hash's initial value), and stores the [`fold_state`] of the state.
+fn hash_kernel(
+    name: &str,
+    words: usize,
+    body: impl for<'k> FnOnce(
+        &'k KernelBuilder,
+        &Buffer<'k, u32>,
+        Val<'k, u32>,
+        Val<'k, u32>,
+        &[Var<'k, u32>],
+    ) -> Val<'k, u32>,
+) -> BuildResult {
+    let k = KernelBuilder::new(name);
     let seeds = k.buffer::<u32>("seeds");
     let table = k.buffer::<u32>("table");
     let out = k.buffer_mut::<u32>("out");
@@ -47,20 +66,63 @@ fn build_unrolled(unroll: u32) -> BuildResult {
     let i = k.global_id(Dim::X);
     k.if_(i.lt(out.len()), || {
         let seed = k.load(&seeds, i);
-        let s: Vec<_> = (0..STATE)
+        let s: Vec<_> = (0..words)
             .map(|j| {
                 let w =
                     (seed * k.lit(0x9e37_79b1_u32.wrapping_add(2 * j as u32))) ^ k.lit(j as u32);
                 k.var_named("state", w)
             })
             .collect();
+        let mut h = body(&k, &table, rounds, seed, &s);
+        for (j, v) in s.iter().enumerate() {
+            h = h ^ (v.get() * k.lit(2 * j as u32 + 1));
+        }
+        k.store(&out, i, h);
+    });
+    k.finish()
+}
+
+/// Inputs of both hashes: `n` random seeds, a random table of `table` words, `rounds`, and
+/// workgroups of `block` work-items.
+fn hash_case(n: usize, seed: u64, table: usize, rounds: u32, block: u32) -> Case {
+    let mut r = rng(seed);
+    let seeds: Vec<u32> = (0..n).map(|_| r.random()).collect();
+    let table: Vec<u32> = (0..table).map(|_| r.random()).collect();
+    Case {
+        n,
+        args: vec![
+            Arg::Buffer(BufferData::U32(seeds)),
+            Arg::Buffer(BufferData::U32(table)),
+            poisoned(ElemType::U32, n),
+            Arg::U32(rounds),
+        ],
+        launch: LaunchDims {
+            grid: [groups(n, block), 1, 1],
+            block: [block, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![2],
+    }
+}
+
+/// The expected `out` of a hash case, from the CPU `hash(seed, table, rounds)`.
+fn hashes(c: &Case, hash: fn(u32, &[u32], u32) -> u32) -> Vec<BufferData> {
+    let (seeds, table, rounds) = (u32s(c, 0), u32s(c, 1), u32_arg(c, 3));
+    vec![BufferData::U32(
+        seeds.iter().map(|&s| hash(s, table, rounds)).collect(),
+    )]
+}
+
+/// The kernel with `unroll` rounds per loop iteration (the result does not depend on it).
+fn build_unrolled(unroll: u32) -> BuildResult {
+    hash_kernel("hash_rounds", STATE, |k, table, rounds, _, s| {
         k.for_range(k.lit(0u32), rounds, k.lit(unroll), |_| {
             for _ in 0..unroll {
                 let old: Vec<_> = s.iter().map(|v| v.get()).collect();
                 let t: Vec<_> = (0..STATE)
                     .map(|j| {
                         let ix = (old[j] ^ (old[(j + 1) % STATE] >> 3u32)) & (TABLE as u32 - 1);
-                        k.load(&table, ix)
+                        k.load(table, ix)
                     })
                     .collect();
                 for j in 0..STATE {
@@ -70,13 +132,8 @@ fn build_unrolled(unroll: u32) -> BuildResult {
                 }
             }
         });
-        let mut h = k.lit(0u32);
-        for (j, v) in s.iter().enumerate() {
-            h = h ^ (v.get() * k.lit(2 * j as u32 + 1));
-        }
-        k.store(&out, i, h);
-    });
-    k.finish()
+        k.lit(0u32)
+    })
 }
 
 fn build_default() -> BuildResult {
@@ -88,25 +145,7 @@ fn build_tuned(p: &[u32]) -> BuildResult {
 }
 
 fn make_tuned(p: &[u32], n: usize, seed: u64) -> Case {
-    let mut r = rng(seed);
-    let seeds: Vec<u32> = (0..n).map(|_| r.random()).collect();
-    let table: Vec<u32> = (0..TABLE).map(|_| r.random()).collect();
-    let block = p[0];
-    Case {
-        n,
-        args: vec![
-            Arg::Buffer(BufferData::U32(seeds)),
-            Arg::Buffer(BufferData::U32(table)),
-            poisoned(ElemType::U32, n),
-            Arg::U32(ROUNDS),
-        ],
-        launch: LaunchDims {
-            grid: [groups(n, block), 1, 1],
-            block: [block, 1, 1],
-            dynamic_lds: 0,
-        },
-        outputs: vec![2],
-    }
+    hash_case(n, seed, TABLE, ROUNDS, p[0])
 }
 
 fn make_default(n: usize, seed: u64) -> Case {
@@ -124,16 +163,11 @@ pub fn hash(seed: u32, table: &[u32], rounds: u32) -> u32 {
             s[j] = x.rotate_left(rot(j)) ^ old[(j + STATE / 2) % STATE];
         }
     }
-    s.iter()
-        .enumerate()
-        .fold(0, |h, (j, &v)| h ^ v.wrapping_mul(2 * j as u32 + 1))
+    fold_state(0, &s)
 }
 
 fn reference(c: &Case) -> Vec<BufferData> {
-    let (seeds, table, rounds) = (u32s(c, 0), u32s(c, 1), u32_arg(c, 3));
-    vec![BufferData::U32(
-        seeds.iter().map(|&s| hash(s, table, rounds)).collect(),
-    )]
+    hashes(c, hash)
 }
 
 /// The registry entry of `hash_rounds`.
@@ -152,7 +186,7 @@ pub const HASH_ROUNDS: KernelSpec = KernelSpec {
     }),
 };
 
-/// `hash_chain`: a latency-bound register-heavy hash. Every work-item keeps `CHAIN_STATE` u32
+/// `hash_chain`: a latency-bound register-heavy hash. Every work-item keeps `STATE` u32
 /// words of state; each round walks the state in order, and each step's table index depends on
 /// the previous step's lookup (`t = table[(t ^ s[j]) & 63]`), so a wave has one load in flight
 /// at a time and waits the L1 latency for every lookup. Only other waves on the SIMD can fill
@@ -176,60 +210,24 @@ pub mod chain {
 
     /// The kernel.
     fn build() -> BuildResult {
-        let k = KernelBuilder::new("hash_chain");
-        let seeds = k.buffer::<u32>("seeds");
-        let table = k.buffer::<u32>("table");
-        let out = k.buffer_mut::<u32>("out");
-        let rounds = k.arg::<u32>("rounds");
-        let i = k.global_id(Dim::X);
-        k.if_(i.lt(out.len()), || {
-            let seed = k.load(&seeds, i);
-            let s: Vec<_> = (0..STATE)
-                .map(|j| {
-                    let w = (seed * k.lit(0x9e37_79b1_u32.wrapping_add(2 * j as u32)))
-                        ^ k.lit(j as u32);
-                    k.var_named("state", w)
-                })
-                .collect();
+        hash_kernel("hash_chain", STATE, |k, table, rounds, seed, s| {
             let t = k.var_named("t", seed);
             k.for_range(k.lit(0u32), rounds, k.lit(1u32), |_| {
                 for (j, sj) in s.iter().enumerate() {
                     let old = sj.get();
-                    let v = k.load(&table, (t.get() ^ old) & (TABLE as u32 - 1));
+                    let v = k.load(table, (t.get() ^ old) & (TABLE as u32 - 1));
                     let x = old + v;
                     sj.set((x << rot(j)) | (x >> (32 - rot(j))));
                     t.set(v);
                 }
             });
-            let mut h = t.get();
-            for (j, v) in s.iter().enumerate() {
-                h = h ^ (v.get() * k.lit(2 * j as u32 + 1));
-            }
-            k.store(&out, i, h);
-        });
-        k.finish()
+            t.get()
+        })
     }
 
     /// Inputs: `n` random seeds, a random table, `rounds` = [`ROUNDS`]; 256-item workgroups.
     fn make_case(n: usize, seed: u64) -> Case {
-        let mut r = rng(seed);
-        let seeds: Vec<u32> = (0..n).map(|_| r.random()).collect();
-        let table: Vec<u32> = (0..TABLE).map(|_| r.random()).collect();
-        Case {
-            n,
-            args: vec![
-                Arg::Buffer(BufferData::U32(seeds)),
-                Arg::Buffer(BufferData::U32(table)),
-                poisoned(ElemType::U32, n),
-                Arg::U32(ROUNDS),
-            ],
-            launch: LaunchDims {
-                grid: [groups(n, 256), 1, 1],
-                block: [256, 1, 1],
-                dynamic_lds: 0,
-            },
-            outputs: vec![2],
-        }
+        hash_case(n, seed, TABLE, ROUNDS, 256)
     }
 
     /// The hash on the CPU.
@@ -243,16 +241,11 @@ pub mod chain {
                 t = v;
             }
         }
-        s.iter()
-            .enumerate()
-            .fold(t, |h, (j, &v)| h ^ v.wrapping_mul(2 * j as u32 + 1))
+        fold_state(t, &s)
     }
 
     fn reference(c: &Case) -> Vec<BufferData> {
-        let (seeds, table, rounds) = (u32s(c, 0), u32s(c, 1), u32_arg(c, 3));
-        vec![BufferData::U32(
-            seeds.iter().map(|&s| hash(s, table, rounds)).collect(),
-        )]
+        hashes(c, hash)
     }
 
     /// The registry entry of `hash_chain`.
