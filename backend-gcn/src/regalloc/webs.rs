@@ -22,10 +22,12 @@ use super::RegallocError;
 pub struct Intervals(pub Vec<(u32, u32)>);
 
 impl Intervals {
-    fn add(&mut self, a: u32, b: u32) {
+    /// Adds `a..=b` (call [`Intervals::normalize`] after the last).
+    pub fn add(&mut self, a: u32, b: u32) {
         self.0.push((a, b));
     }
-    fn normalize(&mut self) {
+    /// Sorts and merges touching intervals.
+    pub fn normalize(&mut self) {
         self.0.sort_unstable();
         let mut out: Vec<(u32, u32)> = Vec::with_capacity(self.0.len());
         for &(a, b) in &self.0 {
