@@ -221,7 +221,20 @@ pub fn allocate(
 
     // Tuple webs: VGPR/AGPR areas are independent of the SGPR layout.
     let kernarg_vreg = livein_vreg(&p, AbiValue::KernargPtr);
-    let mut w = webs::build(&p, &lv, None)?;
+    // SGPR results in place of a dying source save registers and phi copies (loop masks), but
+    // first fit over the changed intervals sometimes packs the SGPR tuples worse: the webs are
+    // built both ways and the one whose SGPR tuples end lower is kept (in place on a tie).
+    let first_try = target != Target::Gfx942;
+    let mut w = webs::build(&p, &lv, None, true)?;
+    let mut early = webs::build(&p, &lv, None, false)?;
+    let sgpr_end = |w: &mut webs::Webs| {
+        sgpr_layout(&p, w, kernarg_vreg, first_try)
+            .or_else(|_| sgpr_layout(&p, w, kernarg_vreg, false))
+            .map(|l| l.taken.end())
+    };
+    if sgpr_end(&mut early)? < sgpr_end(&mut w)? {
+        w = early;
+    }
     let vweb = webs::assign(&mut w, RegClass::Vgpr, target, 256, &[])?;
     let aweb = webs::assign(&mut w, RegClass::Agpr, target, 256, &[])?;
     if !aweb.is_empty() && !target.has_agprs() {
@@ -248,7 +261,6 @@ pub fn allocate(
     let vgpr_cap = shape.vgpr_cap(budget);
 
     // SGPR singles: what the tuples leave, in the worst (scratch) layout.
-    let first_try = target != Target::Gfx942;
     let (probe, probe_scratch) = match sgpr_layout(&p, &mut w, kernarg_vreg, first_try) {
         Ok(l) => (l, first_try),
         Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
