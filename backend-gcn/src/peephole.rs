@@ -81,7 +81,7 @@ fn touches(i: &Inst, v: u16, want_write: bool) -> bool {
     let infos = i.operand_infos();
     i.operands.iter().enumerate().any(|(k, o)| {
         vgprs(o).is_some_and(|r| r.contains(&v))
-            && infos.get(k).map_or(true, |oi| {
+            && infos.get(k).is_none_or(|oi| {
                 if want_write {
                     oi.access.writes()
                 } else {
