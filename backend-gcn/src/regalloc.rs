@@ -227,12 +227,14 @@ pub fn allocate(
     let first_try = target != Target::Gfx942;
     let mut w = webs::build(&p, &lv, None, true)?;
     let mut early = webs::build(&p, &lv, None, false)?;
+    // A layout that does not fit counts as the worst; when neither fits, the probe below
+    // reports the error.
     let sgpr_end = |w: &mut webs::Webs| {
         sgpr_layout(&p, w, kernarg_vreg, first_try)
             .or_else(|_| sgpr_layout(&p, w, kernarg_vreg, false))
-            .map(|l| l.taken.end())
+            .map_or(u32::MAX, |l| l.taken.end())
     };
-    if sgpr_end(&mut early)? < sgpr_end(&mut w)? {
+    if sgpr_end(&mut early) < sgpr_end(&mut w) {
         w = early;
     }
     let vweb = webs::assign(&mut w, RegClass::Vgpr, target, 256, &[])?;
