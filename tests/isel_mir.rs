@@ -153,6 +153,33 @@ fn a_divergent_and_of_compares_is_one_s_and_of_their_masks() {
     }
 }
 
+#[test]
+fn a_divergent_if_sets_exec_with_the_s_and_of_its_mask() {
+    // `if (x < n) dst[x] = x`: the branch's lanes go straight into EXEC
+    // (`s_and_b64 exec, exec, m`), not through a pair and an `s_mov_b64 exec` in the head;
+    // the device stores the same lanes as the interpreter.
+    let k = KernelBuilder::new("if_store");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let x = k.global_id(Dim::X);
+    k.if_(x.lt(n), || k.store(&dst, x, x * 3u32));
+    let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        assert!(k.asm.contains("s_and_b64 exec, exec, s["), "{t}\n{}", k.asm);
+        assert!(!k.asm.contains("s_mov_b64 exec, s["), "{t}\n{}", k.asm);
+        for n in [0u32, 37, 64] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+                Arg::U32(n),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
+            assert_eq!(got, want, "{t} n={n}");
+        }
+    }
+}
+
 /// `dst[gid] = sum over i < n of (gid + i)` in a uniform loop, with a uniform early return
 /// (`n > limit`) before it and a divergent `if` inside it (odd `i` adds `gid` once more).
 fn uniform_loop() -> kjit_ir::Function {

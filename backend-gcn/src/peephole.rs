@@ -6,9 +6,17 @@
 //!   leave these when source and destination got the same register.
 //! - Two adjacent `s_mov_b32`s that copy an even-aligned SGPR pair half by half (the
 //!   allocator's parallel copies of a 64-bit mask or pointer) become one `s_mov_b64`.
+//! - `v_mov_b32 vD, vS` goes when the instruction that wrote `vS` (in the block, or in the
+//!   only predecessor that jumps to it) can write `vD` itself: nothing in between touches
+//!   `vD`, `vS` or EXEC, and `vS`'s value is dead after the move — on every path `vS` is
+//!   written whole under the same EXEC before it is read (`dead_after`), since a write under
+//!   another EXEC may leave lanes of the old value that a later read sees.
 
-use crate::isa::{Encoding, Inst, Modifiers, Opcode, Operand};
-use crate::phys::PhysFunction;
+use cranelift_entity::EntityRef;
+
+use crate::isa::{Encoding, Inst, Modifiers, Opcode, Operand, SpecialReg};
+use crate::mir::MBlock;
+use crate::phys::{PhysFunction, PhysTerminator};
 
 /// A plain register-to-register move: (opcode, destination, source).
 fn plain_move(i: &Inst) -> Option<(Opcode, Operand, Operand)> {
@@ -59,6 +67,197 @@ fn pair_move(a: (u16, u16), b: (u16, u16)) -> Option<Inst> {
     ))
 }
 
+/// VGPRs of an operand (`None` for other operands).
+fn vgprs(o: &Operand) -> Option<std::ops::Range<u16>> {
+    match *o {
+        Operand::Vgpr { first, count } => Some(first..first + count as u16),
+        _ => None,
+    }
+}
+
+/// Whether `i` reads (`want_write` false) or writes (true) VGPR `v`. Operands beyond the
+/// opcode table's count are taken as both.
+fn touches(i: &Inst, v: u16, want_write: bool) -> bool {
+    let infos = i.operand_infos();
+    i.operands.iter().enumerate().any(|(k, o)| {
+        vgprs(o).is_some_and(|r| r.contains(&v))
+            && infos.get(k).is_none_or(|oi| {
+                if want_write {
+                    oi.access.writes()
+                } else {
+                    oi.access.reads()
+                }
+            })
+    })
+}
+
+/// Whether `i` may change EXEC.
+fn changes_exec(i: &Inst) -> bool {
+    let name = i.op.name();
+    name.contains("exec")
+        || name.starts_with("v_cmpx")
+        || i.operands.iter().any(|o| {
+            matches!(
+                o,
+                Operand::Special(SpecialReg::Exec | SpecialReg::ExecLo | SpecialReg::ExecHi)
+            )
+        })
+}
+
+/// The single VGPR `i` writes whole under EXEC, if that is all it writes: a VALU result
+/// without DPP/SDWA/op_sel or a vector memory load into VGPRs (not into LDS, no `tfe`), whose
+/// destination is not also read as such (`v_fmac`, d16 loads), and not a lane write
+/// (`v_writelane`).
+fn whole_vgpr_def(i: &Inst) -> Option<u16> {
+    use crate::isa::Format;
+    let kind_ok = match i.op.format() {
+        Format::Vop1 | Format::Vop2 | Format::Vop3 | Format::Vop3p => {
+            matches!(i.encoding, Encoding::Native | Encoding::E64)
+                && i.mods.op_sel == 0
+                && !i.op.name().starts_with("v_writelane")
+        }
+        Format::Ds | Format::Mubuf | Format::Mtbuf | Format::Flat | Format::Global => {
+            !i.mods.lds && !i.mods.tfe && !i.mods.gds
+        }
+        _ => false,
+    };
+    if !kind_ok {
+        return None;
+    }
+    let mut def = None;
+    for (o, oi) in i.operands.iter().zip(i.operand_infos()) {
+        if !oi.access.writes() {
+            continue;
+        }
+        match *o {
+            Operand::Vgpr { first, count: 1 } if !oi.access.reads() && def.is_none() => {
+                def = Some(first)
+            }
+            Operand::Vgpr { .. } | Operand::Agpr { .. } => return None,
+            _ => {}
+        }
+    }
+    def
+}
+
+/// Whether the value VGPR `v` holds after instruction `k` of block `b` is never read: on every
+/// path from there, `v` is written whole before any read while EXEC is still the same (a
+/// write under another EXEC may leave lanes of the old value that a later read sees), or the
+/// program ends.
+fn dead_after(f: &PhysFunction, b: usize, k: usize, v: u16) -> bool {
+    let mut seen = vec![[false; 2]; f.blocks.len()];
+    let mut work = vec![(b, k + 1, false)];
+    while let Some((blk, from, mut exec_changed)) = work.pop() {
+        let mut ended = false;
+        for i in &f.blocks[blk].insts[from..] {
+            if touches(i, v, false) {
+                return false;
+            }
+            if touches(i, v, true) {
+                if exec_changed || whole_vgpr_def(i) != Some(v) {
+                    return false;
+                }
+                ended = true;
+                break;
+            }
+            exec_changed |= changes_exec(i);
+        }
+        if ended {
+            continue;
+        }
+        for s in f.blocks[blk].term.successors() {
+            let s = s.index();
+            if !seen[s][exec_changed as usize] {
+                seen[s][exec_changed as usize] = true;
+                work.push((s, 0, exec_changed));
+            }
+        }
+    }
+    true
+}
+
+/// `v_mov_b32 vD, vS` where the instruction that wrote `vS` (earlier in the block, or in the
+/// only predecessor when that jumps here) can write `vD` instead: nothing between touches `vD`,
+/// `vS` or EXEC, and `vS`'s value is not read after the move. Returns the defining
+/// instruction's place.
+fn coalescible(
+    f: &PhysFunction,
+    preds: &[Vec<usize>],
+    b: usize,
+    k: usize,
+    d: u16,
+    s: u16,
+) -> Option<(usize, usize)> {
+    let (mut blk, mut end) = (b, k);
+    loop {
+        for (j, i) in f.blocks[blk].insts[..end].iter().enumerate().rev() {
+            if whole_vgpr_def(i) == Some(s) {
+                // `vD` may be a source of the definition itself (read before the write).
+                let ok = !touches(i, d, true) && dead_after(f, b, k, s);
+                return ok.then_some((blk, j));
+            }
+            if touches(i, s, false)
+                || touches(i, s, true)
+                || touches(i, d, false)
+                || touches(i, d, true)
+                || changes_exec(i)
+            {
+                return None;
+            }
+        }
+        let [p] = preds[blk].as_slice() else {
+            return None;
+        };
+        let jumps_here = f.blocks[*p].term == PhysTerminator::Jump(MBlock::new(blk));
+        if blk != b || !jumps_here {
+            return None;
+        }
+        blk = *p;
+        end = f.blocks[blk].insts.len();
+    }
+}
+
+/// Backward copy coalescing: each `v_mov_b32 vD, vS` whose source's definition can write `vD`
+/// itself goes, the definition renamed (the allocator's loop-carried copies, e.g. matmul's
+/// accumulator after its last FMA). Returns how many moves went.
+fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
+    for (b, bd) in f.blocks.iter().enumerate() {
+        for s in bd.term.successors() {
+            preds[s.index()].push(b);
+        }
+    }
+    let mut removed = 0;
+    for b in 0..f.blocks.len() {
+        let mut k = 0;
+        while k < f.blocks[b].insts.len() {
+            let at = match plain_move(&f.blocks[b].insts[k]) {
+                Some((
+                    Opcode::VMovB32,
+                    Operand::Vgpr { first: d, count: 1 },
+                    Operand::Vgpr { first: s, count: 1 },
+                )) if d != s => coalescible(f, &preds, b, k, d, s).map(|x| (x, d, s)),
+                _ => None,
+            };
+            match at {
+                Some(((db, j), d, s)) => {
+                    let def = &mut f.blocks[db].insts[j];
+                    let infos = def.operand_infos();
+                    for (o, oi) in def.operands.iter_mut().zip(infos) {
+                        if oi.access.writes() && *o == Operand::v(s) {
+                            *o = Operand::v(d);
+                        }
+                    }
+                    f.blocks[b].insts.remove(k);
+                    removed += 1;
+                }
+                None => k += 1,
+            }
+        }
+    }
+    removed
+}
+
 /// Runs the peepholes over every block of `f`; returns how many instructions they removed.
 pub fn run_peepholes(f: &mut PhysFunction) -> u32 {
     let mut removed = 0;
@@ -80,5 +279,116 @@ pub fn run_peepholes(f: &mut PhysFunction) -> u32 {
         b.insts = out;
         removed += (before - b.insts.len()) as u32;
     }
-    removed
+    removed + coalesce_vgpr_copies(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codeobj::metadata::KernelMeta;
+    use crate::mir::{BranchCond, KernelAbi};
+    use crate::Target;
+
+    fn func(blocks: Vec<(Vec<Inst>, PhysTerminator)>) -> PhysFunction {
+        let abi = KernelAbi {
+            target: Target::Gfx942,
+            meta: KernelMeta::new("t"),
+            workgroup_ids: [true, false, false],
+            workitem_dims: 1,
+            lds_bytes: 0,
+        };
+        PhysFunction::from_blocks(abi, blocks)
+    }
+    fn add(d: u16, a: u16, b: u16) -> Inst {
+        Inst::new(
+            Opcode::VAddF32,
+            &[Operand::v(d), Operand::v(a), Operand::v(b)],
+        )
+    }
+    fn mov(d: u16, s: u16) -> Inst {
+        Inst::new(Opcode::VMovB32, &[Operand::v(d), Operand::v(s)])
+    }
+    fn exec_all() -> Inst {
+        Inst::new(
+            Opcode::SMovB64,
+            &[Operand::Special(SpecialReg::Exec), Operand::InlineInt(-1)],
+        )
+    }
+    /// A reader of `v` that is not a move.
+    fn store(v: u16) -> Inst {
+        add(9, v, v)
+    }
+
+    #[test]
+    fn a_copy_of_a_dead_result_is_written_by_its_definition() {
+        // Block 0 defines v1, block 1 (its only predecessor jumps to it) copies it to v0,
+        // which the loop reads; v1 is written again before any read.
+        let mut f = func(vec![
+            (vec![add(1, 0, 2)], PhysTerminator::Jump(MBlock::new(1))),
+            (
+                vec![mov(0, 1)],
+                PhysTerminator::Branch {
+                    cond: BranchCond::Scc1,
+                    taken: MBlock::new(0),
+                    not_taken: MBlock::new(2),
+                },
+            ),
+            (vec![store(0)], PhysTerminator::Return),
+        ]);
+        assert_eq!(run_peepholes(&mut f), 1);
+        assert_eq!(f.blocks[0].insts, vec![add(0, 0, 2)]);
+        assert!(f.blocks[1].insts.is_empty());
+    }
+
+    #[test]
+    fn a_copy_stays_when_the_source_is_read_later_or_exec_changes() {
+        // v1 read after the copy.
+        let mut read_later = func(vec![(
+            vec![add(1, 0, 2), mov(0, 1), store(1)],
+            PhysTerminator::Return,
+        )]);
+        // EXEC set between the definition and the copy (the copy's lanes differ).
+        let mut exec_between = func(vec![(
+            vec![add(1, 0, 2), exec_all(), mov(0, 1), store(0)],
+            PhysTerminator::Return,
+        )]);
+        // v1 written again only under another EXEC before the loop reads it: lanes of the
+        // first value may survive there.
+        let mut partial_rewrite = func(vec![
+            (
+                vec![add(1, 3, 2), mov(0, 1)],
+                PhysTerminator::Jump(MBlock::new(1)),
+            ),
+            (
+                vec![exec_all(), add(1, 0, 2), store(1)],
+                PhysTerminator::Return,
+            ),
+        ]);
+        // A direct-to-LDS load names a VGPR it does not write.
+        let mut lds_load = Inst::new(
+            Opcode::BufferLoadDword,
+            &[
+                Operand::v(1),
+                Operand::v(2),
+                Operand::Sgpr { first: 8, count: 4 },
+                Operand::InlineInt(0),
+            ],
+        );
+        lds_load.mods.offen = true;
+        lds_load.mods.lds = true;
+        let mut into_lds = func(vec![(
+            vec![add(1, 3, 2), lds_load, mov(0, 1), store(0)],
+            PhysTerminator::Return,
+        )]);
+        for f in [
+            &mut read_later,
+            &mut exec_between,
+            &mut partial_rewrite,
+            &mut into_lds,
+        ] {
+            let before = f.blocks.clone();
+            assert_eq!(run_peepholes(f), 0);
+            assert_eq!(f.blocks, before);
+        }
+    }
 }

@@ -9,7 +9,7 @@
 //!
 //! | vreg | allocated by | regalloc2 class | registers |
 //! |---|---|---|---|
-//! | 1 SGPR | regalloc2 | `Int` | ≤ 63 singles, renumbered into the SGPRs no tuple ever uses |
+//! | 1 SGPR | regalloc2 | `Int` | ≤ 63 singles, placed by live intervals around the tuples ([`locs`]) |
 //! | 1 VGPR | regalloc2 | `Float` | ≤ 64 singles (`v0`.. first; `v0`/`v0..v2` are the work-item ids) |
 //! | 2 VGPRs | regalloc2 | `Vector` | ≤ 64 even-aligned pairs in a range disjoint from the singles |
 //! | SGPR tuples, VGPR tuples of 3+ dwords, AGPRs | [`webs`] (here) | — | one aligned range per web |
@@ -54,6 +54,7 @@
 //! in the block that writes EXEC) is wrapped as `s_mov_b64 save, exec; s_mov_b64 exec, -1; …;
 //! s_mov_b64 exec, save` with `save` a reserved SGPR pair, so it is whole-wave.
 
+mod locs;
 mod prep;
 mod ra2;
 mod slots;
@@ -220,7 +221,22 @@ pub fn allocate(
 
     // Tuple webs: VGPR/AGPR areas are independent of the SGPR layout.
     let kernarg_vreg = livein_vreg(&p, AbiValue::KernargPtr);
-    let mut w = webs::build(&p, &lv, None)?;
+    // SGPR results in place of a dying source save registers and phi copies (loop masks), but
+    // first fit over the changed intervals sometimes packs the SGPR tuples worse: the webs are
+    // built both ways and the one whose SGPR tuples end lower is kept (in place on a tie).
+    let first_try = target != Target::Gfx942;
+    let mut w = webs::build(&p, &lv, None, true)?;
+    let mut early = webs::build(&p, &lv, None, false)?;
+    // A layout that does not fit counts as the worst; when neither fits, the probe below
+    // reports the error.
+    let sgpr_end = |w: &mut webs::Webs| {
+        sgpr_layout(&p, w, kernarg_vreg, first_try)
+            .or_else(|_| sgpr_layout(&p, w, kernarg_vreg, false))
+            .map_or(u32::MAX, |l| l.taken.end())
+    };
+    if sgpr_end(&mut early) < sgpr_end(&mut w) {
+        w = early;
+    }
     let vweb = webs::assign(&mut w, RegClass::Vgpr, target, 256, &[])?;
     let aweb = webs::assign(&mut w, RegClass::Agpr, target, 256, &[])?;
     if !aweb.is_empty() && !target.has_agprs() {
@@ -247,7 +263,6 @@ pub fn allocate(
     let vgpr_cap = shape.vgpr_cap(budget);
 
     // SGPR singles: what the tuples leave, in the worst (scratch) layout.
-    let first_try = target != Target::Gfx942;
     let (probe, probe_scratch) = match sgpr_layout(&p, &mut w, kernarg_vreg, first_try) {
         Ok(l) => (l, first_try),
         Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
@@ -426,19 +441,21 @@ pub fn allocate(
             int_map[ra2::wg_preg(d).hw_enc()] = pos;
         }
     }
-    let before = taken;
-    let mut free = (0..MAX_SGPRS).filter(move |&x| !before.contains(x));
-    for h in bits(used[ra::RegClass::Int as usize]) {
-        if int_map[h] != NO_REG {
-            continue;
-        }
-        let r = free.next().ok_or(RegallocError::OutOfRegisters {
-            file: "SGPR",
-            limit: MAX_SGPRS as u32,
-        })?;
-        int_map[h] = r;
+    // Singles share SGPRs with tuple webs and with each other where their live intervals
+    // do not overlap (first fit, in order of first position).
+    let single_regs = place_singles(
+        &func,
+        out,
+        &w,
+        used[ra::RegClass::Int as usize],
+        &mut int_map,
+        &lay.blocked,
+    )?;
+    for r in single_regs {
         taken.insert(r);
     }
+    let before = taken;
+    let mut free = (0..MAX_SGPRS).filter(move |&x| !before.contains(x));
     for &s in &sgpr_slots {
         let r = free.next().ok_or(RegallocError::OutOfRegisters {
             file: "SGPR",
@@ -897,6 +914,8 @@ fn machine_env(n_int: usize, n_f: usize, n_v: usize) -> MachineEnv {
 struct SgprLayout {
     /// SGPRs not available to singles: tuple webs, user/system SGPRs that are reserved.
     taken: SgprSet,
+    /// The user/system SGPRs reserved for the ABI (a subset of `taken`).
+    blocked: SgprSet,
     /// (workgroup dimension, system SGPR).
     wg_fixed: Vec<(u8, u16)>,
     wave_offset: Option<u16>,
@@ -941,19 +960,71 @@ fn sgpr_layout(
         // tuples do not reuse them (they may).
     }
     let used = webs::assign(w, RegClass::Sgpr, p.mf.abi.target, MAX_SGPRS, &blocked)?;
-    let mut taken = SgprSet::default();
-    for r in used.into_iter().chain(blocked) {
-        taken.insert(r);
-    }
     if kernarg.is_none() {
-        taken.insert(kernarg_at);
-        taken.insert(kernarg_at + 1);
+        blocked.extend([kernarg_at, kernarg_at + 1]);
+    }
+    let mut blocked_set = SgprSet::default();
+    for &r in &blocked {
+        blocked_set.insert(r);
+    }
+    let mut taken = blocked_set;
+    for r in used {
+        taken.insert(r);
     }
     Ok(SgprLayout {
         taken,
+        blocked: blocked_set,
         wg_fixed,
         wave_offset,
     })
+}
+
+/// Places regalloc2's used `Int` registers (`used`, a mask) that `int_map` does not fix yet on
+/// SGPRs: each gets the lowest SGPR outside `blocked` where no SGPR web dword and no single
+/// placed earlier is live while it is (`locs::intervals`), in order of first position.
+/// Returns the SGPRs given.
+fn place_singles(
+    func: &ra2::RaFunc,
+    out: &ra::Output,
+    w: &webs::Webs,
+    used: u64,
+    int_map: &mut [u16; 64],
+    blocked: &SgprSet,
+) -> Result<Vec<u16>, RegallocError> {
+    let evs = locs::events(func, out, |a| {
+        a.as_reg()
+            .filter(|r| r.class() == ra::RegClass::Int)
+            .map(|r| r.hw_enc())
+    });
+    let ivs = locs::intervals(func, &evs, 64);
+    // What is live on each SGPR: the webs' dwords.
+    let mut occ: Vec<Vec<&webs::Intervals>> = vec![Vec::new(); MAX_SGPRS as usize];
+    let mut roots: Vec<usize> = w.web_of.values().copied().collect();
+    roots.sort_unstable();
+    roots.dedup();
+    for k in roots {
+        let web = &w.webs[k];
+        if let (RegClass::Sgpr, Some(base)) = (web.class, web.reg) {
+            for (j, span) in web.dword_span.iter().enumerate() {
+                occ[base as usize + j].push(span);
+            }
+        }
+    }
+    let mut order: Vec<usize> = bits(used).filter(|&h| int_map[h] == NO_REG).collect();
+    order.sort_by_key(|&h| (ivs[h].start(), h));
+    let mut given = Vec::new();
+    for h in order {
+        let r = (0..MAX_SGPRS)
+            .find(|&x| !blocked.contains(x) && occ[x as usize].iter().all(|o| !o.overlaps(&ivs[h])))
+            .ok_or(RegallocError::OutOfRegisters {
+                file: "SGPR",
+                limit: MAX_SGPRS as u32,
+            })?;
+        int_map[h] = r;
+        occ[r as usize].push(&ivs[h]);
+        given.push(r);
+    }
+    Ok(given)
 }
 
 struct Ctx<'a> {

@@ -127,7 +127,7 @@ fn flag_live_in(mf: &MachineFunction) -> Vec<u8> {
 /// Whether `inst` may read EXEC: its operands or implicit uses say so, or it is anything but a
 /// scalar instruction (vector instructions run under EXEC; pseudo-instructions may become
 /// vector moves).
-fn may_read_exec(inst: &MInst) -> bool {
+pub(super) fn may_read_exec(inst: &MInst) -> bool {
     if flags(inst).0 & implicit::EXEC != 0 {
         return true;
     }
@@ -141,7 +141,7 @@ fn may_read_exec(inst: &MInst) -> bool {
 }
 
 /// `s_mov_b64 exec, src`: a plain EXEC write, the only kind removed when dead.
-fn is_exec_move(inst: &MInst) -> bool {
+pub(super) fn is_exec_move(inst: &MInst) -> bool {
     matches!(inst.opcode, MOpcode::Isa(op) if op.info().name == "s_mov_b64")
         && matches!(
             inst.ops.first(),
@@ -213,7 +213,7 @@ fn remove_dead_exec_moves(mf: &mut MachineFunction) -> usize {
 }
 
 /// Whether `inst` writes EXEC (implicitly or as an operand).
-fn writes_exec(inst: &MInst) -> bool {
+pub(super) fn writes_exec(inst: &MInst) -> bool {
     if inst.implicit_defs & implicit::EXEC != 0 || is_exec_move(inst) {
         return true;
     }

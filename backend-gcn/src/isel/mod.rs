@@ -32,6 +32,7 @@
 //! inside a loop its uses are outside of.
 
 mod dce;
+mod exec_fold;
 mod frag;
 mod lds_dma;
 mod lower;
@@ -365,6 +366,7 @@ impl<'a> Isel<'a> {
         self.try_seal_all(&filled);
         ssa::remove_trivial_params(&mut self.mf);
         dce::eliminate_dead_code(&mut self.mf);
+        exec_fold::fold_exec_masks(&mut self.mf);
         Ok(())
     }
 

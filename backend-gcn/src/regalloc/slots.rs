@@ -7,17 +7,10 @@
 use std::collections::BTreeMap;
 
 use regalloc2 as ra;
-use regalloc2::{Edit, Function, InstPosition};
 
+use super::locs;
 use super::prep::BitSet;
 use super::ra2::RaFunc;
-
-/// One access to a slot, in program order within a block.
-#[derive(Clone, Copy)]
-struct Ev {
-    write: bool,
-    slot: usize,
-}
 
 /// Maps each slot to a color; slots of one color are never live together and share a class.
 pub fn color(
@@ -29,106 +22,23 @@ pub fn color(
     if n == 0 {
         return BTreeMap::new();
     }
-    let nb = func.num_blocks();
-    // Events per block.
-    let mut evs: Vec<Vec<Ev>> = vec![Vec::new(); nb];
-    let mut e = 0usize;
-    let edit_evs = |ed: &Edit, v: &mut Vec<Ev>| {
-        let Edit::Move { from, to } = *ed;
-        if let Some(s) = from.as_stack() {
-            v.push(Ev {
-                write: false,
-                slot: s.index(),
-            });
-        }
-        if let Some(s) = to.as_stack() {
-            v.push(Ev {
-                write: true,
-                slot: s.index(),
-            });
-        }
-    };
-    for (b, ev) in evs.iter_mut().enumerate() {
-        let r = func.block_insns(ra::Block::new(b));
-        for i in r.iter() {
-            while e < out.edits.len() && out.edits[e].0.inst() < i {
-                e += 1;
-            }
-            while e < out.edits.len()
-                && out.edits[e].0.inst() == i
-                && out.edits[e].0.pos() == InstPosition::Before
-            {
-                edit_evs(&out.edits[e].1, ev);
-                e += 1;
-            }
-            let allocs = out.inst_allocs(i);
-            let ops = func.inst_operands(i);
-            for (op, a) in ops.iter().zip(allocs) {
-                if let (ra::OperandKind::Use, Some(s)) = (op.kind(), a.as_stack()) {
-                    ev.push(Ev {
-                        write: false,
-                        slot: s.index(),
-                    });
-                }
-            }
-            for (op, a) in ops.iter().zip(allocs) {
-                if let (ra::OperandKind::Def, Some(s)) = (op.kind(), a.as_stack()) {
-                    ev.push(Ev {
-                        write: true,
-                        slot: s.index(),
-                    });
-                }
-            }
-            while e < out.edits.len()
-                && out.edits[e].0.inst() == i
-                && out.edits[e].0.pos() == InstPosition::After
-            {
-                edit_evs(&out.edits[e].1, ev);
-                e += 1;
-            }
-        }
-    }
-    // Liveness to a fixed point.
-    let mut live_in = vec![BitSet::new(n); nb];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for b in (0..nb).rev() {
-            let mut live = BitSet::new(n);
-            for s in func.block_succs(ra::Block::new(b)) {
-                live.union_with(&live_in[s.index()]);
-            }
-            for ev in evs[b].iter().rev() {
-                if ev.write {
-                    live.remove(ev.slot);
-                } else {
-                    live.insert(ev.slot);
-                }
-            }
-            if live != live_in[b] {
-                live_in[b] = live;
-                changed = true;
-            }
-        }
-    }
+    let evs = locs::events(func, out, |a| a.as_stack().map(|s| s.index()));
+    let live_in = locs::live_in(func, &evs, n);
     // Interference: at each write, the written slot against every slot live after it.
     let mut adj = vec![BitSet::new(n); n];
     for (b, bevs) in evs.iter().enumerate() {
-        let mut live = BitSet::new(n);
-        for s in func.block_succs(ra::Block::new(b)) {
-            live.union_with(&live_in[s.index()]);
-        }
+        let mut live = locs::live_out(func, &live_in, b, n);
         for ev in bevs.iter().rev() {
             if ev.write {
                 for x in live.iter() {
-                    if x != ev.slot {
-                        adj[ev.slot].insert(x);
-                        adj[x].insert(ev.slot);
+                    if x != ev.loc {
+                        adj[ev.loc].insert(x);
+                        adj[x].insert(ev.loc);
                     }
                 }
-                live.remove(ev.slot);
+                live.remove(ev.loc);
             } else {
-                live.insert(ev.slot);
+                live.insert(ev.loc);
             }
         }
         // Slots live into the entry block are never written before: keep them apart too.

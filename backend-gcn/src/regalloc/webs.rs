@@ -22,10 +22,12 @@ use super::RegallocError;
 pub struct Intervals(pub Vec<(u32, u32)>);
 
 impl Intervals {
-    fn add(&mut self, a: u32, b: u32) {
+    /// Adds `a..=b` (call [`Intervals::normalize`] after the last).
+    pub fn add(&mut self, a: u32, b: u32) {
         self.0.push((a, b));
     }
-    fn normalize(&mut self) {
+    /// Sorts and merges touching intervals.
+    pub fn normalize(&mut self) {
         self.0.sort_unstable();
         let mut out: Vec<(u32, u32)> = Vec::with_capacity(self.0.len());
         for &(a, b) in &self.0 {
@@ -97,11 +99,26 @@ pub struct Webs {
     pub coalesced: rustc_hash::FxHashSet<(usize, usize)>,
 }
 
-/// Builds the webs of `p`: intervals, mandatory merges, then copy coalescing.
+/// Whether `inst` is a scalar ALU operation or scalar load: it reads all its SGPR sources
+/// before it writes its destination, so the destination may be a source that dies there
+/// (`s_bfe_u64 s[4:5], s[4:5], ..`, `s_load_dwordx4 s[0:3], s[0:1], ..` as LLVM emits
+/// them). Its web defs start just after the instruction (`2i + 1`).
+fn reads_before_writing(inst: &crate::mir::MInst) -> bool {
+    use crate::isa::Format;
+    matches!(inst.opcode, MOpcode::Isa(op) if matches!(
+        op.info().format,
+        Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Smem
+    ))
+}
+
+/// Builds the webs of `p`: intervals, mandatory merges, then copy coalescing. With
+/// `late_scalar_defs`, scalar results may take the registers of a source that dies at their
+/// instruction ([`reads_before_writing`]).
 pub fn build(
     p: &Prepared,
     lv: &Liveness,
     kernarg: Option<(VReg, u16)>,
+    late_scalar_defs: bool,
 ) -> Result<Webs, RegallocError> {
     let mf = &p.mf;
     let is_web = |v: VReg| {
@@ -141,11 +158,12 @@ pub fn build(
                     }
                 }
             }
-            let dpos = if inst.opcode == MOpcode::Copy {
-                2 * i + 1
-            } else {
-                2 * i
-            };
+            let dpos =
+                if inst.opcode == MOpcode::Copy || late_scalar_defs && reads_before_writing(inst) {
+                    2 * i + 1
+                } else {
+                    2 * i
+                };
             for v in inst.defs() {
                 if is_web(v) {
                     first.entry(v).or_insert(dpos);
