@@ -583,3 +583,100 @@ fn push_arg(func: &mut Function, from: Block, to: Block, arg: Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_function;
+
+    /// A strided loop as the pipelined builder writes it: `t` steps by 2, and each iteration
+    /// stores at `(t + 0) * s + lid` and `(t + 1) * s + lid`, with the loop test on `t * s`.
+    const STRIDED: &str = "kernel k(s: u32, x: buf_mut<u32>) {
+block0(v0: u32, v1: buf_mut<u32>):
+    v2:u32 = const.u32 0
+    v3:u32 = workitem_id.x
+    jump block1(v2)
+block1(v4: u32):
+    v5:u32 = mul v4, v0
+    v6:u32 = const.u32 40
+    v7:bool = lt v5, v6
+    brif v7, block2, block3
+block2:
+    v8:u32 = mul v4, v0
+    v9:u32 = add v8, v3
+    store v1[v9], v4
+    v10:u32 = const.u32 1
+    v11:u32 = add v4, v10
+    v12:u32 = mul v11, v0
+    v13:u32 = add v12, v3
+    store v1[v13], v11
+    v14:u32 = const.u32 2
+    v15:u32 = add v4, v14
+    jump block1(v15)
+block3:
+    return
+}";
+
+    fn muls_in_loop(f: &Function) -> usize {
+        f.layout[1..3]
+            .iter()
+            .flat_map(|&b| &f.blocks[b].insts)
+            .filter(|&&i| {
+                matches!(
+                    f.insts[i],
+                    InstData::Binary {
+                        op: BinaryOp::Mul,
+                        ..
+                    }
+                )
+            })
+            .count()
+    }
+
+    #[test]
+    fn products_of_the_counter_become_running_sums_and_compute_the_same() {
+        let f = parse_function(STRIDED).unwrap();
+        let mut g = f.clone();
+        super::super::gvn::number_values(&mut g);
+        // One uniform sum for the test (`t * s`), one divergent for the indices (`t * s + lid`).
+        assert_eq!(reduce_strength(&mut g), 2);
+        super::super::gvn::number_values(&mut g);
+        super::super::dce::remove_dead_code(&mut g);
+        crate::verify(&g).unwrap();
+        assert_eq!(muls_in_loop(&f), 3);
+        assert_eq!(
+            muls_in_loop(&g),
+            0,
+            "{}",
+            crate::write::function_to_string(&g)
+        );
+        // The counter `t` is still stored, so it stays.
+        assert_eq!(g.blocks[g.layout[1]].params.len(), 3);
+        for s in [1, 3, 7] {
+            let x = super::super::loops::run_u32_kernel(&f, s, 4);
+            // Lane 0 of s = 7 stores t at t * 7 for t = 0..6.
+            if s == 7 {
+                assert_eq!([x[0], x[7], x[14], x[35]], [0, 1, 2, 5]);
+            }
+            assert_eq!(x, super::super::loops::run_u32_kernel(&g, s, 4), "s = {s}");
+        }
+    }
+
+    #[test]
+    fn a_lone_product_of_a_uniform_counter_stays_a_product() {
+        // One `t * s` used once: its running sum would cost an init, a step and a register
+        // for one `s_mul_i32`, and the kernel would grow.
+        let src = STRIDED
+            .replace(
+                "    v12:u32 = mul v11, v0\n    v13:u32 = add v12, v3\n    store v1[v13], v11\n",
+                "",
+            )
+            .replace(
+                "    v8:u32 = mul v4, v0\n    v9:u32 = add v8, v3\n",
+                "    v9:u32 = add v4, v3\n",
+            );
+        let mut f = parse_function(&src).unwrap();
+        super::super::gvn::number_values(&mut f);
+        assert_eq!(reduce_strength(&mut f), 0);
+    }
+}
