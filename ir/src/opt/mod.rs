@@ -10,7 +10,9 @@
 //! cheapest form under the GCN [`cost`] model — only among forms whose leaves are defined by
 //! then. Memory instructions whose index is `x + constant` take the constant into their
 //! immediate offset when it fits the hardware field. A block whose extraction fails is kept as it
-//! was.
+//! was. Last, the passes across blocks ([`loop_passes`]): value numbering by dominance ([`gvn`]),
+//! loop-invariant code motion ([`licm`]), strength reduction of induction products ([`lsr`]) and
+//! dead code elimination with block parameters ([`dce`]).
 
 pub mod cost;
 pub mod dce;
