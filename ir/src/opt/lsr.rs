@@ -217,13 +217,7 @@ impl Analysis<'_> {
         let crate::ValueDef::Result(i, 0) = self.func.values[v].def else {
             return atom();
         };
-        let konst = |w: Value| match self.func.values[w].def {
-            crate::ValueDef::Result(j, 0) => match self.func.insts[j] {
-                InstData::Const { bits, .. } => Some(bits as u32),
-                _ => None,
-            },
-            _ => None,
-        };
+        let konst = |w: Value| const_of(self.func, w);
         match self.func.insts[i] {
             InstData::Const { bits, .. } => constant(bits as u32),
             InstData::Binary { op, args: [x, y] } => match op {
