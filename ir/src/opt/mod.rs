@@ -10,10 +10,17 @@
 //! cheapest form under the GCN [`cost`] model — only among forms whose leaves are defined by
 //! then. Memory instructions whose index is `x + constant` take the constant into their
 //! immediate offset when it fits the hardware field. A block whose extraction fails is kept as it
-//! was.
+//! was. Last, the passes across blocks ([`loop_passes`]): value numbering by dominance ([`gvn`]),
+//! loop-invariant code motion ([`licm`]), strength reduction of induction products ([`lsr`]) and
+//! dead code elimination with block parameters ([`dce`]).
 
 pub mod cost;
+pub mod dce;
+pub mod gvn;
 pub mod lang;
+pub mod licm;
+pub mod loops;
+pub mod lsr;
 pub mod pattern;
 pub mod rules;
 pub mod run;
@@ -93,6 +100,42 @@ pub struct OptReport {
     /// Estimated ALU cycles after unrolling, before the e-graph: the static estimate counts each
     /// instruction once, so full unrolling raises it even where it removes loop overhead.
     pub cycles_unrolled: u64,
+    /// After the e-graph, the loop passes ([`loop_passes`]): repeated instructions removed by
+    /// value numbering across blocks.
+    pub numbered: usize,
+    /// Loop-invariant instructions hoisted to preheaders.
+    pub hoisted: usize,
+    /// Header parameters added by strength reduction.
+    pub reduced_ivs: usize,
+    /// Dead instructions and block parameters removed.
+    pub dead: (usize, usize),
+}
+
+/// What the loop passes did.
+#[derive(Clone, Copy, Debug, Default)]
+struct LoopPasses {
+    numbered: usize,
+    hoisted: usize,
+    reduced_ivs: usize,
+    dead: (usize, usize),
+}
+
+/// The passes across blocks that the per-block e-graph cannot do: value numbering across
+/// dominating blocks ([`gvn`]), loop-invariant code motion ([`licm`]), strength reduction of
+/// induction-variable products ([`lsr`]), value numbering again (the reduced loop's adds repeat
+/// its step) and dead code elimination ([`dce`]: the replaced products and unused counters).
+fn loop_passes(func: &mut Function) -> LoopPasses {
+    let numbered = gvn::number_values(func);
+    let hoisted = licm::hoist_invariants(func);
+    let reduced_ivs = lsr::reduce_strength(func);
+    let numbered = numbered + gvn::number_values(func);
+    let dead = dce::remove_dead_code(func);
+    LoopPasses {
+        numbered,
+        hoisted,
+        reduced_ivs,
+        dead,
+    }
 }
 
 impl std::fmt::Display for OptReport {
@@ -101,6 +144,11 @@ impl std::fmt::Display for OptReport {
             f,
             "e-graph optimizer: {} rules, {} -> {} instructions ({} loops unrolled: {}), {} -> {} estimated ALU cycles, {} offsets folded",
             self.rules, self.insts_before, self.insts_after, self.unrolled_loops, self.insts_unrolled, self.cycles_before, self.cycles_after, self.folded_offsets
+        )?;
+        writeln!(
+            f,
+            "loop passes: {} repeated values numbered, {} invariants hoisted, {} induction sums added, {} dead instructions and {} dead parameters removed",
+            self.numbered, self.hoisted, self.reduced_ivs, self.dead.0, self.dead.1
         )?;
         for b in &self.blocks {
             writeln!(
@@ -306,6 +354,11 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     });
     // Unrolled iterations were optimized one block each; now one block per loop.
     unroll::merge_unrolled(&mut out, chains);
+    let lp = loop_passes(&mut out);
+    report.numbered = lp.numbered;
+    report.hoisted = lp.hoisted;
+    report.reduced_ivs = lp.reduced_ivs;
+    report.dead = lp.dead;
     let out = out.renumbered();
     report.insts_after = out.inst_count();
     report.cycles_after = cost::estimate_cycles(&out);
