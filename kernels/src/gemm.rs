@@ -19,6 +19,10 @@ use crate::*;
 use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, KernelBuilder, Lds, MfmaOp, Val};
 use kjit_ir::ElemType;
 
+/// Adjacent columns of b one lane loads per row (one `buffer_load_dwordx2` of f16, `x4` of
+/// f32): their regrouping into k-fragments is one `v_perm_b32` per dword of f16.
+const QUAD: u32 = 4;
+
 /// An element index past any buffer (a multiple of 4, so aligned for every fragment): loads
 /// there give 0 and stores are dropped.
 const OUTSIDE: u32 = 0xffff_fff0;
@@ -122,16 +126,19 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let a_packed = (kk % kl).eq(0u32);
     let frag = FragType::new(elem, kl as u8);
     // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
-    // bk rows of bn, loaded as pairs of adjacent columns from kl consecutive rows and
-    // regrouped into the two columns' k-fragments (pairs need an even n: `b_packed`). Job q
-    // of a thread is
-    // fragment `tid + q * threads`; where the threads do not divide the block evenly, a
-    // (divergent) guard skips the jobs past it.
+    // bk rows of bn, loaded as runs of `QUAD` adjacent columns from kl consecutive rows and
+    // regrouped into the columns' k-fragments (runs need n to be a multiple of `QUAD`:
+    // `b_packed`). Job q of a thread is fragment `tid + q * threads`; where the threads do
+    // not divide the block evenly, a (divergent) guard skips the jobs past it.
     let per_row = t.bk / kl;
     let a_jobs = (t.bm * per_row).div_ceil(threads);
-    let b_jobs = (t.bn / 2 * per_row).div_ceil(threads);
-    let b_packed = (n % 2u32).eq(0u32);
-    let pair = FragType::new(elem, 2);
+    let b_jobs = (t.bn / QUAD * per_row).div_ceil(threads);
+    let b_packed = (n % QUAD).eq(0u32);
+    // A run is loaded in dwords (f16x2 or f32), one load each at constant offsets from one
+    // address: taking a dword out of a wider load would cost a register copy.
+    let piece_len = (4 / elem.bytes()) as u32;
+    let piece = FragType::new(elem, piece_len as u8);
+    let pieces = QUAD / piece_len;
     let a_job = |q: u32| {
         let id = tid + q * threads;
         (
@@ -143,9 +150,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let b_job = |q: u32| {
         let id = tid + q * threads;
         (
-            id % (t.bn / 2) * 2,
-            id / (t.bn / 2) * kl,
-            (t.bn / 2 * per_row).is_multiple_of(threads),
+            id % (t.bn / QUAD) * QUAD,
+            id / (t.bn / QUAD) * kl,
+            (t.bn / QUAD * per_row).is_multiple_of(threads),
         )
     };
     let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
@@ -181,8 +188,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             }
         })
         .collect();
-    // b-job q, row j: (index at k0 = 0, limit); the pair loads read only when n is even
-    // (else 0 from past the buffer, and `unaligned_b` overwrites their LDS block).
+    // b-job q, row j: (index at k0 = 0, limit); the column runs are read only when n is a
+    // multiple of `QUAD` (else 0 from past the buffer, and `unaligned_b` overwrites their LDS
+    // block).
     let b_at: Vec<Vec<(Val<'_, u32>, Val<'_, u32>)>> = (0..b_jobs)
         .map(|q| {
             let (col, kc, _) = b_job(q);
@@ -200,8 +208,16 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // step's MFMAs, not before).
     let load_stage = |k0: Val<'_, u32>| -> Staged<'_> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
-        let b_vars: Vec<Vec<_>> = (0..b_jobs)
-            .map(|_| (0..kl).map(|_| k.frag_var(k.frag_zero(pair))).collect())
+        let b_vars: Vec<Vec<Vec<_>>> = (0..b_jobs)
+            .map(|_| {
+                (0..kl)
+                    .map(|_| {
+                        (0..pieces)
+                            .map(|_| k.frag_var(k.frag_zero(piece)))
+                            .collect()
+                    })
+                    .collect()
+            })
             .collect();
         let k0n = k0 * n;
         let rem = rest(k0);
@@ -218,8 +234,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             let (_, kc, even) = b_job(q);
             guard(even, kc.lt(t.bk), &|| {
                 for (j, &(base, lim)) in b_at[q as usize].iter().enumerate() {
-                    let x = k.frag_load(&b, k.select(lim.lt(rem), base + k0n, outside), pair);
-                    b_vars[q as usize][j].set(x);
+                    let at = k.select(lim.lt(rem), base + k0n, outside);
+                    for (p, v) in b_vars[q as usize][j].iter().enumerate() {
+                        v.set(k.frag_load(&b, at + p as u32 * piece_len, piece));
+                    }
                 }
             });
         }
@@ -227,7 +245,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             a: vars.iter().map(|v| v.get()).collect(),
             b: b_vars
                 .iter()
-                .map(|p| p.iter().map(|v| v.get()).collect())
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| r.iter().map(|v| v.get()).collect())
+                        .collect()
+                })
                 .collect(),
         }
     };
@@ -266,8 +288,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             }
         });
     };
-    // Odd n (column pairs not aligned): the step's b-block element by element, straight into
-    // LDS, as `unaligned_a`.
+    // n not a multiple of `QUAD` (column runs not aligned): the step's b-block element by
+    // element, straight into LDS, as `unaligned_a`.
     let unaligned_b = |k0: Val<'_, u32>| {
         k.if_(!b_packed, || {
             let rem = rest(k0);
@@ -275,7 +297,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 let (col, kc, even) = b_job(q);
                 let gc = n0 + col;
                 guard(even, kc.lt(t.bk), &|| {
-                    for c in 0..2u32 {
+                    for c in 0..QUAD {
                         let parts: Vec<Val<'_, T>> = (0..kl)
                             .map(|j| {
                                 let ok = (gc + c).lt(n) & (kc + j).lt(rem);
@@ -302,8 +324,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             let (_, kc, even) = b_job(q);
             guard(even, kc.lt(t.bk), &|| {
                 let rows = &st.b[q as usize];
-                for c in 0..2u8 {
-                    let parts: Vec<Val<'_, T>> = rows.iter().map(|r| r.extract::<T>(c)).collect();
+                for c in 0..QUAD {
+                    let parts: Vec<Val<'_, T>> = rows
+                        .iter()
+                        .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
+                        .collect();
                     let at = b_lds[q as usize] + c as u32 * stride;
                     k.frag_store(&tb, at, k.frag_build(frag, &parts));
                 }
@@ -323,10 +348,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     {
         let first = load_stage(k.lit(0u32));
         let staged_a: Vec<_> = first.a.iter().map(|&f| k.frag_var(f)).collect();
-        let staged_b: Vec<Vec<_>> = first
+        let staged_b: Vec<Vec<Vec<_>>> = first
             .b
             .iter()
-            .map(|p| p.iter().map(|&x| k.frag_var(x)).collect())
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| r.iter().map(|&x| k.frag_var(x)).collect())
+                    .collect()
+            })
             .collect();
         let t0 = k.var_named("k0", k.lit(0u32));
         k.while_(
@@ -337,7 +366,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                     a: staged_a.iter().map(|v| v.get()).collect(),
                     b: staged_b
                         .iter()
-                        .map(|p| p.iter().map(|v| v.get()).collect())
+                        .map(|rows| {
+                            rows.iter()
+                                .map(|r| r.iter().map(|v| v.get()).collect())
+                                .collect()
+                        })
                         .collect(),
                 };
                 store_stage(&now);
@@ -377,38 +410,61 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 for (v, f) in staged_a.iter().zip(&next.a) {
                     v.set(*f);
                 }
-                for (vs, xs) in staged_b.iter().zip(&next.b) {
-                    for (v, x) in vs.iter().zip(xs) {
-                        v.set(*x);
-                    }
+                let vars = staged_b.iter().flatten().flatten();
+                for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
+                    v.set(*x);
                 }
                 t0.set(k0 + t.bk);
             },
         );
     }
-    for i in 0..tm {
-        for j in 0..tn {
-            let acc = accs[(i * tn + j) as usize].get();
+    // The results: each lane's element `item` of accumulator (i, j) is c[row0 + o][col0 + 32j]
+    // with `o = i·32 + (row offset of item)` a constant, so one per-lane index serves all
+    // stores (plus the uniform `o·n`). A block inside c stores unchecked; an edge block checks
+    // the row against a per-lane limit and the column once per j.
+    let (lane_row, lane_col) = k.mfma_acc_coords(op, 0);
+    let row0 = m0 + wave_row + lane_row;
+    let col0 = n0 + wave_col + lane_col;
+    let at0 = row0 * n + col0;
+    let inside = (m0 + t.bm).le(m) & (n0 + t.bn).le(n);
+    let row_room = k.select(row0.lt(m), m - row0, k.lit(0u32));
+    let store_all = |checked: bool| {
+        let col_ok: Vec<_> = (0..tn).map(|j| (col0 + j * 32).lt(n)).collect();
+        for i in 0..tm {
             for item in 0..op.acc_frag().len {
-                let (r, cc) = k.mfma_acc_coords(op, item);
-                let gr = m0 + wave_row + i * 32 + r;
-                let gc = n0 + wave_col + j * 32 + cc;
-                let ok = gr.lt(m) & gc.lt(n);
-                k.store(
-                    &c,
-                    k.select(ok, gr * n + gc, outside),
-                    acc.extract::<f32>(item),
-                );
+                let o = i * 32 + acc_row(op, item);
+                let at = at0 + k.lit(o) * n;
+                for j in 0..tn {
+                    let x = accs[(i * tn + j) as usize].get().extract::<f32>(item);
+                    let at = at + j * 32;
+                    if checked {
+                        let ok = k.lit(o).lt(row_room) & col_ok[j as usize];
+                        k.store(&c, k.select(ok, at, outside), x);
+                    } else {
+                        k.store(&c, at, x);
+                    }
+                }
             }
         }
-    }
+    };
+    k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
 }
 
-/// One step's blocks in registers: the a-fragments and each b-job's column pairs per row.
+/// The row of accumulator element `item` of lane 0 (`MfmaOp::acc_pos` inverted). In the f32
+/// layouts every lane's element `item` lies this many rows below its element 0.
+fn acc_row(op: MfmaOp, item: u8) -> u32 {
+    let (m, _, _) = op.dims();
+    (0..m)
+        .find(|&i| op.acc_pos(i, 0) == (0, item as u32))
+        .expect("every accumulator item of lane 0 holds a row of column 0")
+}
+
+/// One step's blocks in registers: the a-fragments and each b-job's column runs per row (in
+/// dword pieces).
 struct Staged<'k> {
     a: Vec<Frag<'k>>,
-    b: Vec<Vec<Frag<'k>>>,
+    b: Vec<Vec<Vec<Frag<'k>>>>,
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
