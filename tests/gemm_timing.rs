@@ -249,17 +249,47 @@ fn shape_name(s: TwinShape) -> String {
     format!("clang-19 twin gemm ({m} x {n} tiles)")
 }
 
-/// Rows and columns of c per workgroup of kjit's library `gemm` at its default tiles, and its
-/// work-items.
-const KJIT_TILE: [usize; 2] = [128, 128];
-const KJIT_THREADS: u32 = 256;
+/// kjit's library `gemm` at its default tiles (128 x 128 blocks of c, 256 work-items), for the
+/// square problem.
+const KJIT_SQUARE: KjitTiles = KjitTiles {
+    bm: 128,
+    bn: 128,
+    bk: 32,
+};
+/// kjit's `gemm` at its tuning point `bm = 256, bn = 64` (four waves along m, as the twin's
+/// [`TALL`] shape), for the n = 64 problem: the default 128-wide tiles would compute twice
+/// the MFMAs the product needs.
+const KJIT_TALL: KjitTiles = KjitTiles {
+    bm: 256,
+    bn: 64,
+    bk: 32,
+};
 
-/// kjit's library `gemm` (issue 18 part A) compiled for gfx942, when this build's kernel library
-/// has it (`kjit_kernels::find`). Its launch is [`GemmLaunch::kjit_abi`] at [`KJIT_TILE`]: a
-/// wrong assumption about its tiles fails the reference check.
-fn kjit_gemm() -> Option<Vec<u8>> {
+/// A tile point of kjit's `gemm` (its tuning parameters `bm`, `bn`, `bk`).
+#[derive(Clone, Copy)]
+struct KjitTiles {
+    bm: u32,
+    bn: u32,
+    bk: u32,
+}
+
+impl KjitTiles {
+    /// Four waves of 64 x 64 whatever the block shape.
+    const THREADS: u32 = 256;
+
+    fn tile(&self) -> [usize; 2] {
+        [self.bm as usize, self.bn as usize]
+    }
+}
+
+/// kjit's library `gemm` (issue 18) at tile point `t` compiled for gfx942, when this build's
+/// kernel library has it (`kjit_kernels::find`), built through its tuning entry (the default
+/// build at the default point). Its launch is [`GemmLaunch::kjit_abi`] at the same tiles: a
+/// wrong assumption about them fails the reference check.
+fn kjit_gemm(t: KjitTiles) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
-    let func = (spec.build)().expect("gemm builds");
+    let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
+    let func = (tuning.build)(&[t.bm, t.bn, t.bk]).expect("gemm builds");
     let k = kjit::compile(&func, Target::Gfx942, &CompileOptions::default())
         .unwrap_or_else(|e| panic!("gemm: {e}"));
     Some(k.code_object)
@@ -267,17 +297,16 @@ fn kjit_gemm() -> Option<Vec<u8>> {
 
 fn kjit_row(
     dev: &GcnEmulator,
-    code: &[u8],
+    (code, t): (&[u8], KjitTiles),
     p: &GemmProblem,
     d: &(Vec<half::f16>, Vec<half::f16>, Vec<f32>),
 ) -> Row {
-    let launch = GemmLaunch::kjit_abi("gemm", p, KJIT_TILE, KJIT_THREADS).unwrap();
-    let [m, n] = KJIT_TILE;
+    let launch = GemmLaunch::kjit_abi("gemm", p, t.tile(), KjitTiles::THREADS).unwrap();
     timed_row(
         dev,
-        format!("kjit gemm ({m} x {n} tiles)"),
+        format!("kjit gemm ({} x {} tiles)", t.bm, t.bn),
         code,
-        (&launch, KJIT_TILE),
+        (&launch, t.tile()),
         p,
         d,
     )
@@ -313,15 +342,14 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
             &d,
         ),
     ];
-    let kjit = kjit_gemm();
-    if let Some(code) = &kjit {
-        rows.push(kjit_row(&dev, code, &skinny, &d));
+    if let Some(code) = kjit_gemm(KJIT_TALL) {
+        rows.push(kjit_row(&dev, (&code, KJIT_TALL), &skinny, &d));
     }
     drop(d);
     if let Some((sq, shapes)) = square {
         let d = data(&sq);
-        if let Some(code) = &kjit {
-            rows.push(kjit_row(&dev, code, &sq, &d));
+        if let Some(code) = kjit_gemm(KJIT_SQUARE) {
+            rows.push(kjit_row(&dev, (&code, KJIT_SQUARE), &sq, &d));
         }
         for &shape in shapes {
             let twin = clang_twin("gfx942", shape)?;

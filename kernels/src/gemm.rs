@@ -19,8 +19,8 @@ use crate::*;
 use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, KernelBuilder, Lds, MfmaOp, Val};
 use kjit_ir::ElemType;
 
-/// Adjacent columns of b one lane loads per row (one `buffer_load_dwordx2` of f16, `x4` of
-/// f32): their regrouping into k-fragments is one `v_perm_b32` per dword of f16.
+/// Columns of b one lane loads per row (two `buffer_load_dword` of f16, four of f32): their
+/// regrouping into k-fragments is one `v_perm_b32` per dword of f16.
 const QUAD: u32 = 4;
 
 /// An element index past any buffer (a multiple of 4, so aligned for every fragment): loads
@@ -113,8 +113,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let (tm, tn) = (wm / 32, wn / 32);
     let tid = k.local_id(Dim::X);
     let wave = tid / 64u32;
-    let wave_row = wave / (t.bn / wn) * wm;
-    let wave_col = wave % (t.bn / wn) * wn;
+    // The waves in row-major order over the block (spelled without `/ 1` and `% 1`, which the
+    // optimizer does not fold yet and which become an integer division).
+    let waves_n = t.bn / wn;
+    let (wave_row, wave_col) = if waves_n == 1 {
+        (wave * wm, k.lit(0u32))
+    } else {
+        (wave / waves_n * wm, wave % waves_n * wn)
+    };
     let m0 = k.group_id(Dim::Y) * t.bm;
     let n0 = k.group_id(Dim::X) * t.bn;
     let outside = k.lit(OUTSIDE);
@@ -126,81 +132,89 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let a_packed = (kk % kl).eq(0u32);
     let frag = FragType::new(elem, kl as u8);
     // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
-    // bk rows of bn, loaded as runs of `QUAD` adjacent columns from kl consecutive rows and
-    // regrouped into the columns' k-fragments (runs need n to be a multiple of `QUAD`:
-    // `b_packed`). Job q of a thread is fragment `tid + q * threads`; where the threads do
-    // not divide the block evenly, a (divergent) guard skips the jobs past it.
+    // bk rows of bn, loaded as `QUAD` columns from kl consecutive rows and regrouped into the
+    // columns' k-fragments. Job q of a thread is fragment `tid + q * threads`; where the
+    // threads do not divide the block evenly, the jobs past it wrap around and repeat others
+    // (the same values to the same LDS words), so no lane needs a divergent branch.
     let per_row = t.bk / kl;
     let a_jobs = (t.bm * per_row).div_ceil(threads);
     let b_jobs = (t.bn / QUAD * per_row).div_ceil(threads);
-    let b_packed = (n % QUAD).eq(0u32);
-    // A run is loaded in dwords (f16x2 or f32), one load each at constant offsets from one
-    // address: taking a dword out of a wider load would cost a register copy.
+    // A job's columns are loaded in dword pieces (f16x2 or f32), each at a constant offset
+    // from one address: a piece of a wider load would cost a register copy. Piece p lies
+    // `p · bn / pieces` columns on, so the lanes of one load cover whole cache lines of a row.
+    // Pieces need rows that start at a multiple of their length (`b_packed`).
     let piece_len = (4 / elem.bytes()) as u32;
     let piece = FragType::new(elem, piece_len as u8);
     let pieces = QUAD / piece_len;
-    let a_job = |q: u32| {
+    let b_packed = (n % piece_len).eq(0u32);
+    // Column c (< QUAD) of a job, from its first column.
+    let job_col = |c: u32| c / piece_len * (t.bn / pieces) + c % piece_len;
+    // Index of the masked b-loads: past any buffer for every piece's offset too.
+    let outside_b = k.lit(OUTSIDE - t.bn);
+    let job = |q: u32, jobs: u32| {
         let id = tid + q * threads;
-        (
-            id / per_row,
-            id % per_row * kl,
-            (t.bm * per_row).is_multiple_of(threads),
-        )
-    };
-    let b_job = |q: u32| {
-        let id = tid + q * threads;
-        (
-            id % (t.bn / QUAD) * QUAD,
-            id / (t.bn / QUAD) * kl,
-            (t.bn / QUAD * per_row).is_multiple_of(threads),
-        )
-    };
-    let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
-        if even {
-            body()
+        if (q + 1) * threads > jobs {
+            id % jobs
         } else {
-            k.if_(inside, body)
+            id
         }
     };
+    let a_job = |q: u32| {
+        let id = job(q, t.bm * per_row);
+        (id / per_row, id % per_row * kl)
+    };
+    let b_job = |q: u32| {
+        let id = job(q, t.bn / QUAD * per_row);
+        (id % (t.bn / QUAD) * piece_len, id / (t.bn / QUAD) * kl)
+    };
     // Per-thread parts of the global indices and range checks, outside the loop. A load at
-    // k-offset `off` within the step reads global row (a) or column (b) element `base + k0`
-    // (b: `+ k0 * n`) when `limit < k - k0`, where `limit` is `off`, or `u32::MAX` for a row or
-    // column outside the matrix: one compare against a uniform value per load in the loop.
+    // k-offset `kc + off` within the step reads when `limit < (k - k0) - off` (saturating, a
+    // uniform value), where `limit` is `kc`, or `u32::MAX` where the load must read nothing.
+    // Rows of a past m and columns of b past n need no check: they only feed rows and columns
+    // of c that are not stored (and read 0 past the buffers' ends). Only k needs one: the sum
+    // must not take products from past k. A job that is the thread's job 0 moved by whole
+    // rounds of the block reuses job 0's per-lane values (plus a uniform offset), so every
+    // job costs no registers of its own.
     let never = k.lit(u32::MAX);
     let limit = |ok: Val<'_, bool>, off: Val<'_, u32>| k.select(ok, off, never);
-    // a-job q: its row's base index, and the limits of the packed load (only when rows start
-    // at fragment multiples; else it reads 0 from past the buffer and `unaligned_a`
-    // overwrites its LDS block) and of each element (for `unaligned_a`).
-    struct AJob<'k> {
-        base: Val<'k, u32>,
-        packed: Val<'k, u32>,
-        parts: Vec<Val<'k, u32>>,
-    }
-    let a_at: Vec<AJob<'_>> = (0..a_jobs)
-        .map(|q| {
-            let (row, kc, _) = a_job(q);
-            let gr = m0 + row;
-            let ok = gr.lt(m);
-            AJob {
-                base: gr * kk + kc,
-                packed: limit(ok & a_packed, kc),
-                parts: (0..kl).map(|j| limit(ok, kc + j)).collect(),
+    // Job q is job 0 moved by `moved(q, jobs, per_line) / per_line` lines, if it is.
+    let moved = |q: u32, jobs: u32, per_line: u32| {
+        let shift = q * threads;
+        (q > 0 && (q + 1) * threads <= jobs && shift.is_multiple_of(per_line))
+            .then_some(shift / per_line)
+    };
+    // a-job q: (index of its fragment at k0 = 0, k-offset beyond `kc` of the limit's test,
+    // limit). The packed load reads only when rows start at fragment multiples (else
+    // `unaligned_a` overwrites its LDS block).
+    let mut a_at: Vec<(Val<'_, u32>, u32, Val<'_, u32>)> = Vec::new();
+    for q in 0..a_jobs {
+        let at = match moved(q, t.bm * per_row, per_row) {
+            Some(rows) => (a_at[0].0 + kk * rows, 0, a_at[0].2),
+            None => {
+                let (row, kc) = a_job(q);
+                ((m0 + row) * kk + kc, 0, limit(a_packed, kc))
             }
-        })
-        .collect();
-    // b-job q, row j: (index at k0 = 0, limit); the column runs are read only when n is a
-    // multiple of `QUAD` (else 0 from past the buffer, and `unaligned_b` overwrites their LDS
-    // block).
-    let b_at: Vec<Vec<(Val<'_, u32>, Val<'_, u32>)>> = (0..b_jobs)
-        .map(|q| {
-            let (col, kc, _) = b_job(q);
-            let gc = n0 + col;
-            let ok = gc.lt(n) & b_packed;
-            (0..kl)
-                .map(|j| ((kc + j) * n + gc, limit(ok, kc + j)))
-                .collect()
-        })
-        .collect();
+        };
+        a_at.push(at);
+    }
+    // b-job q, row j: the same; the pieces are read only when n is a multiple of their length
+    // (else `unaligned_b` overwrites their LDS block).
+    let mut b_at: Vec<Vec<(Val<'_, u32>, u32, Val<'_, u32>)>> = Vec::new();
+    for q in 0..b_jobs {
+        let rows = match moved(q, t.bn / QUAD * per_row, t.bn / QUAD) {
+            Some(lines) => b_at[0]
+                .iter()
+                .map(|&(base, off, lim)| (base + lines * kl * n, off + lines * kl, lim))
+                .collect(),
+            None => {
+                let (col, kc) = b_job(q);
+                let base = kc * n + n0 + col;
+                let lim = limit(b_packed, kc);
+                (0..kl).map(|j| (base + j * n, j, lim)).collect()
+            }
+        };
+        b_at.push(rows);
+    }
     // k - k0, or 0 past the end (uniform).
     let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
     // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
@@ -221,25 +235,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             .collect();
         let k0n = k0 * n;
         let rem = rest(k0);
-        for q in 0..a_jobs {
-            let (row, _, even) = a_job(q);
-            let at = &a_at[q as usize];
-            let v = vars[q as usize];
-            guard(even, row.lt(t.bm), &|| {
-                let ok = at.packed.lt(rem);
-                v.set(k.frag_load(&a, k.select(ok, at.base + k0, outside), frag));
-            });
+        let room = |off: u32| k.select(rem.gt(off), rem - off, k.lit(0u32));
+        for (&(base, off, lim), v) in a_at.iter().zip(&vars) {
+            let at = k.select(lim.lt(room(off)), base + k0, outside);
+            v.set(k.frag_load(&a, at, frag));
         }
-        for q in 0..b_jobs {
-            let (_, kc, even) = b_job(q);
-            guard(even, kc.lt(t.bk), &|| {
-                for (j, &(base, lim)) in b_at[q as usize].iter().enumerate() {
-                    let at = k.select(lim.lt(rem), base + k0n, outside);
-                    for (p, v) in b_vars[q as usize][j].iter().enumerate() {
-                        v.set(k.frag_load(&b, at + p as u32 * piece_len, piece));
-                    }
+        for (rows, vars) in b_at.iter().zip(&b_vars) {
+            for (&(base, off, lim), pieces) in rows.iter().zip(vars) {
+                let at = k.select(lim.lt(room(off)), base + k0n, outside_b);
+                for (p, v) in pieces.iter().enumerate() {
+                    v.set(k.frag_load(&b, at + job_col(p as u32 * piece_len), piece));
                 }
-            });
+            }
         }
         Staged {
             a: vars.iter().map(|v| v.get()).collect(),
@@ -256,13 +263,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // The staged blocks into LDS.
     let a_lds: Vec<_> = (0..a_jobs)
         .map(|q| {
-            let (row, kc, _) = a_job(q);
+            let (row, kc) = a_job(q);
             row * stride + kc
         })
         .collect();
     let b_lds: Vec<_> = (0..b_jobs)
         .map(|q| {
-            let (col, kc, _) = b_job(q);
+            let (col, kc) = b_job(q);
             col * stride + kc
         })
         .collect();
@@ -272,67 +279,62 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // for the prefetching loads; with aligned rows it is skipped.
     let unaligned_a = |k0: Val<'_, u32>| {
         k.if_(!a_packed, || {
+            let rem = rest(k0);
             for q in 0..a_jobs {
-                let (row, _, even) = a_job(q);
-                let at = &a_at[q as usize];
-                let rem = rest(k0);
-                guard(even, row.lt(t.bm), &|| {
-                    let parts: Vec<Val<'_, T>> = (0..kl)
-                        .map(|j| {
-                            let ok = at.parts[j as usize].lt(rem);
-                            k.load(&a, k.select(ok, at.base + k0 + j, outside))
-                        })
-                        .collect();
-                    k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
-                });
+                let (row, kc) = a_job(q);
+                let at = (m0 + row) * kk + k0 + kc;
+                let parts: Vec<Val<'_, T>> = (0..kl)
+                    .map(|j| {
+                        let ok = (kc + j).lt(rem);
+                        k.load(&a, k.select(ok, at + j, outside))
+                    })
+                    .collect();
+                k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
             }
         });
     };
-    // n not a multiple of `QUAD` (column runs not aligned): the step's b-block element by
-    // element, straight into LDS, as `unaligned_a`.
+    // Odd n with f16 (pieces not aligned): the step's b-block element by element, straight
+    // into LDS, as `unaligned_a`.
     let unaligned_b = |k0: Val<'_, u32>| {
         k.if_(!b_packed, || {
             let rem = rest(k0);
             for q in 0..b_jobs {
-                let (col, kc, even) = b_job(q);
+                let (col, kc) = b_job(q);
                 let gc = n0 + col;
-                guard(even, kc.lt(t.bk), &|| {
+                {
                     for c in 0..QUAD {
                         let parts: Vec<Val<'_, T>> = (0..kl)
                             .map(|j| {
-                                let ok = (gc + c).lt(n) & (kc + j).lt(rem);
-                                let at = (k0 + kc + j) * n + gc + c;
+                                let gc = gc + job_col(c);
+                                let ok = gc.lt(n) & (kc + j).lt(rem);
+                                let at = (k0 + kc + j) * n + gc;
                                 k.load(&b, k.select(ok, at, outside))
                             })
                             .collect();
-                        let at = b_lds[q as usize] + c * stride;
+                        let at = b_lds[q as usize] + job_col(c) * stride;
                         k.frag_store(&tb, at, k.frag_build(frag, &parts));
                     }
-                });
+                }
             }
         });
     };
     let store_stage = |st: &Staged<'_>| {
         for q in 0..a_jobs {
-            let (row, _, even) = a_job(q);
             let f = st.a[q as usize];
-            guard(even, row.lt(t.bm), &|| {
-                k.frag_store(&ta, a_lds[q as usize], f)
-            });
+            k.frag_store(&ta, a_lds[q as usize], f);
         }
         for q in 0..b_jobs {
-            let (_, kc, even) = b_job(q);
-            guard(even, kc.lt(t.bk), &|| {
+            {
                 let rows = &st.b[q as usize];
                 for c in 0..QUAD {
                     let parts: Vec<Val<'_, T>> = rows
                         .iter()
                         .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
                         .collect();
-                    let at = b_lds[q as usize] + c as u32 * stride;
+                    let at = b_lds[q as usize] + job_col(c) * stride;
                     k.frag_store(&tb, at, k.frag_build(frag, &parts));
                 }
-            });
+            }
         }
     };
     // Where this lane's MFMA inputs start in the LDS blocks (row or column lrow, k-values from
@@ -553,7 +555,7 @@ pub fn gemm_reference(elem: FragElem, c: &Case) -> Vec<BufferData> {
 const TILE_PARAMS: &[TuneParam] = &[
     TuneParam {
         name: "bm",
-        values: &[128, 64, 32],
+        values: &[128, 64, 32, 256],
     },
     TuneParam {
         name: "bn",
