@@ -235,7 +235,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             .collect();
         let k0n = k0 * n;
         let rem = rest(k0);
-        let room = |off: u32| k.select(rem.gt(off), rem - off, k.lit(0u32));
+        let room = |off: u32| rem.max(off) - off;
         for (&(base, off, lim), v) in a_at.iter().zip(&vars) {
             let at = k.select(lim.lt(room(off)), base + k0, outside);
             v.set(k.frag_load(&a, at, frag));
@@ -395,7 +395,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         (a_frags, b_frags)
                     })
                     .collect();
-                for (a_frags, b_frags) in &reads {
+                for (s, (a_frags, b_frags)) in reads.iter().enumerate() {
+                    // Every wave has its fragments once its reads are back: the barrier that
+                    // lets the next step's stores overwrite them comes before the last
+                    // sub-step's MFMAs, which cover the wait for the other waves.
+                    if s + 1 == reads.len() {
+                        k.barrier();
+                    }
                     for i in 0..tm {
                         for j in 0..tn {
                             let acc = accs[(i * tn + j) as usize];
@@ -408,7 +414,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         }
                     }
                 }
-                k.barrier();
                 for (v, f) in staged_a.iter().zip(&next.a) {
                     v.set(*f);
                 }
