@@ -324,24 +324,27 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
         (a, b, c)
     };
     let d = data(&skinny);
-    let mut rows = vec![
-        timed_row(
+    // `KJIT_GEMM_ONLY=kjit`: kjit's rows alone (for quick runs while tuning it).
+    let others = std::env::var("KJIT_GEMM_ONLY").as_deref() != Ok("kjit");
+    let mut rows = vec![];
+    if others {
+        rows.push(timed_row(
             &dev,
             "Triton 3.9 matmul_kernel (64 x 64 tiles)".into(),
             &triton,
             (&GemmLaunch::triton_matmul(&skinny).unwrap(), [64, 64]),
             &skinny,
             &d,
-        ),
-        timed_row(
+        ));
+        rows.push(timed_row(
             &dev,
             shape_name(TALL),
             &tall,
             (&GemmLaunch::clang_twin(&skinny, TALL).unwrap(), TALL.tile()),
             &skinny,
             &d,
-        ),
-    ];
+        ));
+    }
     if let Some(code) = kjit_gemm(KJIT_TALL) {
         rows.push(kjit_row(&dev, (&code, KJIT_TALL), &skinny, &d));
     }
@@ -351,7 +354,7 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
         if let Some(code) = kjit_gemm(KJIT_SQUARE) {
             rows.push(kjit_row(&dev, (&code, KJIT_SQUARE), &sq, &d));
         }
-        for &shape in shapes {
+        for &shape in shapes.iter().filter(|_| others) {
             let twin = clang_twin("gfx942", shape)?;
             rows.push(timed_row(
                 &dev,

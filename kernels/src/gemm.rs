@@ -19,8 +19,9 @@ use crate::*;
 use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, KernelBuilder, Lds, MfmaOp, Val};
 use kjit_ir::ElemType;
 
-/// Columns of b one lane loads per row (two `buffer_load_dword` of f16, four of f32): their
-/// regrouping into k-fragments is one `v_perm_b32` per dword of f16.
+/// Columns of b one lane loads per row (two `buffer_load_dword` of f16, four of f32), when
+/// the block has that many per thread (else 2): their regrouping into k-fragments is one
+/// `v_perm_b32` per dword of f16.
 const QUAD: u32 = 4;
 
 /// An element index past any buffer (a multiple of 4, so aligned for every fragment): loads
@@ -132,22 +133,29 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let a_packed = (kk % kl).eq(0u32);
     let frag = FragType::new(elem, kl as u8);
     // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
-    // bk rows of bn, loaded as `QUAD` columns from kl consecutive rows and regrouped into the
+    // bk rows of bn, loaded as `quad` columns from kl consecutive rows and regrouped into the
     // columns' k-fragments. Job q of a thread is fragment `tid + q * threads`; where the
     // threads do not divide the block evenly, the jobs past it wrap around and repeat others
     // (the same values to the same LDS words), so no lane needs a divergent branch.
     let per_row = t.bk / kl;
     let a_jobs = (t.bm * per_row).div_ceil(threads);
-    let b_jobs = (t.bn / QUAD * per_row).div_ceil(threads);
+    // Fewer columns per job where the block has too few for every thread (no lane repeats
+    // another's loads).
+    let quad = if t.bn / QUAD * per_row >= threads {
+        QUAD
+    } else {
+        QUAD / 2
+    };
+    let b_jobs = (t.bn / quad * per_row).div_ceil(threads);
     // A job's columns are loaded in dword pieces (f16x2 or f32), each at a constant offset
     // from one address: a piece of a wider load would cost a register copy. Piece p lies
     // `p · bn / pieces` columns on, so the lanes of one load cover whole cache lines of a row.
     // Pieces need rows that start at a multiple of their length (`b_packed`).
     let piece_len = (4 / elem.bytes()) as u32;
     let piece = FragType::new(elem, piece_len as u8);
-    let pieces = QUAD / piece_len;
+    let pieces = (quad / piece_len).max(1);
     let b_packed = (n % piece_len).eq(0u32);
-    // Column c (< QUAD) of a job, from its first column.
+    // Column c (< quad) of a job, from its first column.
     let job_col = |c: u32| c / piece_len * (t.bn / pieces) + c % piece_len;
     // Index of the masked b-loads: past any buffer for every piece's offset too.
     let outside_b = k.lit(OUTSIDE - t.bn);
@@ -164,8 +172,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         (id / per_row, id % per_row * kl)
     };
     let b_job = |q: u32| {
-        let id = job(q, t.bn / QUAD * per_row);
-        (id % (t.bn / QUAD) * piece_len, id / (t.bn / QUAD) * kl)
+        let id = job(q, t.bn / quad * per_row);
+        (id % (t.bn / quad) * (quad / pieces), id / (t.bn / quad) * kl)
     };
     // Per-thread parts of the global indices and range checks, outside the loop. A load at
     // k-offset `kc + off` within the step reads when `limit < (k - k0) - off` (saturating, a
@@ -201,7 +209,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // (else `unaligned_b` overwrites their LDS block).
     let mut b_at: Vec<Vec<(Val<'_, u32>, u32, Val<'_, u32>)>> = Vec::new();
     for q in 0..b_jobs {
-        let rows = match moved(q, t.bn / QUAD * per_row, t.bn / QUAD) {
+        let rows = match moved(q, t.bn / quad * per_row, t.bn / quad) {
             Some(lines) => b_at[0]
                 .iter()
                 .map(|&(base, off, lim)| (base + lines * kl * n, off + lines * kl, lim))
@@ -302,7 +310,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 let (col, kc) = b_job(q);
                 let gc = n0 + col;
                 {
-                    for c in 0..QUAD {
+                    for c in 0..quad {
                         let parts: Vec<Val<'_, T>> = (0..kl)
                             .map(|j| {
                                 let gc = gc + job_col(c);
@@ -326,7 +334,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         for q in 0..b_jobs {
             {
                 let rows = &st.b[q as usize];
-                for c in 0..QUAD {
+                for c in 0..quad {
                     let parts: Vec<Val<'_, T>> = rows
                         .iter()
                         .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
