@@ -274,8 +274,10 @@ struct KjitTiles {
 }
 
 impl KjitTiles {
-    /// Four waves of 64 x 64 whatever the block shape.
-    const THREADS: u32 = 256;
+    /// One wave per 64 x 64 part of the block.
+    fn threads(&self) -> u32 {
+        64 * (self.bm / 64).max(1) * (self.bn / 64).max(1)
+    }
 
     fn tile(&self) -> [usize; 2] {
         [self.bm as usize, self.bn as usize]
@@ -301,7 +303,7 @@ fn kjit_row(
     p: &GemmProblem,
     d: &(Vec<half::f16>, Vec<half::f16>, Vec<f32>),
 ) -> Row {
-    let launch = GemmLaunch::kjit_abi("gemm", p, t.tile(), KjitTiles::THREADS).unwrap();
+    let launch = GemmLaunch::kjit_abi("gemm", p, t.tile(), t.threads()).unwrap();
     timed_row(
         dev,
         format!("kjit gemm ({} x {} tiles)", t.bm, t.bn),
@@ -345,8 +347,19 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
             &d,
         ));
     }
-    if let Some(code) = kjit_gemm(KJIT_TALL) {
-        rows.push(kjit_row(&dev, (&code, KJIT_TALL), &skinny, &d));
+    let tall_tiles = std::env::var("KJIT_GEMM_TALL")
+        .ok()
+        .map(|v| {
+            let t: Vec<u32> = v.split(',').map(|x| x.trim().parse().unwrap()).collect();
+            KjitTiles {
+                bm: t[0],
+                bn: t[1],
+                bk: t[2],
+            }
+        })
+        .unwrap_or(KJIT_TALL);
+    if let Some(code) = kjit_gemm(tall_tiles) {
+        rows.push(kjit_row(&dev, (&code, tall_tiles), &skinny, &d));
     }
     drop(d);
     if let Some((sq, shapes)) = square {
@@ -417,7 +430,9 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 }
 
 /// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
-/// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes;
+/// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes,
+/// `KJIT_GEMM_TALL=bm,bn,bk` kjit's tiles on the n = 64 problem, `KJIT_GEMM_ONLY=kjit` leaves
+/// out Triton and the twin;
 /// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions).
 #[test]
 #[ignore]

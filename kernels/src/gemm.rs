@@ -173,7 +173,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     };
     let b_job = |q: u32| {
         let id = job(q, t.bn / quad * per_row);
-        (id % (t.bn / quad) * (quad / pieces), id / (t.bn / quad) * kl)
+        (
+            id % (t.bn / quad) * (quad / pieces),
+            id / (t.bn / quad) * kl,
+        )
     };
     // Per-thread parts of the global indices and range checks, outside the loop. A load at
     // k-offset `kc + off` within the step reads when `limit < (k - k0) - off` (saturating, a
