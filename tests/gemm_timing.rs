@@ -13,6 +13,7 @@ use kjit::CompileOptions;
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_backend_gcn::machine::machine_by_name;
 use kjit_backend_gcn::Target;
+use kjit_kernels::gemm::{GemmTiles, DEFAULT_TILES};
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
 
 /// The twin's code object for `target` with tile shape `shape`; `None` (after a printed reason)
@@ -249,46 +250,26 @@ fn shape_name(s: TwinShape) -> String {
     format!("clang-19 twin gemm ({m} x {n} tiles)")
 }
 
-/// kjit's library `gemm` at its default tiles (128 x 128 blocks of c, 256 work-items), for the
-/// square problem.
-const KJIT_SQUARE: KjitTiles = KjitTiles {
-    bm: 128,
-    bn: 128,
-    bk: 32,
-};
 /// kjit's `gemm` at its tuning point `bm = 256, bn = 64` (four waves along m, as the twin's
 /// [`TALL`] shape), for the n = 64 problem: the default 128-wide tiles would compute twice
-/// the MFMAs the product needs.
-const KJIT_TALL: KjitTiles = KjitTiles {
+/// the MFMAs the product needs. The square problem runs the default tiles
+/// ([`DEFAULT_TILES`]: 128 x 128).
+const KJIT_TALL: GemmTiles = GemmTiles {
     bm: 256,
     bn: 64,
-    bk: 32,
+    ..DEFAULT_TILES
 };
 
-/// A tile point of kjit's `gemm` (its tuning parameters `bm`, `bn`, `bk`).
-#[derive(Clone, Copy)]
-struct KjitTiles {
-    bm: u32,
-    bn: u32,
-    bk: u32,
-}
-
-impl KjitTiles {
-    /// One wave per 64 x 64 part of the block.
-    fn threads(&self) -> u32 {
-        64 * (self.bm / 64).max(1) * (self.bn / 64).max(1)
-    }
-
-    fn tile(&self) -> [usize; 2] {
-        [self.bm as usize, self.bn as usize]
-    }
+/// Rows and columns of c per workgroup.
+fn tile_of(t: GemmTiles) -> [usize; 2] {
+    [t.bm as usize, t.bn as usize]
 }
 
 /// kjit's library `gemm` (issue 18) at tile point `t` compiled for gfx942, when this build's
 /// kernel library has it (`kjit_kernels::find`), built through its tuning entry (the default
 /// build at the default point). Its launch is [`GemmLaunch::kjit_abi`] at the same tiles: a
 /// wrong assumption about them fails the reference check.
-fn kjit_gemm(t: KjitTiles) -> Option<Vec<u8>> {
+fn kjit_gemm(t: GemmTiles) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
     let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
     let func = (tuning.build)(&[t.bm, t.bn, t.bk]).expect("gemm builds");
@@ -299,16 +280,16 @@ fn kjit_gemm(t: KjitTiles) -> Option<Vec<u8>> {
 
 fn kjit_row(
     dev: &GcnEmulator,
-    (code, t): (&[u8], KjitTiles),
+    (code, t): (&[u8], GemmTiles),
     p: &GemmProblem,
     d: &(Vec<half::f16>, Vec<half::f16>, Vec<f32>),
 ) -> Row {
-    let launch = GemmLaunch::kjit_abi("gemm", p, t.tile(), t.threads()).unwrap();
+    let launch = GemmLaunch::kjit_abi("gemm", p, tile_of(t), t.threads()).unwrap();
     timed_row(
         dev,
         format!("kjit gemm ({} x {} tiles)", t.bm, t.bn),
         code,
-        (&launch, t.tile()),
+        (&launch, tile_of(t)),
         p,
         d,
     )
@@ -351,7 +332,7 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
         .ok()
         .map(|v| {
             let t: Vec<u32> = v.split(',').map(|x| x.trim().parse().unwrap()).collect();
-            KjitTiles {
+            GemmTiles {
                 bm: t[0],
                 bn: t[1],
                 bk: t[2],
@@ -364,8 +345,8 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
     drop(d);
     if let Some((sq, shapes)) = square {
         let d = data(&sq);
-        if let Some(code) = kjit_gemm(KJIT_SQUARE) {
-            rows.push(kjit_row(&dev, (&code, KJIT_SQUARE), &sq, &d));
+        if let Some(code) = kjit_gemm(DEFAULT_TILES) {
+            rows.push(kjit_row(&dev, (&code, DEFAULT_TILES), &sq, &d));
         }
         for &shape in shapes.iter().filter(|_| others) {
             let twin = clang_twin("gfx942", shape)?;

@@ -5,12 +5,21 @@
 //! tile as a grid of 32×32 MFMA accumulators (`v_mfma_f32_32x32x8_{f16,bf16}`,
 //! `v_mfma_f32_32x32x2_f32`). Per step of `bk` along k, the workgroup stages the a-block as
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
-//! MFMA input fragment is one `ds_read_b64`), between barriers. Edges: a global element outside
-//! the matrix is read as 0 by pointing its index past the buffer (the range check gives 0); an
-//! output outside `c` is dropped the same way. The next step's blocks are loaded into registers
-//! before this step's MFMAs (software pipelining). The a-block moves as packed fragments when `k`
-//! is a multiple of the fragment length; else each step loads it element by element into LDS
-//! behind a uniform branch in the same loop (one loop for every k).
+//! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
+//! conflicts). The next step's blocks are loaded into registers before this step's MFMAs
+//! (software pipelining through registers, one LDS buffer: a barrier after the stores and one
+//! before the step's last MFMAs, once every wave has its fragments).
+//!
+//! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
+//! loads it element by element into LDS behind a uniform branch in the same loop); b as dword
+//! pieces of two or four columns per lane and row, regrouped into k-fragments (`v_perm_b32`
+//! per dword of f16). Every per-lane index and limit is computed once before the loop; in the
+//! loop a load costs one compare against a uniform `k − k0`, one select, one add.
+//!
+//! Edges: only k is checked per load (a product from past k must not enter the sum); rows of a
+//! past m and columns of b past n feed only rows and columns of c that are never stored, and
+//! past the buffers' ends the range check reads 0. A block inside c stores its results
+//! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
 //! 64×64 (32×32 when the block is 32 wide).
