@@ -247,16 +247,8 @@ impl Isel<'_> {
         // v_perm_b32 d, s0, s1, sel: selector bytes 0-3 take bytes of s1, 4-7 of s0.
         let (bl, bh) = (2 * (il % 2), 4 + 2 * (ih % 2));
         let sel = bl | (bl + 1) << 8 | bh << 16 | (bh + 1) << 24;
-        // The selector in an SGPR (gfx9's VOP3 takes no literal, one SGPR is allowed), one per
-        // block and selector.
-        let sel = match self.perm_selectors.get(&sel) {
-            Some(&r) => r,
-            None => {
-                let r = self.s_mov32(sel);
-                self.perm_selectors.insert(sel, r);
-                r
-            }
-        };
+        // The selector in an SGPR: gfx9's VOP3 takes no literal, and one SGPR is allowed.
+        let sel = self.s_mov32(sel);
         Some(self.v("v_perm_b32", &[Src::R(wh), Src::R(wl), Src::R(sel)]))
     }
 

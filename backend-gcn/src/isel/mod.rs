@@ -214,8 +214,6 @@ pub(crate) struct Isel<'a> {
     /// Per-block cache of byte-offset VGPRs: (index, shift) -> `index << shift`, valid in the
     /// current block under the current EXEC (cleared when EXEC is set).
     pub(crate) addr_cache: HashMap<(Value, u32), VReg>,
-    /// Per-block cache of `v_perm_b32` selectors in SGPRs (`frag.rs`).
-    pub(crate) perm_selectors: HashMap<u32, VReg>,
     /// Per-block map from an SGPR made by `v_readfirstlane_b32` to the VGPR it was read from,
     /// valid under the current EXEC (cleared with `addr_cache`).
     pub(crate) lane_copies: HashMap<VReg, VReg>,
@@ -322,7 +320,6 @@ impl<'a> Isel<'a> {
             slots,
             mask_cache: HashMap::default(),
             addr_cache: HashMap::default(),
-            perm_selectors: HashMap::default(),
             lane_copies: HashMap::default(),
             latch: SecondaryMap::new(),
             exec_of: HashMap::default(),
@@ -902,7 +899,6 @@ impl<'a> Isel<'a> {
         self.cur = mb;
         self.mask_cache.clear();
         self.addr_cache.clear();
-        self.perm_selectors.clear();
         self.lane_copies.clear();
         if mb == self.mf.entry() {
             self.prologue()?;
