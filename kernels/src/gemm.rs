@@ -321,19 +321,17 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             for q in 0..b_jobs {
                 let (col, kc) = b_job(q);
                 let gc = n0 + col;
-                {
-                    for c in 0..quad {
-                        let parts: Vec<Val<'_, T>> = (0..kl)
-                            .map(|j| {
-                                let gc = gc + job_col(c);
-                                let ok = gc.lt(n) & (kc + j).lt(rem);
-                                let at = (k0 + kc + j) * n + gc;
-                                k.load(&b, k.select(ok, at, outside))
-                            })
-                            .collect();
-                        let at = b_lds[q as usize] + job_col(c) * stride;
-                        k.frag_store(&tb, at, k.frag_build(frag, &parts));
-                    }
+                for c in 0..quad {
+                    let parts: Vec<Val<'_, T>> = (0..kl)
+                        .map(|j| {
+                            let gc = gc + job_col(c);
+                            let ok = gc.lt(n) & (kc + j).lt(rem);
+                            let at = (k0 + kc + j) * n + gc;
+                            k.load(&b, k.select(ok, at, outside))
+                        })
+                        .collect();
+                    let at = b_lds[q as usize] + job_col(c) * stride;
+                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
                 }
             }
         });
@@ -344,16 +342,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             k.frag_store(&ta, a_lds[q as usize], f);
         }
         for q in 0..b_jobs {
-            {
-                let rows = &st.b[q as usize];
-                for c in 0..quad {
-                    let parts: Vec<Val<'_, T>> = rows
-                        .iter()
-                        .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
-                        .collect();
-                    let at = b_lds[q as usize] + job_col(c) * stride;
-                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
-                }
+            let rows = &st.b[q as usize];
+            for c in 0..quad {
+                let parts: Vec<Val<'_, T>> = rows
+                    .iter()
+                    .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
+                    .collect();
+                let at = b_lds[q as usize] + job_col(c) * stride;
+                k.frag_store(&tb, at, k.frag_build(frag, &parts));
             }
         }
     };
