@@ -160,7 +160,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // from one address: a piece of a wider load would cost a register copy. Piece p lies
     // `p · bn / pieces` columns on, so the lanes of one load cover whole cache lines of a row.
     // Pieces need rows that start at a multiple of their length (`b_packed`).
-    let piece_len = (4 / elem.bytes()) as u32;
+    let piece_len = 4 / elem.bytes();
     let piece = FragType::new(elem, piece_len as u8);
     let pieces = (quad / piece_len).max(1);
     let b_packed = (n % piece_len).eq(0u32);
@@ -206,7 +206,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // a-job q: (index of its fragment at k0 = 0, k-offset beyond `kc` of the limit's test,
     // limit). The packed load reads only when rows start at fragment multiples (else
     // `unaligned_a` overwrites its LDS block).
-    let mut a_at: Vec<(Val<'_, u32>, u32, Val<'_, u32>)> = Vec::new();
+    let mut a_at: Vec<LoadAt<'_>> = Vec::new();
     for q in 0..a_jobs {
         let at = match moved(q, t.bm * per_row, per_row) {
             Some(rows) => (a_at[0].0 + kk * rows, 0, a_at[0].2),
@@ -219,7 +219,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     }
     // b-job q, row j: the same; the pieces are read only when n is a multiple of their length
     // (else `unaligned_b` overwrites their LDS block).
-    let mut b_at: Vec<Vec<(Val<'_, u32>, u32, Val<'_, u32>)>> = Vec::new();
+    let mut b_at: Vec<Vec<LoadAt<'_>>> = Vec::new();
     for q in 0..b_jobs {
         let rows = match moved(q, t.bn / quad * per_row, t.bn / quad) {
             Some(lines) => b_at[0]
@@ -482,6 +482,10 @@ fn acc_row(op: MfmaOp, item: u8) -> u32 {
         .find(|&i| op.acc_pos(i, 0) == (0, item as u32))
         .expect("every accumulator item of lane 0 holds a row of column 0")
 }
+
+/// Where a global load of a step reads: its index at k0 = 0, the k-offset beyond its `kc` that
+/// its range test adds, and its per-lane limit (`kc`, or `u32::MAX` to read nothing).
+type LoadAt<'k> = (Val<'k, u32>, u32, Val<'k, u32>);
 
 /// One step's blocks in registers: the a-fragments and each b-job's column runs per row (in
 /// dword pieces).
