@@ -64,8 +64,9 @@ fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
     for elem in ELEMS {
         for tiles in [default_tiles(elem), SMALL] {
             let func = build_gemm("gemm", elem, tiles).expect("builds");
-            // Even and odd n: the b-block moves as column pairs only when n is even.
-            for dims in [SIZES[0], SIZES[1], (40, 33, 20)] {
+            // n a multiple of 4 or not (38, 33): the b-block moves as runs of 4 columns only
+            // when n is; (72, 100, 40) has edge blocks with 4-column runs and a k tail.
+            for dims in [SIZES[0], SIZES[1], (40, 33, 20), (72, 100, 40)] {
                 let case = gemm_case(elem, tiles, dims, 3);
                 let want = interpret(&func, &case);
                 for t in [Target::Gfx942, Target::Gfx90a] {

@@ -13,6 +13,7 @@ use kjit::CompileOptions;
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_backend_gcn::machine::machine_by_name;
 use kjit_backend_gcn::Target;
+use kjit_kernels::gemm::{GemmTiles, DEFAULT_TILES};
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
 
 /// The twin's code object for `target` with tile shape `shape`; `None` (after a printed reason)
@@ -249,17 +250,29 @@ fn shape_name(s: TwinShape) -> String {
     format!("clang-19 twin gemm ({m} x {n} tiles)")
 }
 
-/// Rows and columns of c per workgroup of kjit's library `gemm` at its default tiles, and its
-/// work-items.
-const KJIT_TILE: [usize; 2] = [128, 128];
-const KJIT_THREADS: u32 = 256;
+/// kjit's `gemm` at its tuning point `bm = 256, bn = 64` (four waves along m, as the twin's
+/// [`TALL`] shape), for the n = 64 problem: the default 128-wide tiles would compute twice
+/// the MFMAs the product needs. The square problem runs the default tiles
+/// ([`DEFAULT_TILES`]: 128 x 128).
+const KJIT_TALL: GemmTiles = GemmTiles {
+    bm: 256,
+    bn: 64,
+    ..DEFAULT_TILES
+};
 
-/// kjit's library `gemm` (issue 18 part A) compiled for gfx942, when this build's kernel library
-/// has it (`kjit_kernels::find`). Its launch is [`GemmLaunch::kjit_abi`] at [`KJIT_TILE`]: a
-/// wrong assumption about its tiles fails the reference check.
-fn kjit_gemm() -> Option<Vec<u8>> {
+/// Rows and columns of c per workgroup.
+fn tile_of(t: GemmTiles) -> [usize; 2] {
+    [t.bm as usize, t.bn as usize]
+}
+
+/// kjit's library `gemm` (issue 18) at tile point `t` compiled for gfx942, when this build's
+/// kernel library has it (`kjit_kernels::find`), built through its tuning entry (the default
+/// build at the default point). Its launch is [`GemmLaunch::kjit_abi`] at the same tiles: a
+/// wrong assumption about them fails the reference check.
+fn kjit_gemm(t: GemmTiles) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
-    let func = (spec.build)().expect("gemm builds");
+    let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
+    let func = (tuning.build)(&[t.bm, t.bn, t.bk]).expect("gemm builds");
     let k = kjit::compile(&func, Target::Gfx942, &CompileOptions::default())
         .unwrap_or_else(|e| panic!("gemm: {e}"));
     Some(k.code_object)
@@ -267,17 +280,16 @@ fn kjit_gemm() -> Option<Vec<u8>> {
 
 fn kjit_row(
     dev: &GcnEmulator,
-    code: &[u8],
+    (code, t): (&[u8], GemmTiles),
     p: &GemmProblem,
     d: &(Vec<half::f16>, Vec<half::f16>, Vec<f32>),
 ) -> Row {
-    let launch = GemmLaunch::kjit_abi("gemm", p, KJIT_TILE, KJIT_THREADS).unwrap();
-    let [m, n] = KJIT_TILE;
+    let launch = GemmLaunch::kjit_abi("gemm", p, tile_of(t), t.threads()).unwrap();
     timed_row(
         dev,
-        format!("kjit gemm ({m} x {n} tiles)"),
+        format!("kjit gemm ({} x {} tiles)", t.bm, t.bn),
         code,
-        (&launch, KJIT_TILE),
+        (&launch, tile_of(t)),
         p,
         d,
     )
@@ -295,35 +307,48 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
         (a, b, c)
     };
     let d = data(&skinny);
-    let mut rows = vec![
-        timed_row(
+    // `KJIT_GEMM_ONLY=kjit`: kjit's rows alone (for quick runs while tuning it).
+    let others = std::env::var("KJIT_GEMM_ONLY").as_deref() != Ok("kjit");
+    let mut rows = vec![];
+    if others {
+        rows.push(timed_row(
             &dev,
             "Triton 3.9 matmul_kernel (64 x 64 tiles)".into(),
             &triton,
             (&GemmLaunch::triton_matmul(&skinny).unwrap(), [64, 64]),
             &skinny,
             &d,
-        ),
-        timed_row(
+        ));
+        rows.push(timed_row(
             &dev,
             shape_name(TALL),
             &tall,
             (&GemmLaunch::clang_twin(&skinny, TALL).unwrap(), TALL.tile()),
             &skinny,
             &d,
-        ),
-    ];
-    let kjit = kjit_gemm();
-    if let Some(code) = &kjit {
-        rows.push(kjit_row(&dev, code, &skinny, &d));
+        ));
+    }
+    let tall_tiles = std::env::var("KJIT_GEMM_TALL")
+        .ok()
+        .map(|v| {
+            let t: Vec<u32> = v.split(',').map(|x| x.trim().parse().unwrap()).collect();
+            GemmTiles {
+                bm: t[0],
+                bn: t[1],
+                bk: t[2],
+            }
+        })
+        .unwrap_or(KJIT_TALL);
+    if let Some(code) = kjit_gemm(tall_tiles) {
+        rows.push(kjit_row(&dev, (&code, tall_tiles), &skinny, &d));
     }
     drop(d);
     if let Some((sq, shapes)) = square {
         let d = data(&sq);
-        if let Some(code) = &kjit {
-            rows.push(kjit_row(&dev, code, &sq, &d));
+        if let Some(code) = kjit_gemm(DEFAULT_TILES) {
+            rows.push(kjit_row(&dev, (&code, DEFAULT_TILES), &sq, &d));
         }
-        for &shape in shapes {
+        for &shape in shapes.iter().filter(|_| others) {
             let twin = clang_twin("gfx942", shape)?;
             rows.push(timed_row(
                 &dev,
@@ -386,7 +411,9 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 }
 
 /// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
-/// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes;
+/// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes,
+/// `KJIT_GEMM_TALL=bm,bn,bk` kjit's tiles on the n = 64 problem, `KJIT_GEMM_ONLY=kjit` leaves
+/// out Triton and the twin;
 /// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions).
 #[test]
 #[ignore]

@@ -288,3 +288,60 @@ fn llvm_mc_assembles_every_operation_to_our_bytes() {
         }
     }
 }
+
+/// Regrouping halves of fragments into new fragments (the GEMM's transpose of b): every pairing
+/// of low and high halves from two f16x2 fragments, and a pair that is one source dword in
+/// order. isel makes each regrouped dword one `v_perm_b32` (no extract-and-pack), and the
+/// device equals the interpreter on gfx942 and gfx90a (a wrong byte selector would swap or
+/// lose halves).
+#[test]
+fn regrouped_halves_are_one_v_perm_each_and_exact() {
+    use kjit::frontend::FragType;
+    let k = KernelBuilder::new("regroup");
+    let x = k.buffer::<f16>("x");
+    let y = k.buffer_mut::<f16>("y");
+    let lane = k.lane_id();
+    let pair = FragType::new(FragElem::F16, 2);
+    let quad = FragType::new(FragElem::F16, 4);
+    let p = k.frag_load(&x, lane * 4u32, pair);
+    let q = k.frag_load(&x, lane * 4u32 + 2u32, pair);
+    let (p0, p1, q0, q1) = (
+        p.extract::<f16>(0),
+        p.extract::<f16>(1),
+        q.extract::<f16>(0),
+        q.extract::<f16>(1),
+    );
+    // (p0 q0) (p1 q1) | (q1 p0) (p0 p1): lo/lo, hi/hi, hi/lo, and one dword as it is.
+    k.frag_store(&y, lane * 8u32, k.frag_build(quad, &[p0, q0, p1, q1]));
+    k.frag_store(
+        &y,
+        lane * 8u32 + 4u32,
+        k.frag_build(quad, &[q1, p0, p0, p1]),
+    );
+    let func = k.finish().expect("builds");
+    let xs: Vec<f16> = (0..256).map(|i| f16::from_f32(i as f32 - 100.5)).collect();
+    let case = Case {
+        n: 512,
+        args: vec![
+            Arg::Buffer(BufferData::F16(xs)),
+            Arg::Buffer(BufferData::F16(vec![f16::from_f32(f32::NAN); 512])),
+        ],
+        launch: LaunchDims {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![1],
+    };
+    let mut want = case.args.clone();
+    interp::run(&func, &case.launch, &mut want).expect("the interpreter runs");
+    let want = want[1].as_buffer().unwrap().clone();
+    let dev = GcnEmulator::new();
+    for t in [Target::Gfx942, Target::Gfx90a] {
+        let ck = kjit::compile(&func, t, &CompileOptions::default()).unwrap();
+        assert_eq!(ck.asm.matches("v_perm_b32").count(), 3, "{t}:\n{}", ck.asm);
+        assert!(!ck.asm.contains("v_lshl_or_b32"), "{t}:\n{}", ck.asm);
+        let out = run_case(&dev, &ck.code_object, &func, &case).unwrap();
+        assert_eq!(out.outputs[0], want, "{t}");
+    }
+}

@@ -5,12 +5,21 @@
 //! tile as a grid of 32×32 MFMA accumulators (`v_mfma_f32_32x32x8_{f16,bf16}`,
 //! `v_mfma_f32_32x32x2_f32`). Per step of `bk` along k, the workgroup stages the a-block as
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
-//! MFMA input fragment is one `ds_read_b64`), between barriers. Edges: a global element outside
-//! the matrix is read as 0 by pointing its index past the buffer (the range check gives 0); an
-//! output outside `c` is dropped the same way. The next step's blocks are loaded into registers
-//! before this step's MFMAs (software pipelining). The a-block moves as packed fragments when `k`
-//! is a multiple of the fragment length; else each step loads it element by element into LDS
-//! behind a uniform branch in the same loop (one loop for every k).
+//! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
+//! conflicts). The next step's blocks are loaded into registers before this step's MFMAs
+//! (software pipelining through registers, one LDS buffer: a barrier after the stores and one
+//! before the step's last MFMAs, once every wave has its fragments).
+//!
+//! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
+//! loads it element by element into LDS behind a uniform branch in the same loop); b as dword
+//! pieces of two or four columns per lane and row, regrouped into k-fragments (`v_perm_b32`
+//! per dword of f16). Every per-lane index and limit is computed once before the loop; in the
+//! loop a load costs one compare against a uniform `k − k0`, one select, one add.
+//!
+//! Edges: only k is checked per load (a product from past k must not enter the sum); rows of a
+//! past m and columns of b past n feed only rows and columns of c that are never stored, and
+//! past the buffers' ends the range check reads 0. A block inside c stores its results
+//! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
 //! 64×64 (32×32 when the block is 32 wide).
@@ -18,6 +27,11 @@
 use crate::*;
 use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, KernelBuilder, Lds, MfmaOp, Val};
 use kjit_ir::ElemType;
+
+/// Columns of b one lane loads per row (two `buffer_load_dword` of f16, four of f32), when
+/// the block has that many per thread (else 2): their regrouping into k-fragments is one
+/// `v_perm_b32` per dword of f16.
+const QUAD: u32 = 4;
 
 /// An element index past any buffer (a multiple of 4, so aligned for every fragment): loads
 /// there give 0 and stores are dropped.
@@ -109,8 +123,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let (tm, tn) = (wm / 32, wn / 32);
     let tid = k.local_id(Dim::X);
     let wave = tid / 64u32;
-    let wave_row = wave / (t.bn / wn) * wm;
-    let wave_col = wave % (t.bn / wn) * wn;
+    // The waves in row-major order over the block (spelled without `/ 1` and `% 1`, which the
+    // optimizer does not fold yet and which become an integer division).
+    let waves_n = t.bn / wn;
+    let (wave_row, wave_col) = if waves_n == 1 {
+        (wave * wm, k.lit(0u32))
+    } else {
+        (wave / waves_n * wm, wave % waves_n * wn)
+    };
     let m0 = k.group_id(Dim::Y) * t.bm;
     let n0 = k.group_id(Dim::X) * t.bn;
     let outside = k.lit(OUTSIDE);
@@ -122,77 +142,99 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let a_packed = (kk % kl).eq(0u32);
     let frag = FragType::new(elem, kl as u8);
     // The a-block is bm rows of bk, moved as fragments of kl consecutive k-values; the b-block
-    // bk rows of bn, loaded as pairs of adjacent columns from kl consecutive rows and
-    // regrouped into the two columns' k-fragments (pairs need an even n: `b_packed`). Job q
-    // of a thread is
-    // fragment `tid + q * threads`; where the threads do not divide the block evenly, a
-    // (divergent) guard skips the jobs past it.
+    // bk rows of bn, loaded as `quad` columns from kl consecutive rows and regrouped into the
+    // columns' k-fragments. Job q of a thread is fragment `tid + q * threads`; where the
+    // threads do not divide the block evenly, the jobs past it wrap around and repeat others
+    // (the same values to the same LDS words), so no lane needs a divergent branch.
     let per_row = t.bk / kl;
     let a_jobs = (t.bm * per_row).div_ceil(threads);
-    let b_jobs = (t.bn / 2 * per_row).div_ceil(threads);
-    let b_packed = (n % 2u32).eq(0u32);
-    let pair = FragType::new(elem, 2);
-    let a_job = |q: u32| {
-        let id = tid + q * threads;
-        (
-            id / per_row,
-            id % per_row * kl,
-            (t.bm * per_row).is_multiple_of(threads),
-        )
+    // Fewer columns per job where the block has too few for every thread (no lane repeats
+    // another's loads).
+    let quad = if t.bn / QUAD * per_row >= threads {
+        QUAD
+    } else {
+        QUAD / 2
     };
-    let b_job = |q: u32| {
+    let b_jobs = (t.bn / quad * per_row).div_ceil(threads);
+    // A job's columns are loaded in dword pieces (f16x2 or f32), each at a constant offset
+    // from one address: a piece of a wider load would cost a register copy. Piece p lies
+    // `p · bn / pieces` columns on, so the lanes of one load cover whole cache lines of a row.
+    // Pieces need rows that start at a multiple of their length (`b_packed`).
+    let piece_len = 4 / elem.bytes();
+    let piece = FragType::new(elem, piece_len as u8);
+    let pieces = (quad / piece_len).max(1);
+    let b_packed = (n % piece_len).eq(0u32);
+    // Column c (< quad) of a job, from its first column.
+    let job_col = |c: u32| c / piece_len * (t.bn / pieces) + c % piece_len;
+    // Index of the masked b-loads: past any buffer for every piece's offset too.
+    let outside_b = k.lit(OUTSIDE - t.bn);
+    let job = |q: u32, jobs: u32| {
         let id = tid + q * threads;
-        (
-            id % (t.bn / 2) * 2,
-            id / (t.bn / 2) * kl,
-            (t.bn / 2 * per_row).is_multiple_of(threads),
-        )
-    };
-    let guard = |even: bool, inside: Val<'_, bool>, body: &dyn Fn()| {
-        if even {
-            body()
+        if (q + 1) * threads > jobs {
+            id % jobs
         } else {
-            k.if_(inside, body)
+            id
         }
     };
+    let a_job = |q: u32| {
+        let id = job(q, t.bm * per_row);
+        (id / per_row, id % per_row * kl)
+    };
+    let b_job = |q: u32| {
+        let id = job(q, t.bn / quad * per_row);
+        (
+            id % (t.bn / quad) * (quad / pieces),
+            id / (t.bn / quad) * kl,
+        )
+    };
     // Per-thread parts of the global indices and range checks, outside the loop. A load at
-    // k-offset `off` within the step reads global row (a) or column (b) element `base + k0`
-    // (b: `+ k0 * n`) when `limit < k - k0`, where `limit` is `off`, or `u32::MAX` for a row or
-    // column outside the matrix: one compare against a uniform value per load in the loop.
+    // k-offset `kc + off` within the step reads when `limit < (k - k0) - off` (saturating, a
+    // uniform value), where `limit` is `kc`, or `u32::MAX` where the load must read nothing.
+    // Rows of a past m and columns of b past n need no check: they only feed rows and columns
+    // of c that are not stored (and read 0 past the buffers' ends). Only k needs one: the sum
+    // must not take products from past k. A job that is the thread's job 0 moved by whole
+    // rounds of the block reuses job 0's per-lane values (plus a uniform offset), so every
+    // job costs no registers of its own.
     let never = k.lit(u32::MAX);
     let limit = |ok: Val<'_, bool>, off: Val<'_, u32>| k.select(ok, off, never);
-    // a-job q: its row's base index, and the limits of the packed load (only when rows start
-    // at fragment multiples; else it reads 0 from past the buffer and `unaligned_a`
-    // overwrites its LDS block) and of each element (for `unaligned_a`).
-    struct AJob<'k> {
-        base: Val<'k, u32>,
-        packed: Val<'k, u32>,
-        parts: Vec<Val<'k, u32>>,
-    }
-    let a_at: Vec<AJob<'_>> = (0..a_jobs)
-        .map(|q| {
-            let (row, kc, _) = a_job(q);
-            let gr = m0 + row;
-            let ok = gr.lt(m);
-            AJob {
-                base: gr * kk + kc,
-                packed: limit(ok & a_packed, kc),
-                parts: (0..kl).map(|j| limit(ok, kc + j)).collect(),
+    // Job q is job 0 moved by `moved(q, jobs, per_line) / per_line` lines, if it is.
+    let moved = |q: u32, jobs: u32, per_line: u32| {
+        let shift = q * threads;
+        (q > 0 && (q + 1) * threads <= jobs && shift.is_multiple_of(per_line))
+            .then_some(shift / per_line)
+    };
+    // a-job q: (index of its fragment at k0 = 0, k-offset beyond `kc` of the limit's test,
+    // limit). The packed load reads only when rows start at fragment multiples (else
+    // `unaligned_a` overwrites its LDS block).
+    let mut a_at: Vec<LoadAt<'_>> = Vec::new();
+    for q in 0..a_jobs {
+        let at = match moved(q, t.bm * per_row, per_row) {
+            Some(rows) => (a_at[0].0 + kk * rows, 0, a_at[0].2),
+            None => {
+                let (row, kc) = a_job(q);
+                ((m0 + row) * kk + kc, 0, limit(a_packed, kc))
             }
-        })
-        .collect();
-    // b-job q, row j: (index at k0 = 0, limit); the pair loads read only when n is even
-    // (else 0 from past the buffer, and `unaligned_b` overwrites their LDS block).
-    let b_at: Vec<Vec<(Val<'_, u32>, Val<'_, u32>)>> = (0..b_jobs)
-        .map(|q| {
-            let (col, kc, _) = b_job(q);
-            let gc = n0 + col;
-            let ok = gc.lt(n) & b_packed;
-            (0..kl)
-                .map(|j| ((kc + j) * n + gc, limit(ok, kc + j)))
-                .collect()
-        })
-        .collect();
+        };
+        a_at.push(at);
+    }
+    // b-job q, row j: the same; the pieces are read only when n is a multiple of their length
+    // (else `unaligned_b` overwrites their LDS block).
+    let mut b_at: Vec<Vec<LoadAt<'_>>> = Vec::new();
+    for q in 0..b_jobs {
+        let rows = match moved(q, t.bn / quad * per_row, t.bn / quad) {
+            Some(lines) => b_at[0]
+                .iter()
+                .map(|&(base, off, lim)| (base + lines * kl * n, off + lines * kl, lim))
+                .collect(),
+            None => {
+                let (col, kc) = b_job(q);
+                let base = kc * n + n0 + col;
+                let lim = limit(b_packed, kc);
+                (0..kl).map(|j| (base + j * n, j, lim)).collect()
+            }
+        };
+        b_at.push(rows);
+    }
     // k - k0, or 0 past the end (uniform).
     let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
     // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
@@ -200,47 +242,54 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // step's MFMAs, not before).
     let load_stage = |k0: Val<'_, u32>| -> Staged<'_> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
-        let b_vars: Vec<Vec<_>> = (0..b_jobs)
-            .map(|_| (0..kl).map(|_| k.frag_var(k.frag_zero(pair))).collect())
+        let b_vars: Vec<Vec<Vec<_>>> = (0..b_jobs)
+            .map(|_| {
+                (0..kl)
+                    .map(|_| {
+                        (0..pieces)
+                            .map(|_| k.frag_var(k.frag_zero(piece)))
+                            .collect()
+                    })
+                    .collect()
+            })
             .collect();
         let k0n = k0 * n;
         let rem = rest(k0);
-        for q in 0..a_jobs {
-            let (row, _, even) = a_job(q);
-            let at = &a_at[q as usize];
-            let v = vars[q as usize];
-            guard(even, row.lt(t.bm), &|| {
-                let ok = at.packed.lt(rem);
-                v.set(k.frag_load(&a, k.select(ok, at.base + k0, outside), frag));
-            });
+        let room = |off: u32| rem.max(off) - off;
+        for (&(base, off, lim), v) in a_at.iter().zip(&vars) {
+            let at = k.select(lim.lt(room(off)), base + k0, outside);
+            v.set(k.frag_load(&a, at, frag));
         }
-        for q in 0..b_jobs {
-            let (_, kc, even) = b_job(q);
-            guard(even, kc.lt(t.bk), &|| {
-                for (j, &(base, lim)) in b_at[q as usize].iter().enumerate() {
-                    let x = k.frag_load(&b, k.select(lim.lt(rem), base + k0n, outside), pair);
-                    b_vars[q as usize][j].set(x);
+        for (rows, vars) in b_at.iter().zip(&b_vars) {
+            for (&(base, off, lim), pieces) in rows.iter().zip(vars) {
+                let at = k.select(lim.lt(room(off)), base + k0n, outside_b);
+                for (p, v) in pieces.iter().enumerate() {
+                    v.set(k.frag_load(&b, at + job_col(p as u32 * piece_len), piece));
                 }
-            });
+            }
         }
         Staged {
             a: vars.iter().map(|v| v.get()).collect(),
             b: b_vars
                 .iter()
-                .map(|p| p.iter().map(|v| v.get()).collect())
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| r.iter().map(|v| v.get()).collect())
+                        .collect()
+                })
                 .collect(),
         }
     };
     // The staged blocks into LDS.
     let a_lds: Vec<_> = (0..a_jobs)
         .map(|q| {
-            let (row, kc, _) = a_job(q);
+            let (row, kc) = a_job(q);
             row * stride + kc
         })
         .collect();
     let b_lds: Vec<_> = (0..b_jobs)
         .map(|q| {
-            let (col, kc, _) = b_job(q);
+            let (col, kc) = b_job(q);
             col * stride + kc
         })
         .collect();
@@ -250,64 +299,58 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // for the prefetching loads; with aligned rows it is skipped.
     let unaligned_a = |k0: Val<'_, u32>| {
         k.if_(!a_packed, || {
+            let rem = rest(k0);
             for q in 0..a_jobs {
-                let (row, _, even) = a_job(q);
-                let at = &a_at[q as usize];
-                let rem = rest(k0);
-                guard(even, row.lt(t.bm), &|| {
-                    let parts: Vec<Val<'_, T>> = (0..kl)
-                        .map(|j| {
-                            let ok = at.parts[j as usize].lt(rem);
-                            k.load(&a, k.select(ok, at.base + k0 + j, outside))
-                        })
-                        .collect();
-                    k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
-                });
+                let (row, kc) = a_job(q);
+                let at = (m0 + row) * kk + k0 + kc;
+                let parts: Vec<Val<'_, T>> = (0..kl)
+                    .map(|j| {
+                        let ok = (kc + j).lt(rem);
+                        k.load(&a, k.select(ok, at + j, outside))
+                    })
+                    .collect();
+                k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
             }
         });
     };
-    // Odd n (column pairs not aligned): the step's b-block element by element, straight into
-    // LDS, as `unaligned_a`.
+    // Odd n with f16 (pieces not aligned): the step's b-block element by element, straight
+    // into LDS, as `unaligned_a`.
     let unaligned_b = |k0: Val<'_, u32>| {
         k.if_(!b_packed, || {
             let rem = rest(k0);
             for q in 0..b_jobs {
-                let (col, kc, even) = b_job(q);
+                let (col, kc) = b_job(q);
                 let gc = n0 + col;
-                guard(even, kc.lt(t.bk), &|| {
-                    for c in 0..2u32 {
-                        let parts: Vec<Val<'_, T>> = (0..kl)
-                            .map(|j| {
-                                let ok = (gc + c).lt(n) & (kc + j).lt(rem);
-                                let at = (k0 + kc + j) * n + gc + c;
-                                k.load(&b, k.select(ok, at, outside))
-                            })
-                            .collect();
-                        let at = b_lds[q as usize] + c * stride;
-                        k.frag_store(&tb, at, k.frag_build(frag, &parts));
-                    }
-                });
+                for c in 0..quad {
+                    let parts: Vec<Val<'_, T>> = (0..kl)
+                        .map(|j| {
+                            let gc = gc + job_col(c);
+                            let ok = gc.lt(n) & (kc + j).lt(rem);
+                            let at = (k0 + kc + j) * n + gc;
+                            k.load(&b, k.select(ok, at, outside))
+                        })
+                        .collect();
+                    let at = b_lds[q as usize] + job_col(c) * stride;
+                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                }
             }
         });
     };
     let store_stage = |st: &Staged<'_>| {
         for q in 0..a_jobs {
-            let (row, _, even) = a_job(q);
             let f = st.a[q as usize];
-            guard(even, row.lt(t.bm), &|| {
-                k.frag_store(&ta, a_lds[q as usize], f)
-            });
+            k.frag_store(&ta, a_lds[q as usize], f);
         }
         for q in 0..b_jobs {
-            let (_, kc, even) = b_job(q);
-            guard(even, kc.lt(t.bk), &|| {
-                let rows = &st.b[q as usize];
-                for c in 0..2u8 {
-                    let parts: Vec<Val<'_, T>> = rows.iter().map(|r| r.extract::<T>(c)).collect();
-                    let at = b_lds[q as usize] + c as u32 * stride;
-                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
-                }
-            });
+            let rows = &st.b[q as usize];
+            for c in 0..quad {
+                let parts: Vec<Val<'_, T>> = rows
+                    .iter()
+                    .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
+                    .collect();
+                let at = b_lds[q as usize] + job_col(c) * stride;
+                k.frag_store(&tb, at, k.frag_build(frag, &parts));
+            }
         }
     };
     // Where this lane's MFMA inputs start in the LDS blocks (row or column lrow, k-values from
@@ -323,10 +366,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     {
         let first = load_stage(k.lit(0u32));
         let staged_a: Vec<_> = first.a.iter().map(|&f| k.frag_var(f)).collect();
-        let staged_b: Vec<Vec<_>> = first
+        let staged_b: Vec<Vec<Vec<_>>> = first
             .b
             .iter()
-            .map(|p| p.iter().map(|&x| k.frag_var(x)).collect())
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| r.iter().map(|&x| k.frag_var(x)).collect())
+                    .collect()
+            })
             .collect();
         let t0 = k.var_named("k0", k.lit(0u32));
         k.while_(
@@ -337,7 +384,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                     a: staged_a.iter().map(|v| v.get()).collect(),
                     b: staged_b
                         .iter()
-                        .map(|p| p.iter().map(|v| v.get()).collect())
+                        .map(|rows| {
+                            rows.iter()
+                                .map(|r| r.iter().map(|v| v.get()).collect())
+                                .collect()
+                        })
                         .collect(),
                 };
                 store_stage(&now);
@@ -360,7 +411,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         (a_frags, b_frags)
                     })
                     .collect();
-                for (a_frags, b_frags) in &reads {
+                for (s, (a_frags, b_frags)) in reads.iter().enumerate() {
+                    // Every wave has its fragments once its reads are back: the barrier that
+                    // lets the next step's stores overwrite them comes before the last
+                    // sub-step's MFMAs, which cover the wait for the other waves.
+                    if s + 1 == reads.len() {
+                        k.barrier();
+                    }
                     for i in 0..tm {
                         for j in 0..tn {
                             let acc = accs[(i * tn + j) as usize];
@@ -373,42 +430,68 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         }
                     }
                 }
-                k.barrier();
                 for (v, f) in staged_a.iter().zip(&next.a) {
                     v.set(*f);
                 }
-                for (vs, xs) in staged_b.iter().zip(&next.b) {
-                    for (v, x) in vs.iter().zip(xs) {
-                        v.set(*x);
-                    }
+                let vars = staged_b.iter().flatten().flatten();
+                for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
+                    v.set(*x);
                 }
                 t0.set(k0 + t.bk);
             },
         );
     }
-    for i in 0..tm {
-        for j in 0..tn {
-            let acc = accs[(i * tn + j) as usize].get();
+    // The results: each lane's element `item` of accumulator (i, j) is c[row0 + o][col0 + 32j]
+    // with `o = i·32 + (row offset of item)` a constant, so one per-lane index serves all
+    // stores (plus the uniform `o·n`). A block inside c stores unchecked; an edge block checks
+    // the row against a per-lane limit and the column once per j.
+    let (lane_row, lane_col) = k.mfma_acc_coords(op, 0);
+    let row0 = m0 + wave_row + lane_row;
+    let col0 = n0 + wave_col + lane_col;
+    let at0 = row0 * n + col0;
+    let inside = (m0 + t.bm).le(m) & (n0 + t.bn).le(n);
+    let row_room = k.select(row0.lt(m), m - row0, k.lit(0u32));
+    let store_all = |checked: bool| {
+        let col_ok: Vec<_> = (0..tn).map(|j| (col0 + j * 32).lt(n)).collect();
+        for i in 0..tm {
             for item in 0..op.acc_frag().len {
-                let (r, cc) = k.mfma_acc_coords(op, item);
-                let gr = m0 + wave_row + i * 32 + r;
-                let gc = n0 + wave_col + j * 32 + cc;
-                let ok = gr.lt(m) & gc.lt(n);
-                k.store(
-                    &c,
-                    k.select(ok, gr * n + gc, outside),
-                    acc.extract::<f32>(item),
-                );
+                let o = i * 32 + acc_row(op, item);
+                let at = at0 + k.lit(o) * n;
+                for j in 0..tn {
+                    let x = accs[(i * tn + j) as usize].get().extract::<f32>(item);
+                    let at = at + j * 32;
+                    if checked {
+                        let ok = k.lit(o).lt(row_room) & col_ok[j as usize];
+                        k.store(&c, k.select(ok, at, outside), x);
+                    } else {
+                        k.store(&c, at, x);
+                    }
+                }
             }
         }
-    }
+    };
+    k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
 }
 
-/// One step's blocks in registers: the a-fragments and each b-job's column pairs per row.
+/// The row of accumulator element `item` of lane 0 (`MfmaOp::acc_pos` inverted). In the f32
+/// layouts every lane's element `item` lies this many rows below its element 0.
+fn acc_row(op: MfmaOp, item: u8) -> u32 {
+    let (m, _, _) = op.dims();
+    (0..m)
+        .find(|&i| op.acc_pos(i, 0) == (0, item as u32))
+        .expect("every accumulator item of lane 0 holds a row of column 0")
+}
+
+/// Where a global load of a step reads: its index at k0 = 0, the k-offset beyond its `kc` that
+/// its range test adds, and its per-lane limit (`kc`, or `u32::MAX` to read nothing).
+type LoadAt<'k> = (Val<'k, u32>, u32, Val<'k, u32>);
+
+/// One step's blocks in registers: the a-fragments and each b-job's column runs per row (in
+/// dword pieces).
 struct Staged<'k> {
     a: Vec<Frag<'k>>,
-    b: Vec<Vec<Frag<'k>>>,
+    b: Vec<Vec<Vec<Frag<'k>>>>,
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
@@ -497,7 +580,7 @@ pub fn gemm_reference(elem: FragElem, c: &Case) -> Vec<BufferData> {
 const TILE_PARAMS: &[TuneParam] = &[
     TuneParam {
         name: "bm",
-        values: &[128, 64, 32],
+        values: &[128, 64, 32, 256],
     },
     TuneParam {
         name: "bn",

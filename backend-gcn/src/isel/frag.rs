@@ -1,7 +1,8 @@
 //! Selection of matrix fragments and MFMA (`docs/mfma.md`): a fragment is one VGPR tuple of its
 //! dwords (the allocator aligns it); loads and stores move whole fragments with
 //! `buffer_load/store_dword{x2,x4}` and `ds_read/write_b{32,64,128}`; `frag_build` packs
-//! 16-bit elements in pairs (`v_and_b32` + `v_lshl_or_b32`); `frag_extract` takes a dword (and
+//! 16-bit elements in pairs (`v_and_b32` + `v_lshl_or_b32`, or one `v_perm_b32` when both
+//! halves come out of other fragments); `frag_extract` takes a dword (and
 //! its half); `mfma` is one `v_mfma_*` whose result is tied to C, so a loop's accumulator stays
 //! in one register range.
 
@@ -58,8 +59,8 @@ impl Isel<'_> {
                 self.frag_move(mem, index, offset, ty, Some(v))?;
             }
             InstData::FragBuild { ty, ref args } => {
-                let parts: Vec<Src> = args.iter().map(|&a| self.src(a)).collect();
-                let r = self.frag_build(ty, &parts);
+                let args = args.clone();
+                let r = self.frag_build(ty, &args);
                 self.result(res[0], r);
             }
             InstData::FragExtract { arg, item } => {
@@ -178,19 +179,28 @@ impl Isel<'_> {
         })
     }
 
-    fn frag_build(&mut self, ty: FragType, parts: &[Src]) -> VReg {
+    fn frag_build(&mut self, ty: FragType, args: &[Value]) -> VReg {
         let mut dwords: Vec<VReg> = Vec::new();
         if ty.elem.bytes() == 2 {
-            for pair in parts.chunks(2) {
-                let lo = self.v("v_and_b32", &[Src::Imm(0xffff), pair[0]]);
+            for pair in args.chunks(2) {
+                if let Some(d) = self.pair_of_halves(pair) {
+                    dwords.push(d);
+                    continue;
+                }
+                let lo = self.src(pair[0]);
+                let lo = self.v("v_and_b32", &[Src::Imm(0xffff), lo]);
                 let hi = match pair.get(1) {
-                    Some(&h) => self.reg(h, RegClass::Vgpr),
+                    Some(&h) => {
+                        let h = self.src(h);
+                        self.reg(h, RegClass::Vgpr)
+                    }
                     None => self.imm_reg(0, RegClass::Vgpr),
                 };
                 dwords.push(self.v("v_lshl_or_b32", &[Src::R(hi), Src::Imm(16), Src::R(lo)]));
             }
         } else {
-            for &p in parts {
+            for &a in args {
+                let p = self.src(a);
                 dwords.push(self.reg(p, RegClass::Vgpr));
             }
         }
@@ -199,6 +209,47 @@ impl Isel<'_> {
         } else {
             self.build(RegClass::Vgpr, &dwords)
         }
+    }
+
+    /// The fragment and item a value is `frag_extract`ed from, for 16-bit fragments.
+    fn half_of(&self, v: Value) -> Option<(Value, u32)> {
+        let kjit_ir::ValueDef::Result(i, _) = self.func.values[v].def else {
+            return None;
+        };
+        match self.func.insts[i] {
+            InstData::FragExtract { arg, item } => match self.func.value_type(arg) {
+                Type::Frag(t) if t.elem.bytes() == 2 => Some((arg, item as u32)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A dword of two 16-bit halves that are both taken out of 16-bit fragments (regrouping
+    /// fragments, e.g. transposing 2×2 blocks of f16): the source dword itself when the halves
+    /// are one dword in order, else one `v_perm_b32` in place of two extractions and a pack.
+    fn pair_of_halves(&mut self, pair: &[Value]) -> Option<VReg> {
+        let [lo, hi] = pair else { return None };
+        let ((fl, il), (fh, ih)) = (self.half_of(*lo)?, self.half_of(*hi)?);
+        let dword = |s: &mut Self, f: Value, item: u32| {
+            let v = s.val(f);
+            let v = s.to_class(v, RegClass::Vgpr);
+            if s.mf.vregs[v].dwords == 1 {
+                v
+            } else {
+                s.extract(v, (item / 2) as u8, 1)
+            }
+        };
+        if fl == fh && il % 2 == 0 && ih == il + 1 {
+            return Some(dword(self, fl, il));
+        }
+        let (wl, wh) = (dword(self, fl, il), dword(self, fh, ih));
+        // v_perm_b32 d, s0, s1, sel: selector bytes 0-3 take bytes of s1, 4-7 of s0.
+        let (bl, bh) = (2 * (il % 2), 4 + 2 * (ih % 2));
+        let sel = bl | (bl + 1) << 8 | bh << 16 | (bh + 1) << 24;
+        // The selector in an SGPR: gfx9's VOP3 takes no literal, and one SGPR is allowed.
+        let sel = self.s_mov32(sel);
+        Some(self.v("v_perm_b32", &[Src::R(wh), Src::R(wl), Src::R(sel)]))
     }
 
     fn frag_extract(&mut self, ty: FragType, v: VReg, item: u32) -> VReg {
