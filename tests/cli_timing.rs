@@ -77,3 +77,39 @@ fn unknown_models_and_mismatched_targets_are_clear_errors() {
     ]);
     assert!(!ok && err.contains("mi25"), "{err}");
 }
+
+/// Spills go to scratch, whose functional slot depends on the host thread that ran a workgroup;
+/// the trace gives each workgroup its own scratch region, so the cycles must not depend on how
+/// many host threads ran the device (before, 2 threads moved half the spills to another slot).
+#[test]
+fn cycles_of_a_spilling_kernel_do_not_depend_on_host_threads() {
+    let cycles = |threads: &str| {
+        let (ok, out, err) = common::kjit_env(
+            &[
+                "run",
+                "hash_chain",
+                "--target",
+                "gfx942",
+                "--occupancy",
+                "8",
+                "-n",
+                "12288",
+                "--timing",
+                "mi300x",
+                "--json",
+            ],
+            &[("RAYON_NUM_THREADS", threads)],
+        );
+        assert!(ok, "{err}");
+        assert!(
+            out.contains("to scratch"),
+            "level 8 no longer spills:\n{out}"
+        );
+        let line = out.lines().find(|l| l.starts_with('{')).unwrap();
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["cycles"].as_u64().unwrap()
+    };
+    let one = cycles("1");
+    assert_eq!(cycles("2"), one);
+    assert_eq!(cycles("3"), one);
+}

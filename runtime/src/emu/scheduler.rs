@@ -137,6 +137,45 @@ impl Default for WorkgroupScratch {
 struct Recorder<'t> {
     trace: &'t mut GroupTrace,
     addrs: &'t mut Vec<u64>,
+    scratch: ScratchRemap,
+}
+
+/// Where the trace puts a workgroup's scratch addresses. The functional device hands each host
+/// thread one scratch slot, so the addresses a workgroup's spills touch depend on which thread ran
+/// it; the replay's caches would then see different addresses from run to run. The trace moves
+/// the slot to a region of the workgroup's own (by its linear id, far above every allocation), so
+/// the cycles are the same on every run and every host.
+#[derive(Clone, Copy)]
+struct ScratchRemap {
+    /// First byte of the thread's slot.
+    from: u64,
+    /// Bytes of the slot (0: the kernel uses no scratch).
+    len: u64,
+    /// First byte of the workgroup's region in the trace.
+    to: u64,
+}
+
+impl ScratchRemap {
+    /// Trace scratch regions start here: above any address the device's allocator hands out.
+    const TRACE_BASE: u64 = 1 << 52;
+
+    fn new(l: &LaunchState, scratch_offset: u64, nwaves: usize, group: u64) -> ScratchRemap {
+        let len = nwaves as u64 * l.addrs.scratch_per_wave();
+        ScratchRemap {
+            from: l.addrs.scratch_base + scratch_offset,
+            len,
+            to: Self::TRACE_BASE + group * len,
+        }
+    }
+
+    fn apply(&self, addrs: &mut [u64]) {
+        for a in addrs {
+            let off = a.wrapping_sub(self.from);
+            if off < self.len {
+                *a = self.to + off;
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -228,6 +267,7 @@ fn record_footprint(l: &LaunchState, d: &Decoded, w: &Wave, rec: &mut Recorder) 
     match &d.op {
         Op::Vmem(v) => {
             vmem::touched_addresses(w, v, l.addrs.scratch_per_lane, rec.addrs);
+            rec.scratch.apply(rec.addrs);
             v.lds as u16
         }
         Op::Smem(s) => {
@@ -396,7 +436,12 @@ fn run_workgroup_inner(
             w.steps.clear();
         }
         trace.granules.clear();
-        Recorder { trace, addrs }
+        let scratch = ScratchRemap::new(l, scratch_offset, nwaves, trace.id);
+        Recorder {
+            trace,
+            addrs,
+            scratch,
+        }
     });
     lds.reset(lds_bytes, nwaves > 1);
     let per_wave = l.addrs.scratch_per_wave();
