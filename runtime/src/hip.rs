@@ -911,35 +911,27 @@ mod tests {
 
     #[test]
     fn event_errors_map_to_memory_timing_or_fault() {
-        let e = |code| HipError {
-            call: "hipEventElapsedTime",
-            code,
-            message: "m".into(),
-        };
-        let ev = CallKind::Event;
-        assert!(matches!(
-            to_device_error(e(codes::OUT_OF_MEMORY), ev),
-            DeviceError::Memory(_)
-        ));
-        // Events never recorded, or bad handles: the launch could not be timed.
-        for code in [
-            codes::NOT_READY,
-            codes::INVALID_HANDLE,
-            codes::INVALID_VALUE,
-        ] {
-            let d = to_device_error(e(code), ev);
-            assert!(matches!(d, DeviceError::Timing(_)), "{code}: {d}");
+        use codes::*;
+        // Out of memory; events never recorded or bad handles (the launch could not be
+        // timed); a kernel fault surfacing when waiting for the stop event; no device.
+        let table: [(i32, fn(&DeviceError) -> bool); 6] = [
+            (OUT_OF_MEMORY, |d| matches!(d, DeviceError::Memory(_))),
+            (NOT_READY, |d| matches!(d, DeviceError::Timing(_))),
+            (INVALID_HANDLE, |d| matches!(d, DeviceError::Timing(_))),
+            (INVALID_VALUE, |d| matches!(d, DeviceError::Timing(_))),
+            (LAUNCH_FAILURE, |d| matches!(d, DeviceError::Fault(_))),
+            (NO_DEVICE, |d| matches!(d, DeviceError::Unavailable(_))),
+        ];
+        for (code, want) in table {
+            let e = HipError {
+                call: "hipEventElapsedTime",
+                code,
+                message: "m".into(),
+            };
+            let d = to_device_error(e, CallKind::Event);
+            assert!(want(&d), "{code}: {d}");
             assert!(d.to_string().contains("hipEventElapsedTime failed"), "{d}");
         }
-        // A kernel fault surfaces when waiting for the stop event.
-        assert!(matches!(
-            to_device_error(e(codes::LAUNCH_FAILURE), ev),
-            DeviceError::Fault(_)
-        ));
-        assert!(matches!(
-            to_device_error(e(codes::NO_DEVICE), ev),
-            DeviceError::Unavailable(_)
-        ));
     }
 
     #[test]
