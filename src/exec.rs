@@ -25,8 +25,11 @@ pub struct RunOutput {
     pub args: Vec<Arg>,
     /// The buffers listed in `case.outputs`, in order.
     pub outputs: Vec<BufferData>,
-    /// The device's counters.
+    /// The device's counters (of the last launch).
     pub stats: LaunchStats,
+    /// Every launch's device-measured time, ns ([`LaunchStats::device_time_ns`]), in launch
+    /// order; empty on a device that does not time its launches (the software device).
+    pub device_times_ns: Vec<u64>,
 }
 
 /// What the argument checks see of an interpreter argument.
@@ -73,6 +76,19 @@ pub fn run_case(
     func: &Function,
     case: &Case,
 ) -> Result<RunOutput, ExecError> {
+    run_case_repeated(device, code_object, func, case, 1)
+}
+
+/// [`run_case`], launching `runs` times (at least once) from the module loaded once. Before
+/// every launch the buffers are copied in again from the case, so each launch computes the
+/// same thing even when the kernel updates a buffer in place; the output is the last launch's.
+pub fn run_case_repeated(
+    device: &dyn Device,
+    code_object: &[u8],
+    func: &Function,
+    case: &Case,
+    runs: u32,
+) -> Result<RunOutput, ExecError> {
     let kernel = func.name.clone();
     let bad = |message: String| ExecError::BadArgs {
         kernel: kernel.clone(),
@@ -95,10 +111,10 @@ pub fn run_case(
         for (k, a) in case.args.iter().enumerate() {
             match a {
                 Arg::Buffer(b) => {
-                    let bytes = b.to_bytes();
-                    let buf = device.alloc(bytes.len().max(4) as u64).map_err(dev_err)?;
+                    let buf = device
+                        .alloc(b.to_bytes().len().max(4) as u64)
+                        .map_err(dev_err)?;
                     allocated.push((k, buf));
-                    device.copy_to_device(buf, 0, &bytes).map_err(dev_err)?;
                     launch_args.push(LaunchArg::buffer(buf, b.elem(), b.len(), true));
                 }
                 s => launch_args.push(LaunchArg::scalar(shape_type(s), scalar_arg(s))),
@@ -106,15 +122,27 @@ pub fn run_case(
         }
         let module = device.load_module(code_object).map_err(dev_err)?;
         let dims = LaunchDims::new(case.launch.grid, case.launch.block);
-        let stats = launch_checked(
-            device,
-            module,
-            &kernel,
-            &func.params,
-            dims,
-            &launch_args,
-            false,
-        )?;
+        let mut device_times_ns = Vec::new();
+        let mut stats = LaunchStats::default();
+        for _ in 0..runs.max(1) {
+            for &(k, buf) in &allocated {
+                if let Arg::Buffer(b) = &case.args[k] {
+                    device
+                        .copy_to_device(buf, 0, &b.to_bytes())
+                        .map_err(dev_err)?;
+                }
+            }
+            stats = launch_checked(
+                device,
+                module,
+                &kernel,
+                &func.params,
+                dims,
+                &launch_args,
+                false,
+            )?;
+            device_times_ns.extend(stats.device_time_ns);
+        }
         let mut args = case.args.clone();
         for &(k, buf) in &allocated {
             let Arg::Buffer(b) = &case.args[k] else {
@@ -136,6 +164,7 @@ pub fn run_case(
             args,
             outputs,
             stats,
+            device_times_ns,
         })
     })();
     for (_, buf) in allocated {

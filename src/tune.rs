@@ -1,7 +1,9 @@
 //! The autotuner: compiles a kernel at every occupancy level of the target (and, where the
 //! kernel declares tuning parameters, every choice of them), runs each candidate on kjit's
-//! software GCN device, rejects candidates whose output does not match the reference, and
-//! ranks the rest by cycles.
+//! software GCN device with a timing model ([`tune`]) or on a device that times its own
+//! launches, a GPU through HIP events ([`tune_on`], best of [`TuneOptions::runs`] launches),
+//! rejects candidates whose output does not match the reference, and ranks the rest by
+//! cycles (model) or microseconds (GPU).
 //!
 //! Takes a [`Job`] (any builder kernel: how to build it and make its inputs for one choice of
 //! parameters, and how to check its outputs; [`Job::from_library`] makes one for a library
@@ -32,10 +34,10 @@ use kjit_ir::Function;
 use kjit_kernels::{Case, KernelSpec};
 use kjit_runtime::emu::gcn::GcnEmulator;
 use kjit_runtime::emu::RunConfig;
-use kjit_runtime::LaunchStats;
+use kjit_runtime::Device;
 use serde::{Deserialize, Serialize};
 
-use crate::exec::run_case;
+use crate::exec::{run_case_repeated, RunOutput};
 
 /// What to search besides the occupancy levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -59,6 +61,9 @@ pub struct TuneOptions {
     pub optimize: bool,
     /// Largest space searched exhaustively.
     pub exhaustive_limit: usize,
+    /// Launches per candidate on a device that times its launches ([`tune_on`]); the fastest
+    /// counts. The timing model is deterministic and runs each candidate once.
+    pub runs: u32,
 }
 
 impl TuneOptions {
@@ -70,6 +75,7 @@ impl TuneOptions {
             space: Space::Occupancy,
             optimize: true,
             exhaustive_limit: 96,
+            runs: 5,
         }
     }
 }
@@ -197,16 +203,20 @@ pub struct Candidate {
     pub spills_scratch: u32,
     /// Waves per SIMD the compiled kernel reaches.
     pub reached_occupancy: u32,
-    /// Cycles of the run (`None` when it did not compile or run).
+    /// Cycles of the run on the timing model (`None` when it did not compile or run, and on
+    /// a GPU, which gives µs).
     pub cycles: Option<u64>,
-    /// Microseconds at the model's clock.
+    /// Microseconds: at the model's clock, or on a GPU the fastest of `runs_us`.
     pub us: Option<f64>,
+    /// On a GPU, every launch's time in µs (HIP events); empty on the timing model.
+    #[serde(default)]
+    pub runs_us: Vec<f64>,
     /// Device-memory bytes moved per second, GB/s.
     pub gbps: Option<f64>,
     /// Floating-point operations per second, GFLOP/s (`None` when the kernel does none).
     #[serde(default)]
     pub gflops: Option<f64>,
-    /// Default compile's cycles over this one's.
+    /// Default compile's time (cycles, or µs on a GPU) over this one's.
     pub speedup: Option<f64>,
     /// Output matched the reference.
     pub correct: bool,
@@ -223,9 +233,9 @@ pub struct TuneResult {
     pub kernel: String,
     /// Target.
     pub target: String,
-    /// Timing model name.
+    /// Timing model name, or on a GPU the device's name.
     pub model: String,
-    /// Where the cycles come from.
+    /// Where the cycles (or on a GPU the µs) come from.
     pub cycle_source: String,
     /// Problem size.
     pub n: usize,
@@ -237,7 +247,7 @@ pub struct TuneResult {
     pub best: Option<usize>,
     /// Time compiling, ms (all candidates).
     pub compile_ms: f64,
-    /// Time running the candidates on the device (model), ms.
+    /// Time running the candidates on the device (model or GPU, with copies), ms.
     pub run_ms: f64,
     /// Time computing references and comparing, ms.
     pub check_ms: f64,
@@ -262,27 +272,85 @@ impl TuneResult {
     }
 }
 
-/// A run's cycles and seconds. This is the one place the tuner's cycle counts come from.
+/// What times the candidates.
+#[derive(Clone, Copy, Debug)]
+enum Timer {
+    /// The timing model of the software device (`LaunchStats::timing`): cycles.
+    Model,
+    /// The device's own clock (`LaunchStats::device_time_ns`: HIP events on a GPU), the
+    /// fastest of `runs` launches.
+    Device { runs: u32 },
+}
+
+/// A run's cycles and seconds. This is the one place the tuner's times come from.
 struct Measure {
-    cycles: u64,
-    seconds: f64,
+    /// Cycles on the timing model (`None` on a GPU).
+    cycles: Option<u64>,
+    /// Microseconds: the model's, or the fastest of a GPU's launches.
+    us: f64,
     /// FLOP/s, when the model counted floating-point work.
     flops_per_second: Option<f64>,
+    /// Every timed launch, µs (a GPU's runs; empty on the model).
+    runs_us: Vec<f64>,
 }
 
-/// Description of [`measure`]'s source, stored with every result.
-fn cycle_source(model: &str) -> String {
-    format!("timing model {model} on kjit's software GCN device (LaunchStats::timing)")
-}
+impl Timer {
+    /// Launches per candidate.
+    fn runs(self) -> u32 {
+        match self {
+            Timer::Model => 1,
+            Timer::Device { runs } => runs.max(1),
+        }
+    }
 
-/// Cycles of one run, from the timing model's report.
-fn measure(stats: &LaunchStats) -> Option<Measure> {
-    let t = stats.timing.as_ref()?;
-    Some(Measure {
-        cycles: t.cycles,
-        seconds: t.seconds,
-        flops_per_second: (t.flops > 0 && t.seconds > 0.0).then(|| t.flops as f64 / t.seconds),
-    })
+    /// Description of [`Timer::measure`]'s source, stored with every result.
+    fn source(self, model: &str) -> String {
+        match self {
+            Timer::Model => {
+                format!("timing model {model} on kjit's software GCN device (LaunchStats::timing)")
+            }
+            Timer::Device { runs } => format!(
+                "{model}: device time of each launch (HIP events), fastest of {} runs; µs, no cycles",
+                runs.max(1)
+            ),
+        }
+    }
+
+    /// The time of one candidate's runs, or why there is none.
+    fn measure(self, out: &RunOutput) -> Result<Measure, String> {
+        match self {
+            Timer::Model => {
+                let t = out
+                    .stats
+                    .timing
+                    .as_ref()
+                    .ok_or("the device ran without the timing model")?;
+                Ok(Measure {
+                    cycles: Some(t.cycles),
+                    us: t.seconds * 1e6,
+                    flops_per_second: (t.flops > 0 && t.seconds > 0.0)
+                        .then(|| t.flops as f64 / t.seconds),
+                    runs_us: Vec::new(),
+                })
+            }
+            Timer::Device { .. } => {
+                let best = out.device_times_ns.iter().min().ok_or(
+                    "the device does not time its launches (LaunchStats::device_time_ns); \
+                     tune on the software device's timing model instead",
+                )?;
+                Ok(Measure {
+                    cycles: None,
+                    us: *best as f64 / 1e3,
+                    flops_per_second: None,
+                    runs_us: out
+                        .device_times_ns
+                        .iter()
+                        .map(|&t| t as f64 / 1e3)
+                        .collect(),
+                })
+            }
+        }
+    }
 }
 
 /// The candidates to try: (parameter values, occupancy).
@@ -305,10 +373,62 @@ fn product(params: &[(String, Vec<u32>)]) -> Vec<Vec<u32>> {
     out
 }
 
-/// Tunes `job`; `progress(done, total)` is called after every candidate.
+/// Tunes `job` on kjit's software device with the timing model `opts.model`;
+/// `progress(done, total)` is called after every candidate.
 pub fn tune(
     job: &Job<'_>,
     opts: &TuneOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<TuneResult> {
+    let machine =
+        kjit_backend_gcn::machine::machine_by_name(&opts.model).map_err(|e| anyhow!("{e}"))?;
+    if machine.target != opts.target {
+        return Err(anyhow!(
+            "timing model {} is a {}, not a {}",
+            machine.name,
+            machine.target,
+            opts.target
+        ));
+    }
+    let dev = GcnEmulator::with_config(RunConfig {
+        timing: Some(machine),
+        ..RunConfig::default()
+    });
+    search(job, opts, &dev, Timer::Model, &opts.model, progress)
+}
+
+/// Tunes `job` on `dev`, a device that times its own launches (a GPU: HIP events), each
+/// candidate launched `opts.runs` times and the fastest kept; `opts.model` is not used, the
+/// result names the device. The device must be a `opts.target`.
+pub fn tune_on(
+    job: &Job<'_>,
+    opts: &TuneOptions,
+    dev: &dyn Device,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<TuneResult> {
+    if dev.target() != Some(opts.target) {
+        return Err(anyhow!(
+            "{} is {}, not the target {}",
+            dev.name(),
+            dev.target()
+                .map_or("not a GPU".to_string(), |t| format!("a {t}")),
+            opts.target
+        ));
+    }
+    if opts.runs == 0 {
+        return Err(anyhow!("runs must be at least 1"));
+    }
+    let timer = Timer::Device { runs: opts.runs };
+    search(job, opts, dev, timer, &dev.name(), progress)
+}
+
+/// The search of [`tune`] and [`tune_on`]: `model` names the timing model or the device.
+fn search(
+    job: &Job<'_>,
+    opts: &TuneOptions,
+    dev: &dyn Device,
+    timer: Timer,
+    model: &str,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<TuneResult> {
     let levels: Vec<Option<u32>> = std::iter::once(None)
@@ -325,28 +445,16 @@ pub fn tune(
     } else {
         product(&params)
     };
-    let machine =
-        kjit_backend_gcn::machine::machine_by_name(&opts.model).map_err(|e| anyhow!("{e}"))?;
-    if machine.target != opts.target {
-        return Err(anyhow!(
-            "timing model {} is a {}, not a {}",
-            machine.name,
-            machine.target,
-            opts.target
-        ));
-    }
     let mut t = Tuner {
         job,
         opts,
-        dev: GcnEmulator::with_config(RunConfig {
-            timing: Some(machine),
-            ..RunConfig::default()
-        }),
+        dev,
+        timer,
         result: TuneResult {
             kernel: job.name.clone(),
             target: opts.target.to_string(),
-            model: opts.model.clone(),
-            cycle_source: cycle_source(&opts.model),
+            model: model.to_string(),
+            cycle_source: timer.source(model),
             n: job.n,
             strategy: String::new(),
             candidates: Vec::new(),
@@ -418,7 +526,8 @@ pub fn tune(
 struct Tuner<'j, 'a> {
     job: &'j Job<'a>,
     opts: &'j TuneOptions,
-    dev: GcnEmulator,
+    dev: &'j dyn Device,
+    timer: Timer,
     result: TuneResult,
     /// (parameter values, code object) of every candidate run, by candidate index.
     seen: Vec<(Vec<u32>, Vec<u8>)>,
@@ -467,6 +576,7 @@ impl Tuner<'_, '_> {
             reached_occupancy: 0,
             cycles: None,
             us: None,
+            runs_us: Vec::new(),
             gbps: None,
             gflops: None,
             speedup: None,
@@ -524,6 +634,7 @@ impl Tuner<'_, '_> {
             let same = &self.result.candidates[i];
             cand.cycles = same.cycles;
             cand.us = same.us;
+            cand.runs_us = same.runs_us.clone();
             cand.gbps = same.gbps;
             cand.gflops = same.gflops;
             cand.correct = same.correct;
@@ -533,17 +644,25 @@ impl Tuner<'_, '_> {
         }
         let case = (job.case)(cfg_arg);
         let t1 = Instant::now();
-        let out = run_case(&self.dev, &k.code_object, &self.selected[at].1, &case);
+        let out = run_case_repeated(
+            self.dev,
+            &k.code_object,
+            &self.selected[at].1,
+            &case,
+            self.timer.runs(),
+        );
         self.result.run_ms += t1.elapsed().as_secs_f64() * 1e3;
         match out {
             Ok(out) => {
-                let m = measure(&out.stats)
-                    .ok_or_else(|| anyhow!("the device ran without the timing model"))?;
-                cand.cycles = Some(m.cycles);
-                cand.us = Some(m.seconds * 1e6);
+                let m = self.timer.measure(&out).map_err(|e| anyhow!("{e}"))?;
+                cand.cycles = m.cycles;
+                cand.us = Some(m.us);
+                let seconds = m.us * 1e-6;
+                // Bytes as the device counted them (a GPU counts none).
                 let bytes = (out.stats.bytes_read + out.stats.bytes_written) as f64;
-                cand.gbps = (m.seconds > 0.0).then(|| bytes / m.seconds / 1e9);
+                cand.gbps = (seconds > 0.0 && bytes > 0.0).then(|| bytes / seconds / 1e9);
                 cand.gflops = m.flops_per_second.map(|f| f / 1e9);
+                cand.runs_us = m.runs_us;
                 let t2 = Instant::now();
                 match (job.check)(&case, &out.args) {
                     Ok(()) => cand.correct = true,
@@ -567,15 +686,21 @@ impl Tuner<'_, '_> {
         let base = self.result.candidates.iter().find(|c| {
             c.occupancy.is_none() && c.params.iter().map(|p| p.1).eq(defaults.iter().copied())
         });
-        let base_cycles = base.filter(|c| c.correct).and_then(|c| c.cycles);
+        let base_time = base.filter(|c| c.correct).and_then(time_of);
         for c in &mut self.result.candidates {
-            c.speedup = match (base_cycles, c.cycles) {
-                (Some(b), Some(x)) if x > 0 && c.correct => Some(b as f64 / x as f64),
+            c.speedup = match (base_time, time_of(c)) {
+                (Some(b), Some(x)) if x > 0.0 && c.correct => Some(b / x),
                 _ => None,
             };
         }
         self.result.best = best_index(&self.result.candidates);
     }
+}
+
+/// What candidates are ranked by: cycles on the timing model, µs on a GPU (one tuning has
+/// one or the other for all its candidates).
+fn time_of(c: &Candidate) -> Option<f64> {
+    c.cycles.map(|x| x as f64).or(c.us)
 }
 
 /// The fastest correct candidate; ties go to the earlier one (the default compile first, then
@@ -585,8 +710,8 @@ fn best_index(cands: &[Candidate]) -> Option<usize> {
         .iter()
         .enumerate()
         .filter(|(_, c)| c.correct)
-        .filter_map(|(i, c)| c.cycles.map(|x| (x, i)))
-        .min()
+        .filter_map(|(i, c)| time_of(c).map(|x| (x, i)))
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
         .map(|(_, i)| i)
 }
 
@@ -655,26 +780,31 @@ pub fn table(r: &TuneResult) -> String {
 /// the best candidate circled, as an SVG file.
 pub fn plot_svg(r: &TuneResult, path: &std::path::Path) -> Result<()> {
     use plotters::prelude::*;
-    let pts: Vec<(&Candidate, u32, u64)> = r
+    let pts: Vec<(&Candidate, u32, f64)> = r
         .candidates
         .iter()
         .filter(|c| c.correct)
-        .filter_map(|c| Some((c, c.occupancy?, c.cycles?)))
+        .filter_map(|c| Some((c, c.occupancy?, time_of(c)?)))
         .collect();
+    let unit = if pts.iter().any(|p| p.0.cycles.is_some()) {
+        "cycles"
+    } else {
+        "µs"
+    };
     if pts.is_empty() {
         return Err(anyhow!(
             "no correct candidate at an occupancy level to plot"
         ));
     }
     let max_w = pts.iter().map(|p| p.1).max().unwrap_or(1);
-    let max_c = pts.iter().map(|p| p.2).max().unwrap_or(1) as f64 * 1.1;
+    let max_c = pts.iter().map(|p| p.2).fold(0.0, f64::max).max(1e-9) * 1.1;
     let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
     let err = |e: DrawingAreaErrorKind<_>| anyhow!("plot {}: {e:?}", path.display());
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "{} on {} ({}): cycles by occupancy",
+                "{} on {} ({}): {unit} by occupancy",
                 r.kernel, r.target, r.model
             ),
             ("sans-serif", 20),
@@ -687,7 +817,7 @@ pub fn plot_svg(r: &TuneResult, path: &std::path::Path) -> Result<()> {
     chart
         .configure_mesh()
         .x_desc("occupancy asked for (waves/SIMD)")
-        .y_desc("cycles")
+        .y_desc(unit)
         .draw()
         .map_err(err)?;
     let mut configs: Vec<Vec<(String, u32)>> = Vec::new();
@@ -701,7 +831,7 @@ pub fn plot_svg(r: &TuneResult, path: &std::path::Path) -> Result<()> {
         let line: Vec<(u32, f64)> = pts
             .iter()
             .filter(|p| &p.0.params == cfg)
-            .map(|p| (p.1, p.2 as f64))
+            .map(|p| (p.1, p.2))
             .collect();
         let label = if cfg.is_empty() {
             "default parameters".to_string()
@@ -721,13 +851,9 @@ pub fn plot_svg(r: &TuneResult, path: &std::path::Path) -> Result<()> {
             .map_err(err)?;
     }
     if let Some(b) = r.best() {
-        if let (Some(w), Some(c)) = (b.occupancy, b.cycles) {
+        if let (Some(w), Some(c)) = (b.occupancy, time_of(b)) {
             chart
-                .draw_series(std::iter::once(Circle::new(
-                    (w, c as f64),
-                    8,
-                    RED.stroke_width(2),
-                )))
+                .draw_series(std::iter::once(Circle::new((w, c), 8, RED.stroke_width(2))))
                 .map_err(err)?;
         }
     }
@@ -758,6 +884,21 @@ pub mod cache {
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
             .unwrap_or_else(std::env::temp_dir);
         base.join("kjit").join("tune")
+    }
+
+    /// The cache key's model part for a GPU: its name (`Device::name`, e.g. "HIP: AMD
+    /// Instinct MI300X (gfx942:sramecc+:xnack-)") with everything but letters, digits, `.`
+    /// and `_` made `_`, so that it is one file-name word.
+    pub fn device_key(name: &str) -> String {
+        name.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
     }
 
     /// The size bucket of `n`: the next power of two.

@@ -62,6 +62,44 @@ fn library_kernels_on_gpu_match_reference_and_software_device() {
     );
 }
 
+/// `kjit::tune::tune_on` the GPU: every launch is timed by HIP events, each candidate that
+/// runs has `runs` times and its µs is the fastest, every candidate is checked correct, and
+/// there is a winner (the timing itself is the GPU's; nothing here says which level wins).
+#[test]
+#[ignore = "needs an AMD GPU (gfx942/gfx90a/gfx900) and ROCm"]
+fn tuning_on_the_gpu_times_each_candidate_with_hip_events() {
+    in_own_process(
+        "tuning_on_the_gpu_times_each_candidate_with_hip_events",
+        || {
+            let gpu = HipDevice::open().expect("a HIP device");
+            let target = gpu.info().target().expect("supported GPU");
+            let spec = kjit_kernels::find("vector_add").unwrap();
+            let job = kjit::tune::Job::from_library(spec, 1 << 20, 3);
+            let opts = kjit::tune::TuneOptions::new(target);
+            let r = kjit::tune::tune_on(&job, &opts, &gpu, &mut |_, _| {}).expect("tunes");
+            let table = kjit::tune::table(&r);
+            for c in &r.candidates {
+                let note = c.note.as_deref().unwrap_or("");
+                if note.starts_with("unreachable") {
+                    continue;
+                }
+                assert!(c.correct, "{table}");
+                assert!(
+                    c.cycles.is_none() && c.us.is_some_and(|us| us > 0.0),
+                    "{table}"
+                );
+                if !note.starts_with("same code") {
+                    assert_eq!(c.runs_us.len(), opts.runs as usize, "{table}");
+                    let min = c.runs_us.iter().copied().fold(f64::INFINITY, f64::min);
+                    assert_eq!(c.us, Some(min), "{table}");
+                }
+            }
+            assert!(r.best().is_some(), "{table}");
+            println!("{table}");
+        },
+    );
+}
+
 /// A code object compiled for another architecture than the GPU's is refused before launch.
 #[test]
 #[ignore = "needs an AMD GPU (gfx942/gfx90a/gfx900) and ROCm"]

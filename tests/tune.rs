@@ -4,11 +4,17 @@
 
 use std::process::Command;
 
-use kjit::tune::{table, tune, Job, Space, TuneOptions};
+use std::cell::{Cell, RefCell};
+
+use kjit::tune::{table, tune, tune_on, Job, Space, TuneOptions};
 use kjit_backend_gcn::Target;
 use kjit_frontend::{Dim, KernelBuilder};
 use kjit_ir::interp::{Arg, BufferData, LaunchDims};
 use kjit_kernels::Case;
+use kjit_runtime::emu::gcn::GcnEmulator;
+use kjit_runtime::{
+    ArgValue, Device, DeviceBuffer, DeviceResult, LaunchDims as DevDims, LaunchStats, ModuleId,
+};
 
 /// `out[i] = x[i] * 3 + 1` with a parameter `variant`: 0 computes it, 1 skips the `+ 1` (one
 /// instruction fewer, so fewer cycles, and wrong).
@@ -132,6 +138,199 @@ fn occupancy_space_keeps_the_parameters_at_their_defaults() {
         .starts_with("same code as")));
 }
 
+/// Added to a module's base time on its launches 0..5: the first launch is the slowest (as a
+/// GPU's first launch of a module is), and the fastest is not the last.
+const JITTER_NS: [u64; 5] = [900, 0, 300, 150, 600];
+
+/// A stand-in for a GPU: runs kernels on the software device (without the timing model) and
+/// reports a scripted kernel time in `LaunchStats::device_time_ns`, where the HIP device
+/// reports its events' time. The k-th module loaded takes `20_000 - 1_000 k` ns plus
+/// `JITTER_NS[launch % 5]`: later candidates are faster, so the wrong variant of `job()`
+/// (loaded after every right one) is the fastest of all. With `timed: false` it reports no time.
+struct FakeGpu {
+    emu: GcnEmulator,
+    timed: bool,
+    /// (emulator module, load order) of every module loaded.
+    modules: RefCell<Vec<(ModuleId, u64)>>,
+    /// Launches so far per load order.
+    launches: RefCell<Vec<u64>>,
+    loads: Cell<u64>,
+}
+
+impl FakeGpu {
+    fn new(timed: bool) -> FakeGpu {
+        FakeGpu {
+            emu: GcnEmulator::new(),
+            timed,
+            modules: RefCell::new(Vec::new()),
+            launches: RefCell::new(Vec::new()),
+            loads: Cell::new(0),
+        }
+    }
+
+    fn base_ns(k: u64) -> u64 {
+        20_000 - 1_000 * k
+    }
+}
+
+impl Device for FakeGpu {
+    fn name(&self) -> String {
+        "fake GPU (gfx942)".into()
+    }
+    fn target(&self) -> Option<Target> {
+        Some(Target::Gfx942)
+    }
+    fn alloc(&self, bytes: u64) -> DeviceResult<DeviceBuffer> {
+        self.emu.alloc(bytes)
+    }
+    fn free(&self, buf: DeviceBuffer) -> DeviceResult<()> {
+        self.emu.free(buf)
+    }
+    fn copy_to_device(&self, dst: DeviceBuffer, offset: u64, src: &[u8]) -> DeviceResult<()> {
+        self.emu.copy_to_device(dst, offset, src)
+    }
+    fn copy_from_device(&self, src: DeviceBuffer, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
+        self.emu.copy_from_device(src, offset, dst)
+    }
+    fn load_module(&self, code_object: &[u8]) -> DeviceResult<ModuleId> {
+        let m = self.emu.load_module(code_object)?;
+        let k = self.loads.get();
+        self.loads.set(k + 1);
+        self.modules.borrow_mut().push((m, k));
+        self.launches.borrow_mut().push(0);
+        Ok(m)
+    }
+    fn launch(
+        &self,
+        module: ModuleId,
+        kernel: &str,
+        dims: DevDims,
+        args: &[ArgValue],
+    ) -> DeviceResult<LaunchStats> {
+        let mut stats = self.emu.launch(module, kernel, dims, args)?;
+        let k = self
+            .modules
+            .borrow()
+            .iter()
+            .find(|m| m.0 == module)
+            .expect("launch of a loaded module")
+            .1;
+        let r = self.launches.borrow()[k as usize];
+        self.launches.borrow_mut()[k as usize] += 1;
+        stats.device_time_ns = self
+            .timed
+            .then(|| FakeGpu::base_ns(k) + JITTER_NS[r as usize % 5]);
+        Ok(stats)
+    }
+    fn synchronize(&self) -> DeviceResult<()> {
+        self.emu.synchronize()
+    }
+}
+
+/// `tune_on` a device that times its launches: every candidate that runs is launched
+/// `runs` times, its µs are the fastest launch, the winner is the fastest correct candidate
+/// (the faster wrong variant is rejected), and the result carries µs and no cycles.
+#[test]
+fn on_a_timed_device_each_candidate_is_the_best_of_its_runs() {
+    let mut opts = TuneOptions::new(Target::Gfx942);
+    opts.space = Space::All;
+    assert_eq!(opts.runs, 5, "the documented default");
+    let gpu = FakeGpu::new(true);
+    let r = tune_on(&job(), &opts, &gpu, &mut |_, _| {}).expect("tunes");
+    assert_eq!(r.candidates.len(), 18, "{}", table(&r));
+    assert_eq!(r.model, "fake GPU (gfx942)");
+    assert!(
+        r.cycle_source.contains("fastest of 5 runs"),
+        "{}",
+        r.cycle_source
+    );
+    // The candidates that ran, in load order (the others are "same code as #i").
+    let ran: Vec<usize> = (0..r.candidates.len())
+        .filter(|&i| {
+            let note = r.candidates[i].note.as_deref().unwrap_or("");
+            !note.starts_with("same code") && !note.starts_with("unreachable")
+        })
+        .collect();
+    assert_eq!(ran.len() as u64, gpu.loads.get(), "{}", table(&r));
+    assert!(gpu.launches.borrow().iter().all(|&n| n == 5));
+    for (k, &i) in ran.iter().enumerate() {
+        let c = &r.candidates[i];
+        let want: Vec<f64> = JITTER_NS
+            .iter()
+            .map(|j| (FakeGpu::base_ns(k as u64) + j) as f64 / 1e3)
+            .collect();
+        assert_eq!(c.runs_us, want, "#{i}\n{}", table(&r));
+        assert_eq!(c.us, Some(FakeGpu::base_ns(k as u64) as f64 / 1e3), "#{i}");
+        assert_eq!(c.cycles, None, "a GPU gives no cycles");
+    }
+    for c in &r.candidates {
+        if let Some(i) = c
+            .note
+            .as_deref()
+            .and_then(|n| n.strip_prefix("same code as #"))
+        {
+            assert_eq!(c.us, r.candidates[i.parse::<usize>().unwrap()].us);
+        }
+    }
+    // The wrong variant ran last, so fastest, and is rejected; the best is the last right one.
+    let last_right = *ran
+        .iter()
+        .filter(|&&i| r.candidates[i].params[0].1 == 0)
+        .last()
+        .unwrap();
+    let wrong = ran
+        .iter()
+        .find(|&&i| r.candidates[i].params[0].1 == 1)
+        .unwrap();
+    assert!(!r.candidates[*wrong].correct);
+    assert!(r.candidates[*wrong].us < r.candidates[last_right].us);
+    let best = r.best().expect("a winner");
+    assert!(best.correct && best.params[0].1 == 0, "{}", table(&r));
+    assert_eq!(best.us, r.candidates[last_right].us, "{}", table(&r));
+    let default_us = r.candidates[0].us.unwrap();
+    assert_eq!(best.speedup, Some(default_us / best.us.unwrap()));
+    let j = r.to_json();
+    assert_eq!(j["best"]["us"].as_f64(), best.us);
+    assert_eq!(j["best"]["runs_us"].as_array().map(|a| a.len()), Some(5));
+    assert!(j["best"]["cycles"].is_null());
+    assert!(table(&r).contains(&format!("{:.2}", best.us.unwrap())));
+}
+
+/// On a GPU the cache key's model part is the GPU's name, made one file-name word.
+#[test]
+fn the_cache_key_names_the_gpu() {
+    let name = "HIP: AMD Instinct MI300X (gfx942:sramecc+:xnack-)";
+    let key = kjit::tune::cache::device_key(name);
+    assert_eq!(key, "HIP__AMD_Instinct_MI300X__gfx942_sramecc__xnack__");
+    let p = kjit::tune::cache::path("k", 1, Target::Gfx942, &key, 100, Space::Occupancy);
+    assert_eq!(p.parent(), Some(kjit::tune::cache::dir().as_path()));
+    assert!(p
+        .to_string_lossy()
+        .contains("-gfx942-HIP__AMD_Instinct_MI300X_"));
+}
+
+#[test]
+fn a_device_that_does_not_time_or_is_another_gpu_is_an_error() {
+    let opts = TuneOptions::new(Target::Gfx942);
+    let e = tune_on(&job(), &opts, &FakeGpu::new(false), &mut |_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("does not time its launches"), "{e}");
+    let e = tune_on(
+        &job(),
+        &TuneOptions::new(Target::Gfx90a),
+        &FakeGpu::new(true),
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("is a gfx942, not the target gfx90a"),
+        "{e}"
+    );
+    let mut zero = TuneOptions::new(Target::Gfx942);
+    zero.runs = 0;
+    let e = tune_on(&job(), &zero, &FakeGpu::new(true), &mut |_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("runs must be at least 1"), "{e}");
+}
+
 fn kjit_in(cache: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kjit"))
         .args(args)
@@ -189,6 +388,30 @@ fn cli_tunes_caches_plots_and_compiles_tuned() {
     );
     let (ok, _, err) = kjit_in(&dir, &["tune", "reduce_sum", "--timing", "mi25"]);
     assert!(!ok && err.contains("mi25 is a gfx900"), "{err}");
+    // No machine this is tested on has an AMD GPU: `--device hip` says why it cannot tune
+    // there (no GPU, or no `hip` feature in this build), without a panic.
+    let (ok, out, err) = kjit_in(&dir, &["tune", "reduce_sum", "--device", "hip"]);
+    assert!(!ok && out.is_empty(), "{out}{err}");
+    assert!(
+        err.contains("--device hip: device unavailable")
+            && (err.contains("no AMD GPU") || err.contains("feature `hip`")),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let (ok, _, err) = kjit_in(&dir, &["tune", "reduce_sum", "--runs", "0"]);
+    assert!(!ok && err.contains("--runs"), "{err}");
+    let (ok, _, err) = kjit_in(
+        &dir,
+        &[
+            "tune",
+            "reduce_sum",
+            "--device",
+            "hip",
+            "--timing",
+            "mi300x",
+        ],
+    );
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

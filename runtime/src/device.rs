@@ -130,6 +130,10 @@ pub struct LaunchStats {
     /// LDS writes of the bytes a location already held that met another wave's access in the
     /// same barrier epoch (not races; the software device counts them).
     pub lds_same_value_writes: u64,
+    /// The kernel's time as the device measured it, ns: on a GPU, HIP events recorded before
+    /// and after the launch. `None` on the software device, whose time is the timing model's
+    /// (`timing`).
+    pub device_time_ns: Option<u64>,
 }
 
 /// A device error: what went wrong, with enough context to find it.
@@ -147,6 +151,9 @@ pub enum DeviceError {
     /// A buffer operation was out of range or on an unknown buffer.
     #[error("memory error: {0}")]
     Memory(String),
+    /// The device could not time a launch (its timing events could not be read).
+    #[error("timing error: {0}")]
+    Timing(String),
     /// The device is not available on this machine.
     #[error("device unavailable: {0}")]
     Unavailable(String),

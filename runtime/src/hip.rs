@@ -56,6 +56,14 @@ pub mod codes {
     pub const INVALID_DEVICE: i32 = 101;
     /// `hipErrorLaunchOutOfResources`.
     pub const LAUNCH_OUT_OF_RESOURCES: i32 = 701;
+    /// `hipErrorOutOfMemory` (also `hipErrorMemoryAllocation`).
+    pub const OUT_OF_MEMORY: i32 = 2;
+    /// `hipErrorInvalidHandle` (also `hipErrorInvalidResourceHandle`: a bad event or stream).
+    pub const INVALID_HANDLE: i32 = 400;
+    /// `hipErrorNotReady`: an event not recorded yet.
+    pub const NOT_READY: i32 = 600;
+    /// `hipErrorLaunchFailure`: the kernel faulted.
+    pub const LAUNCH_FAILURE: i32 = 719;
 }
 
 /// Library names tried in order when `KJIT_HIP_LIBRARY` does not name one.
@@ -99,6 +107,8 @@ pub enum CallKind {
     Launch,
     /// Waiting for kernels (where their faults surface).
     Sync,
+    /// Creating, recording, waiting for and reading the events that time a launch.
+    Event,
 }
 
 /// The `DeviceError` a failed call of `kind` becomes: "no device" codes are `Unavailable`
@@ -124,7 +134,25 @@ pub fn to_device_error(e: HipError, kind: CallKind) -> DeviceError {
             _ => DeviceError::Fault(msg),
         },
         CallKind::Sync => DeviceError::Fault(msg),
+        // Waiting for the stop event is where a kernel fault surfaces; an event HIP cannot
+        // read (never recorded, bad handle) means the launch could not be timed.
+        CallKind::Event => match e.code {
+            OUT_OF_MEMORY => DeviceError::Memory(msg),
+            INVALID_VALUE | INVALID_HANDLE | NOT_READY => DeviceError::Timing(msg),
+            _ => DeviceError::Fault(msg),
+        },
     }
+}
+
+/// A launch's time from `hipEventElapsedTime`'s milliseconds (a `float`, about 1 µs
+/// resolution), in nanoseconds; a negative or non-finite reading is a `Timing` error.
+pub fn elapsed_to_ns(ms: f32) -> DeviceResult<u64> {
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(DeviceError::Timing(format!(
+            "hipEventElapsedTime gave {ms} ms"
+        )));
+    }
+    Ok((ms as f64 * 1e6).round() as u64)
 }
 
 type HipResult = i32;
@@ -162,6 +190,11 @@ pub struct HipApi {
         *mut *mut c_void,
     ) -> HipResult,
     device_synchronize: unsafe extern "C" fn() -> HipResult,
+    event_create: unsafe extern "C" fn(*mut *mut c_void) -> HipResult,
+    event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HipResult,
+    event_synchronize: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    event_elapsed_time: unsafe extern "C" fn(*mut f32, *mut c_void, *mut c_void) -> HipResult,
+    event_destroy: unsafe extern "C" fn(*mut c_void) -> HipResult,
     get_error_string: unsafe extern "C" fn(HipResult) -> *const c_char,
 }
 
@@ -212,6 +245,11 @@ impl HipApi {
             module_get_function: sym!("hipModuleGetFunction"),
             module_launch_kernel: sym!("hipModuleLaunchKernel"),
             device_synchronize: sym!("hipDeviceSynchronize"),
+            event_create: sym!("hipEventCreate"),
+            event_record: sym!("hipEventRecord"),
+            event_synchronize: sym!("hipEventSynchronize"),
+            event_elapsed_time: sym!("hipEventElapsedTime"),
+            event_destroy: sym!("hipEventDestroy"),
             get_error_string: sym!("hipGetErrorString"),
             library: name.to_string(),
             _lib: lib,
@@ -451,6 +489,68 @@ impl Drop for HipModule {
     }
 }
 
+/// A HIP event, destroyed (on its own device) on drop. Two of them, recorded on the NULL stream
+/// before and after a launch, time it on the GPU.
+pub struct HipEvent {
+    api: &'static HipApi,
+    ordinal: i32,
+    event: *mut c_void,
+}
+
+impl HipEvent {
+    /// Creates an event on device `ordinal` (which the caller has selected).
+    pub fn new(api: &'static HipApi, ordinal: i32) -> DeviceResult<HipEvent> {
+        let mut event: *mut c_void = std::ptr::null_mut();
+        // SAFETY: out-parameter call.
+        api.call("hipEventCreate", CallKind::Event, unsafe {
+            (api.event_create)(&mut event)
+        })?;
+        Ok(HipEvent {
+            api,
+            ordinal,
+            event,
+        })
+    }
+
+    /// Records the event on the NULL stream: it completes when the work queued before it does.
+    pub fn record(&self) -> DeviceResult<()> {
+        // SAFETY: the event is live; the NULL stream is the device's default stream.
+        self.api.call("hipEventRecord", CallKind::Event, unsafe {
+            (self.api.event_record)(self.event, std::ptr::null_mut())
+        })
+    }
+
+    /// Waits until the event has completed (a fault of the work before it surfaces here).
+    pub fn synchronize(&self) -> DeviceResult<()> {
+        // SAFETY: the event is live.
+        self.api
+            .call("hipEventSynchronize", CallKind::Event, unsafe {
+                (self.api.event_synchronize)(self.event)
+            })
+    }
+
+    /// Nanoseconds from `self` to the later event `stop` (both recorded and completed).
+    pub fn elapsed_ns_to(&self, stop: &HipEvent) -> DeviceResult<u64> {
+        let mut ms: f32 = 0.0;
+        // SAFETY: both events are live; out-parameter call.
+        self.api
+            .call("hipEventElapsedTime", CallKind::Event, unsafe {
+                (self.api.event_elapsed_time)(&mut ms, self.event, stop.event)
+            })?;
+        elapsed_to_ns(ms)
+    }
+}
+
+impl Drop for HipEvent {
+    fn drop(&mut self) {
+        let _ = self.api.select(self.ordinal);
+        // SAFETY: the event came from hipEventCreate on this device and is destroyed once.
+        unsafe {
+            let _ = (self.api.event_destroy)(self.event);
+        }
+    }
+}
+
 struct HipState {
     buffers: HashMap<u64, HipAllocation>,
     modules: Vec<HipModule>,
@@ -665,6 +765,9 @@ impl Device for HipDevice {
         let cname = CString::new(kernel)
             .map_err(|_| DeviceError::InvalidLaunch("kernel name contains NUL".into()))?;
         self.select()?;
+        // Events bracket the launch on the NULL stream; their difference is the kernel's time.
+        let start = HipEvent::new(self.api, self.info.ordinal)?;
+        let stop = HipEvent::new(self.api, self.info.ordinal)?;
         let mut function: *mut c_void = std::ptr::null_mut();
         // SAFETY: module is loaded; cname is NUL-terminated.
         self.api
@@ -680,6 +783,7 @@ impl Device for HipDevice {
             &mut size as *mut usize as *mut c_void,
             std::ptr::without_provenance_mut::<c_void>(3),
         ];
+        start.record()?;
         // SAFETY: function is valid; extra follows HIP's documented layout and, like the
         // kernarg buffer it points at, outlives the call.
         self.api
@@ -698,9 +802,14 @@ impl Device for HipDevice {
                     extra.as_mut_ptr(),
                 )
             })?;
+        stop.record()?;
         drop(state);
+        stop.synchronize()?;
         self.synchronize()?;
-        Ok(LaunchStats::default())
+        Ok(LaunchStats {
+            device_time_ns: Some(start.elapsed_ns_to(&stop)?),
+            ..LaunchStats::default()
+        })
     }
 
     fn synchronize(&self) -> DeviceResult<()> {
@@ -798,6 +907,62 @@ mod tests {
             to_device_error(e(12345), Sync),
             DeviceError::Fault(_)
         ));
+    }
+
+    #[test]
+    fn event_errors_map_to_memory_timing_or_fault() {
+        use codes::*;
+        // Out of memory; events never recorded or bad handles (the launch could not be
+        // timed); a kernel fault surfacing when waiting for the stop event; no device.
+        let table: [(i32, fn(&DeviceError) -> bool); 6] = [
+            (OUT_OF_MEMORY, |d| matches!(d, DeviceError::Memory(_))),
+            (NOT_READY, |d| matches!(d, DeviceError::Timing(_))),
+            (INVALID_HANDLE, |d| matches!(d, DeviceError::Timing(_))),
+            (INVALID_VALUE, |d| matches!(d, DeviceError::Timing(_))),
+            (LAUNCH_FAILURE, |d| matches!(d, DeviceError::Fault(_))),
+            (NO_DEVICE, |d| matches!(d, DeviceError::Unavailable(_))),
+        ];
+        for (code, want) in table {
+            let e = HipError {
+                call: "hipEventElapsedTime",
+                code,
+                message: "m".into(),
+            };
+            let d = to_device_error(e, CallKind::Event);
+            assert!(want(&d), "{code}: {d}");
+            assert!(d.to_string().contains("hipEventElapsedTime failed"), "{d}");
+        }
+    }
+
+    #[test]
+    fn elapsed_milliseconds_become_nanoseconds_and_bad_readings_are_errors() {
+        assert_eq!(elapsed_to_ns(0.0).unwrap(), 0);
+        assert_eq!(elapsed_to_ns(0.0125).unwrap(), 12_500);
+        assert_eq!(elapsed_to_ns(3.0).unwrap(), 3_000_000);
+        for bad in [-0.5, f32::NAN, f32::INFINITY] {
+            assert!(
+                matches!(elapsed_to_ns(bad), Err(DeviceError::Timing(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    /// Without a GPU, creating an event is an error (not a crash), and the event functions
+    /// resolve from the runtime library.
+    #[test]
+    fn events_without_a_gpu_are_an_error() {
+        let Ok(api) = api() else {
+            eprintln!("no HIP runtime library here: event calls not made");
+            return;
+        };
+        if discover().is_ok() {
+            eprintln!("this machine has a GPU (test meant for GPU-less machines)");
+            return;
+        }
+        match HipEvent::new(api, 0) {
+            Err(e) => eprintln!("hipEventCreate without a GPU: {e}"),
+            Ok(_) => panic!("hipEventCreate succeeded without a GPU"),
+        }
     }
 
     #[test]

@@ -1,28 +1,39 @@
 //! `kjit tune KERNEL [--target T] [--timing MODEL] [-n SIZE] [--space occupancy|all] [--json]
-//! [--plot FILE.svg] [--no-cache]`: compiles a library kernel at every occupancy level (and
-//! its declared parameters with `--space all`), runs each candidate on the software device,
-//! checks it against the reference and prints the table and the winner (`kjit::tune`). The
-//! winner is cached on disk; a second run answers from the cache, `--no-cache` re-tunes, and
-//! `kjit run/build --tuned` compile with the cached winner.
+//! [--plot FILE.svg] [--no-cache] [--device emu|hip] [--runs N]`: compiles a library kernel at
+//! every occupancy level (and its declared parameters with `--space all`), runs each candidate
+//! on the software device's timing model (or with `--device hip` on the GPU, timed with HIP
+//! events, best of `--runs`), checks it against the reference and prints the table and the
+//! winner (`kjit::tune`). The winner is cached on disk (keyed by the model or GPU name); a
+//! second run answers from the cache, `--no-cache` re-tunes, and `kjit run/build --tuned`
+//! compile with the cached winner.
 
 use std::io::IsTerminal;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
-use kjit::tune::{cache, plot_svg, table, tune, Job, Space, TuneOptions, TuneResult};
+use kjit::tune::{cache, plot_svg, table, tune, tune_on, Job, Space, TuneOptions, TuneResult};
 use kjit_backend_gcn::Target;
+use kjit_runtime::{open_device, DeviceKind};
 
 /// Arguments of `kjit tune`.
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
     /// The kernel (see `kjit list`).
     pub kernel: String,
-    /// Target processor: gfx942, gfx90a or gfx900.
-    #[arg(long, default_value = "gfx942")]
-    pub target: Target,
-    /// Timing model (`kjit run --timing` names them; default: the target's first).
+    /// Target processor: gfx942, gfx90a or gfx900 (default: the GPU's with `--device hip`,
+    /// else gfx942).
     #[arg(long)]
+    pub target: Option<Target>,
+    /// Timing model (`kjit run --timing` names them; default: the target's first).
+    #[arg(long, conflicts_with = "device")]
     pub timing: Option<String>,
+    /// Where candidates run: `emu` (the software device's timing model, the default) or `hip`
+    /// (an AMD GPU, each candidate timed with HIP events).
+    #[arg(long)]
+    pub device: Option<DeviceKind>,
+    /// Launches per candidate on a GPU; the fastest counts.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
     /// Problem size (default: the kernel's own).
     #[arg(short = 'n', long = "n")]
     pub n: Option<usize>,
@@ -54,31 +65,45 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     if n == 0 {
         bail!("-n must be at least 1");
     }
-    let mut opts = TuneOptions::new(args.target);
+    // A GPU, when asked for: opening it fails with the reason (no feature, no GPU, ...).
+    let gpu = match args.device {
+        Some(DeviceKind::Hip) => {
+            Some(open_device(DeviceKind::Hip).map_err(|e| anyhow!("--device hip: {e}"))?)
+        }
+        _ => None,
+    };
+    let gpu_target = gpu.as_ref().and_then(|d| d.target());
+    let target = match (args.target, gpu_target) {
+        (Some(t), Some(d)) if t != d => bail!(
+            "--target {t} does not match the GPU ({}, a {d})",
+            gpu.as_ref().map(|d| d.name()).unwrap_or_default()
+        ),
+        (t, d) => t.or(d).unwrap_or(Target::Gfx942),
+    };
+    let mut opts = TuneOptions::new(target);
     if let Some(m) = &args.timing {
         let machine =
             kjit_backend_gcn::machine::machine_by_name(m).map_err(|e| anyhow!("--timing: {e}"))?;
-        if machine.target != args.target {
+        if machine.target != target {
             bail!(
                 "timing model {} is a {}, not a {}",
                 machine.name,
                 machine.target,
-                args.target
+                target
             );
         }
         opts.model = machine.name.to_string();
     }
     opts.space = args.space;
     opts.optimize = !args.no_opt;
+    opts.runs = args.runs;
     let job = Job::from_resolved(kernel, n, args.seed);
-    let path = cache::path(
-        &job.name,
-        job.ir_hash()?,
-        args.target,
-        &opts.model,
-        n,
-        args.space,
-    );
+    // On a GPU the cache is keyed by its name (in the model's place).
+    let key = match &gpu {
+        Some(d) => cache::device_key(&d.name()),
+        None => opts.model.clone(),
+    };
+    let path = cache::path(&job.name, job.ir_hash()?, target, &key, n, args.space);
     let cached = if args.no_cache {
         None
     } else {
@@ -97,10 +122,14 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                     .map_err(|e| anyhow!("{e}"))?,
             );
             bar.set_message(format!("tuning {}", job.name));
-            let r = tune(&job, &opts, &mut |done, total| {
+            let mut progress = |done: usize, total: usize| {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
-            })?;
+            };
+            let r = match &gpu {
+                Some(d) => tune_on(&job, &opts, d.as_ref(), &mut progress)?,
+                None => tune(&job, &opts, &mut progress)?,
+            };
             bar.finish_and_clear();
             cache::store(&path, &r)?;
             r
@@ -125,20 +154,28 @@ fn report(r: &TuneResult, path: &std::path::Path, wall_ms: f64) {
         "{} on {} (model {}, n={}): {}",
         r.kernel, r.target, r.model, r.n, r.strategy
     );
-    println!("cycles: {}", r.cycle_source);
+    println!("timed by: {}", r.cycle_source);
     print!("{}", table(r));
     match r.best() {
         Some(b) => {
             let params: Vec<String> = b.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!(
-                "best: #{} occupancy {} (budget {}), {} VGPRs, {} cycles, {} over the default compile{}",
+                "best: #{} occupancy {} (budget {}), {} VGPRs, {}, {} over the default compile{}",
                 r.best.unwrap_or(0),
                 b.occupancy.map_or("default".into(), |w| w.to_string()),
                 b.vgpr_budget.map_or("none".into(), |x| x.to_string()),
                 b.vgprs,
-                b.cycles.unwrap_or(0),
+                match (b.cycles, b.us) {
+                    (Some(c), _) => format!("{c} cycles"),
+                    (None, Some(us)) => format!("{us:.2} µs"),
+                    (None, None) => "no time".into(),
+                },
                 b.speedup.map_or("-".into(), |s| format!("{s:.2}x")),
-                if params.is_empty() { String::new() } else { format!(", {}", params.join(" ")) }
+                if params.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", params.join(" "))
+                }
             );
         }
         None => println!("best: none (no candidate ran correctly)"),
@@ -150,7 +187,7 @@ fn report(r: &TuneResult, path: &std::path::Path, wall_ms: f64) {
         );
     } else {
         println!(
-            "tuned in {wall_ms:.0} ms: compile {:.1} ms ({} candidates, {:.2} ms each), model runs {:.1} ms, reference checks {:.1} ms; cached in {}",
+            "tuned in {wall_ms:.0} ms: compile {:.1} ms ({} candidates, {:.2} ms each), runs {:.1} ms, reference checks {:.1} ms; cached in {}",
             r.compile_ms,
             r.candidates.len(),
             r.compile_ms / r.candidates.len().max(1) as f64,

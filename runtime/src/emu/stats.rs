@@ -90,6 +90,7 @@ impl Counters {
             waves: self.waves,
             timing: None,
             lds_same_value_writes: self.lds_same_value_writes,
+            device_time_ns: None,
         }
     }
 }
