@@ -222,7 +222,8 @@ fn zero_stages_is_a_builder_error() {
 #[test]
 fn declared_workgroup_size_drops_y_z_ids_and_rejects_other_blocks() {
     // The kernel declares 256 x 1 x 1: no y/z id extraction (`v_bfe_u32` of the packed ids,
-    // `v_mul_lo_u32` by the group sizes) and no read of the dispatch packet's group size.
+    // `v_mul_lo_u32` by the group sizes), no read of the dispatch packet's group size, and the
+    // lane's LDS slot (the wave's first id + lane id) is its x id: no `v_mbcnt` lane id.
     let func = build_vector_add_pipelined(2).expect("builds");
     assert_eq!(func.workgroup_size, Some([256, 1, 1]));
     let text = kjit_ir::write::function_to_string(&func);
@@ -231,7 +232,7 @@ fn declared_workgroup_size_drops_y_z_ids_and_rejects_other_blocks() {
     assert_eq!(back.workgroup_size, func.workgroup_size);
     for t in ALL_TARGETS {
         let asm = compile(&func, t, &opts()).expect("compiles").asm;
-        for absent in ["v_bfe_u32", "v_mul_lo_u32", "0x3c"] {
+        for absent in ["v_bfe_u32", "v_mul_lo_u32", "0x3c", "v_mbcnt"] {
             assert!(!asm.contains(absent), "{t}: {absent} in\n{asm}");
         }
     }

@@ -9,7 +9,7 @@ use crate::isa::{Operand, SpecialReg};
 use crate::mir::{implicit, MInst, MOperand, RegClass, VReg};
 
 use super::valu::Src;
-use super::{op, Isel, IselError};
+use super::{lds_dma, op, Isel, IselError};
 
 fn unsupported<T>(what: String) -> Result<T, IselError> {
     Err(IselError::Unsupported(what))
@@ -128,6 +128,14 @@ impl Isel<'_> {
                 let t = func.value_type(arg);
                 let u = self.uni.is_uniform(res[0]);
                 let r = self.unary(op, t, arg, u)?;
+                self.result(res[0], r);
+            }
+            InstData::Binary {
+                op: BinaryOp::Add,
+                args,
+            } if lds_dma::x_id_of_lane_run(func, args).is_some() => {
+                let x = lds_dma::x_id_of_lane_run(func, args).expect("checked");
+                let r = self.val(x);
                 self.result(res[0], r);
             }
             InstData::Binary { op, args } => {
