@@ -220,6 +220,38 @@ fn zero_stages_is_a_builder_error() {
 }
 
 #[test]
+fn declared_workgroup_size_drops_y_z_ids_and_rejects_other_blocks() {
+    // The kernel declares 256 x 1 x 1: no y/z id extraction (`v_bfe_u32` of the packed ids,
+    // `v_mul_lo_u32` by the group sizes), no read of the dispatch packet's group size, and the
+    // lane's LDS slot (the wave's first id + lane id) is its x id: no `v_mbcnt` lane id.
+    let func = build_vector_add_pipelined(2).expect("builds");
+    assert_eq!(func.workgroup_size, Some([256, 1, 1]));
+    let text = kjit_ir::write::function_to_string(&func);
+    assert!(text.contains("workgroup_size(256, 1, 1)"), "{text}");
+    let back = kjit_ir::parse::parse_function(&text).expect("parses");
+    assert_eq!(back.workgroup_size, func.workgroup_size);
+    for t in ALL_TARGETS {
+        let asm = compile(&func, t, &opts()).expect("compiles").asm;
+        for absent in ["v_bfe_u32", "v_mul_lo_u32", "0x3c", "v_mbcnt"] {
+            assert!(!asm.contains(absent), "{t}: {absent} in\n{asm}");
+        }
+    }
+    // Another block size: a clear error from the interpreter and from the device.
+    let mut case = case_with_grid(1000, 1, 7);
+    case.launch.block = [128, 1, 1];
+    let e = kjit_ir::interp::run(&func, &case.launch, &mut case.args.clone()).unwrap_err();
+    assert!(e.to_string().contains("workgroup_size [256, 1, 1]"), "{e}");
+    let ck = compile(&func, Target::Gfx942, &opts()).expect("compiles");
+    let e = run_case(&GcnEmulator::new(), &ck.code_object, &func, &case).unwrap_err();
+    assert!(e.to_string().contains("reqd_workgroup_size"), "{e}");
+    // A size no workgroup can have is a builder error.
+    let k = KernelBuilder::new("bad");
+    k.workgroup_size([64, 64, 1]);
+    let e = k.finish().expect_err("4096 work-items is rejected");
+    assert!(e.to_string().contains("workgroup size"), "{e}");
+}
+
+#[test]
 fn persistent_launch_has_one_workgroup_per_compute_unit() {
     let dev = GcnEmulator::new();
     assert_eq!(dev.compute_units(), 304);

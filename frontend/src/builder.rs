@@ -237,6 +237,28 @@ impl KernelBuilder {
         self.inner.borrow_mut().func.flags.contract = yes;
     }
 
+    /// Declares the workgroup size every launch of the kernel has: ids along dimensions of
+    /// size 1 become 0 and `group_size` a constant (a 1-D kernel reads no y and z ids), the
+    /// code object records it (`.reqd_workgroup_size`), and the device and the interpreter
+    /// reject launches with another block.
+    #[track_caller]
+    pub fn workgroup_size(&self, size: [u32; 3]) {
+        let site = Location::caller();
+        let items: u64 = size.iter().map(|&x| x as u64).product();
+        if items == 0 || items > kjit_ir::interp::MAX_WORKGROUP_SIZE as u64 {
+            self.record(
+                "workgroup_size",
+                site,
+                format!(
+                    "workgroup size {size:?} = {items} work-items; 1..={} allowed",
+                    kjit_ir::interp::MAX_WORKGROUP_SIZE
+                ),
+            );
+            return;
+        }
+        self.inner.borrow_mut().func.workgroup_size = Some(size);
+    }
+
     // ---- plumbing used by the value and memory modules ----
 
     pub(crate) fn record(&self, call: &str, site: Site, message: String) {

@@ -6,7 +6,7 @@
 //! in a parsed text's numbering) are ignored by every pass.
 
 use crate::entities::{Block, Inst, LdsArray, Value};
-use crate::instructions::InstData;
+use crate::instructions::{InstData, SpecialReg};
 use crate::types::{ElemType, Type};
 use cranelift_entity::{PrimaryMap, SecondaryMap};
 use smallvec::SmallVec;
@@ -90,6 +90,11 @@ pub struct Function {
     pub params: Vec<Param>,
     /// Transformation flags.
     pub flags: Flags,
+    /// The workgroup size every launch must have, when the kernel declares one (text form
+    /// `workgroup_size(x, y, z)` after the parameters): work-item ids of dimensions of size 1
+    /// are then 0 and the sizes are constants (`known_special`); launches of another size are
+    /// rejected.
+    pub workgroup_size: Option<[u32; 3]>,
     /// Workgroup-memory arrays.
     pub lds: PrimaryMap<LdsArray, LdsDecl>,
     /// Every instruction.
@@ -110,6 +115,17 @@ impl Function {
         Function {
             name: name.to_string(),
             ..Default::default()
+        }
+    }
+
+    /// The value of a special register fixed by the declared workgroup size: the size itself,
+    /// and work-item id 0 along a dimension of size 1.
+    pub fn known_special(&self, reg: SpecialReg) -> Option<u32> {
+        let size = self.workgroup_size?;
+        match reg {
+            SpecialReg::WorkgroupSize(d) => Some(size[d.index()]),
+            SpecialReg::WorkitemId(d) if size[d.index()] == 1 => Some(0),
+            _ => None,
         }
     }
 
@@ -231,6 +247,7 @@ impl Function {
             name: self.name.clone(),
             params: self.params.clone(),
             flags: self.flags,
+            workgroup_size: self.workgroup_size,
             lds: self.lds.clone(),
             ..Default::default()
         };

@@ -363,6 +363,12 @@ pub fn run_with(
             launch.block
         )));
     }
+    if let Some(size) = func.workgroup_size.filter(|s| *s != launch.block) {
+        return Err(InterpError::BadLaunch(format!(
+            "workgroup of {:?}, but the kernel declares workgroup_size {size:?}",
+            launch.block
+        )));
+    }
     let lds_total = func.lds_bytes() + launch.dynamic_lds as u64;
     if lds_total > crate::function::MAX_LDS_BYTES {
         return Err(InterpError::BadLaunch(format!(

@@ -586,10 +586,26 @@ pub fn parse_function(text: &str) -> Result<Function, ParseError> {
             let mut flags = Flags::default();
             while let Some(Tok::Ident(s)) = l.peek().cloned() {
                 match s.as_str() {
-                    "contract" => flags.contract = true,
+                    "contract" => {
+                        flags.contract = true;
+                        l.pos += 1;
+                    }
+                    "workgroup_size" => {
+                        l.pos += 1;
+                        l.expect('(')?;
+                        let mut size = [0u32; 3];
+                        for (d, v) in size.iter_mut().enumerate() {
+                            if d > 0 {
+                                l.expect(',')?;
+                            }
+                            *v = u32::try_from(l.number()?)
+                                .map_err(|_| "workgroup size out of range".to_string())?;
+                        }
+                        l.expect(')')?;
+                        p.func.workgroup_size = Some(size);
+                    }
                     _ => return Err(format!("unknown flag `{s}`")),
                 }
-                l.pos += 1;
             }
             p.func.flags = flags;
             l.expect('{')?;

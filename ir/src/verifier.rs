@@ -112,6 +112,18 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
             );
         }
     }
+    if let Some(size) = func.workgroup_size {
+        let items: u64 = size.iter().map(|&x| x as u64).product();
+        if items == 0 || items > crate::interp::MAX_WORKGROUP_SIZE as u64 {
+            err!(
+                Location::Function,
+                format!(
+                    "declared workgroup size {size:?} = {items} work-items; 1..={} allowed",
+                    crate::interp::MAX_WORKGROUP_SIZE
+                )
+            );
+        }
+    }
     let mut lds_names = HashSet::new();
     for d in func.lds.values() {
         if d.dynamic && d.len != 0 {

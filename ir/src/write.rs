@@ -223,6 +223,9 @@ pub fn function_to_string(func: &Function) -> String {
         let _ = write!(w, "{}: {}", p.name, p.ty);
     }
     w.push(')');
+    if let Some([x, y, z]) = func.workgroup_size {
+        let _ = write!(w, " workgroup_size({x}, {y}, {z})");
+    }
     if func.flags.contract {
         w.push_str(" contract");
     }

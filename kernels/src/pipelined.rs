@@ -28,6 +28,7 @@ pub fn build_vector_add_pipelined(stages: u32) -> BuildResult {
     let b = k.buffer::<f32>("b");
     let c = k.buffer_mut::<f32>("c");
     let n = c.len();
+    k.workgroup_size([BLOCK, 1, 1]);
     let p = k
         .pipeline(stages, TileSharing::WavePrivate)
         .speculative(true);

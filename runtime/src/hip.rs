@@ -747,8 +747,14 @@ impl Device for HipDevice {
             .ok_or_else(|| DeviceError::InvalidLaunch(format!("unknown module {}", module.0)))?;
         let k = find_kernel(&m.kernels, kernel)?;
         // The software device's checks, before HIP sees the launch.
-        validate_dims(&dims, &k.setup, self.target, k.meta.max_flat_workgroup_size)
-            .map_err(DeviceError::InvalidLaunch)?;
+        validate_dims(
+            &dims,
+            &k.setup,
+            self.target,
+            k.meta.max_flat_workgroup_size,
+            k.meta.reqd_workgroup_size,
+        )
+        .map_err(DeviceError::InvalidLaunch)?;
         for &a in args {
             if let ArgValue::Buffer(b) = a {
                 if !state.buffers.contains_key(&b.addr) {

@@ -63,6 +63,49 @@ fn lane_run_base(func: &Function, uni: &Uniformity, v: Value) -> Option<Option<V
     }
 }
 
+/// `x` when `args` are `wave_broadcast(x, 0)` and `lane_id` (either order), `x` is the x id,
+/// and the kernel declares y and z sizes of 1: a wave holds consecutive flat ids, which are x ids
+/// then, so the wave's first id plus the lane is the lane's own x id (`lane_slot` of a 1-D
+/// workgroup). The broadcast must be in the entry block, where lane 0 is always active.
+pub(crate) fn x_id_of_lane_run(func: &Function, args: [Value; 2]) -> Option<Value> {
+    use kjit_ir::Dim;
+    let def = |v: Value| match func.values[v].def {
+        ValueDef::Result(i, _) => Some((i, &func.insts[i])),
+        _ => None,
+    };
+    let one_d = [Dim::Y, Dim::Z]
+        .iter()
+        .all(|&d| func.known_special(SpecialReg::WorkitemId(d)) == Some(0));
+    if !one_d {
+        return None;
+    }
+    let entry = func.entry()?;
+    let base_of = |v: Value, lane: Value| {
+        let (bi, b) = def(v)?;
+        let InstData::WaveBroadcast { arg, lane: 0 } = *b else {
+            return None;
+        };
+        let (_, l) = def(lane)?;
+        let (_, x) = def(arg)?;
+        let in_entry = func.blocks[entry].insts.contains(&bi);
+        (in_entry
+            && matches!(
+                l,
+                InstData::Special {
+                    reg: SpecialReg::LaneId
+                }
+            )
+            && matches!(
+                x,
+                InstData::Special {
+                    reg: SpecialReg::WorkitemId(Dim::X)
+                }
+            ))
+        .then_some(arg)
+    };
+    base_of(args[0], args[1]).or_else(|| base_of(args[1], args[0]))
+}
+
 /// The (load → store) and (store → [`DmaStore`]) pairs that become loads to LDS: a `load` of one
 /// 4-byte element from a buffer whose result is used once, by a `store` of that one value to a
 /// 4-byte LDS array later in the same block at index `w + lane_id`, with no global write or

@@ -2,14 +2,14 @@
 //! the result's uniformity, conversions, memory through buffer descriptors and LDS, wave ops.
 
 use kjit_ir::{
-    AtomicOp, BinaryOp, CmpOp, InstData, Mem, ReduceOp, TernaryOp, Type, UnaryOp, Value,
+    AtomicOp, BinaryOp, CmpOp, InstData, Mem, ReduceOp, TernaryOp, Type, UnaryOp, Value, ValueDef,
 };
 
 use crate::isa::{Operand, SpecialReg};
 use crate::mir::{implicit, MInst, MOperand, RegClass, VReg};
 
 use super::valu::Src;
-use super::{op, Isel, IselError};
+use super::{lds_dma, op, Isel, IselError};
 
 fn unsupported<T>(what: String) -> Result<T, IselError> {
     Err(IselError::Unsupported(what))
@@ -128,6 +128,14 @@ impl Isel<'_> {
                 let t = func.value_type(arg);
                 let u = self.uni.is_uniform(res[0]);
                 let r = self.unary(op, t, arg, u)?;
+                self.result(res[0], r);
+            }
+            InstData::Binary {
+                op: BinaryOp::Add,
+                args,
+            } if lds_dma::x_id_of_lane_run(func, args).is_some() => {
+                let x = lds_dma::x_id_of_lane_run(func, args).expect("checked");
+                let r = self.val(x);
                 self.result(res[0], r);
             }
             InstData::Binary { op, args } => {
@@ -1080,6 +1088,11 @@ impl Isel<'_> {
                 let idx = self.src(index);
                 let a = if shift == 0 {
                     self.reg(idx, RegClass::Vgpr)
+                } else if let Some([x, y]) = self.divergent_local_add(index) {
+                    // `(x + y) << shift` in one instruction; the add itself is dead when the
+                    // sum is only an address.
+                    let (x, y) = (self.src(x), self.src(y));
+                    self.v("v_add_lshl_u32", &[x, y, Src::Imm(shift)])
                 } else {
                     self.v("v_lshlrev_b32", &[Src::Imm(shift), idx])
                 };
@@ -1093,6 +1106,31 @@ impl Isel<'_> {
             imm = 0;
         }
         (a, imm as u32)
+    }
+
+    /// `[x, y]` when `index` is a divergent `u32` add of non-constant values, at most one of
+    /// them uniform (the constant bus takes one SGPR on gfx9), defined and used only in the
+    /// current block (so reading `x` and `y` here lengthens no live range across blocks).
+    fn divergent_local_add(&self, index: Value) -> Option<[Value; 2]> {
+        let func = self.func;
+        if !self.local.contains_key(&index) || self.uni.is_uniform(index) {
+            return None;
+        }
+        let ValueDef::Result(i, _) = func.values[index].def else {
+            return None;
+        };
+        let InstData::Binary {
+            op: BinaryOp::Add,
+            args,
+        } = func.insts[i]
+        else {
+            return None;
+        };
+        let plain = args
+            .iter()
+            .all(|&a| func.value_type(a) == Type::U32 && self.const_of(a).is_none());
+        let uniform = args.iter().filter(|&&a| self.uni.is_uniform(a)).count();
+        (plain && uniform <= 1).then_some(args)
     }
 
     pub(crate) fn desc(&self, buf: Value) -> Result<VReg, IselError> {

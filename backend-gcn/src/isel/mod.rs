@@ -106,6 +106,10 @@ struct ArgSlot {
 fn kernel_meta(func: &Function) -> (KernelMeta, Vec<ArgSlot>) {
     let mut meta = KernelMeta::new(&func.name);
     meta.max_flat_workgroup_size = 1024;
+    if let Some(size) = func.workgroup_size {
+        meta.max_flat_workgroup_size = size.iter().product();
+        meta.reqd_workgroup_size = Some(size);
+    }
     meta.group_segment_fixed_size = func.lds_bytes() as u32;
     let mut off = 0u32;
     let mut slots = Vec::new();
@@ -1247,7 +1251,16 @@ impl<'a> Isel<'a> {
                     MOpcode::LiveIn(crate::mir::AbiValue::WorkitemId(0)),
                     &[MOperand::Def(r)],
                 ));
-                for d in 0..dims {
+                // The packed ids are `x | y << 10 | z << 20`; with y and z declared to be
+                // always 0, the register is the x id as it is.
+                let y_z_zero = self
+                    .func
+                    .workgroup_size
+                    .is_some_and(|s| s[1] == 1 && s[2] == 1);
+                if y_z_zero {
+                    item_regs.push(r);
+                }
+                for d in item_regs.len() as u8..dims {
                     let x = self.new_vreg(RegClass::Vgpr, 1);
                     self.vop3(
                         "v_bfe_u32",

@@ -1,7 +1,8 @@
 //! The e-graph optimizer.
 //!
 //! Takes a verified [`Function`]; gives an equivalent one (verified, renumbered) and an
-//! [`OptReport`]. First, small counted loops are unrolled in full ([`unroll`]). For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
+//! [`OptReport`]. First, the ids and sizes a declared workgroup size fixes become constants,
+//! and small counted loops are unrolled in full ([`unroll`]). For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
 //! conversions) is loaded into an `egg` e-graph ([`lang`]); everything else (block parameters,
 //! loads, atomics, ids, wave operations, values of other blocks) enters as leaves. The
 //! [`rules`] run under node and iteration limits (never a time limit, so that the output does
@@ -276,8 +277,31 @@ pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport
     quanta::with_clock(still_clock(), || optimize_inner(func, opts))
 }
 
+/// `func` with the special registers its declared workgroup size fixes
+/// ([`Function::known_special`]) turned into constants, so that the rules fold what depends on
+/// them (a 1-D kernel's flat id is its x id); `None` when there are none.
+fn fold_known_specials(func: &Function) -> Option<Function> {
+    func.workgroup_size?;
+    let mut out = func.clone();
+    let mut changed = false;
+    for data in out.insts.values_mut() {
+        if let InstData::Special { reg } = *data {
+            if let Some(v) = func.known_special(reg) {
+                *data = InstData::Const {
+                    ty: Type::U32,
+                    bits: v as u64,
+                };
+                changed = true;
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
 fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     let input = func;
+    let folded = fold_known_specials(func);
+    let func = folded.as_ref().unwrap_or(func);
     let unrolled = unroll::unroll_small_loops(func);
     let (func, chains) = match &unrolled {
         Some((f, chains)) => (f, chains.as_slice()),

@@ -126,6 +126,7 @@ impl GcnEmulator {
                 entry,
                 descriptor: m.image.base + k.info.descriptor_address,
                 max_flat_workgroup_size: k.info.meta.max_flat_workgroup_size,
+                reqd_workgroup_size: k.info.meta.reqd_workgroup_size,
             }))
         });
         r.clone().map_err(DeviceError::BadCodeObject)

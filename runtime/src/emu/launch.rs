@@ -45,6 +45,9 @@ pub struct KernelImage {
     pub sgprs: u32,
     /// The largest workgroup the code supports (`.max_flat_workgroup_size`).
     pub max_flat_workgroup_size: u32,
+    /// The only workgroup size the code supports, when it declares one
+    /// (`.reqd_workgroup_size`).
+    pub reqd_workgroup_size: Option<[u32; 3]>,
 }
 
 /// Why a launch did not run to completion.
@@ -64,13 +67,21 @@ const DYNAMIC_STACK_BYTES: u32 = 1024;
 
 /// Checks the launch shape against the hardware's limits and the kernel's: at least one item
 /// per dimension, at most 1024 per workgroup and `max_flat_workgroup_size`, grids within 2^32
-/// work-items, LDS within the target's. Both devices (this one and HIP) check launches with it.
+/// work-items, the block the kernel requires (`.reqd_workgroup_size`) if it declares one, LDS
+/// within the target's. Both devices (this one and HIP) check launches with it.
 pub fn validate_dims(
     dims: &LaunchDims,
     setup: &KernelSetup,
     target: Target,
     max_flat_workgroup_size: u32,
+    reqd_workgroup_size: Option<[u32; 3]>,
 ) -> Result<(), String> {
+    if let Some(reqd) = reqd_workgroup_size.filter(|r| *r != dims.block) {
+        return Err(format!(
+            "block {:?}, but the kernel requires workgroups of {reqd:?} (.reqd_workgroup_size)",
+            dims.block
+        ));
+    }
     if dims.grid.contains(&0) || dims.block.contains(&0) {
         return Err(format!(
             "grid {:?} and block {:?} must be at least 1 in every dimension",
@@ -125,8 +136,14 @@ pub fn run_launch(
     config: RunConfig,
     dispatch_id: u64,
 ) -> Result<(Counters, Option<TimingReport>), LaunchError> {
-    validate_dims(&dims, &k.setup, k.target, k.max_flat_workgroup_size)
-        .map_err(LaunchError::Invalid)?;
+    validate_dims(
+        &dims,
+        &k.setup,
+        k.target,
+        k.max_flat_workgroup_size,
+        k.reqd_workgroup_size,
+    )
+    .map_err(LaunchError::Invalid)?;
     if let Some(m) = config.timing {
         if m.target != k.target {
             return Err(LaunchError::Invalid(format!(
@@ -405,26 +422,30 @@ mod tests {
             block: [256, 4, 1],
             dynamic_lds: 0,
         };
-        assert!(validate_dims(&ok, &s, Target::Gfx942, 1024).is_ok());
-        let e = validate_dims(&ok, &s, Target::Gfx942, 256).unwrap_err();
+        assert!(validate_dims(&ok, &s, Target::Gfx942, 1024, None).is_ok());
+        let e = validate_dims(&ok, &s, Target::Gfx942, 256, None).unwrap_err();
         assert!(e.contains("max_flat_workgroup_size 256"), "{e}");
+        // A kernel that declares its workgroup size takes only that block.
+        assert!(validate_dims(&ok, &s, Target::Gfx942, 1024, Some([256, 4, 1])).is_ok());
+        let e = validate_dims(&ok, &s, Target::Gfx942, 1024, Some([1024, 1, 1])).unwrap_err();
+        assert!(e.contains("reqd_workgroup_size"), "{e}");
         let too_big = LaunchDims {
             block: [256, 8, 1],
             ..ok
         };
-        assert!(validate_dims(&too_big, &s, Target::Gfx942, 1024)
+        assert!(validate_dims(&too_big, &s, Target::Gfx942, 1024, None)
             .unwrap_err()
             .contains("1024"));
         let zero = LaunchDims {
             grid: [0, 1, 1],
             ..ok
         };
-        assert!(validate_dims(&zero, &s, Target::Gfx942, 1024).is_err());
+        assert!(validate_dims(&zero, &s, Target::Gfx942, 1024, None).is_err());
         let lds = LaunchDims {
             dynamic_lds: 8192,
             ..ok
         };
-        assert!(validate_dims(&lds, &s, Target::Gfx942, 1024)
+        assert!(validate_dims(&lds, &s, Target::Gfx942, 1024, None)
             .unwrap_err()
             .contains("LDS"));
     }
