@@ -25,7 +25,7 @@
 //! 64×64 (32×32 when the block is 32 wide).
 
 use crate::*;
-use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, KernelBuilder, Lds, MfmaOp, Val};
+use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, FragVar, KernelBuilder, Lds, MfmaOp, Val};
 use kjit_ir::ElemType;
 
 /// Columns of b one lane loads per row (two `buffer_load_dword` of f16, four of f32), when
@@ -268,17 +268,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 }
             }
         }
-        Staged {
-            a: vars.iter().map(|v| v.get()).collect(),
-            b: b_vars
-                .iter()
-                .map(|rows| {
-                    rows.iter()
-                        .map(|r| r.iter().map(|v| v.get()).collect())
-                        .collect()
-                })
-                .collect(),
-        }
+        Staged::read(&vars, &b_vars)
     };
     // The staged blocks into LDS.
     let a_lds: Vec<_> = (0..a_jobs)
@@ -380,17 +370,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             || t0.get().lt(kk),
             || {
                 let k0 = t0.get();
-                let now = Staged {
-                    a: staged_a.iter().map(|v| v.get()).collect(),
-                    b: staged_b
-                        .iter()
-                        .map(|rows| {
-                            rows.iter()
-                                .map(|r| r.iter().map(|v| v.get()).collect())
-                                .collect()
-                        })
-                        .collect(),
-                };
+                let now = Staged::read(&staged_a, &staged_b);
                 store_stage(&now);
                 if kl > 1 {
                     unaligned_a(k0);
@@ -492,6 +472,22 @@ type LoadAt<'k> = (Val<'k, u32>, u32, Val<'k, u32>);
 struct Staged<'k> {
     a: Vec<Frag<'k>>,
     b: Vec<Vec<Vec<Frag<'k>>>>,
+}
+
+impl<'k> Staged<'k> {
+    /// The fragments' current values, read from the variables that carry them.
+    fn read(a: &[FragVar<'k>], b: &[Vec<Vec<FragVar<'k>>>]) -> Staged<'k> {
+        Staged {
+            a: a.iter().map(|v| v.get()).collect(),
+            b: b.iter()
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| r.iter().map(|v| v.get()).collect())
+                        .collect()
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
