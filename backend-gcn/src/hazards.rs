@@ -33,6 +33,10 @@
 //! | transcendental VALU writes VGPR | non-transcendental VALU reads it | 1 | gfx942 |
 //! | VALU with SDWA `dst_sel` or VOP3 `op_sel` on the destination | VALU reads the result | 1 | gfx942 |
 //!
+//! Before padding, [`fill_m0_waits`] lets a neighbouring independent instruction fill the one
+//! wait state between a SALU write of M0 and the LDS DMA after it (a load to LDS per buffer in a
+//! pipelined loop would otherwise cost an `s_nop` each).
+//!
 //! The MFMA rules and their numbers live in [`mfma_hazards`] (shared with the software device's
 //! checker); pass counts come from the opcode table. At a join, an MFMA record keeps the
 //! producer with the longer waits ([`MfmaKind::worse`]).
@@ -674,9 +678,102 @@ fn run_block(
     added
 }
 
+/// An instruction that may change places with a neighbour to fill a wait state: a plain VALU
+/// or SALU instruction (no memory, control, lane, DPP, MFMA, EXEC or M0 side effects beyond its
+/// operands).
+fn is_plain_filler(inst: &Inst) -> bool {
+    let name = inst.op.name();
+    let plain_valu = is_valu(inst)
+        && !is_mfma(inst)
+        && !is_lane_op(inst)
+        && !is_cmpx(inst)
+        && inst.encoding != Encoding::Dpp
+        && !matches!(inst.op, Opcode::VReadfirstlaneB32)
+        && !name.contains("movrel")
+        && !name.contains("interp");
+    let plain_salu = is_salu(inst)
+        && !name.contains("exec")
+        && !name.contains("movrel")
+        && !name.starts_with("s_setreg")
+        && !name.starts_with("s_getreg");
+    (plain_valu || plain_salu) && !accesses(inst).iter().any(|&(u, ..)| u == M0)
+}
+
+/// Instructions that neither read nor write SCC: every VALU, and the SALU moves.
+fn keeps_scc(inst: &Inst) -> bool {
+    is_valu(inst)
+        || matches!(
+            inst.op,
+            Opcode::SMovB32 | Opcode::SMovB64 | Opcode::SMovkI32
+        )
+}
+
+/// Whether `a` writes a register unit `b` touches, or reads one `b` writes.
+fn conflicts(a: &Inst, b: &Inst) -> bool {
+    // A load to LDS names a data VGPR it does not write.
+    let real = |i: &Inst| {
+        let mut acc = accesses(i);
+        if is_vmem(i) && i.mods.lds {
+            for x in acc.iter_mut().filter(|x| x.0 >= V_BASE) {
+                x.3 = false;
+            }
+        }
+        acc
+    };
+    let (aa, bb) = (real(a), real(b));
+    aa.iter().any(|&(u, _, r, w)| {
+        bb.iter()
+            .any(|&(v, _, r2, w2)| u == v && ((w && (r2 || w2)) || (r && w2)))
+    })
+}
+
+/// Fills the one wait state between a SALU write of M0 and the LDS DMA (or other M0 reader)
+/// right after it with a neighbouring instruction instead of an `s_nop`: the plain VALU
+/// instruction just before the write moves after it, or else the plain instruction just after
+/// the reader moves before it. Only the order of the two instructions that trade places
+/// changes, so the check is that they touch no register the other writes (of the SALU instructions only
+/// moves trade places with the M0 write, which may write SCC). The wait-state pass runs after this
+/// and still inserts whatever the new order needs. Returns the number of gaps filled.
+fn fill_m0_waits(f: &mut PhysFunction) -> usize {
+    let mut filled = 0;
+    for b in &mut f.blocks {
+        let insts = &mut b.insts;
+        let mut k = 1;
+        while k < insts.len() {
+            let (w, l) = (&insts[k - 1], &insts[k]);
+            let writes_m0 = is_salu(w) && accesses(w).iter().any(|&(u, _, _, wr)| u == M0 && wr);
+            let reads_m0 = Facts::of(l, f.abi.target).m0_reader;
+            if !(writes_m0 && reads_m0) {
+                k += 1;
+                continue;
+            }
+            if k >= 2 && keeps_scc(&insts[k - 2]) && is_plain_filler(&insts[k - 2]) {
+                if !conflicts(&insts[k - 2], &insts[k - 1]) {
+                    insts.swap(k - 2, k - 1);
+                    filled += 1;
+                    k += 1;
+                    continue;
+                }
+            }
+            if k + 1 < insts.len()
+                && is_plain_filler(&insts[k + 1])
+                && !conflicts(&insts[k + 1], &insts[k])
+            {
+                insts.swap(k, k + 1);
+                filled += 1;
+                k += 2;
+                continue;
+            }
+            k += 1;
+        }
+    }
+    filled
+}
+
 /// Inserts the `s_nop`s `f` needs (see the module docs); returns the wait states added.
 pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     let target = f.abi.target;
+    fill_m0_waits(f);
     let n = f.blocks.len();
     if n == 0 {
         return 0;

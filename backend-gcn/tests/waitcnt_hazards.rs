@@ -405,3 +405,65 @@ fn no_hazard_no_nop() {
     assert_eq!(insert_wait_states(&mut f), 0);
     assert_eq!(f.blocks[0].insts.len(), 4);
 }
+
+/// `s_lshl2_add_u32 m0, s20, 0x400` (writes M0 and SCC).
+fn m0_write() -> Inst {
+    Inst::new(
+        Opcode::SLshl2AddU32,
+        &[O::Special(SpecialReg::M0), O::s(20), O::Literal(0x400)],
+    )
+}
+
+/// `buffer_load_dword v{addr}, s[8:11], 0 offen lds`: a load to LDS at M0.
+fn lds_dma(addr: u16) -> Inst {
+    let mut i = Inst::new(
+        Opcode::BufferLoadDword,
+        &[O::v(addr), O::v(addr), O::sr(8, 4), O::InlineInt(0)],
+    );
+    i.mods.offen = true;
+    i.mods.lds = true;
+    i
+}
+
+#[test]
+fn an_independent_neighbour_fills_the_m0_wait_instead_of_a_nop() {
+    // The VALU before the M0 write moves after it.
+    let mut f = one(Target::Gfx942, vec![vadd(4, 2, 3), m0_write(), lds_dma(4)]);
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&["s_lshl2_add_u32", "v_add_u32_e32", "buffer_load_dword"])
+    );
+    // Before it a SALU that writes SCC stays (the M0 write writes SCC too); the independent
+    // VALU after the load moves up instead.
+    let mut f = one(
+        Target::Gfx942,
+        vec![salu(), m0_write(), lds_dma(4), vadd(5, 2, 3)],
+    );
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&[
+            "s_add_u32",
+            "s_lshl2_add_u32",
+            "v_add_u32_e32",
+            "buffer_load_dword"
+        ])
+    );
+}
+
+#[test]
+fn a_dependent_neighbour_does_not_move_and_the_nop_stays() {
+    // The instruction before the M0 write writes s20, which the write reads; the VALU after
+    // the load overwrites the load's address: neither may move, so the nop stays.
+    let writes_s20 = readfirstlane(20, 1);
+    let mut f = one(
+        Target::Gfx942,
+        vec![writes_s20, m0_write(), lds_dma(4), vadd(4, 2, 3)],
+    );
+    assert!(insert_wait_states(&mut f) >= 1);
+    let s = shape(&f)[0].clone();
+    let at = s.iter().position(|x| x == "buffer_load_dword").unwrap();
+    assert_eq!(s[at - 1], "s_nop 0", "{s:?}");
+    assert_eq!(s.last().unwrap(), "v_add_u32_e32", "{s:?}");
+}
