@@ -94,6 +94,7 @@ fn persistent_vector_add_large_sizes() {
         (65536usize, 7u32, Target::Gfx90a),
         (65536, 304, Target::Gfx900),
         (1 << 20, 304, Target::Gfx942),
+        (1 << 20, 7, Target::Gfx90a),
         (4 << 20, 304, Target::Gfx942),
         (4 << 20, 7, Target::Gfx942),
     ] {
