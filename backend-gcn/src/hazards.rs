@@ -236,6 +236,15 @@ fn is_vmem(inst: &Inst) -> bool {
     )
 }
 
+/// Reads M0 in a way that needs a wait state after a SALU writes it.
+fn is_m0_reader(inst: &Inst) -> bool {
+    let name = inst.op.name();
+    name.starts_with("s_sendmsg")
+        || name.starts_with("s_movrel")
+        || (inst.op.format() == Format::Ds && inst.mods.gds)
+        || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds)
+}
+
 fn is_mfma(inst: &Inst) -> bool {
     inst.info().is_mfma()
 }
@@ -384,10 +393,7 @@ impl Facts {
             cmpx: is_cmpx(inst),
             partial: has_partial_dst(inst),
             div_fmas: inst.op == Opcode::VDivFmasF32 || inst.op == Opcode::VDivFmasF64,
-            m0_reader: name.starts_with("s_sendmsg")
-                || name.starts_with("s_movrel")
-                || (inst.op.format() == Format::Ds && inst.mods.gds)
-                || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds),
+            m0_reader: is_m0_reader(inst),
             getset: name.starts_with("s_getreg") || name.starts_with("s_setreg"),
             setreg: is_salu(inst) && name.starts_with("s_setreg"),
             kind: MfmaKind::of(inst.op, target),
@@ -741,19 +747,20 @@ fn fill_m0_waits(f: &mut PhysFunction) -> usize {
         let mut k = 1;
         while k < insts.len() {
             let (w, l) = (&insts[k - 1], &insts[k]);
-            let writes_m0 = is_salu(w) && accesses(w).iter().any(|&(u, _, _, wr)| u == M0 && wr);
-            let reads_m0 = Facts::of(l, f.abi.target).m0_reader;
-            if !(writes_m0 && reads_m0) {
+            let writes_m0 = || is_salu(w) && accesses(w).iter().any(|&(u, _, _, wr)| u == M0 && wr);
+            if !(is_m0_reader(l) && writes_m0()) {
                 k += 1;
                 continue;
             }
-            if k >= 2 && keeps_scc(&insts[k - 2]) && is_plain_filler(&insts[k - 2]) {
-                if !conflicts(&insts[k - 2], &insts[k - 1]) {
-                    insts.swap(k - 2, k - 1);
-                    filled += 1;
-                    k += 1;
-                    continue;
-                }
+            if k >= 2
+                && keeps_scc(&insts[k - 2])
+                && is_plain_filler(&insts[k - 2])
+                && !conflicts(&insts[k - 2], &insts[k - 1])
+            {
+                insts.swap(k - 2, k - 1);
+                filled += 1;
+                k += 1;
+                continue;
             }
             if k + 1 < insts.len()
                 && is_plain_filler(&insts[k + 1])

@@ -481,7 +481,7 @@ impl InstData {
             | InstData::Select { args }
             | InstData::Mfma { args, .. } => args.iter().for_each(|a| f(*a)),
             InstData::FragBuild { args, .. } => args.iter().for_each(|a| f(*a)),
-            InstData::FragLoad { mem: m, index, .. } => {
+            InstData::Load { mem: m, index, .. } | InstData::FragLoad { mem: m, index, .. } => {
                 mem(m, &mut f);
                 f(*index)
             }
@@ -494,10 +494,6 @@ impl InstData {
                 mem(m, &mut f);
                 f(*index);
                 f(*value)
-            }
-            InstData::Load { mem: m, index, .. } => {
-                mem(m, &mut f);
-                f(*index)
             }
             InstData::Store {
                 mem: m,
