@@ -1,7 +1,7 @@
 //! Softmax over the rows of a matrix, one wave per row, with wave reductions.
 
 use crate::*;
-use kjit_frontend::{Dim, KernelBuilder, ReduceOp};
+use kjit_frontend::{Dim, KernelBuilder, ReduceOp, Val};
 use kjit_ir::ElemType;
 
 /// Work-items per workgroup: one wave per row.
@@ -9,8 +9,22 @@ pub const BLOCK: u32 = 64;
 /// Rows of the input.
 pub const ROWS: u32 = 7;
 
+/// Tuning parameter: waves per row (the workgroup is `64 * waves` work-items, one row each).
+/// One wave leaves most SIMDs idle on a few long rows; more waves split each row and combine
+/// their partial maximum and sum through LDS.
+const PARAMS: &[TuneParam] = &[TuneParam {
+    name: "waves",
+    values: &[1, 2, 4, 8],
+}];
+
 /// `out[r, j] = exp(x[r, j] - max_r) / sum_j exp(x[r, j] - max_r)`, computed with `exp2`.
 pub fn build() -> BuildResult {
+    build_waves(1)
+}
+
+/// [`build`] with `waves` waves per row: each wave reduces its columns, then the waves' results
+/// are combined through LDS (one slot per wave, a barrier, every work-item reads all slots).
+fn build_waves(waves: u32) -> BuildResult {
     let k = KernelBuilder::new("softmax");
     k.allow_contraction(true);
     let x = k.buffer::<f32>("x");
@@ -19,13 +33,32 @@ pub fn build() -> BuildResult {
     let row = k.group_id(Dim::X);
     let lid = k.local_id(Dim::X);
     let base = row * cols;
-    let step = k.lit(BLOCK);
+    let step = k.lit(BLOCK * waves);
+    // The workgroup's combination of each wave's `v` by `op` (the wave's own value with one wave).
+    let combine = |name: &str, op: ReduceOp, v: Val<'_, f32>| {
+        let v = k.wave_reduce(op, v);
+        if waves == 1 {
+            return v;
+        }
+        let slots = k.lds::<f32>(name, waves);
+        k.if_((lid % BLOCK).eq(0u32), || k.store(&slots, lid / BLOCK, v));
+        k.barrier();
+        let mut all = k.load(&slots, k.lit(0u32));
+        for w in 1..waves {
+            let o = k.load(&slots, k.lit(w));
+            all = match op {
+                ReduceOp::Max => all.max(o),
+                _ => all + o,
+            };
+        }
+        all
+    };
     // Row maximum.
     let m = k.var_named("m", k.lit(f32::NEG_INFINITY));
     k.for_range(lid, cols, step, |j| {
         m.set(m.get().max(k.load(&x, base + j)));
     });
-    let m = k.wave_reduce(ReduceOp::Max, m.get());
+    let m = combine("row_max", ReduceOp::Max, m.get());
     // Sum of exponentials.
     let log2e = std::f32::consts::LOG2_E;
     let s = k.var_named("s", k.lit(0.0f32));
@@ -33,7 +66,7 @@ pub fn build() -> BuildResult {
         let e = ((k.load(&x, base + j) - m) * log2e).exp2();
         s.set(s.get() + e);
     });
-    let inv = k.wave_reduce(ReduceOp::Add, s.get()).rcp();
+    let inv = combine("row_sum", ReduceOp::Add, s.get()).rcp();
     k.for_range(lid, cols, step, |j| {
         let e = ((k.load(&x, base + j) - m) * log2e).exp2();
         k.store(&out, base + j, e * inv);
@@ -42,6 +75,10 @@ pub fn build() -> BuildResult {
 }
 
 fn make(n: usize, seed: u64) -> Case {
+    make_with(&[1], n, seed)
+}
+
+fn make_with(p: &[u32], n: usize, seed: u64) -> Case {
     let mut r = rng(seed);
     let cols = n.max(1) as u32;
     let len = (cols * ROWS) as usize;
@@ -55,7 +92,7 @@ fn make(n: usize, seed: u64) -> Case {
         ],
         launch: LaunchDims {
             grid: [ROWS, 1, 1],
-            block: [BLOCK, 1, 1],
+            block: [BLOCK * p[0], 1, 1],
             dynamic_lds: 0,
         },
         outputs: vec![1],
@@ -88,5 +125,9 @@ pub const SOFTMAX: KernelSpec = KernelSpec {
         rel: 1e-5,
     },
     default_n: 1000,
-    tuning: None,
+    tuning: Some(Tuning {
+        params: PARAMS,
+        build: |p| build_waves(p[0]),
+        make_case: make_with,
+    }),
 };

@@ -7,6 +7,20 @@ use kjit_ir::ElemType;
 /// Work-items per workgroup of the element-wise kernels.
 pub const BLOCK: u32 = 256;
 
+/// Tuning parameter of the element-wise kernels: the workgroup size (the default first). Their
+/// code does not depend on it; only the launch shape changes.
+const BLOCKS: &[TuneParam] = &[TuneParam {
+    name: "block",
+    values: &[BLOCK, 64, 128, 512, 1024],
+}];
+
+/// Tuning parameter of the persistent kernel: its workgroup size (the grid stays
+/// [`PERSISTENT_GROUPS`] workgroups).
+const PERSISTENT_BLOCKS: &[TuneParam] = &[TuneParam {
+    name: "block",
+    values: &[PERSISTENT_BLOCK, 64, 256, 512, 1024],
+}];
+
 /// `c[i] = a[i] + b[i]`, with no explicit bounds check: the work-items past the end load 0
 /// and their stores are dropped by the buffers' bounds checks.
 pub fn build_vector_add() -> BuildResult {
@@ -42,7 +56,11 @@ pub fn case_abc(n: usize, seed: u64, grid: u32, block: u32) -> Case {
 }
 
 fn make_vector_add(n: usize, seed: u64) -> Case {
-    case_abc(n, seed, groups(n, BLOCK), BLOCK)
+    make_vector_add_with(&[BLOCK], n, seed)
+}
+
+fn make_vector_add_with(p: &[u32], n: usize, seed: u64) -> Case {
+    case_abc(n, seed, groups(n, p[0]), p[0])
 }
 
 /// `a + b` element by element.
@@ -62,7 +80,11 @@ pub const VECTOR_ADD: KernelSpec = KernelSpec {
     reference: ref_vector_add,
     tolerance: Tolerance::EXACT,
     default_n: 10_000,
-    tuning: None,
+    tuning: Some(Tuning {
+        params: BLOCKS,
+        build: |_| build_vector_add(),
+        make_case: make_vector_add_with,
+    }),
 };
 
 /// `y[i] = alpha * x[i] + y[i]` for `i < len(y)`; contraction to fma is allowed.
@@ -81,6 +103,11 @@ pub fn build_saxpy() -> BuildResult {
 }
 
 fn make_saxpy(n: usize, seed: u64) -> Case {
+    make_saxpy_with(&[BLOCK], n, seed)
+}
+
+fn make_saxpy_with(p: &[u32], n: usize, seed: u64) -> Case {
+    let block = p[0];
     let mut r = rng(seed);
     let alpha = random_f32(&mut r, 1, -2.0, 2.0)[0];
     let x = random_f32(&mut r, n, -1.0, 1.0);
@@ -93,8 +120,8 @@ fn make_saxpy(n: usize, seed: u64) -> Case {
             Arg::Buffer(BufferData::F32(y)),
         ],
         launch: LaunchDims {
-            grid: [groups(n, BLOCK), 1, 1],
-            block: [BLOCK, 1, 1],
+            grid: [groups(n, block), 1, 1],
+            block: [block, 1, 1],
             dynamic_lds: 0,
         },
         outputs: vec![2],
@@ -125,7 +152,11 @@ pub const SAXPY: KernelSpec = KernelSpec {
         rel: 1e-6,
     },
     default_n: 10_000,
-    tuning: None,
+    tuning: Some(Tuning {
+        params: BLOCKS,
+        build: |_| build_saxpy(),
+        make_case: make_saxpy_with,
+    }),
 };
 
 /// Workgroups of the persistent kernel: fewer than the elements need, so every work-item loops.
@@ -154,7 +185,11 @@ pub fn build_vector_add_persistent() -> BuildResult {
 }
 
 fn make_persistent(n: usize, seed: u64) -> Case {
-    case_abc(n, seed, PERSISTENT_GROUPS, PERSISTENT_BLOCK)
+    make_persistent_with(&[PERSISTENT_BLOCK], n, seed)
+}
+
+fn make_persistent_with(p: &[u32], n: usize, seed: u64) -> Case {
+    case_abc(n, seed, PERSISTENT_GROUPS, p[0])
 }
 
 /// The registry entry of `vector_add_persistent`.
@@ -166,5 +201,9 @@ pub const VECTOR_ADD_PERSISTENT: KernelSpec = KernelSpec {
     reference: ref_vector_add,
     tolerance: Tolerance::EXACT,
     default_n: 10_000,
-    tuning: None,
+    tuning: Some(Tuning {
+        params: PERSISTENT_BLOCKS,
+        build: |_| build_vector_add_persistent(),
+        make_case: make_persistent_with,
+    }),
 };

@@ -8,6 +8,12 @@ use rand::RngExt;
 /// Work-items per workgroup (a multiple of the wave size, so waves cover aligned slices).
 pub const BLOCK: u32 = 128;
 
+/// Tuning parameter: the workgroup size (the default first; the code does not depend on it).
+const BLOCKS: &[TuneParam] = &[TuneParam {
+    name: "block",
+    values: &[BLOCK, 64, 256, 512, 1024],
+}];
+
 /// `out[i] = wave_shuffle(in[i], idx[i])`.
 pub fn build() -> BuildResult {
     let k = KernelBuilder::new("wave_permute");
@@ -22,6 +28,11 @@ pub fn build() -> BuildResult {
 }
 
 fn make(n: usize, seed: u64) -> Case {
+    make_with(&[BLOCK], n, seed)
+}
+
+fn make_with(p: &[u32], n: usize, seed: u64) -> Case {
+    let block = p[0];
     let mut r = rng(seed);
     let input = random_f32(&mut r, n, -100.0, 100.0);
     // Lane numbers, some beyond 63 (taken modulo 64).
@@ -34,8 +45,8 @@ fn make(n: usize, seed: u64) -> Case {
             poisoned(ElemType::F32, n),
         ],
         launch: LaunchDims {
-            grid: [groups(n, BLOCK), 1, 1],
-            block: [BLOCK, 1, 1],
+            grid: [groups(n, block), 1, 1],
+            block: [block, 1, 1],
             dynamic_lds: 0,
         },
         outputs: vec![2],
@@ -63,5 +74,9 @@ pub const WAVE_PERMUTE: KernelSpec = KernelSpec {
     reference,
     tolerance: Tolerance::EXACT,
     default_n: 10_000,
-    tuning: None,
+    tuning: Some(Tuning {
+        params: BLOCKS,
+        build: |_| build(),
+        make_case: make_with,
+    }),
 };
