@@ -95,7 +95,8 @@ fn table() {
         "\n{:24} {:>12} {:>12} {:>9} {:>10}",
         "kernel (gfx942)", "kjit", "clang+lld", "speedup", "kjit bytes"
     );
-    for spec in kjit_kernels::all() {
+    // gfx942 has matrix cores: the matrix kernels are library kernels too.
+    for spec in kjit_kernels::all().iter().chain(kjit_kernels::matrix()) {
         // Warm up, then the median of many runs.
         let bytes = kjit_compile(spec).len();
         let k = time(200, || kjit_compile(spec));

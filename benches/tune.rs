@@ -42,7 +42,9 @@ fn main() {
         "kernel", "select", "cand-med", "cand-max", "tune", "compile", "runs", "checks"
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    for spec in kjit_kernels::all() {
+    // gfx942 has matrix cores: the matrix kernels are library kernels too.
+    let library = || kjit_kernels::all().iter().chain(kjit_kernels::matrix());
+    for spec in library() {
         let func = (spec.build)().expect("builds");
         let opts = CompileOptions::default();
         let select = median(21, || {
@@ -95,7 +97,7 @@ fn main() {
     }
 
     let mut c = Criterion::default().configure_from_args();
-    for spec in kjit_kernels::all() {
+    for spec in library() {
         let func = (spec.build)().expect("builds");
         let sel = select_kernel(&func, TARGET, &CompileOptions::default()).expect("compiles");
         // Every level once from a fresh selected kernel (no cached allocations): the compile

@@ -487,3 +487,52 @@ fn matmul_tile_sizes_are_searched_and_checked() {
         table(&r)
     );
 }
+
+/// `kjit tune all` tunes every library kernel of the target (the matrix kernels too on gfx942,
+/// not on gfx900), each candidate checked, and a second run answers every kernel from the cache.
+#[test]
+fn cli_tune_all_covers_the_library_and_caches() {
+    let dir = std::env::temp_dir().join(format!("kjit-tune-all-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let names = |json: &str| -> Vec<(String, bool, bool)> {
+        let v: serde_json::Value = serde_json::from_str(json).expect("json");
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|k| {
+                (
+                    k["kernel"].as_str().unwrap().to_string(),
+                    k["best"]["correct"].as_bool().unwrap_or(false),
+                    k["from_cache"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let want: Vec<&str> = kjit_kernels::all()
+        .iter()
+        .chain(kjit_kernels::matrix())
+        .map(|k| k.name)
+        .collect();
+    let (ok, out, err) = kjit_in(&dir, &["tune", "all", "-n", "64", "--json"]);
+    assert!(ok, "{err}");
+    let first = names(&out);
+    assert_eq!(first.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(), want);
+    assert!(first.iter().all(|k| k.1 && !k.2), "{first:?}");
+    let (ok, out, err) = kjit_in(&dir, &["tune", "all", "-n", "64", "--json"]);
+    assert!(ok, "{err}");
+    assert!(
+        names(&out).iter().all(|k| k.2),
+        "second run not from the cache: {out}"
+    );
+    // The text summary; gfx900 has no matrix cores, so no matrix kernels.
+    let (ok, out, err) = kjit_in(&dir, &["tune", "all", "-n", "64", "--target", "gfx900"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("speedup") && out.contains("hash_chain"),
+        "{out}"
+    );
+    assert!(!out.contains("gemm"), "{out}");
+    let (ok, _, err) = kjit_in(&dir, &["tune", "all", "--plot", "x.svg"]);
+    assert!(!ok && err.contains("--plot takes one kernel"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,7 +16,8 @@ use super::kernels::{build_kernel, find_kernel};
 /// Arguments of `kjit bench`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Kernels to compile (default: every kernel of the library).
+    /// Kernels to compile (default: every kernel of the library, with the matrix kernels on
+    /// targets that have matrix cores).
     pub kernels: Vec<String>,
     /// Target processor: gfx942, gfx90a or gfx900.
     #[arg(long, default_value = "gfx942")]
@@ -51,8 +52,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         return Err(anyhow!("--runs must be at least 1"));
     }
     let names: Vec<String> = if args.kernels.is_empty() {
+        // The matrix kernels too where the target has matrix cores (the AGPR targets).
+        let matrix: &[kjit_kernels::KernelSpec] = if args.target.has_agprs() {
+            kjit_kernels::matrix()
+        } else {
+            &[]
+        };
         kjit_kernels::all()
             .iter()
+            .chain(matrix)
             .map(|k| k.name.to_string())
             .collect()
     } else {

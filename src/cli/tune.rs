@@ -8,6 +8,7 @@
 //! compile with the cached winner.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
@@ -18,7 +19,8 @@ use kjit_runtime::{open_device, DeviceKind};
 /// Arguments of `kjit tune`.
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
-    /// The kernel (see `kjit list`).
+    /// The kernel (see `kjit list`), or `all`: every library kernel of the target, one summary
+    /// line each (default against tuned).
     pub kernel: String,
     /// Target processor: gfx942, gfx90a or gfx900 (default: the GPU's with `--device hip`,
     /// else gfx942).
@@ -59,8 +61,44 @@ pub struct TuneArgs {
 
 /// Runs `kjit tune`.
 pub fn run(args: &TuneArgs) -> Result<()> {
+    if args.kernel == "all" {
+        return run_all(args);
+    }
     let start = Instant::now();
-    let kernel = super::kernels::resolve(&args.kernel)?;
+    let (result, path) = tune_kernel(args, &args.kernel, !args.json)?;
+    if let Some(p) = &args.plot {
+        plot_svg(&result, p)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result.to_json())?);
+        return Ok(());
+    }
+    report(&result, &path, start.elapsed().as_secs_f64() * 1e3);
+    if let Some(p) = &args.plot {
+        println!("plot: {}", p.display());
+    }
+    Ok(())
+}
+
+/// The target `args` name, checked against the GPU when there is one.
+fn target_of(
+    args: &TuneArgs,
+    gpu: Option<&(dyn kjit_runtime::Device + Send + Sync)>,
+) -> Result<Target> {
+    let gpu_target = gpu.and_then(|d| d.target());
+    Ok(match (args.target, gpu_target) {
+        (Some(t), Some(d)) if t != d => bail!(
+            "--target {t} does not match the GPU ({}, a {d})",
+            gpu.map(|d| d.name()).unwrap_or_default()
+        ),
+        (t, d) => t.or(d).unwrap_or(Target::Gfx942),
+    })
+}
+
+/// Tunes (or answers from the cache) the kernel `name` as `args` say; the result and its cache
+/// file. `progress`: show a progress bar on a terminal.
+fn tune_kernel(args: &TuneArgs, name: &str, progress: bool) -> Result<(TuneResult, PathBuf)> {
+    let kernel = super::kernels::resolve(name)?;
     let n = args.n.unwrap_or(kernel.default_n());
     if n == 0 {
         bail!("-n must be at least 1");
@@ -72,14 +110,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         }
         _ => None,
     };
-    let gpu_target = gpu.as_ref().and_then(|d| d.target());
-    let target = match (args.target, gpu_target) {
-        (Some(t), Some(d)) if t != d => bail!(
-            "--target {t} does not match the GPU ({}, a {d})",
-            gpu.as_ref().map(|d| d.name()).unwrap_or_default()
-        ),
-        (t, d) => t.or(d).unwrap_or(Target::Gfx942),
-    };
+    let target = target_of(args, gpu.as_deref())?;
     let mut opts = TuneOptions::new(target);
     if let Some(m) = &args.timing {
         let machine =
@@ -112,7 +143,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let result = match cached {
         Some(r) => r,
         None => {
-            let bar = if std::io::stderr().is_terminal() && !args.json {
+            let bar = if std::io::stderr().is_terminal() && progress {
                 indicatif::ProgressBar::new(0)
             } else {
                 indicatif::ProgressBar::hidden()
@@ -135,18 +166,113 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             r
         }
     };
-    if let Some(p) = &args.plot {
-        plot_svg(&result, p)?;
+    Ok((result, path))
+}
+
+/// `kjit tune all`: every library kernel of the target (the matrix kernels where it has matrix
+/// cores), each tuned or answered from the cache as `kjit tune KERNEL` would, at its own
+/// default size unless `-n` is given; one line each: default and best time, the winner, and the
+/// compile time per candidate.
+fn run_all(args: &TuneArgs) -> Result<()> {
+    if args.plot.is_some() {
+        bail!("--plot takes one kernel, not `all`");
+    }
+    let target = args.target.unwrap_or(Target::Gfx942);
+    let matrix: &[kjit_kernels::KernelSpec] = if target.has_agprs() {
+        kjit_kernels::matrix()
+    } else {
+        &[]
+    };
+    let mut rows = Vec::new();
+    let mut json = Vec::new();
+    for spec in kjit_kernels::all().iter().chain(matrix) {
+        let start = Instant::now();
+        let (r, _) = tune_kernel(args, spec.name, !args.json)?;
+        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        if args.json {
+            json.push(serde_json::json!({
+                "kernel": r.kernel,
+                "n": r.n,
+                "default": r.candidates.first(),
+                "best": r.best(),
+                "candidates": r.candidates.len(),
+                "compile_ms_max": max_compile_ms(&r),
+                "from_cache": r.from_cache,
+            }));
+        } else {
+            rows.push(summary_row(&r, wall_ms));
+        }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result.to_json())?);
+        println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
     }
-    report(&result, &path, start.elapsed().as_secs_f64() * 1e3);
-    if let Some(p) = &args.plot {
-        println!("plot: {}", p.display());
+    println!(
+        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9} {:>9} {:>9}",
+        "kernel",
+        "n",
+        "default",
+        "tuned",
+        "speedup",
+        "winner",
+        "cands",
+        "comp/cand",
+        "comp max",
+        "wall ms"
+    );
+    for r in rows {
+        println!("{r}");
     }
+    println!("(times in cycles on the timing model, or µs on a GPU; compile times in ms)");
     Ok(())
+}
+
+/// The slowest candidate compile of a tuning, ms.
+fn max_compile_ms(r: &TuneResult) -> f64 {
+    r.candidates
+        .iter()
+        .map(|c| c.compile_ms)
+        .fold(0.0, f64::max)
+}
+
+/// One line of `kjit tune all`.
+fn summary_row(r: &TuneResult, wall_ms: f64) -> String {
+    let time = |c: &kjit::tune::Candidate| match (c.cycles, c.us) {
+        (Some(x), _) => x.to_string(),
+        (None, Some(us)) => format!("{us:.2}us"),
+        (None, None) => "-".into(),
+    };
+    let default = r.candidates.first().map_or("-".into(), time);
+    let (best, speedup, winner) = match r.best() {
+        Some(b) => {
+            let mut w = vec![format!(
+                "occ {}",
+                b.occupancy.map_or("def".into(), |o| o.to_string())
+            )];
+            w.extend(b.params.iter().map(|(k, v)| format!("{k}={v}")));
+            (
+                time(b),
+                b.speedup.map_or("-".into(), |s| format!("{s:.2}x")),
+                w.join(" "),
+            )
+        }
+        None => ("-".into(), "-".into(), "none correct".into()),
+    };
+    let n = r.candidates.len().max(1);
+    format!(
+        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9.2} {:>9.2} {:>9.0}{}",
+        r.kernel,
+        r.n,
+        default,
+        best,
+        speedup,
+        winner,
+        r.candidates.len(),
+        r.compile_ms / n as f64,
+        max_compile_ms(r),
+        wall_ms,
+        if r.from_cache { " (cache)" } else { "" }
+    )
 }
 
 fn report(r: &TuneResult, path: &std::path::Path, wall_ms: f64) {
