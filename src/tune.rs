@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use kjit_backend_gcn::compile::{
-    compile_selected, select_kernel, CompileError, CompileOptions, Selected,
+    compile_selected, select_kernel, CompileError, CompileOptions, CompiledKernel, Selected,
 };
 use kjit_backend_gcn::Target;
 use kjit_ir::interp::Arg;
@@ -465,7 +465,9 @@ fn search(
             from_cache: false,
         },
         seen: Vec::new(),
-        selected: Vec::new(),
+        choices: Vec::new(),
+        kernels: Vec::new(),
+        compiled: Vec::new(),
     };
     let total = configs.len() * levels.len();
     if total <= opts.exhaustive_limit {
@@ -531,9 +533,16 @@ struct Tuner<'j, 'a> {
     result: TuneResult,
     /// (parameter values, code object) of every candidate run, by candidate index.
     seen: Vec<(Vec<u32>, Vec<u8>)>,
-    /// Per parameter choice: the kernel, and its selected and scheduled machine code (shared
-    /// by all occupancy levels; only allocation and what follows runs per level).
-    selected: Vec<(Vec<u32>, Function, Selected)>,
+    /// Per parameter choice: the index of its kernel in `kernels`.
+    choices: Vec<(Vec<u32>, usize)>,
+    /// Every distinct kernel the parameter choices built, with its selected and scheduled
+    /// machine code (shared by all occupancy levels; only allocation and what follows runs per
+    /// level). Choices that change only the launch shape (a `block` the code does not depend
+    /// on) build the same kernel and share its entry.
+    kernels: Vec<(Function, Selected)>,
+    /// (kernel index, occupancy) → its compile, so a choice that shares a kernel also shares
+    /// every level's code.
+    compiled: Vec<((usize, Option<u32>), Result<CompiledKernel, CompileError>)>,
 }
 
 impl Tuner<'_, '_> {
@@ -590,18 +599,32 @@ impl Tuner<'_, '_> {
             ..CompileOptions::default()
         };
         let t0 = Instant::now();
-        let at = match self.selected.iter().position(|s| s.0 == *cfg) {
-            Some(i) => i,
+        let at = match self.choices.iter().find(|c| c.0 == *cfg) {
+            Some(c) => c.1,
             None => {
                 let func =
                     (job.build)(cfg_arg).map_err(|e| anyhow!("building {}: {e}", job.name))?;
-                let sel = select_kernel(&func, self.opts.target, &copts)
-                    .map_err(|e| anyhow!("compiling {}: {e}", job.name))?;
-                self.selected.push((cfg.clone(), func, sel));
-                self.selected.len() - 1
+                let at = match self.kernels.iter().position(|k| k.0 == func) {
+                    Some(i) => i,
+                    None => {
+                        let sel = select_kernel(&func, self.opts.target, &copts)
+                            .map_err(|e| anyhow!("compiling {}: {e}", job.name))?;
+                        self.kernels.push((func, sel));
+                        self.kernels.len() - 1
+                    }
+                };
+                self.choices.push((cfg.clone(), at));
+                at
             }
         };
-        let compiled = compile_selected(&self.selected[at].2, &copts);
+        let compiled = match self.compiled.iter().find(|c| c.0 == (at, *occ)) {
+            Some(c) => c.1.clone(),
+            None => {
+                let c = compile_selected(&self.kernels[at].1, &copts);
+                self.compiled.push(((at, *occ), c.clone()));
+                c
+            }
+        };
         cand.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
         self.result.compile_ms += cand.compile_ms;
         let k = match compiled {
@@ -647,7 +670,7 @@ impl Tuner<'_, '_> {
         let out = run_case_repeated(
             self.dev,
             &k.code_object,
-            &self.selected[at].1,
+            &self.kernels[at].0,
             &case,
             self.timer.runs(),
         );
