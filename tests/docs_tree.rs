@@ -1,7 +1,8 @@
 //! The design notes name real files: every repository path in `docs/*.md` (the architecture
-//! and one note per stage), `README.md` and `DEVELOPERS.md` (a token starting with a top-level folder of the tree, such
-//! as `backend-gcn/src/regalloc` or `ir/src/opt/{gvn,licm}.rs`) exists. Renaming or deleting a
-//! file without updating the notes fails here.
+//! and one note per stage), `README.md` and `DEVELOPERS.md` — a token starting with a
+//! top-level folder of the tree, such as `backend-gcn/src/regalloc` or
+//! `ir/src/opt/{gvn,licm}.rs` — exists. Renaming or deleting a file without updating the notes
+//! fails here.
 
 use std::path::Path;
 
