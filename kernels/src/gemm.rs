@@ -162,6 +162,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let m0 = k.group_id(Dim::Y) * t.bm;
     let n0 = k.group_id(Dim::X) * t.bn;
     let outside = k.lit(OUTSIDE);
+    let zero = k.lit(0u32);
 
     let accs: Vec<_> = (0..tm * tn)
         .map(|_| k.frag_var(k.frag_zero(op.acc_frag())))
@@ -215,11 +216,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         pair * col_step * stride_dw + kg * w
     });
     let a_job = |q: u32| {
-        let (row, c) = a_order.split(job(q, t.bm * per_row));
+        let (row, c) = a_order.split(job(q, t.bm * per_row), zero);
         (row, c * kl)
     };
     let b_job = |q: u32| {
-        let (kg, pair) = b_order.split(job(q, pairs * per_row));
+        let (kg, pair) = b_order.split(job(q, pairs * per_row), zero);
         (pair * col_step, kg * kl)
     };
     // Per-thread parts of the global indices and range checks, outside the loop. A load at
@@ -401,7 +402,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // One k loop for every k: a k tail is masked by the loads' indices, unaligned a-rows go
     // through `unaligned_a` (one loop copy keeps the register pressure of one).
     let double = t.stages == 2;
-    let zero = k.lit(0u32);
     // Element offsets of a stage in the a- and b-blocks.
     fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> (Val<'_, u32>, Val<'_, u32>) {
         (stage * lens.0, stage * lens.1)
@@ -572,7 +572,7 @@ impl Interleave {
         let free = |o: &Interleave| {
             let mut banks = [0u32; 32];
             for l in 0..o.pass {
-                let (major, minor) = o.split(l);
+                let (major, minor) = o.split(l, 0);
                 for e in 0..w {
                     banks[((at(major, minor) + e) % 32) as usize] += 1;
                 }
@@ -595,18 +595,25 @@ impl Interleave {
         self.h * self.d * self.per
     }
 
-    /// (major, minor) of job `id`: a lane's id as a value, or a constant.
-    fn split<X>(&self, id: X) -> (X, X)
+    /// (major, minor) of job `id`: a lane's id as a value, or a constant (`zero` its 0).
+    /// Divisions by 1 are left out: the optimizer does not fold them yet, and a division the
+    /// backend sees is a long integer division.
+    fn split<X>(&self, id: X, zero: X) -> (X, X)
     where
         X: Copy + Add<Output = X> + Mul<u32, Output = X> + Div<u32, Output = X>,
         X: Rem<u32, Output = X>,
     {
+        let div = |x: X, c: u32| if c == 1 { x } else { x / c };
+        let rem = |x: X, c: u32| if c == 1 { zero } else { x % c };
         let mp = self.pass / self.h;
         let minor_blocks = self.per / mp;
-        let (l, blk) = (id % self.pass, id / self.pass);
-        let (b, r) = (blk / (self.d * minor_blocks), blk % (self.d * minor_blocks));
-        let minor = r % minor_blocks * mp + l % mp;
-        let major = b * (self.h * self.d) + r / minor_blocks + l / mp * self.d;
+        let (l, blk) = (rem(id, self.pass), div(id, self.pass));
+        let (b, r) = (
+            div(blk, self.d * minor_blocks),
+            rem(blk, self.d * minor_blocks),
+        );
+        let minor = rem(r, minor_blocks) * mp + rem(l, mp);
+        let major = b * (self.h * self.d) + div(r, minor_blocks) + div(l, mp) * self.d;
         (major, minor)
     }
 }
@@ -821,7 +828,7 @@ mod tests {
     fn bank_load(o: &Interleave, w: u32, at: impl Fn(u32, u32) -> u32) -> [u32; 32] {
         let mut banks = [0; 32];
         for l in 0..o.pass {
-            let (major, minor) = o.split(l);
+            let (major, minor) = o.split(l, 0);
             for e in 0..w {
                 banks[((at(major, minor) + e) % 32) as usize] += 1;
             }
@@ -833,7 +840,7 @@ mod tests {
     fn covers_once(o: &Interleave, majors: u32) {
         let mut seen = vec![false; (majors * o.per) as usize];
         for id in 0..majors * o.per {
-            let (major, minor) = o.split(id);
+            let (major, minor) = o.split(id, 0);
             assert!(
                 major < majors && minor < o.per,
                 "{id} -> ({major}, {minor})"
