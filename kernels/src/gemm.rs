@@ -7,8 +7,11 @@
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
 //! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
 //! conflicts). The next step's blocks are loaded into registers before this step's MFMAs
-//! (software pipelining through registers, one LDS buffer: a barrier after the stores and one
-//! before the step's last MFMAs, once every wave has its fragments).
+//! (software pipelining through registers). With one LDS stage: a barrier after the stores and
+//! one before the step's last MFMAs, once every wave has its fragments. With two (double
+//! buffering): step t + 1's blocks are stored into the other stage while step t is read, one
+//! barrier per step, twice the LDS. The lanes of each store are ordered so that every pass of
+//! the bank array hits each bank once (`Interleave`).
 //!
 //! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
 //! loads it element by element into LDS behind a uniform branch in the same loop); b as dword
@@ -21,8 +24,8 @@
 //! past the buffers' ends the range check reads 0. A block inside c stores its results
 //! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
-//! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
-//! 64×64 (32×32 when the block is 32 wide).
+//! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
+//! 64×64 or 64×128, smaller where the block is) and `stages` (1 or 2 LDS buffers).
 
 use crate::*;
 use kjit_frontend::{
