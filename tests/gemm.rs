@@ -147,17 +147,7 @@ fn gemm_on_the_mi300x_model() {
         _ => FragElem::F16,
     };
     let tiles = match std::env::var("KJIT_GEMM_TILES") {
-        Ok(s) => {
-            let v: Vec<u32> = s.split(',').map(|x| x.parse().unwrap()).collect();
-            let d = DEFAULT_TILES;
-            GemmTiles {
-                bm: v[0],
-                bn: v[1],
-                bk: v[2],
-                wn: v.get(3).copied().unwrap_or(d.wn),
-                stages: v.get(4).copied().unwrap_or(d.stages),
-            }
-        }
+        Ok(s) => GemmTiles::parse(&s).unwrap(),
         Err(_) => default_tiles(elem),
     };
     let func = build_gemm("gemm", elem, tiles).unwrap();

@@ -295,19 +295,12 @@ fn kjit_row(
     )
 }
 
-/// kjit's tiles `bm,bn,bk[,wn,stages]` from environment variable `var`, else `default`.
+/// kjit's tiles `bm,bn,bk[,wn,stages]` from environment variable `var`, else `default`
+/// (`GemmTiles::parse`).
 fn tiles_from_env(var: &str, default: GemmTiles) -> GemmTiles {
-    let Ok(v) = std::env::var(var) else {
-        return default;
-    };
-    let t: Vec<u32> = v.split(',').map(|x| x.trim().parse().unwrap()).collect();
-    GemmTiles {
-        bm: t[0],
-        bn: t[1],
-        bk: t[2],
-        wn: t.get(3).copied().unwrap_or(default.wn),
-        stages: t.get(4).copied().unwrap_or(default.stages),
-    }
+    std::env::var(var)
+        .map(|v| GemmTiles::parse(&v).unwrap_or_else(|e| panic!("{var}: {e}")))
+        .unwrap_or(default)
 }
 
 /// Times Triton's fixture and the clang twin ([`TALL`]) on an `n = 64` problem (Triton's launch

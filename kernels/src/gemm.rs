@@ -68,6 +68,26 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
+    /// Tiles from `bm,bn,bk[,wn,stages]` (`wn` and `stages` default to [`DEFAULT_TILES`]'s).
+    pub fn parse(text: &str) -> Result<GemmTiles, String> {
+        let v = text
+            .split(',')
+            .map(|x| x.trim().parse::<u32>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("tiles `{text}`: {e}"))?;
+        if !(3..=5).contains(&v.len()) {
+            return Err(format!("tiles `{text}`: want bm,bn,bk[,wn,stages]"));
+        }
+        let d = DEFAULT_TILES;
+        Ok(GemmTiles {
+            bm: v[0],
+            bn: v[1],
+            bk: v[2],
+            wn: v.get(3).copied().unwrap_or(d.wn),
+            stages: v.get(4).copied().unwrap_or(d.stages),
+        })
+    }
+
     /// Work-items per workgroup.
     pub fn threads(&self) -> u32 {
         let (wm, wn) = self.wave();
@@ -854,27 +874,31 @@ mod tests {
         }
     }
 
+    /// The order `choose` picks for `majors × per` fragments at `at` is (h, d) = `want`, is
+    /// conflict-free, covers the block once, and the natural order (`natural`) conflicts.
+    fn check(
+        (majors, per): (u32, u32),
+        at: impl Fn(u32, u32) -> u32 + Copy,
+        want: (u32, u32),
+        natural: (u32, u32),
+    ) {
+        let o = Interleave::choose(majors, per, 2, at);
+        assert_eq!((o.h, o.d), want);
+        assert!(bank_load(&o, 2, at).iter().all(|&b| b == 1));
+        covers_once(&o, majors);
+        let (h, d) = natural;
+        let natural = Interleave { h, d, ..o };
+        assert_eq!(bank_load(&natural, 2, at).iter().max(), Some(&2));
+    }
+
     /// The default f16 blocks (128 rows, steps of 32: rows of 16 dwords at a stride of 18):
     /// adjacent rows share banks 0 and 1, so the a-stores take rows 8 apart; b's columns,
     /// two apart (36 dwords), repeat banks after 8 lanes, so half a pass takes the next
     /// k-fragment. Both orders cover the block once, and the natural ones conflict.
     #[test]
     fn the_default_blocks_store_without_bank_conflicts() {
-        let a_at = |row: u32, c: u32| row * 18 + c * 2;
-        let a = Interleave::choose(128, 8, 2, a_at);
-        assert_eq!((a.h, a.d), (2, 8));
-        assert!(bank_load(&a, 2, a_at).iter().all(|&b| b == 1));
-        covers_once(&a, 128);
-        let natural = Interleave { d: 1, ..a };
-        assert_eq!(bank_load(&natural, 2, a_at).iter().max(), Some(&2));
-
-        let b_at = |kg: u32, pair: u32| pair * 2 * 18 + kg * 2;
-        let b = Interleave::choose(8, 32, 2, b_at);
-        assert_eq!((b.h, b.d), (2, 1));
-        assert!(bank_load(&b, 2, b_at).iter().all(|&x| x == 1));
-        covers_once(&b, 8);
-        let natural = Interleave { h: 1, ..b };
-        assert_eq!(bank_load(&natural, 2, b_at).iter().max(), Some(&2));
+        check((128, 8), |row, c| row * 18 + c * 2, (2, 8), (2, 1));
+        check((8, 32), |kg, pair| pair * 2 * 18 + kg * 2, (2, 1), (1, 1));
     }
 
     /// Steps of 16 (rows of 8 dwords, stride 10) and f32 steps of 16 (one dword per lane,
