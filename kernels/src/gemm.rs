@@ -347,7 +347,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // element by element, straight into LDS (after the prefetched zeros, before the barrier).
     // A uniform branch inside the loop whose values do not leave it, so no join copies wait
     // for the prefetching loads; with aligned rows it is skipped.
-    let unaligned_a = |k0: Val<'_, u32>, oa: Val<'_, u32>| {
+    let unaligned_a = |k0: Val<'_, u32>, oa: Option<Val<'_, u32>>| {
         k.if_(!a_packed, || {
             let rem = rest(k0);
             for q in 0..a_jobs {
@@ -359,13 +359,17 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         k.load(&a, k.select(ok, at + j, outside))
                     })
                     .collect();
-                k.frag_store(&ta, a_lds[q as usize] + oa, k.frag_build(frag, &parts));
+                k.frag_store(
+                    &ta,
+                    shifted(a_lds[q as usize], oa),
+                    k.frag_build(frag, &parts),
+                );
             }
         });
     };
     // Odd n with f16 (pieces not aligned): the step's b-block element by element, straight
     // into LDS, as `unaligned_a`.
-    let unaligned_b = |k0: Val<'_, u32>, ob: Val<'_, u32>| {
+    let unaligned_b = |k0: Val<'_, u32>, ob: Option<Val<'_, u32>>| {
         k.if_(!b_packed, || {
             let rem = rest(k0);
             for q in 0..b_jobs {
@@ -380,7 +384,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                             k.load(&b, k.select(ok, at, outside))
                         })
                         .collect();
-                    let at = b_lds[q as usize] + (ob + job_col(c) * stride);
+                    let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
                     k.frag_store(&tb, at, k.frag_build(frag, &parts));
                 }
             }
@@ -388,28 +392,27 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     };
     // The staged blocks of step k0 into the stage at element offsets (oa, ob) of the LDS
     // blocks, and the unaligned rows and columns behind their uniform branches.
-    let store_stage =
-        |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): (Val<'_, u32>, Val<'_, u32>)| {
-            for q in 0..a_jobs {
-                let f = st.a[q as usize];
-                k.frag_store(&ta, a_lds[q as usize] + oa, f);
+    let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>| {
+        for q in 0..a_jobs {
+            let f = st.a[q as usize];
+            k.frag_store(&ta, shifted(a_lds[q as usize], oa), f);
+        }
+        for q in 0..b_jobs {
+            let rows = &st.b[q as usize];
+            for c in 0..quad {
+                let parts: Vec<Val<'_, T>> = rows
+                    .iter()
+                    .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
+                    .collect();
+                let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
+                k.frag_store(&tb, at, k.frag_build(frag, &parts));
             }
-            for q in 0..b_jobs {
-                let rows = &st.b[q as usize];
-                for c in 0..quad {
-                    let parts: Vec<Val<'_, T>> = rows
-                        .iter()
-                        .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
-                        .collect();
-                    let at = b_lds[q as usize] + (ob + job_col(c) * stride);
-                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
-                }
-            }
-            if kl > 1 {
-                unaligned_a(k0, oa);
-            }
-            unaligned_b(k0, ob);
-        };
+        }
+        if kl > 1 {
+            unaligned_a(k0, oa);
+        }
+        unaligned_b(k0, ob);
+    };
     // Where this lane's MFMA inputs start in the LDS blocks (row or column lrow, k-values from
     // lk); every other input is a constant further.
     let lane = k.lane_id();
@@ -426,12 +429,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // through `unaligned_a` (one loop copy keeps the register pressure of one).
     let double = t.stages == 2;
     // Element offsets of a stage in the a- and b-blocks.
-    fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> (Val<'_, u32>, Val<'_, u32>) {
-        (stage * lens.0, stage * lens.1)
+    fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> Offsets<'_> {
+        (Some(stage * lens.0), Some(stage * lens.1))
     }
     let first = load_stage(zero);
     let ahead = if double {
-        store_stage(&first, zero, (zero, zero));
+        store_stage(&first, zero, (None, None));
         load_stage(k.lit(t.bk))
     } else {
         first
@@ -461,16 +464,16 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)));
                 load_stage(k0 + 2 * t.bk)
             } else {
-                store_stage(&now, k0, (zero, zero));
+                store_stage(&now, k0, (None, None));
                 k.barrier();
                 load_stage(k0 + t.bk)
             };
             let (oa, ob) = if double {
                 offsets(cur, (a_len, b_len))
             } else {
-                (zero, zero)
+                (None, None)
             };
-            let (a_at, b_at) = (a_rd + oa, b_rd + ob);
+            let (a_at, b_at) = (shifted(a_rd, oa), shifted(b_rd, ob));
             // Every LDS read of the step before its MFMAs, so the reads of later sub-steps
             // overlap the MFMAs of earlier ones.
             let reads: Vec<(Vec<_>, Vec<_>)> = (0..t.bk / kstep)
@@ -547,6 +550,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     };
     k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
+}
+
+/// Element offsets of an LDS stage in the a- and b-blocks; `None` for the first stage.
+type Offsets<'k> = (Option<Val<'k, u32>>, Option<Val<'k, u32>>);
+
+/// `x` plus a stage's offset, if it has one (the first stage's is left out: the optimizer
+/// does not fold `x + 0`, which cost an add and a shift per LDS store in the loop).
+fn shifted<'k>(x: Val<'k, u32>, offset: Option<Val<'k, u32>>) -> Val<'k, u32> {
+    match offset {
+        Some(o) => x + o,
+        None => x,
+    }
 }
 
 /// The row of accumulator element `item` of lane 0 (`MfmaOp::acc_pos` inverted). In the f32
