@@ -593,8 +593,16 @@ impl Tuner<'_, '_> {
         let at = match self.selected.iter().position(|s| s.0 == *cfg) {
             Some(i) => i,
             None => {
-                let func =
-                    (job.build)(cfg_arg).map_err(|e| anyhow!("building {}: {e}", job.name))?;
+                // A point the kernel refuses (e.g. tiles whose LDS does not fit) is a
+                // candidate with a note, not the end of the search.
+                let func = match (job.build)(cfg_arg) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        cand.note = Some(format!("build error: {e}"));
+                        self.push(cand, cfg, Vec::new());
+                        return Ok(());
+                    }
+                };
                 let sel = select_kernel(&func, self.opts.target, &copts)
                     .map_err(|e| anyhow!("compiling {}: {e}", job.name))?;
                 self.selected.push((cfg.clone(), func, sel));
