@@ -602,8 +602,16 @@ impl Tuner<'_, '_> {
         let at = match self.choices.iter().find(|c| c.0 == *cfg) {
             Some(c) => c.1,
             None => {
-                let func =
-                    (job.build)(cfg_arg).map_err(|e| anyhow!("building {}: {e}", job.name))?;
+                // A point the kernel refuses (e.g. tiles whose LDS does not fit) is a
+                // candidate with a note, not the end of the search.
+                let func = match (job.build)(cfg_arg) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        cand.note = Some(format!("build error: {e}"));
+                        self.push(cand, cfg, Vec::new());
+                        return Ok(());
+                    }
+                };
                 let at = match self.kernels.iter().position(|k| k.0 == func) {
                     Some(i) => i,
                     None => {

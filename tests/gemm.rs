@@ -40,13 +40,40 @@ const SMALL: GemmTiles = GemmTiles {
     bm: 64,
     bn: 32,
     bk: 8,
+    ..DEFAULT_TILES
 };
+
+/// Double-buffered LDS (two stages, one barrier per step) with 64×128 wave tiles: 256×128
+/// blocks of four waves along m.
+const DOUBLE_WIDE: GemmTiles = GemmTiles {
+    bm: 256,
+    bn: 128,
+    wn: 128,
+    stages: 2,
+    ..DEFAULT_TILES
+};
+
+/// Double buffering with small blocks and steps: k runs over many steps of 8, both stages
+/// are reused several times.
+const SMALL_DOUBLE: GemmTiles = GemmTiles { stages: 2, ..SMALL };
+
+/// Every tile choice the tests run, for `elem` (the step of [`DOUBLE_WIDE`] is `elem`'s
+/// default: two stages of f32 blocks with steps of 32 do not fit the LDS).
+fn tile_choices(elem: FragElem) -> [GemmTiles; 4] {
+    let bk = default_tiles(elem).bk;
+    [
+        default_tiles(elem),
+        SMALL,
+        SMALL_DOUBLE,
+        GemmTiles { bk, ..DOUBLE_WIDE },
+    ]
+}
 
 #[test]
 fn interpreter_matches_the_cpu_reference() {
     for elem in ELEMS {
         let spec = spec_of(elem);
-        for tiles in [default_tiles(elem), SMALL] {
+        for tiles in tile_choices(elem) {
             let func = build_gemm("gemm", elem, tiles).expect("builds");
             for dims in SIZES {
                 let case = gemm_case(elem, tiles, dims, 7);
@@ -62,7 +89,7 @@ fn interpreter_matches_the_cpu_reference() {
 fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
     let dev = GcnEmulator::new();
     for elem in ELEMS {
-        for tiles in [default_tiles(elem), SMALL] {
+        for tiles in tile_choices(elem) {
             let func = build_gemm("gemm", elem, tiles).expect("builds");
             // n a multiple of 4 or not (38, 33): the b-block moves as runs of 4 columns only
             // when n is; (72, 100, 40) has edge blocks with 4-column runs and a k tail.
@@ -99,7 +126,7 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
 
 /// TFLOP/s of the GEMM on the `mi300x` timing model for a problem that gives every one of the
 /// 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024; inputs
-/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk`).
+/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages]`).
 /// Ignored (minutes of software MFMA): `cargo test --release --test gemm -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -120,14 +147,7 @@ fn gemm_on_the_mi300x_model() {
         _ => FragElem::F16,
     };
     let tiles = match std::env::var("KJIT_GEMM_TILES") {
-        Ok(s) => {
-            let v: Vec<u32> = s.split(',').map(|x| x.parse().unwrap()).collect();
-            GemmTiles {
-                bm: v[0],
-                bn: v[1],
-                bk: v[2],
-            }
-        }
+        Ok(s) => GemmTiles::parse(&s).unwrap(),
         Err(_) => default_tiles(elem),
     };
     let func = build_gemm("gemm", elem, tiles).unwrap();

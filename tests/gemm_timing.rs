@@ -272,7 +272,7 @@ fn tile_of(t: GemmTiles) -> [usize; 2] {
 fn kjit_gemm(t: GemmTiles) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
     let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
-    let func = (tuning.build)(&[t.bm, t.bn, t.bk]).expect("gemm builds");
+    let func = (tuning.build)(&[t.bm, t.bn, t.bk, t.wn, t.stages]).expect("gemm builds");
     let k = kjit::compile(&func, Target::Gfx942, &CompileOptions::default())
         .unwrap_or_else(|e| panic!("gemm: {e}"));
     Some(k.code_object)
@@ -293,6 +293,14 @@ fn kjit_row(
         p,
         d,
     )
+}
+
+/// kjit's tiles `bm,bn,bk[,wn,stages]` from environment variable `var`, else `default`
+/// (`GemmTiles::parse`).
+fn tiles_from_env(var: &str, default: GemmTiles) -> GemmTiles {
+    std::env::var(var)
+        .map(|v| GemmTiles::parse(&v).unwrap_or_else(|e| panic!("{var}: {e}")))
+        .unwrap_or(default)
 }
 
 /// Times Triton's fixture and the clang twin ([`TALL`]) on an `n = 64` problem (Triton's launch
@@ -328,25 +336,16 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
             &d,
         ));
     }
-    let tall_tiles = std::env::var("KJIT_GEMM_TALL")
-        .ok()
-        .map(|v| {
-            let t: Vec<u32> = v.split(',').map(|x| x.trim().parse().unwrap()).collect();
-            GemmTiles {
-                bm: t[0],
-                bn: t[1],
-                bk: t[2],
-            }
-        })
-        .unwrap_or(KJIT_TALL);
+    let tall_tiles = tiles_from_env("KJIT_GEMM_TALL", KJIT_TALL);
     if let Some(code) = kjit_gemm(tall_tiles) {
         rows.push(kjit_row(&dev, (&code, tall_tiles), &skinny, &d));
     }
     drop(d);
     if let Some((sq, shapes)) = square {
         let d = data(&sq);
-        if let Some(code) = kjit_gemm(DEFAULT_TILES) {
-            rows.push(kjit_row(&dev, (&code, DEFAULT_TILES), &sq, &d));
+        let tiles = tiles_from_env("KJIT_GEMM_SQUARE_TILES", DEFAULT_TILES);
+        if let Some(code) = kjit_gemm(tiles) {
+            rows.push(kjit_row(&dev, (&code, tiles), &sq, &d));
         }
         for &shape in shapes.iter().filter(|_| others) {
             let twin = clang_twin("gfx942", shape)?;
@@ -412,7 +411,8 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 
 /// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
 /// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes,
-/// `KJIT_GEMM_TALL=bm,bn,bk` kjit's tiles on the n = 64 problem, `KJIT_GEMM_ONLY=kjit` leaves
+/// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages]` kjit's tiles on the n = 64 problem,
+/// `KJIT_GEMM_SQUARE_TILES` (same form) on the square one, `KJIT_GEMM_ONLY=kjit` leaves
 /// out Triton and the twin;
 /// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions).
 #[test]

@@ -465,6 +465,38 @@ fn hash_chain_best_budget_is_in_between() {
 /// `matmul` declares its tile edge: `--space all` compiles and runs every tile size (8, 16,
 /// 32: workgroups of 64 to 1024 work-items, different LDS tiles and unrolled inner loops), and
 /// every candidate's output is checked against the reference.
+/// A point the kernel refuses to build (as `gemm` refuses tiles whose LDS stages do not fit)
+/// is a candidate with a note, and the search goes on to the other points.
+#[test]
+fn a_point_that_does_not_build_is_a_noted_candidate() {
+    let mut j = job();
+    let build = std::mem::replace(&mut j.build, Box::new(|_| unreachable!()));
+    j.build = Box::new(move |p| {
+        if p[0] == 1 {
+            Err("variant 1 does not fit".into())
+        } else {
+            build(p)
+        }
+    });
+    let opts = TuneOptions {
+        space: Space::All,
+        ..TuneOptions::new(Target::Gfx942)
+    };
+    let r = tune(&j, &opts, &mut |_, _| {}).expect("tunes past the point that does not build");
+    let refused: Vec<_> = r.candidates.iter().filter(|c| c.params[0].1 == 1).collect();
+    assert!(!refused.is_empty(), "{}", table(&r));
+    for c in refused {
+        let note = c.note.as_deref().unwrap_or("");
+        assert!(
+            !c.correct && note.contains("build error") && note.contains("does not fit"),
+            "{}",
+            table(&r)
+        );
+    }
+    let best = r.best().expect("a winner");
+    assert!(best.correct && best.params[0].1 == 0, "{}", table(&r));
+}
+
 #[test]
 fn matmul_tile_sizes_are_searched_and_checked() {
     let spec = kjit_kernels::find("matmul").unwrap();

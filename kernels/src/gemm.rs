@@ -7,8 +7,11 @@
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
 //! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
 //! conflicts). The next step's blocks are loaded into registers before this step's MFMAs
-//! (software pipelining through registers, one LDS buffer: a barrier after the stores and one
-//! before the step's last MFMAs, once every wave has its fragments).
+//! (software pipelining through registers). With one LDS stage: a barrier after the stores and
+//! one before the step's last MFMAs, once every wave has its fragments. With two (double
+//! buffering): step t + 1's blocks are stored into the other stage while step t is read, one
+//! barrier per step, twice the LDS. The lanes of each store are ordered so that every pass of
+//! the bank array hits each bank once (`Interleave`).
 //!
 //! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
 //! loads it element by element into LDS behind a uniform branch in the same loop); b as dword
@@ -21,12 +24,16 @@
 //! past the buffers' ends the range check reads 0. A block inside c stores its results
 //! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
-//! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block) and `bk` (step); the wave tile is
-//! 64×64 (32×32 when the block is 32 wide).
+//! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
+//! 64×64 or 64×128, smaller where the block is) and `stages` (1 or 2 LDS buffers).
 
 use crate::*;
-use kjit_frontend::{f16, Dim, Frag, FragElem, FragType, FragVar, KernelBuilder, Lds, MfmaOp, Val};
+use kjit_frontend::{
+    f16, BuildError, Dim, Frag, FragElem, FragType, FragVar, KernelBuilder, KernelError, Lds,
+    MfmaOp, Val,
+};
 use kjit_ir::ElemType;
+use std::ops::{Add, Div, Mul, Rem};
 
 /// Columns of b one lane loads per row (two `buffer_load_dword` of f16, four of f32), when
 /// the block has that many per thread (else 2): their regrouping into k-fragments is one
@@ -46,12 +53,39 @@ pub struct GemmTiles {
     pub bn: u32,
     /// Step along k staged in LDS per iteration.
     pub bk: u32,
+    /// Columns of a wave's tile (64 or 128; at most `bn`): 128 gives a 64×128 wave tile, a
+    /// third fewer LDS fragment reads per MFMA for twice the accumulator registers.
+    pub wn: u32,
+    /// LDS buffers per staged block: 1 (stores, barrier, reads, a barrier before the step's
+    /// last MFMAs) or 2 (double buffering: the next step's blocks go into the other buffer,
+    /// one barrier per step, twice the LDS).
+    pub stages: u32,
 }
 
 impl GemmTiles {
-    /// Wave tile: 64×64, or the block's size where it is smaller.
+    /// Wave tile: 64×`wn`, or the block's size where it is smaller.
     fn wave(&self) -> (u32, u32) {
-        (self.bm.min(64), self.bn.min(64))
+        (self.bm.min(64), self.bn.min(self.wn))
+    }
+
+    /// Tiles from `bm,bn,bk[,wn,stages]` (`wn` and `stages` default to [`DEFAULT_TILES`]'s).
+    pub fn parse(text: &str) -> Result<GemmTiles, String> {
+        let v = text
+            .split(',')
+            .map(|x| x.trim().parse::<u32>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("tiles `{text}`: {e}"))?;
+        if !(3..=5).contains(&v.len()) {
+            return Err(format!("tiles `{text}`: want bm,bn,bk[,wn,stages]"));
+        }
+        let d = DEFAULT_TILES;
+        Ok(GemmTiles {
+            bm: v[0],
+            bn: v[1],
+            bk: v[2],
+            wn: v.get(3).copied().unwrap_or(d.wn),
+            stages: v.get(4).copied().unwrap_or(d.stages),
+        })
     }
 
     /// Work-items per workgroup.
@@ -68,6 +102,8 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     bm: 128,
     bn: 128,
     bk: 32,
+    wn: 64,
+    stages: 1,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -103,6 +139,19 @@ pub fn build_gemm(name: &str, elem: FragElem, t: GemmTiles) -> BuildResult {
 }
 
 fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) -> BuildResult {
+    if !(1..=2).contains(&t.stages) || !matches!(t.wn, 64 | 128) {
+        return Err(KernelError {
+            kernel: name.into(),
+            errors: vec![BuildError {
+                call: "build_gemm".into(),
+                site: None,
+                message: format!(
+                    "tiles {t:?}: `stages` must be 1 or 2 and `wn` 64 or 128 (LDS buffers per \
+                     block, columns per wave)"
+                ),
+            }],
+        });
+    }
     let k = KernelBuilder::new(name);
     let a = k.buffer::<T>("a");
     let b = k.buffer::<T>("b");
@@ -116,8 +165,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let (_, _, kstep) = op.dims();
     let pad = kl.max(2);
     let stride = t.bk + pad;
-    let ta = k.lds::<T>("tile_a", t.bm * stride);
-    let tb = k.lds::<T>("tile_b", t.bn * stride);
+    // One block per stage, the stages one after the other.
+    let (a_len, b_len) = (t.bm * stride, t.bn * stride);
+    let ta = k.lds::<T>("tile_a", a_len * t.stages);
+    let tb = k.lds::<T>("tile_b", b_len * t.stages);
     let threads = t.threads();
     let (wm, wn) = t.wave();
     let (tm, tn) = (wm / 32, wn / 32);
@@ -134,6 +185,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let m0 = k.group_id(Dim::Y) * t.bm;
     let n0 = k.group_id(Dim::X) * t.bn;
     let outside = k.lit(OUTSIDE);
+    let zero = k.lit(0u32);
 
     let accs: Vec<_> = (0..tm * tn)
         .map(|_| k.frag_var(k.frag_zero(op.acc_frag())))
@@ -176,16 +228,23 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             id
         }
     };
+    // Which lanes store which fragments, chosen so that the lanes of each pass of a store
+    // instruction through the bank array hit every bank once (`Interleave`). In dwords: a
+    // fragment is `w` long, rows of the LDS blocks are `stride_dw` apart.
+    let (w, stride_dw) = (kl * elem.bytes() / 4, stride * elem.bytes() / 4);
+    let a_order = Interleave::choose(t.bm, per_row, w, |row, c| row * stride_dw + c * w);
+    let pairs = t.bn / quad;
+    let col_step = quad / pieces;
+    let b_order = Interleave::choose(per_row, pairs, w, |kg, pair| {
+        pair * col_step * stride_dw + kg * w
+    });
     let a_job = |q: u32| {
-        let id = job(q, t.bm * per_row);
-        (id / per_row, id % per_row * kl)
+        let (row, c) = a_order.split(job(q, t.bm * per_row), zero);
+        (row, c * kl)
     };
     let b_job = |q: u32| {
-        let id = job(q, t.bn / quad * per_row);
-        (
-            id % (t.bn / quad) * (quad / pieces),
-            id / (t.bn / quad) * kl,
-        )
+        let (kg, pair) = b_order.split(job(q, pairs * per_row), zero);
+        (pair * col_step, kg * kl)
     };
     // Per-thread parts of the global indices and range checks, outside the loop. A load at
     // k-offset `kc + off` within the step reads when `limit < (k - k0) - off` (saturating, a
@@ -197,18 +256,19 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // job costs no registers of its own.
     let never = k.lit(u32::MAX);
     let limit = |ok: Val<'_, bool>, off: Val<'_, u32>| k.select(ok, off, never);
-    // Job q is job 0 moved by `moved(q, jobs, per_line) / per_line` lines, if it is.
-    let moved = |q: u32, jobs: u32, per_line: u32| {
+    // Job q is job 0 moved by whole lines (rows of a, k-groups of b) if the shift is a whole
+    // period of the lanes' order: how many.
+    let moved = |q: u32, jobs: u32, order: &Interleave| {
         let shift = q * threads;
-        (q > 0 && (q + 1) * threads <= jobs && shift.is_multiple_of(per_line))
-            .then_some(shift / per_line)
+        (q > 0 && (q + 1) * threads <= jobs && shift.is_multiple_of(order.period()))
+            .then_some(shift / order.per)
     };
     // a-job q: (index of its fragment at k0 = 0, k-offset beyond `kc` of the limit's test,
     // limit). The packed load reads only when rows start at fragment multiples (else
     // `unaligned_a` overwrites its LDS block).
     let mut a_at: Vec<LoadAt<'_>> = Vec::new();
     for q in 0..a_jobs {
-        let at = match moved(q, t.bm * per_row, per_row) {
+        let at = match moved(q, t.bm * per_row, &a_order) {
             Some(rows) => (a_at[0].0 + kk * rows, 0, a_at[0].2),
             None => {
                 let (row, kc) = a_job(q);
@@ -221,7 +281,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // (else `unaligned_b` overwrites their LDS block).
     let mut b_at: Vec<Vec<LoadAt<'_>>> = Vec::new();
     for q in 0..b_jobs {
-        let rows = match moved(q, t.bn / quad * per_row, t.bn / quad) {
+        let rows = match moved(q, pairs * per_row, &b_order) {
             Some(lines) => b_at[0]
                 .iter()
                 .map(|&(base, off, lim)| (base + lines * kl * n, off + lines * kl, lim))
@@ -287,7 +347,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // element by element, straight into LDS (after the prefetched zeros, before the barrier).
     // A uniform branch inside the loop whose values do not leave it, so no join copies wait
     // for the prefetching loads; with aligned rows it is skipped.
-    let unaligned_a = |k0: Val<'_, u32>| {
+    let unaligned_a = |k0: Val<'_, u32>, oa: Option<Val<'_, u32>>| {
         k.if_(!a_packed, || {
             let rem = rest(k0);
             for q in 0..a_jobs {
@@ -299,13 +359,17 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         k.load(&a, k.select(ok, at + j, outside))
                     })
                     .collect();
-                k.frag_store(&ta, a_lds[q as usize], k.frag_build(frag, &parts));
+                k.frag_store(
+                    &ta,
+                    shifted(a_lds[q as usize], oa),
+                    k.frag_build(frag, &parts),
+                );
             }
         });
     };
     // Odd n with f16 (pieces not aligned): the step's b-block element by element, straight
     // into LDS, as `unaligned_a`.
-    let unaligned_b = |k0: Val<'_, u32>| {
+    let unaligned_b = |k0: Val<'_, u32>, ob: Option<Val<'_, u32>>| {
         k.if_(!b_packed, || {
             let rem = rest(k0);
             for q in 0..b_jobs {
@@ -320,16 +384,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                             k.load(&b, k.select(ok, at, outside))
                         })
                         .collect();
-                    let at = b_lds[q as usize] + job_col(c) * stride;
+                    let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
                     k.frag_store(&tb, at, k.frag_build(frag, &parts));
                 }
             }
         });
     };
-    let store_stage = |st: &Staged<'_>| {
+    // The staged blocks of step k0 into the stage at element offsets (oa, ob) of the LDS
+    // blocks, and the unaligned rows and columns behind their uniform branches.
+    let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>| {
         for q in 0..a_jobs {
             let f = st.a[q as usize];
-            k.frag_store(&ta, a_lds[q as usize], f);
+            k.frag_store(&ta, shifted(a_lds[q as usize], oa), f);
         }
         for q in 0..b_jobs {
             let rows = &st.b[q as usize];
@@ -338,10 +404,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                     .iter()
                     .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
                     .collect();
-                let at = b_lds[q as usize] + job_col(c) * stride;
+                let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
                 k.frag_store(&tb, at, k.frag_build(frag, &parts));
             }
         }
+        if kl > 1 {
+            unaligned_a(k0, oa);
+        }
+        unaligned_b(k0, ob);
     };
     // Where this lane's MFMA inputs start in the LDS blocks (row or column lrow, k-values from
     // lk); every other input is a constant further.
@@ -350,77 +420,105 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let a_rd = (wave_row + lrow) * stride + lk;
     let b_rd = (wave_col + lrow) * stride + lk;
     // Software pipelining: the next step's global loads are issued before this step's MFMAs,
-    // so their latency hides behind the matrix work.
+    // so their latency hides behind the matrix work. With one stage the step's blocks are
+    // stored, a barrier lets every wave read them, and a second barrier (before the step's
+    // last MFMAs) lets the next step overwrite them. With two, step t + 1's blocks go into the
+    // other stage while step t is read: one barrier per step (it orders both the stores of
+    // step t before its reads and the reads of step t - 1 before the stores of step t + 1).
     // One k loop for every k: a k tail is masked by the loads' indices, unaligned a-rows go
     // through `unaligned_a` (one loop copy keeps the register pressure of one).
-    {
-        let first = load_stage(k.lit(0u32));
-        let staged_a: Vec<_> = first.a.iter().map(|&f| k.frag_var(f)).collect();
-        let staged_b: Vec<Vec<Vec<_>>> = first
-            .b
-            .iter()
-            .map(|rows| {
-                rows.iter()
-                    .map(|r| r.iter().map(|&x| k.frag_var(x)).collect())
-                    .collect()
-            })
-            .collect();
-        let t0 = k.var_named("k0", k.lit(0u32));
-        k.while_(
-            || t0.get().lt(kk),
-            || {
-                let k0 = t0.get();
-                let now = Staged::read(&staged_a, &staged_b);
-                store_stage(&now);
-                if kl > 1 {
-                    unaligned_a(k0);
-                }
-                unaligned_b(k0);
-                k.barrier();
-                let next = load_stage(k0 + t.bk);
-                // Every LDS read of the step before its MFMAs, so the reads of later
-                // sub-steps overlap the MFMAs of earlier ones.
-                let reads: Vec<(Vec<_>, Vec<_>)> = (0..t.bk / kstep)
-                    .map(|s| {
-                        let a_frags: Vec<_> = (0..tm)
-                            .map(|i| fragment(&k, &ta, a_rd + (i * 32 * stride + s * kstep), fin))
-                            .collect();
-                        let b_frags: Vec<_> = (0..tn)
-                            .map(|j| fragment(&k, &tb, b_rd + (j * 32 * stride + s * kstep), fin))
-                            .collect();
-                        (a_frags, b_frags)
-                    })
-                    .collect();
-                for (s, (a_frags, b_frags)) in reads.iter().enumerate() {
-                    // Every wave has its fragments once its reads are back: the barrier that
-                    // lets the next step's stores overwrite them comes before the last
-                    // sub-step's MFMAs, which cover the wait for the other waves.
-                    if s + 1 == reads.len() {
-                        k.barrier();
-                    }
-                    for i in 0..tm {
-                        for j in 0..tn {
-                            let acc = accs[(i * tn + j) as usize];
-                            let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
-                                (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
-                                (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
-                                _ => unreachable!("both inputs have one shape"),
-                            };
-                            acc.set(d);
-                        }
-                    }
-                }
-                for (v, f) in staged_a.iter().zip(&next.a) {
-                    v.set(*f);
-                }
-                let vars = staged_b.iter().flatten().flatten();
-                for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
-                    v.set(*x);
-                }
-                t0.set(k0 + t.bk);
-            },
-        );
+    let double = t.stages == 2;
+    // Element offsets of a stage in the a- and b-blocks.
+    fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> Offsets<'_> {
+        (Some(stage * lens.0), Some(stage * lens.1))
     }
+    let first = load_stage(zero);
+    let ahead = if double {
+        store_stage(&first, zero, (None, None));
+        load_stage(k.lit(t.bk))
+    } else {
+        first
+    };
+    let staged_a: Vec<_> = ahead.a.iter().map(|&f| k.frag_var(f)).collect();
+    let staged_b: Vec<Vec<Vec<_>>> = ahead
+        .b
+        .iter()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| r.iter().map(|&x| k.frag_var(x)).collect())
+                .collect()
+        })
+        .collect();
+    // The stage step k0 is read from (0 or 1; always 0 with one stage).
+    let stage = k.var_named("stage", zero);
+    let t0 = k.var_named("k0", zero);
+    k.while_(
+        || t0.get().lt(kk),
+        || {
+            let k0 = t0.get();
+            let now = Staged::read(&staged_a, &staged_b);
+            let cur = stage.get();
+            let other = k.lit(1u32) - cur;
+            let next = if double {
+                k.barrier();
+                store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)));
+                load_stage(k0 + 2 * t.bk)
+            } else {
+                store_stage(&now, k0, (None, None));
+                k.barrier();
+                load_stage(k0 + t.bk)
+            };
+            let (oa, ob) = if double {
+                offsets(cur, (a_len, b_len))
+            } else {
+                (None, None)
+            };
+            let (a_at, b_at) = (shifted(a_rd, oa), shifted(b_rd, ob));
+            // Every LDS read of the step before its MFMAs, so the reads of later sub-steps
+            // overlap the MFMAs of earlier ones.
+            let reads: Vec<(Vec<_>, Vec<_>)> = (0..t.bk / kstep)
+                .map(|s| {
+                    let a_frags: Vec<_> = (0..tm)
+                        .map(|i| fragment(&k, &ta, a_at + (i * 32 * stride + s * kstep), fin))
+                        .collect();
+                    let b_frags: Vec<_> = (0..tn)
+                        .map(|j| fragment(&k, &tb, b_at + (j * 32 * stride + s * kstep), fin))
+                        .collect();
+                    (a_frags, b_frags)
+                })
+                .collect();
+            for (s, (a_frags, b_frags)) in reads.iter().enumerate() {
+                // One stage: every wave has its fragments once its reads are back, so the
+                // barrier that lets the next step's stores overwrite them comes before the
+                // last sub-step's MFMAs, which cover the wait for the other waves.
+                if !double && s + 1 == reads.len() {
+                    k.barrier();
+                }
+                for i in 0..tm {
+                    for j in 0..tn {
+                        let acc = accs[(i * tn + j) as usize];
+                        let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
+                            (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
+                            (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
+                            _ => unreachable!("both inputs have one shape"),
+                        };
+                        acc.set(d);
+                    }
+                }
+            }
+            for (v, f) in staged_a.iter().zip(&next.a) {
+                v.set(*f);
+            }
+            let vars = staged_b.iter().flatten().flatten();
+            for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
+                v.set(*x);
+            }
+            if double {
+                stage.set(other);
+            }
+            t0.set(k0 + t.bk);
+        },
+    );
     // The results: each lane's element `item` of accumulator (i, j) is c[row0 + o][col0 + 32j]
     // with `o = i·32 + (row offset of item)` a constant, so one per-lane index serves all
     // stores (plus the uniform `o·n`). A block inside c stores unchecked; an edge block checks
@@ -454,6 +552,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.finish()
 }
 
+/// Element offsets of an LDS stage in the a- and b-blocks; `None` for the first stage.
+type Offsets<'k> = (Option<Val<'k, u32>>, Option<Val<'k, u32>>);
+
+/// `x` plus a stage's offset, if it has one (the first stage's is left out: the optimizer
+/// does not fold `x + 0`, which cost an add and a shift per LDS store in the loop).
+fn shifted<'k>(x: Val<'k, u32>, offset: Option<Val<'k, u32>>) -> Val<'k, u32> {
+    match offset {
+        Some(o) => x + o,
+        None => x,
+    }
+}
+
 /// The row of accumulator element `item` of lane 0 (`MfmaOp::acc_pos` inverted). In the f32
 /// layouts every lane's element `item` lies this many rows below its element 0.
 fn acc_row(op: MfmaOp, item: u8) -> u32 {
@@ -461,6 +571,89 @@ fn acc_row(op: MfmaOp, item: u8) -> u32 {
     (0..m)
         .find(|&i| op.acc_pos(i, 0) == (0, item as u32))
         .expect("every accumulator item of lane 0 holds a row of column 0")
+}
+
+/// The order in which a thread's job ids cover `majors × per` fragments (id `major · per +
+/// minor` in the natural order) so that the lanes of one store fill the LDS banks once. The
+/// bank array serves a store in passes of `128 / bytes per lane` lanes (`docs/timing.md`,
+/// LDS); a pass that hits a bank with two dwords costs two cycles. Here a pass takes `h`
+/// majors `d` apart, `pass / h` consecutive minors of each: the a-block's rows of 16 dwords at a
+/// stride of 18 share two banks when adjacent, not when 8 apart; the b-block's columns, two
+/// apart at a stride of 18 dwords, repeat banks after 8 lanes, not when half the pass takes
+/// the next k-fragment.
+struct Interleave {
+    /// Minors per major.
+    per: u32,
+    /// Lanes per pass.
+    pass: u32,
+    /// Majors per pass.
+    h: u32,
+    /// Distance of a pass's majors.
+    d: u32,
+}
+
+impl Interleave {
+    /// The first conflict-free order of `majors × per` fragments of `w` dwords (fewest majors
+    /// per pass, then nearest), where the fragment (major, minor) starts at dword
+    /// `at(major, minor)`; the natural order where none is.
+    fn choose(majors: u32, per: u32, w: u32, at: impl Fn(u32, u32) -> u32) -> Interleave {
+        let pass = 32 / w;
+        let natural = Interleave {
+            per,
+            pass,
+            h: pass.div_ceil(per),
+            d: 1,
+        };
+        let fits = |o: &Interleave| {
+            o.h <= majors && per.is_multiple_of(pass / o.h) && majors.is_multiple_of(o.h * o.d)
+        };
+        let free = |o: &Interleave| {
+            let mut banks = [0u32; 32];
+            for l in 0..o.pass {
+                let (major, minor) = o.split(l, 0);
+                for e in 0..w {
+                    banks[((at(major, minor) + e) % 32) as usize] += 1;
+                }
+            }
+            banks.iter().all(|&b| b <= 1)
+        };
+        if pass > per * majors || free(&natural) {
+            return natural;
+        }
+        let powers = |max: u32| (0..).map(|e| 1u32 << e).take_while(move |&x| x <= max);
+        powers(pass)
+            .filter(|&h| h >= natural.h)
+            .flat_map(|h| powers(majors).map(move |d| Interleave { per, pass, h, d }))
+            .find(|o| fits(o) && free(o))
+            .unwrap_or(natural)
+    }
+
+    /// Ids per period: shifting an id by it moves its major by `period / per`.
+    fn period(&self) -> u32 {
+        self.h * self.d * self.per
+    }
+
+    /// (major, minor) of job `id`: a lane's id as a value, or a constant (`zero` its 0).
+    /// Divisions by 1 are left out: the optimizer does not fold them yet, and a division the
+    /// backend sees is a long integer division.
+    fn split<X>(&self, id: X, zero: X) -> (X, X)
+    where
+        X: Copy + Add<Output = X> + Mul<u32, Output = X> + Div<u32, Output = X>,
+        X: Rem<u32, Output = X>,
+    {
+        let div = |x: X, c: u32| if c == 1 { x } else { x / c };
+        let rem = |x: X, c: u32| if c == 1 { zero } else { x % c };
+        let mp = self.pass / self.h;
+        let minor_blocks = self.per / mp;
+        let (l, blk) = (rem(id, self.pass), div(id, self.pass));
+        let (b, r) = (
+            div(blk, self.d * minor_blocks),
+            rem(blk, self.d * minor_blocks),
+        );
+        let minor = rem(r, minor_blocks) * mp + rem(l, mp);
+        let major = b * (self.h * self.d) + div(r, minor_blocks) + div(l, mp) * self.d;
+        (major, minor)
+    }
 }
 
 /// Where a global load of a step reads: its index at k0 = 0, the k-offset beyond its `kc` that
@@ -586,6 +779,14 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "bk",
         values: &[32, 16, 8],
     },
+    TuneParam {
+        name: "wn",
+        values: &[64, 128],
+    },
+    TuneParam {
+        name: "stages",
+        values: &[1, 2],
+    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -596,6 +797,8 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
         name: "bk",
         values: &[16, 32, 8],
     },
+    TILE_PARAMS[3],
+    TILE_PARAMS[4],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -603,6 +806,8 @@ fn tiles(p: &[u32]) -> GemmTiles {
         bm: p[0],
         bn: p[1],
         bk: p[2],
+        wn: p[3],
+        stages: p[4],
     }
 }
 
@@ -652,3 +857,79 @@ gemm_spec!(
     F32_TILE_PARAMS,
     "c = a * b, f32 inputs and output, MFMA 32x32x2 f32, 128x128 LDS blocks"
 );
+
+#[cfg(test)]
+mod tests {
+    use super::Interleave;
+
+    /// Banks each lane of the first pass hits, per bank the number of dwords.
+    fn bank_load(o: &Interleave, w: u32, at: impl Fn(u32, u32) -> u32) -> [u32; 32] {
+        let mut banks = [0; 32];
+        for l in 0..o.pass {
+            let (major, minor) = o.split(l, 0);
+            for e in 0..w {
+                banks[((at(major, minor) + e) % 32) as usize] += 1;
+            }
+        }
+        banks
+    }
+
+    /// Every fragment of the block is some job's, once.
+    fn covers_once(o: &Interleave, majors: u32) {
+        let mut seen = vec![false; (majors * o.per) as usize];
+        for id in 0..majors * o.per {
+            let (major, minor) = o.split(id, 0);
+            assert!(
+                major < majors && minor < o.per,
+                "{id} -> ({major}, {minor})"
+            );
+            let i = (major * o.per + minor) as usize;
+            assert!(!seen[i], "({major}, {minor}) twice");
+            seen[i] = true;
+        }
+    }
+
+    /// The order `choose` picks for `majors × per` fragments at `at` is (h, d) = `want`, is
+    /// conflict-free, covers the block once, and the natural order (`natural`) conflicts.
+    fn check(
+        (majors, per): (u32, u32),
+        at: impl Fn(u32, u32) -> u32 + Copy,
+        want: (u32, u32),
+        natural: (u32, u32),
+    ) {
+        let o = Interleave::choose(majors, per, 2, at);
+        assert_eq!((o.h, o.d), want);
+        assert!(bank_load(&o, 2, at).iter().all(|&b| b == 1));
+        covers_once(&o, majors);
+        let (h, d) = natural;
+        let natural = Interleave { h, d, ..o };
+        assert_eq!(bank_load(&natural, 2, at).iter().max(), Some(&2));
+    }
+
+    /// The default f16 blocks (128 rows, steps of 32: rows of 16 dwords at a stride of 18):
+    /// adjacent rows share banks 0 and 1, so the a-stores take rows 8 apart; b's columns,
+    /// two apart (36 dwords), repeat banks after 8 lanes, so half a pass takes the next
+    /// k-fragment. Both orders cover the block once, and the natural ones conflict.
+    #[test]
+    fn the_default_blocks_store_without_bank_conflicts() {
+        check((128, 8), |row, c| row * 18 + c * 2, (2, 8), (2, 1));
+        check((8, 32), |kg, pair| pair * 2 * 18 + kg * 2, (2, 1), (1, 1));
+    }
+
+    /// Steps of 16 (rows of 8 dwords, stride 10) and f32 steps of 16 (one dword per lane,
+    /// stride 18): conflict-free orders exist and cover their blocks once.
+    #[test]
+    fn other_steps_and_types_get_conflict_free_orders() {
+        for (majors, per, w, stride) in [(128, 4, 2, 10), (128, 16, 1, 18), (64, 8, 1, 18)] {
+            let at = move |row: u32, c: u32| row * stride + c * w;
+            let o = Interleave::choose(majors, per, w, at);
+            assert!(
+                bank_load(&o, w, at).iter().all(|&b| b == 1),
+                "{majors}x{per}, w {w}, stride {stride}: h {} d {}",
+                o.h,
+                o.d
+            );
+            covers_once(&o, majors);
+        }
+    }
+}
