@@ -392,22 +392,40 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     };
     // The staged blocks of step k0 into the stage at element offsets (oa, ob) of the LDS
     // blocks, and the unaligned rows and columns behind their uniform branches.
+    // Where the jobs wrap around, two waves store the same fragment. With aligned rows they
+    // store the same values; with unaligned ones each would store its prefetched zeros and then
+    // `unaligned_*`'s values, and one wave's zeros could land after the other's values. So
+    // there the staged stores are skipped when the unaligned path writes the block (a uniform
+    // branch; blocks whose jobs do not wrap, such as the defaults, need none).
+    let a_wraps = kl > 1 && a_jobs * threads > t.bm * per_row;
+    let b_wraps = piece_len > 1 && b_jobs * threads > t.bn / quad * per_row;
+    let guarded = |wraps: bool, packed: Val<'_, bool>, store: &dyn Fn()| {
+        if wraps {
+            k.if_(packed, store);
+        } else {
+            store();
+        }
+    };
     let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>| {
-        for q in 0..a_jobs {
-            let f = st.a[q as usize];
-            k.frag_store(&ta, shifted(a_lds[q as usize], oa), f);
-        }
-        for q in 0..b_jobs {
-            let rows = &st.b[q as usize];
-            for c in 0..quad {
-                let parts: Vec<Val<'_, T>> = rows
-                    .iter()
-                    .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
-                    .collect();
-                let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
-                k.frag_store(&tb, at, k.frag_build(frag, &parts));
+        guarded(a_wraps, a_packed, &|| {
+            for q in 0..a_jobs {
+                let f = st.a[q as usize];
+                k.frag_store(&ta, shifted(a_lds[q as usize], oa), f);
             }
-        }
+        });
+        guarded(b_wraps, b_packed, &|| {
+            for q in 0..b_jobs {
+                let rows = &st.b[q as usize];
+                for c in 0..quad {
+                    let parts: Vec<Val<'_, T>> = rows
+                        .iter()
+                        .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
+                        .collect();
+                    let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
+                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                }
+            }
+        });
         if kl > 1 {
             unaligned_a(k0, oa);
         }
