@@ -16,7 +16,7 @@ use crate::emit::{emit, EmitError};
 use crate::isel::{select, IselError};
 use crate::mir_verify::MirVerifyError;
 use crate::phys::PhysFunction;
-use crate::regalloc::{allocate, RegallocError, RegallocOptions};
+use crate::regalloc::{Allocator, RegallocError, RegallocOptions};
 use crate::waitcnt::{insert_waitcnt, WaitcntStats};
 use crate::Target;
 
@@ -235,6 +235,9 @@ pub struct Selected {
     /// Schedules already made, by VGPR bound (`None`: the latency schedule every level tries
     /// first), with their VGPR pressure.
     schedules: ScheduleCache,
+    /// The budget-independent part of allocating each schedule (preparation, webs, regalloc2
+    /// runs by register count), shared by the budgets that allocate it.
+    allocators: AllocatorCache,
 }
 
 impl Clone for Selected {
@@ -245,6 +248,7 @@ impl Clone for Selected {
             timings: self.timings,
             allocations: AllocationCache::default(),
             schedules: ScheduleCache::default(),
+            allocators: AllocatorCache::default(),
         }
     }
 }
@@ -258,6 +262,7 @@ impl Selected {
             timings: StageTimings::default(),
             allocations: AllocationCache::default(),
             schedules: ScheduleCache::default(),
+            allocators: AllocatorCache::default(),
         }
     }
 }
@@ -267,6 +272,14 @@ type ScheduleCache = std::sync::Mutex<
     std::collections::HashMap<
         (Option<u32>, bool),
         std::sync::Arc<(crate::mir::MachineFunction, u32)>,
+    >,
+>;
+
+/// Allocators by (schedule bound, checked, SGPR budget).
+type AllocatorCache = std::sync::Mutex<
+    std::collections::HashMap<
+        (Option<u32>, bool, Option<u32>),
+        std::sync::Arc<Result<Allocator, RegallocError>>,
     >,
 >;
 
@@ -324,6 +337,7 @@ fn front(
         timings: *t,
         allocations: AllocationCache::default(),
         schedules: ScheduleCache::default(),
+        allocators: AllocatorCache::default(),
     })
 }
 
@@ -431,15 +445,37 @@ fn scheduled_cached(
     Ok(s)
 }
 
-/// Allocates `mf` and runs the post-allocation peepholes (timed with the allocation whose
-/// moves they remove).
+/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, with the post-allocation
+/// peepholes (timed with the allocation whose moves they remove). The schedule's
+/// [`Allocator`] is made once for all the budgets compiled from `sel`.
 fn allocated(
-    mf: &crate::mir::MachineFunction,
+    sel: &Selected,
+    bound: Option<u32>,
     ra: &RegallocOptions,
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
+    let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
+    let key = (bound, ra.run_checker, ra.sgpr_budget);
+    let cached = sel
+        .allocators
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&key).cloned());
+    let a = match cached {
+        Some(a) => a,
+        None => {
+            let a = std::sync::Arc::new(timed(&mut t.regalloc, || {
+                Allocator::new(&s.0, ra.sgpr_budget, ra.run_checker)
+            }));
+            if let Ok(mut c) = sel.allocators.lock() {
+                c.insert(key, a.clone());
+            }
+            a
+        }
+    };
+    let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
     Ok(timed(&mut t.regalloc, || {
-        allocate(mf, ra).map(|mut p| {
+        a.allocate(ra.vgpr_budget).map(|mut p| {
             crate::peephole::run_peepholes(&mut p);
             p
         })
@@ -535,12 +571,11 @@ fn allocate_in_budget(
         .collect();
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
     for (i, &bound) in bounds.iter().enumerate() {
-        let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
-        let (s, pressure) = (&s.0, s.1);
+        let pressure = scheduled_cached(sel, bound, ra.run_checker, t)?.1;
         if pressure > b && i + 1 < bounds.len() {
             continue;
         }
-        let q = allocated(s, &ra, t);
+        let q = allocated(sel, bound, &ra, t);
         let done = q.as_ref().is_ok_and(in_registers);
         let better = match (&best, &q) {
             (None, _) | (Some(Err(_)), Ok(_)) => true,
@@ -570,7 +605,7 @@ fn back(
         run_checker: opts.check,
     };
     let mut phys = match vgpr_budget {
-        None => allocated(&scheduled_cached(sel, None, opts.check, t)?.0, &ra, t)?,
+        None => allocated(sel, None, &ra, t)?,
         Some(b) => allocate_monotonic(sel, b, &ra, t)?,
     };
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
