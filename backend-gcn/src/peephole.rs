@@ -14,7 +14,7 @@
 
 use cranelift_entity::EntityRef;
 
-use crate::isa::{Encoding, Inst, Modifiers, Opcode, Operand, SpecialReg};
+use crate::isa::{name_facts, Encoding, Inst, Modifiers, Opcode, Operand, SpecialReg};
 use crate::mir::MBlock;
 use crate::phys::{PhysFunction, PhysTerminator};
 
@@ -93,9 +93,8 @@ fn touches(i: &Inst, v: u16, want_write: bool) -> bool {
 
 /// Whether `i` may change EXEC.
 fn changes_exec(i: &Inst) -> bool {
-    let name = i.op.name();
-    name.contains("exec")
-        || name.starts_with("v_cmpx")
+    i.op.name_has(name_facts::EXEC)
+        || i.op.name().starts_with("v_cmpx")
         || i.operands.iter().any(|o| {
             matches!(
                 o,
