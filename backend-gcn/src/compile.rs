@@ -238,7 +238,14 @@ pub struct Selected {
     /// The budget-independent part of allocating each schedule (preparation, webs, regalloc2
     /// runs by register count), shared by the budgets that allocate it.
     allocators: AllocatorCache,
+    /// Kernels finished from each distinct allocation: budgets whose allocations are equal
+    /// (every level a kernel fits without a budget, say) get the same waits, wait states and
+    /// code, so those stages run once per allocation.
+    finished: FinishedCache,
 }
+
+/// Finished kernels by the allocation (before waits and hazards) they were made from.
+type FinishedCache = std::sync::Mutex<Vec<(PhysFunction, CompiledKernel)>>;
 
 impl Clone for Selected {
     fn clone(&self) -> Selected {
@@ -249,6 +256,7 @@ impl Clone for Selected {
             allocations: AllocationCache::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
+            finished: FinishedCache::default(),
         }
     }
 }
@@ -263,6 +271,7 @@ impl Selected {
             allocations: AllocationCache::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
+            finished: FinishedCache::default(),
         }
     }
 }
@@ -275,10 +284,10 @@ type ScheduleCache = std::sync::Mutex<
     >,
 >;
 
-/// Allocators by (schedule bound, checked, SGPR budget).
+/// Allocators by (schedule bound, checked).
 type AllocatorCache = std::sync::Mutex<
     std::collections::HashMap<
-        (Option<u32>, bool, Option<u32>),
+        (Option<u32>, bool),
         std::sync::Arc<Result<Allocator, RegallocError>>,
     >,
 >;
@@ -338,6 +347,7 @@ fn front(
         allocations: AllocationCache::default(),
         schedules: ScheduleCache::default(),
         allocators: AllocatorCache::default(),
+        finished: FinishedCache::default(),
     })
 }
 
@@ -455,7 +465,7 @@ fn allocated(
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
     let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
-    let key = (bound, ra.run_checker, ra.sgpr_budget);
+    let key = (bound, ra.run_checker);
     let cached = sel
         .allocators
         .lock()
@@ -465,7 +475,7 @@ fn allocated(
         Some(a) => a,
         None => {
             let a = std::sync::Arc::new(timed(&mut t.regalloc, || {
-                Allocator::new(&s.0, ra.sgpr_budget, ra.run_checker)
+                Allocator::new(&s.0, ra.run_checker)
             }));
             if let Ok(mut c) = sel.allocators.lock() {
                 c.insert(key, a.clone());
@@ -475,7 +485,7 @@ fn allocated(
     };
     let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
     Ok(timed(&mut t.regalloc, || {
-        a.allocate(ra.vgpr_budget).map(|mut p| {
+        a.allocate(ra.vgpr_budget, ra.sgpr_budget).map(|mut p| {
             crate::peephole::run_peepholes(&mut p);
             p
         })
@@ -592,11 +602,12 @@ fn allocate_in_budget(
     best.expect("the last schedule is always allocated")
 }
 
-fn back(
+/// The allocation `opts`' budgets get from `sel` (with the post-allocation peepholes).
+fn back_allocated(
     sel: &Selected,
     opts: &CompileOptions,
     t: &mut StageTimings,
-) -> Result<ToPhys, CompileError> {
+) -> Result<PhysFunction, CompileError> {
     let target = sel.target;
     let (vgpr_budget, occ_sgprs) = check_budgets(target, opts)?;
     let ra = RegallocOptions {
@@ -604,19 +615,31 @@ fn back(
         sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
-    let mut phys = match vgpr_budget {
-        None => allocated(sel, None, &ra, t)?,
-        Some(b) => allocate_monotonic(sel, b, &ra, t)?,
-    };
+    match vgpr_budget {
+        None => allocated(sel, None, &ra, t),
+        Some(b) => allocate_monotonic(sel, b, &ra, t),
+    }
+}
+
+/// Waits and wait states on an allocated function.
+fn late(mut phys: PhysFunction, t: &mut StageTimings) -> ToPhys {
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {
         crate::hazards::insert_wait_states(&mut phys)
     });
-    Ok(ToPhys {
+    ToPhys {
         phys,
         waitcnt,
         wait_states,
-    })
+    }
+}
+
+fn back(
+    sel: &Selected,
+    opts: &CompileOptions,
+    t: &mut StageTimings,
+) -> Result<ToPhys, CompileError> {
+    Ok(late(back_allocated(sel, opts, t)?, t))
 }
 
 /// Runs the pipeline up to and including hazard wait states: the [`PhysFunction`] that
@@ -639,7 +662,9 @@ pub fn compile(
     let start = Instant::now();
     let mut t = StageTimings::default();
     let p = to_phys(func, target, opts, &mut t)?;
-    finish(p, target, opts, t, start)
+    let k = finish(p, target, t, start)?;
+    check_occupancy(&k, opts)?;
+    Ok(k)
 }
 
 /// Compiles a kernel [`select_kernel`] prepared, under `opts`' budgets (its `optimize`
@@ -652,29 +677,48 @@ pub fn compile_selected(
         .checked_sub(sel.timings.total)
         .unwrap_or_else(Instant::now);
     let mut t = sel.timings;
-    let p = back(sel, opts, &mut t)?;
-    finish(p, sel.target, opts, t, start)
+    let phys = back_allocated(sel, opts, &mut t)?;
+    let same = sel
+        .finished
+        .lock()
+        .ok()
+        .and_then(|c| c.iter().find(|(p, _)| *p == phys).map(|(_, k)| k.clone()));
+    if let Some(mut k) = same {
+        t.total = start.elapsed();
+        k.timings = t;
+        check_occupancy(&k, opts)?;
+        return Ok(k);
+    }
+    let k = finish(late(phys.clone(), &mut t), sel.target, t, start)?;
+    if let Ok(mut c) = sel.finished.lock() {
+        c.push((phys, k.clone()));
+    }
+    check_occupancy(&k, opts)?;
+    Ok(k)
 }
 
+/// The error of a kernel that does not reach the occupancy `opts` asks for.
+fn check_occupancy(k: &CompiledKernel, opts: &CompileOptions) -> Result<(), CompileError> {
+    match opts.occupancy {
+        Some(w) if k.header.occupancy < w => Err(CompileError::OccupancyUnreachable {
+            occupancy: w,
+            target: k.target,
+            reached: k.header.occupancy,
+            limited_by: k.header.occupancy_limit.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Emits `p`: the kernel (its occupancy is not checked against `opts`: [`check_occupancy`]).
 fn finish(
     p: ToPhys,
     target: Target,
-    opts: &CompileOptions,
     mut t: StageTimings,
     start: Instant,
 ) -> Result<CompiledKernel, CompileError> {
     let e = timed(&mut t.emit, || emit(&p.phys))?;
     t.total = start.elapsed();
-    if let Some(w) = opts.occupancy {
-        if e.header.occupancy < w {
-            return Err(CompileError::OccupancyUnreachable {
-                occupancy: w,
-                target,
-                reached: e.header.occupancy,
-                limited_by: e.header.occupancy_limit.to_string(),
-            });
-        }
-    }
     Ok(CompiledKernel {
         name: e.header.name.clone(),
         target,

@@ -211,7 +211,7 @@ pub fn allocate(
     mf: &MachineFunction,
     opts: &RegallocOptions,
 ) -> Result<PhysFunction, RegallocError> {
-    Allocator::new(mf, opts.sgpr_budget, opts.run_checker)?.allocate(opts.vgpr_budget)
+    Allocator::new(mf, opts.run_checker)?.allocate(opts.vgpr_budget, opts.sgpr_budget)
 }
 
 /// regalloc2's outcome for one count of `Float`/`Vector` registers.
@@ -231,15 +231,13 @@ pub struct Allocator {
     vweb_size: u32,
     probe: SgprLayout,
     probe_scratch: bool,
-    sgpr_budget: Option<u32>,
     run_checker: bool,
-    n_int: u32,
     /// Registers regalloc2 starts the search with (`Float`, `Vector`).
     start: (u32, u32),
     /// Fewest VGPRs a spill-free allocation needs (the pressure).
     lower: u32,
     func: ra2::RaFunc,
-    runs: std::sync::Mutex<std::collections::HashMap<(u32, u32), RaRun>>,
+    runs: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), RaRun>>,
 }
 
 impl std::fmt::Debug for Allocator {
@@ -252,13 +250,9 @@ impl std::fmt::Debug for Allocator {
 }
 
 impl Allocator {
-    /// Prepares `mf` for allocation under any VGPR budget, with `sgpr_budget` (SGPRs are
-    /// never spilled, so it is fixed here) and regalloc2's checker with `run_checker`.
-    pub fn new(
-        mf: &MachineFunction,
-        sgpr_budget: Option<u32>,
-        run_checker: bool,
-    ) -> Result<Allocator, RegallocError> {
+    /// Prepares `mf` for allocation under any budgets, with regalloc2's checker when
+    /// `run_checker`.
+    pub fn new(mf: &MachineFunction, run_checker: bool) -> Result<Allocator, RegallocError> {
         prep::validate(mf)?;
         let target = mf.abi.target;
         let p = prep::prepare(mf);
@@ -307,14 +301,11 @@ impl Allocator {
             n_temps,
         };
 
-        // SGPR singles: what the tuples leave, in the worst (scratch) layout.
+        // The SGPR layout of the tuples in the worst (scratch) case: what singles get.
         let (probe, probe_scratch) = match sgpr_layout(&p, &mut w, kernarg_vreg, first_try) {
             Ok(l) => (l, first_try),
             Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
         };
-        let sgpr_limit = sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
-        let sgpr_free = (sgpr_limit as u32).saturating_sub(probe.taken.len() + 2);
-        let n_int = 63.min(sgpr_free).max(3);
         let func = ra2::build(&p);
         let start = (
             pres_f.max(min_f),
@@ -335,9 +326,7 @@ impl Allocator {
             vweb_size,
             probe,
             probe_scratch,
-            sgpr_budget,
             run_checker,
-            n_int,
             start,
             lower,
             func,
@@ -353,13 +342,13 @@ impl Allocator {
         }
     }
 
-    /// regalloc2 with `n_f`/`n_v` registers, run once per count for all budgets.
-    fn run(&self, n_f: u32, n_v: u32) -> RaRun {
-        let key = (n_f, n_v);
+    /// regalloc2 with `n_int`/`n_f`/`n_v` registers, run once per count for all budgets.
+    fn run(&self, n_int: u32, n_f: u32, n_v: u32) -> RaRun {
+        let key = (n_int, n_f, n_v);
         if let Some(r) = self.runs.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return r;
         }
-        let env = machine_env(self.n_int as usize, n_f as usize, n_v as usize);
+        let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
         let mut ctx = CtxGuard::take();
         let r = ra::run_with_ctx(&self.func, &env, &self.ra_opts(), ctx.ctx()).map(|_| ());
         let r = std::sync::Arc::new(r.map(|()| std::mem::take(&mut ctx.ctx().output)));
@@ -369,9 +358,18 @@ impl Allocator {
         r
     }
 
-    /// Allocates under `vgpr_budget` (`None`: the whole register file).
-    pub fn allocate(&self, vgpr_budget: Option<u32>) -> Result<PhysFunction, RegallocError> {
+    /// Allocates under `vgpr_budget` (`None`: the whole register file) and `sgpr_budget`
+    /// (SGPRs are never spilled: more is an error).
+    pub fn allocate(
+        &self,
+        vgpr_budget: Option<u32>,
+        sgpr_budget: Option<u32>,
+    ) -> Result<PhysFunction, RegallocError> {
         let target = self.shape.target;
+        // SGPR singles get what the tuples leave in the probe layout.
+        let sgpr_limit = sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
+        let sgpr_free = (sgpr_limit as u32).saturating_sub(self.probe.taken.len() + 2);
+        let n_int = 63.min(sgpr_free).max(3);
         let file = target.register_file_per_lane();
         let budget = vgpr_budget.unwrap_or(file).min(file);
         let shape = &self.shape;
@@ -387,7 +385,7 @@ impl Allocator {
         let mut found = None;
         // When even the pressure exceeds the budget, the unbudgeted search is skipped.
         if shape.registers(self.lower) <= budget {
-            let (n_f, n_v, spilled, run) = search(self, self.start, &unbounded)?;
+            let (n_f, n_v, spilled, run) = search(self, n_int, self.start, &unbounded)?;
             if let Ok(out) = run.as_ref() {
                 let top =
                     u32::from(VgprLayout::new(&used_pregs(func, out).0, abi_n, vweb_size).top);
@@ -400,7 +398,7 @@ impl Allocator {
             Some(x) => x,
             None => {
                 let caps = shape.caps(budget)?;
-                let (n_f, n_v, _, run) = search(self, self.start, &caps)?;
+                let (n_f, n_v, _, run) = search(self, n_int, self.start, &caps)?;
                 (n_f, n_v, run)
             }
         };
@@ -409,7 +407,6 @@ impl Allocator {
             Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
         };
         let p = &self.p;
-        let n_int = self.n_int;
         let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
         if self.run_checker {
             let mut checker = ra::checker::Checker::new(func, &env);
@@ -598,7 +595,7 @@ impl Allocator {
             taken.insert(r + 1);
             ctx.exec_save = Some(r);
         }
-        if let Some(limit) = self.sgpr_budget {
+        if let Some(limit) = sgpr_budget {
             if taken.end() > limit {
                 return Err(RegallocError::OutOfRegisters {
                     file: "SGPR",
@@ -821,12 +818,13 @@ impl Shape {
 /// Returns the counts of the last try, whether it spilled a VGPR value, and its output.
 fn search(
     a: &Allocator,
+    n_int: u32,
     start: (u32, u32),
     caps: &Caps,
 ) -> Result<(u32, u32, bool, RaRun), RegallocError> {
     let (mut n_f, mut n_v) = (start.0.min(caps.n_f), start.1.min(caps.n_v));
     loop {
-        let run = a.run(n_f, n_v);
+        let run = a.run(n_int, n_f, n_v);
         let can_grow = n_f < caps.n_f || n_v < caps.n_v;
         let (spill_f, spill_v) = match run.as_ref() {
             // Values live through an instruction plus its operands can exceed the pressure
