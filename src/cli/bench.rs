@@ -86,6 +86,34 @@ fn columns(s: &Sample) -> [Duration; 9] {
     ]
 }
 
+/// The headings of [`columns`] after `total`, with their widths.
+const STAGE_COLUMNS: [(&str, usize); 8] = [
+    ("build", 6),
+    ("opt", 6),
+    ("isel", 6),
+    ("sched", 6),
+    ("regalloc", 8),
+    ("waitcnt", 7),
+    ("hazards", 7),
+    ("emit", 6),
+];
+
+/// The stage headings, each right-aligned in its width after a space.
+fn stage_header() -> String {
+    STAGE_COLUMNS
+        .iter()
+        .map(|(h, w)| format!(" {h:>w$}"))
+        .collect()
+}
+
+/// The stage columns of `s` (after `total`) in milliseconds, aligned as [`stage_header`].
+fn stage_row(v: &[f64]) -> String {
+    v.iter()
+        .zip(STAGE_COLUMNS)
+        .map(|(x, (_, w))| format!(" {x:>w$.3}"))
+        .collect()
+}
+
 /// `--cold-child`: one compile of one kernel in this (fresh) process, its columns printed in
 /// microseconds on one line.
 fn cold_child(args: &BenchArgs, opts: &CompileOptions) -> Result<()> {
@@ -108,19 +136,7 @@ fn fresh_table(args: &BenchArgs, names: &[String], n: usize) -> Result<()> {
         "\nfirst compile in a fresh process on {} (ms; median of {n} processes per kernel)",
         args.target
     );
-    println!(
-        "{:<22} {:>7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6}",
-        "kernel",
-        "total",
-        "build",
-        "opt",
-        "isel",
-        "sched",
-        "regalloc",
-        "waitcnt",
-        "hazards",
-        "emit"
-    );
+    println!("{:<22} {:>7}{}", "kernel", "total", stage_header());
     for name in names {
         let mut cols: Vec<Vec<Duration>> = vec![Vec::with_capacity(n); 9];
         for _ in 0..n {
@@ -156,10 +172,7 @@ fn fresh_table(args: &BenchArgs, names: &[String], n: usize) -> Result<()> {
             }
         }
         let m: Vec<f64> = cols.into_iter().map(|c| ms(median(c))).collect();
-        println!(
-            "{:<22} {:>7.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.3} {:>7.3} {:>7.3} {:>6.3}",
-            name, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8]
-        );
+        println!("{:<22} {:>7.3}{}", name, m[0], stage_row(&m[1..]));
     }
     Ok(())
 }
@@ -191,18 +204,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         args.target, args.runs
     );
     println!(
-        "{:<22} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>6}",
+        "{:<22} {:>7} {:>7}{} {:>6}",
         "kernel",
         "cold",
         "total",
-        "build",
-        "opt",
-        "isel",
-        "sched",
-        "regalloc",
-        "waitcnt",
-        "hazards",
-        "emit",
+        stage_header(),
         "insts"
     );
     for name in &names {
@@ -213,20 +219,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         for _ in 0..args.runs {
             samples.push(once()?.0);
         }
-        let col = |f: &dyn Fn(&Sample) -> Duration| ms(median(samples.iter().map(f).collect()));
+        let med: Vec<f64> = (0..9)
+            .map(|i| ms(median(samples.iter().map(|s| columns(s)[i]).collect())))
+            .collect();
         println!(
-            "{:<22} {:>7.3} {:>7.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.3} {:>7.3} {:>7.3} {:>6.3} {:>6}",
+            "{:<22} {:>7.3} {:>7.3}{} {:>6}",
             spec.name,
             ms(cold.total),
-            col(&|s| s.total),
-            col(&|s| s.build),
-            col(&|s| s.stages.optimize),
-            col(&|s| s.stages.isel),
-            col(&|s| s.stages.schedule),
-            col(&|s| s.stages.regalloc),
-            col(&|s| s.stages.waitcnt),
-            col(&|s| s.stages.hazards),
-            col(&|s| s.stages.emit),
+            med[0],
+            stage_row(&med[1..]),
             insts
         );
     }
