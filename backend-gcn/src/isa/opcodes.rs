@@ -498,7 +498,7 @@ impl Opcode {
     }
 
     /// Whether the mnemonic has each of `facts` ([`name_facts`] bits).
-    pub fn name_has(self, facts: u8) -> bool {
+    pub fn name_has(self, facts: u16) -> bool {
         NAME_FACTS[self as usize] & facts == facts
     }
 }
@@ -507,19 +507,27 @@ impl Opcode {
 /// from the table at compile time, so passes that ask per instruction compare no strings.
 pub mod name_facts {
     /// Names EXEC (`s_and_saveexec_b64`, `s_mov_b64_exec`...): may change EXEC.
-    pub const EXEC: u8 = 1 << 0;
+    pub const EXEC: u16 = 1 << 0;
     /// An atomic memory operation (`_atomic_`).
-    pub const ATOMIC: u8 = 1 << 1;
+    pub const ATOMIC: u16 = 1 << 1;
     /// Indexes registers through M0 (`movrel`).
-    pub const MOVREL: u8 = 1 << 2;
+    pub const MOVREL: u16 = 1 << 2;
     /// Parameter interpolation (`interp`).
-    pub const INTERP: u8 = 1 << 3;
+    pub const INTERP: u16 = 1 << 3;
     /// Reads a carry-in (`addc`, `subb`, `_co_ci`).
-    pub const CARRY_IN: u8 = 1 << 4;
+    pub const CARRY_IN: u16 = 1 << 4;
+    /// Names a load (`_load`: `buffer_load_dword`, `s_load_dwordx4`, `global_load_...`).
+    pub const LOAD: u16 = 1 << 5;
+    /// Any atomic, returning or not (`_atomic`).
+    pub const ANY_ATOMIC: u16 = 1 << 6;
+    /// A cross-lane LDS permute (`permute`).
+    pub const PERMUTE: u16 = 1 << 7;
+    /// Slow VALU arithmetic for the scheduler's latency (`f64`, `rcp`, `sqrt`).
+    pub const SLOW_VALU: u16 = 1 << 8;
 }
 
 /// The substrings that set each [`name_facts`] bit.
-const NAME_PATTERNS: [(&str, u8); 7] = [
+const NAME_PATTERNS: [(&str, u16); 13] = [
     ("exec", name_facts::EXEC),
     ("_atomic_", name_facts::ATOMIC),
     ("movrel", name_facts::MOVREL),
@@ -527,6 +535,12 @@ const NAME_PATTERNS: [(&str, u8); 7] = [
     ("addc", name_facts::CARRY_IN),
     ("subb", name_facts::CARRY_IN),
     ("_co_ci", name_facts::CARRY_IN),
+    ("_load", name_facts::LOAD),
+    ("_atomic", name_facts::ANY_ATOMIC),
+    ("permute", name_facts::PERMUTE),
+    ("f64", name_facts::SLOW_VALU),
+    ("rcp", name_facts::SLOW_VALU),
+    ("sqrt", name_facts::SLOW_VALU),
 ];
 
 /// Whether `needle` occurs in `hay` (usable in the compile-time tables below).
@@ -561,8 +575,8 @@ const fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// [`name_facts`] of every opcode (of its gfx900 spelling).
-static NAME_FACTS: [u8; OPCODE_COUNT] = {
-    let mut facts = [0u8; OPCODE_COUNT];
+static NAME_FACTS: [u16; OPCODE_COUNT] = {
+    let mut facts = [0u16; OPCODE_COUNT];
     let mut i = 0;
     while i < OPCODE_COUNT {
         let name = TABLE[i].name.as_bytes();
@@ -763,7 +777,7 @@ mod tests {
                     .iter()
                     .any(|&(p, b)| b == bit && n.contains(p))
             };
-            for bit in [1u8, 2, 4, 8, 16] {
+            for bit in (0..9).map(|k| 1u16 << k) {
                 assert_eq!(op.name_has(bit), any(bit), "{n} {bit}");
             }
         }
