@@ -239,7 +239,7 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
         }
     }
     let mut gone: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
-    for b in 0..f.blocks.len() {
+    for (b, gone) in gone.iter_mut().enumerate() {
         let mut k = 0;
         while k < f.blocks[b].insts.len() {
             let at = match plain_move(&f.blocks[b].insts[k]) {
@@ -259,7 +259,7 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
                     }
                 }
                 f.blocks[b].insts[k] = Inst::new(Opcode::SNop, &[]);
-                gone[b].push(k);
+                gone.push(k);
             }
             k += 1;
         }

@@ -417,7 +417,7 @@ impl Allocator {
         }
 
         // Which PRegs and slots were used.
-        let (used, slot_class) = used_pregs(&func, out);
+        let (used, slot_class) = used_pregs(func, out);
 
         // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
         let VgprLayout {
@@ -435,7 +435,7 @@ impl Allocator {
         }
         // Slots.
         // Slots never live together share a location: locations are per color.
-        let color_of = slots::color(&func, out, &slot_class);
+        let color_of = slots::color(func, out, &slot_class);
         let color_class: BTreeMap<usize, ra::RegClass> =
             slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
         // Indexed by color (colors are numbered below the number of slots).
@@ -527,7 +527,7 @@ impl Allocator {
         // Singles share SGPRs with tuple webs and with each other where their live intervals
         // do not overlap (first fit, in order of first position).
         let single_regs = place_singles(
-            &func,
+            func,
             out,
             w,
             used[ra::RegClass::Int as usize],
