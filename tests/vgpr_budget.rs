@@ -342,3 +342,49 @@ fn hash_rounds_fits_higher_occupancy_without_scratch() {
         kjit_kernels::check(&c, &out.args, &want, spec.tolerance).expect("correct");
     }
 }
+
+/// What a tuner does — every occupancy level compiled from one selected kernel, which shares
+/// schedules, regalloc2 runs, allocations and finished code between the levels — gives each
+/// level exactly the code (or the error) of a compile of that level alone, in either order.
+#[test]
+fn a_sweep_from_one_selected_kernel_compiles_each_level_as_alone() {
+    use kjit_backend_gcn::compile::{compile_selected, select_kernel};
+    let mut failures = Vec::new();
+    for spec in kjit_kernels::all() {
+        let func = (spec.build)().expect("builds");
+        for t in ALL_TARGETS {
+            let levels: Vec<u32> = (1..=t.max_waves_per_simd()).collect();
+            let alone: Vec<_> = levels
+                .iter()
+                .map(|&w| {
+                    let o = CompileOptions {
+                        occupancy: Some(w),
+                        ..Default::default()
+                    };
+                    compile(&func, t, &o).map(|k| (k.code_object, k.asm))
+                })
+                .collect();
+            let sel = select_kernel(&func, t, &CompileOptions::default()).expect("selects");
+            let ascending: Vec<usize> = (0..levels.len()).collect();
+            let descending: Vec<usize> = (0..levels.len()).rev().collect();
+            for order in [ascending, descending] {
+                let fresh = sel.clone();
+                for i in order {
+                    let o = CompileOptions {
+                        occupancy: Some(levels[i]),
+                        ..Default::default()
+                    };
+                    let swept = compile_selected(&fresh, &o).map(|k| (k.code_object, k.asm));
+                    if swept != alone[i] {
+                        failures.push(format!("{} {t} occupancy {}", spec.name, levels[i]));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "differ from a compile alone:\n{}",
+        failures.join("\n")
+    );
+}

@@ -16,7 +16,7 @@ use crate::emit::{emit, EmitError};
 use crate::isel::{select, IselError};
 use crate::mir_verify::MirVerifyError;
 use crate::phys::PhysFunction;
-use crate::regalloc::{allocate, RegallocError, RegallocOptions};
+use crate::regalloc::{Allocator, RegallocError, RegallocOptions};
 use crate::waitcnt::{insert_waitcnt, WaitcntStats};
 use crate::Target;
 
@@ -235,7 +235,17 @@ pub struct Selected {
     /// Schedules already made, by VGPR bound (`None`: the latency schedule every level tries
     /// first), with their VGPR pressure.
     schedules: ScheduleCache,
+    /// The budget-independent part of allocating each schedule (preparation, webs, regalloc2
+    /// runs by register count), shared by the budgets that allocate it.
+    allocators: AllocatorCache,
+    /// Kernels finished from each distinct allocation: budgets whose allocations are equal
+    /// (every level a kernel fits without a budget, say) get the same waits, wait states and
+    /// code, so those stages run once per allocation.
+    finished: FinishedCache,
 }
+
+/// Finished kernels by the allocation (before waits and hazards) they were made from.
+type FinishedCache = std::sync::Mutex<Vec<(PhysFunction, CompiledKernel)>>;
 
 impl Clone for Selected {
     fn clone(&self) -> Selected {
@@ -245,6 +255,8 @@ impl Clone for Selected {
             timings: self.timings,
             allocations: AllocationCache::default(),
             schedules: ScheduleCache::default(),
+            allocators: AllocatorCache::default(),
+            finished: FinishedCache::default(),
         }
     }
 }
@@ -258,6 +270,8 @@ impl Selected {
             timings: StageTimings::default(),
             allocations: AllocationCache::default(),
             schedules: ScheduleCache::default(),
+            allocators: AllocatorCache::default(),
+            finished: FinishedCache::default(),
         }
     }
 }
@@ -267,6 +281,14 @@ type ScheduleCache = std::sync::Mutex<
     std::collections::HashMap<
         (Option<u32>, bool),
         std::sync::Arc<(crate::mir::MachineFunction, u32)>,
+    >,
+>;
+
+/// Allocators by (schedule bound, checked).
+type AllocatorCache = std::sync::Mutex<
+    std::collections::HashMap<
+        (Option<u32>, bool),
+        std::sync::Arc<Result<Allocator, RegallocError>>,
     >,
 >;
 
@@ -324,6 +346,8 @@ fn front(
         timings: *t,
         allocations: AllocationCache::default(),
         schedules: ScheduleCache::default(),
+        allocators: AllocatorCache::default(),
+        finished: FinishedCache::default(),
     })
 }
 
@@ -431,15 +455,37 @@ fn scheduled_cached(
     Ok(s)
 }
 
-/// Allocates `mf` and runs the post-allocation peepholes (timed with the allocation whose
-/// moves they remove).
+/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, with the post-allocation
+/// peepholes (timed with the allocation whose moves they remove). The schedule's
+/// [`Allocator`] is made once for all the budgets compiled from `sel`.
 fn allocated(
-    mf: &crate::mir::MachineFunction,
+    sel: &Selected,
+    bound: Option<u32>,
     ra: &RegallocOptions,
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
+    let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
+    let key = (bound, ra.run_checker);
+    let cached = sel
+        .allocators
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&key).cloned());
+    let a = match cached {
+        Some(a) => a,
+        None => {
+            let a = std::sync::Arc::new(timed(&mut t.regalloc, || {
+                Allocator::new(&s.0, ra.run_checker)
+            }));
+            if let Ok(mut c) = sel.allocators.lock() {
+                c.insert(key, a.clone());
+            }
+            a
+        }
+    };
+    let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
     Ok(timed(&mut t.regalloc, || {
-        allocate(mf, ra).map(|mut p| {
+        a.allocate(ra.vgpr_budget, ra.sgpr_budget).map(|mut p| {
             crate::peephole::run_peepholes(&mut p);
             p
         })
@@ -535,12 +581,11 @@ fn allocate_in_budget(
         .collect();
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
     for (i, &bound) in bounds.iter().enumerate() {
-        let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
-        let (s, pressure) = (&s.0, s.1);
+        let pressure = scheduled_cached(sel, bound, ra.run_checker, t)?.1;
         if pressure > b && i + 1 < bounds.len() {
             continue;
         }
-        let q = allocated(s, &ra, t);
+        let q = allocated(sel, bound, &ra, t);
         let done = q.as_ref().is_ok_and(in_registers);
         let better = match (&best, &q) {
             (None, _) | (Some(Err(_)), Ok(_)) => true,
@@ -557,11 +602,12 @@ fn allocate_in_budget(
     best.expect("the last schedule is always allocated")
 }
 
-fn back(
+/// The allocation `opts`' budgets get from `sel` (with the post-allocation peepholes).
+fn back_allocated(
     sel: &Selected,
     opts: &CompileOptions,
     t: &mut StageTimings,
-) -> Result<ToPhys, CompileError> {
+) -> Result<PhysFunction, CompileError> {
     let target = sel.target;
     let (vgpr_budget, occ_sgprs) = check_budgets(target, opts)?;
     let ra = RegallocOptions {
@@ -569,19 +615,31 @@ fn back(
         sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
-    let mut phys = match vgpr_budget {
-        None => allocated(&scheduled_cached(sel, None, opts.check, t)?.0, &ra, t)?,
-        Some(b) => allocate_monotonic(sel, b, &ra, t)?,
-    };
+    match vgpr_budget {
+        None => allocated(sel, None, &ra, t),
+        Some(b) => allocate_monotonic(sel, b, &ra, t),
+    }
+}
+
+/// Waits and wait states on an allocated function.
+fn late(mut phys: PhysFunction, t: &mut StageTimings) -> ToPhys {
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
     let wait_states = timed(&mut t.hazards, || {
         crate::hazards::insert_wait_states(&mut phys)
     });
-    Ok(ToPhys {
+    ToPhys {
         phys,
         waitcnt,
         wait_states,
-    })
+    }
+}
+
+fn back(
+    sel: &Selected,
+    opts: &CompileOptions,
+    t: &mut StageTimings,
+) -> Result<ToPhys, CompileError> {
+    Ok(late(back_allocated(sel, opts, t)?, t))
 }
 
 /// Runs the pipeline up to and including hazard wait states: the [`PhysFunction`] that
@@ -604,7 +662,9 @@ pub fn compile(
     let start = Instant::now();
     let mut t = StageTimings::default();
     let p = to_phys(func, target, opts, &mut t)?;
-    finish(p, target, opts, t, start)
+    let k = finish(p, target, t, start)?;
+    check_occupancy(&k, opts)?;
+    Ok(k)
 }
 
 /// Compiles a kernel [`select_kernel`] prepared, under `opts`' budgets (its `optimize`
@@ -617,29 +677,48 @@ pub fn compile_selected(
         .checked_sub(sel.timings.total)
         .unwrap_or_else(Instant::now);
     let mut t = sel.timings;
-    let p = back(sel, opts, &mut t)?;
-    finish(p, sel.target, opts, t, start)
+    let phys = back_allocated(sel, opts, &mut t)?;
+    let same = sel
+        .finished
+        .lock()
+        .ok()
+        .and_then(|c| c.iter().find(|(p, _)| *p == phys).map(|(_, k)| k.clone()));
+    if let Some(mut k) = same {
+        t.total = start.elapsed();
+        k.timings = t;
+        check_occupancy(&k, opts)?;
+        return Ok(k);
+    }
+    let k = finish(late(phys.clone(), &mut t), sel.target, t, start)?;
+    if let Ok(mut c) = sel.finished.lock() {
+        c.push((phys, k.clone()));
+    }
+    check_occupancy(&k, opts)?;
+    Ok(k)
 }
 
+/// The error of a kernel that does not reach the occupancy `opts` asks for.
+fn check_occupancy(k: &CompiledKernel, opts: &CompileOptions) -> Result<(), CompileError> {
+    match opts.occupancy {
+        Some(w) if k.header.occupancy < w => Err(CompileError::OccupancyUnreachable {
+            occupancy: w,
+            target: k.target,
+            reached: k.header.occupancy,
+            limited_by: k.header.occupancy_limit.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Emits `p`: the kernel (its occupancy is not checked against `opts`: [`check_occupancy`]).
 fn finish(
     p: ToPhys,
     target: Target,
-    opts: &CompileOptions,
     mut t: StageTimings,
     start: Instant,
 ) -> Result<CompiledKernel, CompileError> {
     let e = timed(&mut t.emit, || emit(&p.phys))?;
     t.total = start.elapsed();
-    if let Some(w) = opts.occupancy {
-        if e.header.occupancy < w {
-            return Err(CompileError::OccupancyUnreachable {
-                occupancy: w,
-                target,
-                reached: e.header.occupancy,
-                limited_by: e.header.occupancy_limit.to_string(),
-            });
-        }
-    }
     Ok(CompiledKernel {
         name: e.header.name.clone(),
         target,

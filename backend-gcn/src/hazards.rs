@@ -43,7 +43,7 @@
 //!
 //! [`mfma_hazards`]: crate::mfma_hazards
 
-use crate::isa::{Encoding, Format, Inst, Opcode, Operand, Slot};
+use crate::isa::{name_facts, Encoding, Format, Inst, Opcode, Operand, Slot};
 use crate::mfma_hazards::{self as mfma, Access, MfmaClass, MfmaKind};
 use crate::phys::PhysFunction;
 use crate::waitcnt::{units, UNITS};
@@ -382,7 +382,7 @@ impl Facts {
             mem: is_mem(inst),
             dpp: inst.encoding == Encoding::Dpp,
             lane_op: is_lane_op(inst),
-            carry_op: name.contains("addc") || name.contains("subb") || name.contains("_co_ci"),
+            carry_op: inst.op.name_has(name_facts::CARRY_IN),
             readlane_vgpr: matches!(inst.op, Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32),
             rw_lane_any: matches!(
                 inst.op,
@@ -695,11 +695,11 @@ fn is_plain_filler(inst: &Inst) -> bool {
         && !is_cmpx(inst)
         && inst.encoding != Encoding::Dpp
         && !matches!(inst.op, Opcode::VReadfirstlaneB32)
-        && !name.contains("movrel")
-        && !name.contains("interp");
+        && !inst.op.name_has(name_facts::MOVREL)
+        && !inst.op.name_has(name_facts::INTERP);
     let plain_salu = is_salu(inst)
-        && !name.contains("exec")
-        && !name.contains("movrel")
+        && !inst.op.name_has(name_facts::EXEC)
+        && !inst.op.name_has(name_facts::MOVREL)
         && !name.starts_with("s_setreg")
         && !name.starts_with("s_getreg");
     (plain_valu || plain_salu) && !accesses(inst).iter().any(|&(u, ..)| u == M0)

@@ -14,7 +14,7 @@
 
 use cranelift_entity::EntityRef;
 
-use crate::isa::{Encoding, Inst, Modifiers, Opcode, Operand, SpecialReg};
+use crate::isa::{name_facts, Encoding, Inst, Modifiers, Opcode, Operand, SpecialReg};
 use crate::mir::MBlock;
 use crate::phys::{PhysFunction, PhysTerminator};
 
@@ -75,27 +75,39 @@ fn vgprs(o: &Operand) -> Option<std::ops::Range<u16>> {
     }
 }
 
-/// Whether `i` reads (`want_write` false) or writes (true) VGPR `v`. Operands beyond the
-/// opcode table's count are taken as both.
-fn touches(i: &Inst, v: u16, want_write: bool) -> bool {
+/// Whether `i` reads and whether it writes VGPR `v` (one pass over the operands). Operands
+/// beyond the opcode table's count are taken as both.
+fn access(i: &Inst, v: u16) -> (bool, bool) {
     let infos = i.operand_infos();
-    i.operands.iter().enumerate().any(|(k, o)| {
-        vgprs(o).is_some_and(|r| r.contains(&v))
-            && infos.get(k).is_none_or(|oi| {
-                if want_write {
-                    oi.access.writes()
-                } else {
-                    oi.access.reads()
+    let (mut reads, mut writes) = (false, false);
+    for (k, o) in i.operands.iter().enumerate() {
+        if vgprs(o).is_some_and(|r| r.contains(&v)) {
+            match infos.get(k) {
+                Some(oi) => {
+                    reads |= oi.access.reads();
+                    writes |= oi.access.writes();
                 }
-            })
-    })
+                None => return (true, true),
+            }
+        }
+    }
+    (reads, writes)
+}
+
+/// Whether `i` reads (`want_write` false) or writes (true) VGPR `v`.
+fn touches(i: &Inst, v: u16, want_write: bool) -> bool {
+    let (r, w) = access(i, v);
+    if want_write {
+        w
+    } else {
+        r
+    }
 }
 
 /// Whether `i` may change EXEC.
 fn changes_exec(i: &Inst) -> bool {
-    let name = i.op.name();
-    name.contains("exec")
-        || name.starts_with("v_cmpx")
+    i.op.name_has(name_facts::EXEC)
+        || i.op.name().starts_with("v_cmpx")
         || i.operands.iter().any(|o| {
             matches!(
                 o,
@@ -150,10 +162,11 @@ fn dead_after(f: &PhysFunction, b: usize, k: usize, v: u16) -> bool {
     while let Some((blk, from, mut exec_changed)) = work.pop() {
         let mut ended = false;
         for i in &f.blocks[blk].insts[from..] {
-            if touches(i, v, false) {
+            let (reads, writes) = access(i, v);
+            if reads {
                 return false;
             }
-            if touches(i, v, true) {
+            if writes {
                 if exec_changed || whole_vgpr_def(i) != Some(v) {
                     return false;
                 }
@@ -196,12 +209,7 @@ fn coalescible(
                 let ok = !touches(i, d, true) && dead_after(f, b, k, s);
                 return ok.then_some((blk, j));
             }
-            if touches(i, s, false)
-                || touches(i, s, true)
-                || touches(i, d, false)
-                || touches(i, d, true)
-                || changes_exec(i)
-            {
+            if access(i, s) != (false, false) || access(i, d) != (false, false) || changes_exec(i) {
                 return None;
             }
         }
@@ -219,7 +227,10 @@ fn coalescible(
 
 /// Backward copy coalescing: each `v_mov_b32 vD, vS` whose source's definition can write `vD`
 /// itself goes, the definition renamed (the allocator's loop-carried copies, e.g. matmul's
-/// accumulator after its last FMA). Returns how many moves went.
+/// accumulator after its last FMA). Returns how many moves went. A move that goes is first
+/// replaced by an operand-less `s_nop`, which no later query sees (it touches no register
+/// and not EXEC), and all of them are removed at the end: removing each at once shifted the
+/// rest of its block per move.
 fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
     for (b, bd) in f.blocks.iter().enumerate() {
@@ -227,8 +238,8 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
             preds[s.index()].push(b);
         }
     }
-    let mut removed = 0;
-    for b in 0..f.blocks.len() {
+    let mut gone: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
+    for (b, gone) in gone.iter_mut().enumerate() {
         let mut k = 0;
         while k < f.blocks[b].insts.len() {
             let at = match plain_move(&f.blocks[b].insts[k]) {
@@ -239,21 +250,30 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
                 )) if d != s => coalescible(f, &preds, b, k, d, s).map(|x| (x, d, s)),
                 _ => None,
             };
-            match at {
-                Some(((db, j), d, s)) => {
-                    let def = &mut f.blocks[db].insts[j];
-                    let infos = def.operand_infos();
-                    for (o, oi) in def.operands.iter_mut().zip(infos) {
-                        if oi.access.writes() && *o == Operand::v(s) {
-                            *o = Operand::v(d);
-                        }
+            if let Some(((db, j), d, s)) = at {
+                let def = &mut f.blocks[db].insts[j];
+                let infos = def.operand_infos();
+                for (o, oi) in def.operands.iter_mut().zip(infos) {
+                    if oi.access.writes() && *o == Operand::v(s) {
+                        *o = Operand::v(d);
                     }
-                    f.blocks[b].insts.remove(k);
-                    removed += 1;
                 }
-                None => k += 1,
+                f.blocks[b].insts[k] = Inst::new(Opcode::SNop, &[]);
+                gone.push(k);
             }
+            k += 1;
         }
+    }
+    let mut removed = 0;
+    for (bd, gone) in f.blocks.iter_mut().zip(gone) {
+        removed += gone.len() as u32;
+        let mut next = gone.into_iter().peekable();
+        let mut at = 0;
+        bd.insts.retain(|_| {
+            let keep = next.next_if_eq(&at).is_none();
+            at += 1;
+            keep
+        });
     }
     removed
 }

@@ -93,7 +93,7 @@ impl RegUsage {
 }
 
 /// An allocated kernel, ready for waits, hazards and emission.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhysFunction {
     /// Dispatch interface (from isel).
     pub abi: KernelAbi,

@@ -211,351 +211,435 @@ pub fn allocate(
     mf: &MachineFunction,
     opts: &RegallocOptions,
 ) -> Result<PhysFunction, RegallocError> {
-    prep::validate(mf)?;
-    let target = mf.abi.target;
-    let p = prep::prepare(mf);
-    let lv = prep::liveness(&p.mf);
+    Allocator::new(mf, opts.run_checker)?.allocate(opts.vgpr_budget, opts.sgpr_budget)
+}
 
-    let file = target.register_file_per_lane();
-    let budget = opts.vgpr_budget.unwrap_or(file).min(file);
+/// regalloc2's outcome for one count of `Float`/`Vector` registers.
+type RaRun = std::sync::Arc<Result<ra::Output, ra::RegAllocError>>;
 
-    // Tuple webs: VGPR/AGPR areas are independent of the SGPR layout.
-    let kernarg_vreg = livein_vreg(&p, AbiValue::KernargPtr);
-    // SGPR results in place of a dying source save registers and phi copies (loop masks), but
-    // first fit over the changed intervals sometimes packs the SGPR tuples worse: the webs are
-    // built both ways and the one whose SGPR tuples end lower is kept (in place on a tie).
-    let first_try = target != Target::Gfx942;
-    let mut w = webs::build(&p, &lv, None, true)?;
-    let mut early = webs::build(&p, &lv, None, false)?;
-    // A layout that does not fit counts as the worst; when neither fits, the probe below
-    // reports the error.
-    let sgpr_end = |w: &mut webs::Webs| {
-        sgpr_layout(&p, w, kernarg_vreg, first_try)
-            .or_else(|_| sgpr_layout(&p, w, kernarg_vreg, false))
-            .map_or(u32::MAX, |l| l.taken.end())
-    };
-    if sgpr_end(&mut early) < sgpr_end(&mut w) {
-        w = early;
+/// The part of an allocation of one machine function that no VGPR budget changes:
+/// preparation, liveness, the tuple webs and the SGPR probe layout, the regalloc2 view, and
+/// every regalloc2 run made so far (by register counts; a run depends on nothing else). A
+/// tuner allocating one schedule under every occupancy level builds it once
+/// ([`Allocator::allocate`] per budget); [`allocate`] is one of each.
+pub struct Allocator {
+    p: Prepared,
+    w: webs::Webs,
+    kernarg_vreg: Option<crate::mir::VReg>,
+    shape: Shape,
+    abi_n: u32,
+    vweb_size: u32,
+    probe: SgprLayout,
+    probe_scratch: bool,
+    run_checker: bool,
+    /// Registers regalloc2 starts the search with (`Float`, `Vector`).
+    start: (u32, u32),
+    /// Fewest VGPRs a spill-free allocation needs (the pressure).
+    lower: u32,
+    func: ra2::RaFunc,
+    runs: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), RaRun>>,
+}
+
+impl std::fmt::Debug for Allocator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocator")
+            .field("target", &self.shape.target)
+            .field("start", &self.start)
+            .finish_non_exhaustive()
     }
-    let vweb = webs::assign(&mut w, RegClass::Vgpr, target, 256, &[])?;
-    let aweb = webs::assign(&mut w, RegClass::Agpr, target, 256, &[])?;
-    if !aweb.is_empty() && !target.has_agprs() {
-        return Err(RegallocError::Unsupported(format!("AGPRs on {target}")));
+}
+
+impl Allocator {
+    /// Prepares `mf` for allocation under any budgets, with regalloc2's checker when
+    /// `run_checker`.
+    pub fn new(mf: &MachineFunction, run_checker: bool) -> Result<Allocator, RegallocError> {
+        prep::validate(mf)?;
+        let target = mf.abi.target;
+        let p = prep::prepare(mf);
+        let lv = prep::liveness(&p.mf);
+
+        // Tuple webs: VGPR/AGPR areas are independent of the SGPR layout.
+        let kernarg_vreg = livein_vreg(&p, AbiValue::KernargPtr);
+        // SGPR results in place of a dying source save registers and phi copies (loop masks),
+        // but first fit over the changed intervals sometimes packs the SGPR tuples worse: the
+        // webs are built both ways and the one whose SGPR tuples end lower is kept (in place
+        // on a tie).
+        let first_try = target != Target::Gfx942;
+        let mut w = webs::build(&p, &lv, None, true)?;
+        let mut early = webs::build(&p, &lv, None, false)?;
+        // A layout that does not fit counts as the worst; when neither fits, the probe below
+        // reports the error.
+        let sgpr_end = |w: &mut webs::Webs| {
+            sgpr_layout(&p, w, kernarg_vreg, first_try)
+                .or_else(|_| sgpr_layout(&p, w, kernarg_vreg, false))
+                .map_or(u32::MAX, |l| l.taken.end())
+        };
+        if sgpr_end(&mut early) < sgpr_end(&mut w) {
+            w = early;
+        }
+        let vweb = webs::assign(&mut w, RegClass::Vgpr, target, 256, &[])?;
+        let aweb = webs::assign(&mut w, RegClass::Agpr, target, 256, &[])?;
+        if !aweb.is_empty() && !target.has_agprs() {
+            return Err(RegallocError::Unsupported(format!("AGPRs on {target}")));
+        }
+        let vweb_size = vweb.last().map(|x| x + 1).unwrap_or(0) as u32;
+        let aweb_size = aweb.last().map(|x| x + 1).unwrap_or(0) as u32;
+
+        // Budget split between regalloc2's Float singles and Vector pairs.
+        let (min_f, min_v, pres_f, pres_v, has_pairs) = demand(&p, &lv);
+        let abi_n = abi_vgprs(&p);
+        let min_f = min_f.max(abi_n).max(1);
+        // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
+        let n_temps = min_f;
+        let shape = Shape {
+            target,
+            vweb_size,
+            aweb_size,
+            min_f,
+            min_v: if has_pairs { min_v.max(1) } else { 0 },
+            pres_v,
+            n_temps,
+        };
+
+        // The SGPR layout of the tuples in the worst (scratch) case: what singles get.
+        let (probe, probe_scratch) = match sgpr_layout(&p, &mut w, kernarg_vreg, first_try) {
+            Ok(l) => (l, first_try),
+            Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
+        };
+        let func = ra2::build(&p);
+        let start = (
+            pres_f.max(min_f),
+            if has_pairs {
+                pres_v.max(min_v.max(1))
+            } else {
+                0
+            },
+        );
+        // A spill-free allocation needs at least the pressure.
+        let lower = pres_f.max(abi_n) + 2 * start.1 + vweb_size;
+        Ok(Allocator {
+            p,
+            w,
+            kernarg_vreg,
+            shape,
+            abi_n,
+            vweb_size,
+            probe,
+            probe_scratch,
+            run_checker,
+            start,
+            lower,
+            func,
+            runs: Default::default(),
+        })
     }
-    let vweb_size = vweb.last().map(|x| x + 1).unwrap_or(0) as u32;
-    let aweb_size = aweb.last().map(|x| x + 1).unwrap_or(0) as u32;
 
-    // Budget split between regalloc2's Float singles and Vector pairs.
-    let (min_f, min_v, pres_f, pres_v, has_pairs) = demand(&p, &lv);
-    let abi_n = abi_vgprs(&p);
-    let min_f = min_f.max(abi_n).max(1);
-    // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
-    let n_temps = min_f;
-    let shape = Shape {
-        target,
-        vweb_size,
-        aweb_size,
-        min_f,
-        min_v: if has_pairs { min_v.max(1) } else { 0 },
-        pres_v,
-        n_temps,
-    };
-    let vgpr_cap = shape.vgpr_cap(budget);
+    fn ra_opts(&self) -> ra::RegallocOptions {
+        ra::RegallocOptions {
+            verbose_log: false,
+            validate_ssa: self.run_checker,
+            algorithm: ra::Algorithm::Ion,
+        }
+    }
 
-    // SGPR singles: what the tuples leave, in the worst (scratch) layout.
-    let (probe, probe_scratch) = match sgpr_layout(&p, &mut w, kernarg_vreg, first_try) {
-        Ok(l) => (l, first_try),
-        Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
-    };
-    let sgpr_limit = opts
-        .sgpr_budget
-        .map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
-    let sgpr_free = (sgpr_limit as u32).saturating_sub(probe.taken.len() + 2);
-    let n_int = 63.min(sgpr_free).max(3);
+    /// regalloc2 with `n_int`/`n_f`/`n_v` registers, run once per count for all budgets.
+    fn run(&self, n_int: u32, n_f: u32, n_v: u32) -> RaRun {
+        let key = (n_int, n_f, n_v);
+        if let Some(r) = self.runs.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return r;
+        }
+        let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
+        let mut ctx = CtxGuard::take();
+        let r = ra::run_with_ctx(&self.func, &env, &self.ra_opts(), ctx.ctx()).map(|_| ());
+        let r = std::sync::Arc::new(r.map(|()| std::mem::take(&mut ctx.ctx().output)));
+        if let Ok(mut m) = self.runs.lock() {
+            m.insert(key, r.clone());
+        }
+        r
+    }
 
-    let func = ra2::build(&p);
-    let ra_opts = ra::RegallocOptions {
-        verbose_log: false,
-        validate_ssa: opts.run_checker,
-        algorithm: ra::Algorithm::Ion,
-    };
-    let mut ra_ctx = CtxGuard::take();
-    // regalloc2 spreads values over every register it is given, so it gets the fewest that
-    // avoid spills (see `search`): first as if there were no budget, so that a kernel that fits
-    // in R registers gets the same allocation under every budget >= R; only when that does not
-    // fit, the search is repeated inside the budget's caps.
-    let start = (
-        pres_f.max(min_f),
-        if has_pairs {
-            pres_v.max(min_v.max(1))
+    /// Allocates under `vgpr_budget` (`None`: the whole register file) and `sgpr_budget`
+    /// (SGPRs are never spilled: more is an error).
+    pub fn allocate(
+        &self,
+        vgpr_budget: Option<u32>,
+        sgpr_budget: Option<u32>,
+    ) -> Result<PhysFunction, RegallocError> {
+        let target = self.shape.target;
+        // SGPR singles get what the tuples leave in the probe layout.
+        let sgpr_limit = sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
+        let sgpr_free = (sgpr_limit as u32).saturating_sub(self.probe.taken.len() + 2);
+        let n_int = 63.min(sgpr_free).max(3);
+        let file = target.register_file_per_lane();
+        let budget = vgpr_budget.unwrap_or(file).min(file);
+        let shape = &self.shape;
+        let vgpr_cap = shape.vgpr_cap(budget);
+        let (abi_n, vweb_size, aweb_size, n_temps) =
+            (self.abi_n, self.vweb_size, shape.aweb_size, shape.n_temps);
+        let func = &self.func;
+        // regalloc2 spreads values over every register it is given, so it gets the fewest
+        // that avoid spills (see `search`): first as if there were no budget, so that a
+        // kernel that fits in R registers gets the same allocation under every budget >= R;
+        // only when that does not fit, the search is repeated inside the budget's caps.
+        let unbounded = shape.caps(file)?;
+        let mut found = None;
+        // When even the pressure exceeds the budget, the unbudgeted search is skipped.
+        if shape.registers(self.lower) <= budget {
+            let (n_f, n_v, spilled, run) = search(self, n_int, self.start, &unbounded)?;
+            if let Ok(out) = run.as_ref() {
+                let top =
+                    u32::from(VgprLayout::new(&used_pregs(func, out).0, abi_n, vweb_size).top);
+                if !spilled && top <= vgpr_cap && shape.registers(top) <= budget {
+                    found = Some((n_f, n_v, run));
+                }
+            }
+        }
+        let (n_f, n_v, run) = match found {
+            Some(x) => x,
+            None => {
+                let caps = shape.caps(budget)?;
+                let (n_f, n_v, _, run) = search(self, n_int, self.start, &caps)?;
+                (n_f, n_v, run)
+            }
+        };
+        let out = match run.as_ref() {
+            Ok(out) => out,
+            Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
+        };
+        let p = &self.p;
+        let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
+        if self.run_checker {
+            let mut checker = ra::checker::Checker::new(func, &env);
+            checker.prepare(out);
+            checker
+                .run()
+                .map_err(|e| RegallocError::Checker(format!("{e:?}")))?;
+        }
+
+        // Which PRegs and slots were used.
+        let (used, slot_class) = used_pregs(func, out);
+
+        // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
+        let VgprLayout {
+            float_map,
+            pair_map,
+            vweb_base,
+            top,
+        } = VgprLayout::new(&used, abi_n, vweb_size);
+        let mut top = top;
+        if top as u32 > vgpr_cap {
+            return Err(RegallocError::BudgetTooSmall {
+                budget,
+                need: top as u32,
+            });
+        }
+        // Slots.
+        // Slots never live together share a location: locations are per color.
+        let color_of = slots::color(func, out, &slot_class);
+        let color_class: BTreeMap<usize, ra::RegClass> =
+            slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
+        // Indexed by color (colors are numbered below the number of slots).
+        let mut slot_loc: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
+        let mut scratch_bytes = 0u32;
+        let mut sgpr_slots: Vec<usize> = Vec::new();
+        let vec_slots: Vec<(usize, u16)> = color_class
+            .iter()
+            .filter_map(|(&s, &c)| match c {
+                ra::RegClass::Int => {
+                    sgpr_slots.push(s);
+                    None
+                }
+                ra::RegClass::Float => Some((s, 1)),
+                ra::RegClass::Vector => Some((s, 2)),
+            })
+            .collect();
+        let mut pending: Vec<(usize, u16)> = Vec::new();
+        for &(s, dw) in &vec_slots {
+            let base = top.next_multiple_of(dw);
+            if (base + dw) as u32 + n_temps <= vgpr_cap {
+                slot_loc[s] = Some(SlotLoc::Vgpr(base));
+                top = base + dw;
+            } else {
+                pending.push((s, dw));
+            }
+        }
+        let temp_base = top;
+        let temps = if pending.iter().any(|&(_, dw)| dw == 1) {
+            n_temps as u16
         } else {
             0
-        },
-    );
-    let unbounded = shape.caps(target.register_file_per_lane())?;
-    // A spill-free allocation needs at least the pressure: when even that exceeds the budget,
-    // the unbudgeted search is skipped.
-    let lower = pres_f.max(abi_n) + 2 * start.1 + vweb_size;
-    let mut found = None;
-    // The last try's counts and whether it spilled: its output is still in the context, so
-    // the budgeted search does not run it again.
-    let mut last = None;
-    if shape.registers(lower) <= budget {
-        let (n_f, n_v, spilled) = search(
-            &func,
-            &ra_opts,
-            n_int,
-            start,
-            &unbounded,
-            &mut ra_ctx,
-            &mut last,
-        )?;
-        let top = u32::from(
-            VgprLayout::new(&used_pregs(&func, &ra_ctx.ctx().output).0, abi_n, vweb_size).top,
-        );
-        if !spilled && top <= vgpr_cap && shape.registers(top) <= budget {
-            found = Some((n_f, n_v));
-        }
-    }
-    let (n_f, n_v) = match found {
-        Some(x) => x,
-        None => {
-            let caps = shape.caps(budget)?;
-            let (n_f, n_v, _) =
-                search(&func, &ra_opts, n_int, start, &caps, &mut ra_ctx, &mut last)?;
-            (n_f, n_v)
-        }
-    };
-    let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
-    let out = &ra_ctx.ctx().output;
-    if opts.run_checker {
-        let mut checker = ra::checker::Checker::new(&func, &env);
-        checker.prepare(out);
-        checker
-            .run()
-            .map_err(|e| RegallocError::Checker(format!("{e:?}")))?;
-    }
-
-    // Which PRegs and slots were used.
-    let (used, slot_class) = used_pregs(&func, out);
-
-    // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
-    let VgprLayout {
-        float_map,
-        pair_map,
-        vweb_base,
-        top,
-    } = VgprLayout::new(&used, abi_n, vweb_size);
-    let mut top = top;
-    if top as u32 > vgpr_cap {
-        return Err(RegallocError::BudgetTooSmall {
-            budget,
-            need: top as u32,
-        });
-    }
-    // Slots.
-    // Slots never live together share a location: locations are per color.
-    let color_of = slots::color(&func, out, &slot_class);
-    let color_class: BTreeMap<usize, ra::RegClass> =
-        slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
-    // Indexed by color (colors are numbered below the number of slots).
-    let mut slot_loc: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
-    let mut scratch_bytes = 0u32;
-    let mut sgpr_slots: Vec<usize> = Vec::new();
-    let vec_slots: Vec<(usize, u16)> = color_class
-        .iter()
-        .filter_map(|(&s, &c)| match c {
-            ra::RegClass::Int => {
-                sgpr_slots.push(s);
-                None
+        };
+        top += temps;
+        let vgprs = top as u32;
+        let mut atop = aweb_size as u16;
+        if target.has_agprs() {
+            let agpr_cap = 256.min(budget.saturating_sub(vgprs.div_ceil(4) * 4)) as u16;
+            let mut rest = Vec::new();
+            for (s, dw) in pending {
+                let base = atop.next_multiple_of(dw);
+                if base + dw <= agpr_cap {
+                    slot_loc[s] = Some(SlotLoc::Agpr(base));
+                    atop = base + dw;
+                } else {
+                    rest.push((s, dw));
+                }
             }
-            ra::RegClass::Float => Some((s, 1)),
-            ra::RegClass::Vector => Some((s, 2)),
-        })
-        .collect();
-    let mut pending: Vec<(usize, u16)> = Vec::new();
-    for &(s, dw) in &vec_slots {
-        let base = top.next_multiple_of(dw);
-        if (base + dw) as u32 + n_temps <= vgpr_cap {
-            slot_loc[s] = Some(SlotLoc::Vgpr(base));
-            top = base + dw;
-        } else {
-            pending.push((s, dw));
+            pending = rest;
         }
-    }
-    let temp_base = top;
-    let temps = if pending.iter().any(|&(_, dw)| dw == 1) {
-        n_temps as u16
-    } else {
-        0
-    };
-    top += temps;
-    let vgprs = top as u32;
-    let mut atop = aweb_size as u16;
-    if target.has_agprs() {
-        let agpr_cap = 256.min(budget.saturating_sub(vgprs.div_ceil(4) * 4)) as u16;
-        let mut rest = Vec::new();
         for (s, dw) in pending {
-            let base = atop.next_multiple_of(dw);
-            if base + dw <= agpr_cap {
-                slot_loc[s] = Some(SlotLoc::Agpr(base));
-                atop = base + dw;
-            } else {
-                rest.push((s, dw));
+            slot_loc[s] = Some(SlotLoc::Scratch(scratch_bytes));
+            scratch_bytes += 4 * dw as u32;
+        }
+        let scratch = scratch_bytes > 0;
+        if scratch_bytes > 4096 {
+            // MUBUF offsets have 12 bits, scratch_* 13 signed bits; beyond that a base register
+            // adjustment would be needed.
+            return Err(RegallocError::Unsupported(format!(
+                "{scratch_bytes} bytes of spill slots per lane (at most 4096)"
+            )));
+        }
+        if aweb_size + vgprs.div_ceil(4) * 4 > budget && aweb_size > 0 {
+            return Err(RegallocError::BudgetTooSmall {
+                budget,
+                need: aweb_size + vgprs.div_ceil(4) * 4,
+            });
+        }
+
+        // SGPR layout for the real scratch decision.
+        let uses_scratch_abi = scratch && target != Target::Gfx942;
+        // The layout is a function of the SGPR webs and the scratch flag only, and the probe's
+        // assignment is still in `w`: reuse it when the flag is the same (always on gfx942).
+        let mut relaid;
+        let (lay, w) = if uses_scratch_abi == self.probe_scratch {
+            (self.probe.clone(), &self.w)
+        } else {
+            relaid = self.w.clone();
+            let lay = sgpr_layout(p, &mut relaid, self.kernarg_vreg, uses_scratch_abi)?;
+            (lay, &relaid)
+        };
+        let mut taken = lay.taken;
+        let mut int_map = [NO_REG; 64];
+        for &(d, pos) in &lay.wg_fixed {
+            if livein_vreg(p, AbiValue::WorkgroupId(d)).is_some() {
+                int_map[ra2::wg_preg(d).hw_enc()] = pos;
             }
         }
-        pending = rest;
-    }
-    for (s, dw) in pending {
-        slot_loc[s] = Some(SlotLoc::Scratch(scratch_bytes));
-        scratch_bytes += 4 * dw as u32;
-    }
-    let scratch = scratch_bytes > 0;
-    if scratch_bytes > 4096 {
-        // MUBUF offsets have 12 bits, scratch_* 13 signed bits; beyond that a base register
-        // adjustment would be needed.
-        return Err(RegallocError::Unsupported(format!(
-            "{scratch_bytes} bytes of spill slots per lane (at most 4096)"
-        )));
-    }
-    if aweb_size + vgprs.div_ceil(4) * 4 > budget && aweb_size > 0 {
-        return Err(RegallocError::BudgetTooSmall {
-            budget,
-            need: aweb_size + vgprs.div_ceil(4) * 4,
-        });
-    }
-
-    // SGPR layout for the real scratch decision.
-    let uses_scratch_abi = scratch && target != Target::Gfx942;
-    // The layout is a function of the SGPR webs and the scratch flag only, and the probe's
-    // assignment is still in `w`: reuse it when the flag is the same (always on gfx942).
-    let lay = if uses_scratch_abi == probe_scratch {
-        probe
-    } else {
-        sgpr_layout(&p, &mut w, kernarg_vreg, uses_scratch_abi)?
-    };
-    let mut taken = lay.taken;
-    let mut int_map = [NO_REG; 64];
-    for &(d, pos) in &lay.wg_fixed {
-        if livein_vreg(&p, AbiValue::WorkgroupId(d)).is_some() {
-            int_map[ra2::wg_preg(d).hw_enc()] = pos;
+        // Singles share SGPRs with tuple webs and with each other where their live intervals
+        // do not overlap (first fit, in order of first position).
+        let single_regs = place_singles(
+            func,
+            out,
+            w,
+            used[ra::RegClass::Int as usize],
+            &mut int_map,
+            &lay.blocked,
+        )?;
+        for r in single_regs {
+            taken.insert(r);
         }
-    }
-    // Singles share SGPRs with tuple webs and with each other where their live intervals
-    // do not overlap (first fit, in order of first position).
-    let single_regs = place_singles(
-        &func,
-        out,
-        &w,
-        used[ra::RegClass::Int as usize],
-        &mut int_map,
-        &lay.blocked,
-    )?;
-    for r in single_regs {
-        taken.insert(r);
-    }
-    let before = taken;
-    let mut free = (0..MAX_SGPRS).filter(move |&x| !before.contains(x));
-    for &s in &sgpr_slots {
-        let r = free.next().ok_or(RegallocError::OutOfRegisters {
-            file: "SGPR",
-            limit: MAX_SGPRS as u32,
-        })?;
-        slot_loc[s] = Some(SlotLoc::Sgpr(r));
-        taken.insert(r);
-    }
-    let mut by_slot: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
-    for (&s, &k) in &color_of {
-        by_slot[s] = slot_loc[k];
-    }
-    let slot_loc = by_slot;
-
-    let ctx = Ctx {
-        p: &p,
-        target,
-        w: &w,
-        func: &func,
-        out,
-        int_map,
-        float_map,
-        pair_map,
-        vweb_base,
-        web_ix: {
-            let mut ix = vec![u32::MAX; p.mf.vregs.len()];
-            for (v, &i) in &w.web_of {
-                ix[v.index()] = i as u32;
-            }
-            ix
-        },
-        slot_loc,
-        private_seg: if uses_scratch_abi { Some(0) } else { None },
-        wave_offset: lay.wave_offset,
-        exec_save: None,
-        temp_base,
-        temps,
-    };
-    // Whether any whole-wave wrap is needed decides the exec save pair.
-    let mut ctx = ctx;
-    let needs_save = ctx.needs_exec_save();
-    if needs_save {
-        let mut r = 0u16;
-        while r + 1 < MAX_SGPRS && (taken.contains(r) || taken.contains(r + 1)) {
-            r += 2;
-        }
-        if r + 1 >= MAX_SGPRS {
-            return Err(RegallocError::OutOfRegisters {
+        let before = taken;
+        let mut free = (0..MAX_SGPRS).filter(move |&x| !before.contains(x));
+        for &s in &sgpr_slots {
+            let r = free.next().ok_or(RegallocError::OutOfRegisters {
                 file: "SGPR",
                 limit: MAX_SGPRS as u32,
-            });
+            })?;
+            slot_loc[s] = Some(SlotLoc::Sgpr(r));
+            taken.insert(r);
         }
-        taken.insert(r);
-        taken.insert(r + 1);
-        ctx.exec_save = Some(r);
+        let mut by_slot: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
+        for (&s, &k) in &color_of {
+            by_slot[s] = slot_loc[k];
+        }
+        let slot_loc = by_slot;
+
+        let ctx = Ctx {
+            p,
+            target,
+            w,
+            func,
+            out,
+            int_map,
+            float_map,
+            pair_map,
+            vweb_base,
+            web_ix: {
+                let mut ix = vec![u32::MAX; p.mf.vregs.len()];
+                for (v, &i) in &w.web_of {
+                    ix[v.index()] = i as u32;
+                }
+                ix
+            },
+            slot_loc,
+            private_seg: if uses_scratch_abi { Some(0) } else { None },
+            wave_offset: lay.wave_offset,
+            exec_save: None,
+            temp_base,
+            temps,
+        };
+        // Whether any whole-wave wrap is needed decides the exec save pair.
+        let mut ctx = ctx;
+        let needs_save = ctx.needs_exec_save();
+        if needs_save {
+            let mut r = 0u16;
+            while r + 1 < MAX_SGPRS && (taken.contains(r) || taken.contains(r + 1)) {
+                r += 2;
+            }
+            if r + 1 >= MAX_SGPRS {
+                return Err(RegallocError::OutOfRegisters {
+                    file: "SGPR",
+                    limit: MAX_SGPRS as u32,
+                });
+            }
+            taken.insert(r);
+            taken.insert(r + 1);
+            ctx.exec_save = Some(r);
+        }
+        if let Some(limit) = sgpr_budget {
+            if taken.end() > limit {
+                return Err(RegallocError::OutOfRegisters {
+                    file: "SGPR",
+                    limit,
+                });
+            }
+        }
+        let count = |want: fn(&SlotLoc) -> bool| {
+            ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32
+        };
+        let mut usage = RegUsage {
+            sgprs: taken.end(),
+            vgprs: vgprs.max(abi_n),
+            agprs: atop as u32,
+            scratch_bytes,
+            spills_to_sgprs: count(|l| matches!(l, SlotLoc::Sgpr(_))),
+            spills_to_vgprs: count(|l| matches!(l, SlotLoc::Vgpr(_))),
+            spills_to_agprs: count(|l| matches!(l, SlotLoc::Agpr(_))),
+            spills_to_scratch: count(|l| matches!(l, SlotLoc::Scratch(_))),
+            spill_insts: 0,
+            moves: 0,
+        };
+        let blocks = ctx.emit(&mut usage)?;
+        let mut abi = p.mf.abi.clone();
+        for d in 0..3u8 {
+            if livein_vreg(p, AbiValue::WorkgroupId(d)).is_some() {
+                abi.workgroup_ids[d as usize] = true;
+            }
+            if livein_vreg(p, AbiValue::WorkitemId(d)).is_some() {
+                abi.workitem_dims = abi.workitem_dims.max(d + 1);
+            }
+        }
+        Ok(PhysFunction {
+            abi,
+            user_sgprs: UserSgprs {
+                private_segment_buffer: uses_scratch_abi,
+                kernarg_segment_ptr: true,
+                ..UserSgprs::default()
+            },
+            scratch_wave_offset_sgpr: lay.wave_offset,
+            blocks,
+            usage,
+        })
     }
-    if let Some(limit) = opts.sgpr_budget {
-        if taken.end() > limit {
-            return Err(RegallocError::OutOfRegisters {
-                file: "SGPR",
-                limit,
-            });
-        }
-    }
-    let count = |want: fn(&SlotLoc) -> bool| {
-        ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32
-    };
-    let mut usage = RegUsage {
-        sgprs: taken.end(),
-        vgprs: vgprs.max(abi_n),
-        agprs: atop as u32,
-        scratch_bytes,
-        spills_to_sgprs: count(|l| matches!(l, SlotLoc::Sgpr(_))),
-        spills_to_vgprs: count(|l| matches!(l, SlotLoc::Vgpr(_))),
-        spills_to_agprs: count(|l| matches!(l, SlotLoc::Agpr(_))),
-        spills_to_scratch: count(|l| matches!(l, SlotLoc::Scratch(_))),
-        spill_insts: 0,
-        moves: 0,
-    };
-    let blocks = ctx.emit(&mut usage)?;
-    let mut abi = mf.abi.clone();
-    for d in 0..3u8 {
-        if livein_vreg(&p, AbiValue::WorkgroupId(d)).is_some() {
-            abi.workgroup_ids[d as usize] = true;
-        }
-        if livein_vreg(&p, AbiValue::WorkitemId(d)).is_some() {
-            abi.workitem_dims = abi.workitem_dims.max(d + 1);
-        }
-    }
-    Ok(PhysFunction {
-        abi,
-        user_sgprs: UserSgprs {
-            private_segment_buffer: uses_scratch_abi,
-            kernarg_segment_ptr: true,
-            ..UserSgprs::default()
-        },
-        scratch_wave_offset_sgpr: lay.wave_offset,
-        blocks,
-        usage,
-    })
 }
 
 /// PRegs used per class (`PReg::hw_enc` is below 64: one bit mask per class), and the class
@@ -730,38 +814,36 @@ impl Shape {
 /// it spills and `caps` allow. regalloc2 spreads values over all the registers it is given
 /// (its probe starts at a different register per bundle), so the fewest registers that avoid
 /// spills are also the fewest the kernel ends up using. The sequence of tries depends on
-/// `start` only, truncated by the caps. Returns the counts of the last try and whether it
-/// spilled a VGPR value; its output is in `ctx`.
+/// `start` only, truncated by the caps; each try is [`Allocator::run`] (made once per count).
+/// Returns the counts of the last try, whether it spilled a VGPR value, and its output.
 fn search(
-    func: &ra2::RaFunc,
-    ra_opts: &ra::RegallocOptions,
+    a: &Allocator,
     n_int: u32,
     start: (u32, u32),
     caps: &Caps,
-    ctx: &mut CtxGuard,
-    last: &mut Option<(u32, u32, (bool, bool))>,
-) -> Result<(u32, u32, bool), RegallocError> {
+) -> Result<(u32, u32, bool, RaRun), RegallocError> {
     let (mut n_f, mut n_v) = (start.0.min(caps.n_f), start.1.min(caps.n_v));
     loop {
-        let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
-        let result = match *last {
-            Some((f, v, spilled)) if (f, v) == (n_f, n_v) => Ok(Some(spilled)),
-            _ => try_allocate(func, &env, ra_opts, ctx, n_f < caps.n_f || n_v < caps.n_v),
-        };
-        let (spill_f, spill_v) = match result? {
-            None => {
-                *last = None;
-                (n_f < caps.n_f, n_v < caps.n_v)
-            }
-            Some(s) => {
-                *last = Some((n_f, n_v, s));
-                s
+        let run = a.run(n_int, n_f, n_v);
+        let can_grow = n_f < caps.n_f || n_v < caps.n_v;
+        let (spill_f, spill_v) = match run.as_ref() {
+            // Values live through an instruction plus its operands can exceed the pressure
+            // between instructions: more registers, as for a spill.
+            Err(ra::RegAllocError::TooManyLiveRegs) if can_grow => (n_f < caps.n_f, n_v < caps.n_v),
+            Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
+            Ok(out) if out.num_spillslots == 0 => (false, false),
+            Ok(out) => {
+                let (_, slots) = used_pregs(&a.func, out);
+                (
+                    slots.values().any(|&c| c == ra::RegClass::Float),
+                    slots.values().any(|&c| c == ra::RegClass::Vector),
+                )
             }
         };
         let grow_f = spill_f && n_f < caps.n_f;
         let grow_v = spill_v && n_v < caps.n_v;
         if !grow_f && !grow_v {
-            return Ok((n_f, n_v, spill_f || spill_v));
+            return Ok((n_f, n_v, spill_f || spill_v, run));
         }
         if grow_f {
             n_f = (n_f + n_f / 4 + 1).min(caps.n_f);
@@ -770,34 +852,6 @@ fn search(
             n_v = (n_v + n_v / 4 + 1).min(caps.n_v);
         }
     }
-}
-
-/// One regalloc2 run: whether it spilled `Float` / `Vector` values, or `None` when there were
-/// too few registers for one instruction and `can_grow` (the caller adds registers, as for a
-/// spill).
-fn try_allocate(
-    func: &ra2::RaFunc,
-    env: &MachineEnv,
-    ra_opts: &ra::RegallocOptions,
-    ctx: &mut CtxGuard,
-    can_grow: bool,
-) -> Result<Option<(bool, bool)>, RegallocError> {
-    Ok(Some(
-        match ra::run_with_ctx(func, env, ra_opts, ctx.ctx()) {
-            // Values live through an instruction plus its operands can exceed the pressure
-            // between instructions: more registers, as for a spill.
-            Err(ra::RegAllocError::TooManyLiveRegs) if can_grow => return Ok(None),
-            Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
-            Ok(out) if out.num_spillslots == 0 => (false, false),
-            Ok(out) => {
-                let (_, slots) = used_pregs(func, out);
-                (
-                    slots.values().any(|&c| c == ra::RegClass::Float),
-                    slots.values().any(|&c| c == ra::RegClass::Vector),
-                )
-            }
-        },
-    ))
 }
 
 fn livein_vreg(p: &Prepared, a: AbiValue) -> Option<crate::mir::VReg> {
@@ -911,6 +965,7 @@ fn machine_env(n_int: usize, n_f: usize, n_v: usize) -> MachineEnv {
     }
 }
 
+#[derive(Clone)]
 struct SgprLayout {
     /// SGPRs not available to singles: tuple webs, user/system SGPRs that are reserved.
     taken: SgprSet,

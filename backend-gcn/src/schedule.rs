@@ -29,7 +29,7 @@
 //! the bound waits while another ready one stays within it; when none does, the one raising it
 //! least goes first. Loads are then hoisted only as far as the occupancy target allows.
 
-use crate::isa::{self, Format, Opcode};
+use crate::isa::{self, name_facts, Format, Opcode};
 use cranelift_entity::EntityRef;
 
 use crate::mir::{implicit, MInst, MOpcode, MOperand, MachineFunction, VReg};
@@ -268,8 +268,8 @@ fn node(i: &MInst) -> Node {
         n.reads.push(SCC);
         n.writes.push(SCC);
     }
-    let atomic = name.contains("_atomic");
-    let vm_kind = if name.contains("_load") && !atomic {
+    let atomic = op.name_has(name_facts::ANY_ATOMIC);
+    let vm_kind = if op.name_has(name_facts::LOAD) && !atomic {
         Mem::Load
     } else {
         Mem::Store
@@ -290,7 +290,7 @@ fn node(i: &MInst) -> Node {
         Format::Ds => {
             let load = name.starts_with("ds_read")
                 || name.starts_with("ds_load")
-                || name.contains("permute")
+                || op.name_has(name_facts::PERMUTE)
                 || name.starts_with("ds_swizzle");
             n.lds = if load { Mem::Load } else { Mem::Store };
             n.latency = if load { 64 } else { 4 };
@@ -323,7 +323,7 @@ fn node(i: &MInst) -> Node {
         _ => {
             n.latency = if info.is_mfma() {
                 64
-            } else if name.contains("f64") || name.contains("rcp") || name.contains("sqrt") {
+            } else if op.name_has(name_facts::SLOW_VALU) {
                 16
             } else {
                 4

@@ -202,7 +202,8 @@ pub(crate) fn for_each_access(inst: &Inst, mut f: impl FnMut(usize, bool, bool))
     let infos = inst.operand_infos();
     let fmt = inst.op.format();
     let buffer = matches!(fmt, Format::Mubuf | Format::Mtbuf);
-    let no_return_atomic = buffer && inst.op.name().contains("_atomic_") && !inst.mods.glc;
+    let no_return_atomic =
+        buffer && inst.op.name_has(crate::isa::name_facts::ATOMIC) && !inst.mods.glc;
     for (o, oi) in inst.operands.iter().zip(infos) {
         let mut reads = oi.access.reads();
         let mut writes = oi.access.writes();

@@ -25,8 +25,8 @@ use smallvec::SmallVec;
 pub use decode::{decode, DecodeError};
 pub use encode::{encode, EncodeError};
 pub use opcodes::{
-    flags, target_index, Access, Format, Kind, OpInfo, OpTiming, Opcode, OperandInfo, Slot, Unit,
-    OPCODE_COUNT,
+    flags, name_facts, target_index, Access, Format, Kind, OpInfo, OpTiming, Opcode, OperandInfo,
+    Slot, Unit, OPCODE_COUNT,
 };
 pub use operand::{InlineFloat, Operand, SpecialReg};
 

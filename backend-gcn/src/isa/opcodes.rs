@@ -484,31 +484,198 @@ impl Opcode {
     /// The opcode whose LLVM mnemonic is `name` (either target spelling; `_e32`, `_e64`, `_dpp`
     /// and `_sdwa` suffixes are accepted).
     pub fn from_name(name: &str) -> Option<Opcode> {
-        let map = names();
-        if let Some(&op) = map.get(name) {
+        if let Some(op) = by_name(name) {
             return Some(op);
         }
         for suffix in ["_e32", "_e64", "_dpp", "_sdwa"] {
             if let Some(base) = name.strip_suffix(suffix) {
-                if let Some(&op) = map.get(base) {
+                if let Some(op) = by_name(base) {
                     return Some(op);
                 }
             }
         }
         None
     }
+
+    /// Whether the mnemonic has each of `facts` ([`name_facts`] bits).
+    pub fn name_has(self, facts: u16) -> bool {
+        NAME_FACTS[self as usize] & facts == facts
+    }
 }
 
-fn names() -> &'static HashMap<&'static str, Opcode> {
-    static NAMES: OnceLock<HashMap<&'static str, Opcode>> = OnceLock::new();
-    NAMES.get_or_init(|| {
-        let mut m = HashMap::new();
-        for op in Opcode::all() {
-            m.insert(op.info().name, op);
-            m.entry(op.info().name_gfx940).or_insert(op);
+/// Facts about an opcode that its mnemonic tells, as bits of [`Opcode::name_has`]: computed
+/// from the table at compile time, so passes that ask per instruction compare no strings.
+pub mod name_facts {
+    /// Names EXEC (`s_and_saveexec_b64`, `s_mov_b64_exec`...): may change EXEC.
+    pub const EXEC: u16 = 1 << 0;
+    /// An atomic memory operation (`_atomic_`).
+    pub const ATOMIC: u16 = 1 << 1;
+    /// Indexes registers through M0 (`movrel`).
+    pub const MOVREL: u16 = 1 << 2;
+    /// Parameter interpolation (`interp`).
+    pub const INTERP: u16 = 1 << 3;
+    /// Reads a carry-in (`addc`, `subb`, `_co_ci`).
+    pub const CARRY_IN: u16 = 1 << 4;
+    /// Names a load (`_load`: `buffer_load_dword`, `s_load_dwordx4`, `global_load_...`).
+    pub const LOAD: u16 = 1 << 5;
+    /// Any atomic, returning or not (`_atomic`).
+    pub const ANY_ATOMIC: u16 = 1 << 6;
+    /// A cross-lane LDS permute (`permute`).
+    pub const PERMUTE: u16 = 1 << 7;
+    /// Slow VALU arithmetic for the scheduler's latency (`f64`, `rcp`, `sqrt`).
+    pub const SLOW_VALU: u16 = 1 << 8;
+}
+
+/// The substrings that set each [`name_facts`] bit.
+const NAME_PATTERNS: [(&str, u16); 13] = [
+    ("exec", name_facts::EXEC),
+    ("_atomic_", name_facts::ATOMIC),
+    ("movrel", name_facts::MOVREL),
+    ("interp", name_facts::INTERP),
+    ("addc", name_facts::CARRY_IN),
+    ("subb", name_facts::CARRY_IN),
+    ("_co_ci", name_facts::CARRY_IN),
+    ("_load", name_facts::LOAD),
+    ("_atomic", name_facts::ANY_ATOMIC),
+    ("permute", name_facts::PERMUTE),
+    ("f64", name_facts::SLOW_VALU),
+    ("rcp", name_facts::SLOW_VALU),
+    ("sqrt", name_facts::SLOW_VALU),
+];
+
+/// Whether `needle` occurs in `hay` (usable in the compile-time tables below).
+const fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let mut i = 0;
+    while i + needle.len() <= hay.len() {
+        let mut k = 0;
+        while k < needle.len() && hay[i + k] == needle[k] {
+            k += 1;
         }
-        m
-    })
+        if k == needle.len() {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether `a` and `b` are equal (usable in the compile-time tables below).
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// [`name_facts`] of every opcode (of its gfx900 spelling).
+static NAME_FACTS: [u16; OPCODE_COUNT] = {
+    let mut facts = [0u16; OPCODE_COUNT];
+    let mut i = 0;
+    while i < OPCODE_COUNT {
+        let name = TABLE[i].name.as_bytes();
+        let mut k = 0;
+        while k < NAME_PATTERNS.len() {
+            if contains(name, NAME_PATTERNS[k].0.as_bytes()) {
+                facts[i] |= NAME_PATTERNS[k].1;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    facts
+};
+
+/// Slots of [`BY_NAME`]: a power of two over three times the spellings, so probes are short.
+const NAME_SLOTS: usize = 4096;
+/// An empty [`BY_NAME`] slot.
+const NO_SLOT: u16 = u16::MAX;
+/// Marks a [`BY_NAME`] entry made for the gfx940 spelling.
+const GFX940_SPELLING: u16 = 1 << 15;
+
+/// FNV-1a of a mnemonic.
+const fn name_hash(s: &[u8]) -> usize {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < s.len() {
+        h ^= s[i] as u32;
+        h = h.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    h as usize
+}
+
+/// The spelling a [`BY_NAME`] entry stands for.
+const fn spelling(entry: u16) -> &'static [u8] {
+    let info = &TABLE[(entry & !GFX940_SPELLING) as usize];
+    if entry & GFX940_SPELLING != 0 {
+        info.name_gfx940.as_bytes()
+    } else {
+        info.name.as_bytes()
+    }
+}
+
+/// Puts `entry` in the slot of its spelling (linear probing); an entry of the same spelling
+/// is replaced when `replace`, else kept.
+const fn put(slots: &mut [u16; NAME_SLOTS], entry: u16, replace: bool) {
+    let name = spelling(entry);
+    let mut h = name_hash(name) & (NAME_SLOTS - 1);
+    loop {
+        if slots[h] == NO_SLOT {
+            slots[h] = entry;
+            return;
+        }
+        if same(spelling(slots[h]), name) {
+            if replace {
+                slots[h] = entry;
+            }
+            return;
+        }
+        h = (h + 1) & (NAME_SLOTS - 1);
+    }
+}
+
+/// Open-addressing table from spellings to opcodes, built at compile time (no start-up cost
+/// in the first compile of a process, no hashing of a map per lookup). A gfx900 name maps to
+/// the last opcode spelled so (every name is unique; `names_round_trip...` checks), a gfx940
+/// spelling that is nobody's gfx900 name to the first opcode spelled so.
+static BY_NAME: [u16; NAME_SLOTS] = {
+    let mut slots = [NO_SLOT; NAME_SLOTS];
+    let mut i = 0;
+    while i < OPCODE_COUNT {
+        put(&mut slots, i as u16, true);
+        i += 1;
+    }
+    i = 0;
+    while i < OPCODE_COUNT {
+        if !same(TABLE[i].name.as_bytes(), TABLE[i].name_gfx940.as_bytes()) {
+            put(&mut slots, i as u16 | GFX940_SPELLING, false);
+        }
+        i += 1;
+    }
+    slots
+};
+
+/// The opcode spelled exactly `name` on some target.
+fn by_name(name: &str) -> Option<Opcode> {
+    let name = name.as_bytes();
+    let mut h = name_hash(name) & (NAME_SLOTS - 1);
+    loop {
+        let e = BY_NAME[h];
+        if e == NO_SLOT {
+            return None;
+        }
+        if spelling(e) == name {
+            return Some(Opcode::from_index((e & !GFX940_SPELLING) as usize));
+        }
+        h = (h + 1) & (NAME_SLOTS - 1);
+    }
 }
 
 /// Per-target reverse maps from opcode numbers to opcodes, for the decoder.
@@ -572,6 +739,51 @@ mod tests {
         for op in Opcode::all() {
             assert_eq!(Opcode::from_name(op.name()), Some(op), "{}", op.name());
         }
+    }
+
+    #[test]
+    fn name_index_matches_a_map_of_both_spellings() {
+        // What the compile-time index must give: every gfx900 name, then gfx940 spellings
+        // that no gfx900 name claims (first opcode wins).
+        let mut m = HashMap::new();
+        for op in Opcode::all() {
+            m.insert(op.info().name, op);
+        }
+        for op in Opcode::all() {
+            m.entry(op.info().name_gfx940).or_insert(op);
+        }
+        assert_eq!(m.len(), BY_NAME.iter().filter(|&&e| e != NO_SLOT).count());
+        for (name, op) in m {
+            assert_eq!(by_name(name), Some(op), "{name}");
+        }
+        assert_eq!(
+            by_name("v_mfma_f32_32x32x8_f16"),
+            Some(Opcode::VMfmaF32_32x32x8F16)
+        );
+        assert_eq!(by_name(""), None);
+    }
+
+    #[test]
+    fn name_facts_are_the_mnemonic_substrings() {
+        for op in Opcode::all() {
+            let n = op.name();
+            for (pat, bit) in NAME_PATTERNS {
+                if n.contains(pat) {
+                    assert!(op.name_has(bit), "{n} {pat}");
+                }
+            }
+            let any = |bit| {
+                NAME_PATTERNS
+                    .iter()
+                    .any(|&(p, b)| b == bit && n.contains(p))
+            };
+            for bit in (0..9).map(|k| 1u16 << k) {
+                assert_eq!(op.name_has(bit), any(bit), "{n} {bit}");
+            }
+        }
+        assert!(Opcode::SAndSaveexecB64.name_has(name_facts::EXEC));
+        assert!(Opcode::VAddcCoU32.name_has(name_facts::CARRY_IN));
+        assert!(!Opcode::VAddU32.name_has(name_facts::CARRY_IN));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! slot is usually a spare VGPR, so slots whose contents are never live at the same time should
 //! share one. This computes slot liveness over the CFG (a slot is written by a spill move or a
 //! def left in the slot, read by a reload or a use left in the slot) and colors the slot
-//! interference graph greedily, per regalloc2 class.
+//! interference graph greedily, per regalloc2 class. The graph is bit rows (a write ORs the
+//! live set into its row; made symmetric once) and colors a vector by slot: no per-pair
+//! inserts or map lookups.
 
 use std::collections::BTreeMap;
 
@@ -24,18 +26,14 @@ pub fn color(
     }
     let evs = locs::events(func, out, |a| a.as_stack().map(|s| s.index()));
     let live_in = locs::live_in(func, &evs, n);
-    // Interference: at each write, the written slot against every slot live after it.
+    // Interference: at each write, the written slot against every slot live after it. Kept
+    // one way (row of the written slot, a word-wise union) and made symmetric at the end.
     let mut adj = vec![BitSet::new(n); n];
     for (b, bevs) in evs.iter().enumerate() {
         let mut live = locs::live_out(func, &live_in, b, n);
         for ev in bevs.iter().rev() {
             if ev.write {
-                for x in live.iter() {
-                    if x != ev.loc {
-                        adj[ev.loc].insert(x);
-                        adj[x].insert(ev.loc);
-                    }
-                }
+                adj[ev.loc].union_with(&live);
                 live.remove(ev.loc);
             } else {
                 live.insert(ev.loc);
@@ -43,24 +41,30 @@ pub fn color(
         }
         // Slots live into the entry block are never written before: keep them apart too.
         if b == 0 {
-            let v: Vec<usize> = live.iter().collect();
-            for &x in &v {
-                for &y in &v {
-                    if x != y {
-                        adj[x].insert(y);
-                    }
-                }
+            for x in live.iter() {
+                adj[x].union_with(&live);
             }
         }
     }
+    for (x, row) in adj.iter_mut().enumerate() {
+        row.remove(x);
+    }
+    for x in 0..n {
+        let row = adj[x].clone();
+        for y in row.iter() {
+            adj[y].insert(x);
+        }
+    }
     // Greedy coloring per class.
-    let mut color_of: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut color: Vec<usize> = vec![usize::MAX; n];
     let mut colors: Vec<ra::RegClass> = Vec::new();
+    let mut taken: Vec<bool> = Vec::new();
     for (&s, &c) in slot_class {
-        let mut taken = vec![false; colors.len()];
+        taken.clear();
+        taken.resize(colors.len(), false);
         for x in adj[s].iter() {
-            if let Some(&k) = color_of.get(&x) {
-                taken[k] = true;
+            if color[x] != usize::MAX {
+                taken[color[x]] = true;
             }
         }
         let k = (0..colors.len())
@@ -69,7 +73,7 @@ pub fn color(
                 colors.push(c);
                 colors.len() - 1
             });
-        color_of.insert(s, k);
+        color[s] = k;
     }
-    color_of
+    slot_class.keys().map(|&s| (s, color[s])).collect()
 }

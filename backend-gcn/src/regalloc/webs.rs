@@ -90,6 +90,7 @@ pub struct Web {
 }
 
 /// The webs of a function.
+#[derive(Clone)]
 pub struct Webs {
     /// Web of each web-kind vreg.
     pub web_of: HashMap<VReg, usize>,
