@@ -1113,6 +1113,11 @@ impl Isel<'_> {
                     // sum is only an address.
                     let (x, y) = (self.src(x), self.src(y));
                     self.v("v_add_lshl_u32", &[x, y, Src::Imm(shift)])
+                } else if let Some((x, c)) = self.divergent_local_shl(index, shift) {
+                    // `(x << c) << shift` as one shift; the first is dead when it is only
+                    // an address.
+                    let x = self.src(x);
+                    self.v("v_lshlrev_b32", &[Src::Imm(c + shift), x])
                 } else {
                     self.v("v_lshlrev_b32", &[Src::Imm(shift), idx])
                 };
@@ -1151,6 +1156,27 @@ impl Isel<'_> {
             .all(|&a| func.value_type(a) == Type::U32 && self.const_of(a).is_none());
         let uniform = args.iter().filter(|&&a| self.uni.is_uniform(a)).count();
         (plain && uniform <= 1).then_some(args)
+    }
+
+    /// `(x, c)` when `index` is a divergent `u32` `x << c` by a constant with `c + shift < 32`,
+    /// defined and used only in the current block.
+    fn divergent_local_shl(&self, index: Value, shift: u32) -> Option<(Value, u32)> {
+        let func = self.func;
+        if !self.local.contains_key(&index) || self.uni.is_uniform(index) {
+            return None;
+        }
+        let ValueDef::Result(i, _) = func.values[index].def else {
+            return None;
+        };
+        let InstData::Binary {
+            op: BinaryOp::Shl,
+            args: [x, c],
+        } = func.insts[i]
+        else {
+            return None;
+        };
+        let (_, c) = self.const_of(c)?;
+        (func.value_type(x) == Type::U32 && c + (shift as u64) < 32).then_some((x, c as u32))
     }
 
     pub(crate) fn desc(&self, buf: Value) -> Result<VReg, IselError> {
