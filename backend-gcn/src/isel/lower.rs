@@ -1133,10 +1133,9 @@ impl Isel<'_> {
         (a, imm as u32)
     }
 
-    /// `[x, y]` when `index` is a divergent `u32` add of non-constant values, at most one of
-    /// them uniform (the constant bus takes one SGPR on gfx9), defined and used only in the
-    /// current block (so reading `x` and `y` here lengthens no live range across blocks).
-    fn divergent_local_add(&self, index: Value) -> Option<[Value; 2]> {
+    /// The operands of `index` when it is a divergent binary `op`, defined and used only in the
+    /// current block (so reading its operands here lengthens no live range across blocks).
+    fn divergent_local_binary(&self, index: Value, op: BinaryOp) -> Option<[Value; 2]> {
         let func = self.func;
         if !self.local.contains_key(&index) || self.uni.is_uniform(index) {
             return None;
@@ -1144,13 +1143,17 @@ impl Isel<'_> {
         let ValueDef::Result(i, _) = func.values[index].def else {
             return None;
         };
-        let InstData::Binary {
-            op: BinaryOp::Add,
-            args,
-        } = func.insts[i]
-        else {
-            return None;
-        };
+        match func.insts[i] {
+            InstData::Binary { op: o, args } if o == op => Some(args),
+            _ => None,
+        }
+    }
+
+    /// `[x, y]` when `index` is a divergent local `u32` add of non-constant values, at most one
+    /// of them uniform (the constant bus takes one SGPR on gfx9).
+    fn divergent_local_add(&self, index: Value) -> Option<[Value; 2]> {
+        let func = self.func;
+        let args = self.divergent_local_binary(index, BinaryOp::Add)?;
         let plain = args
             .iter()
             .all(|&a| func.value_type(a) == Type::U32 && self.const_of(a).is_none());
@@ -1158,25 +1161,13 @@ impl Isel<'_> {
         (plain && uniform <= 1).then_some(args)
     }
 
-    /// `(x, c)` when `index` is a divergent `u32` `x << c` by a constant with `c + shift < 32`,
-    /// defined and used only in the current block.
+    /// `(x, c)` when `index` is a divergent local `u32` `x << c` by a constant with
+    /// `c + shift < 32`.
     fn divergent_local_shl(&self, index: Value, shift: u32) -> Option<(Value, u32)> {
-        let func = self.func;
-        if !self.local.contains_key(&index) || self.uni.is_uniform(index) {
-            return None;
-        }
-        let ValueDef::Result(i, _) = func.values[index].def else {
-            return None;
-        };
-        let InstData::Binary {
-            op: BinaryOp::Shl,
-            args: [x, c],
-        } = func.insts[i]
-        else {
-            return None;
-        };
+        let [x, c] = self.divergent_local_binary(index, BinaryOp::Shl)?;
         let (_, c) = self.const_of(c)?;
-        (func.value_type(x) == Type::U32 && c + (shift as u64) < 32).then_some((x, c as u32))
+        let fits = self.func.value_type(x) == Type::U32 && c + (shift as u64) < 32;
+        fits.then_some((x, c as u32))
     }
 
     pub(crate) fn desc(&self, buf: Value) -> Result<VReg, IselError> {
