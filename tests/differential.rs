@@ -251,3 +251,93 @@ fn bad_arguments_are_clear_errors() {
     let e = run_case(&dev, &ck.code_object, &func, &buf).unwrap_err();
     assert!(e.to_string().contains("a buffer of u32"), "{e}");
 }
+
+/// Integer division as isel lowers it (`isel/idiv.rs`) against the interpreter on every target:
+/// a `/` and `%` pair of the same operands (one expansion), a uniform divisor from the kernel
+/// arguments (its reciprocal made once in the entry block, read in a loop), uniform operands on
+/// the SALU, unsigned constants whose magic multiplier fits 32 bits (3, 641), needs 33 (7, 254)
+/// or whose quotient is 0 or 1 (2^31 + 1), a power of two, a divergent divisor that is 0 in
+/// lane 0, signed operands, and a zero uniform divisor (`x / 0` all ones, `x % 0` is x).
+#[test]
+fn divisions_pairs_constants_and_hoisted_divisors_match_the_interpreter() {
+    use kjit_frontend::{Dim, KernelBuilder};
+    use kjit_ir::interp::{Arg, BufferData, LaunchDims};
+    const OUTS: u32 = 24;
+    let k = KernelBuilder::new("divisions");
+    let a = k.buffer::<u32>("a");
+    let s = k.arg::<u32>("s");
+    let t = k.arg::<i32>("t");
+    let o = k.buffer_mut::<u32>("o");
+    let g = k.global_id(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let x = k.load(&a, g);
+    let u = s * 7u32 + 1u32;
+    let outs = [
+        x / s,
+        x % s,
+        u / s,
+        u % s,
+        x / 7u32,
+        x % 7u32,
+        x / 254u32,
+        x % 254u32,
+        x / 3u32,
+        x % 641u32,
+        u / 641u32,
+        u % 7u32,
+        x / 0x8000_0001u32,
+        x % 0x8000_0001u32,
+        x / 16u32,
+        x % 16u32,
+        x / lid,
+        x % lid,
+        (x.cast::<i32>() / t).cast::<u32>(),
+        (x.cast::<i32>() % t).cast::<u32>(),
+        (x.cast::<i32>() / (lid.cast::<i32>() - 3i32)).cast::<u32>(),
+        (x.cast::<i32>() % (lid.cast::<i32>() - 3i32)).cast::<u32>(),
+    ];
+    for (j, v) in outs.into_iter().enumerate() {
+        k.store(&o, g * OUTS + j as u32, v);
+    }
+    let acc = k.var(k.lit(0u32));
+    k.for_range(k.lit(0u32), k.lit(3u32), k.lit(1u32), |i| {
+        acc.set(acc.get() + (x + i) / s + (x + i) % s);
+    });
+    k.store(&o, g * OUTS + 22u32, acc.get());
+    k.store(&o, g * OUTS + 23u32, (g + s) / s);
+    let f = k.finish().expect("builds");
+    let n = 150usize;
+    let mut r = 0x1234_5678u32;
+    let data: Vec<u32> = (0..n)
+        .map(|i| {
+            r = r.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            match i % 4 {
+                0 => r,
+                1 => r >> 20,
+                2 => u32::MAX - (i as u32),
+                _ => i as u32,
+            }
+        })
+        .collect();
+    for (sv, tv) in [(13u32, -5i32), (0, 0), (0x9000_0000, 7), (1, -1)] {
+        let case = kjit_kernels::Case {
+            n,
+            args: vec![
+                Arg::Buffer(BufferData::U32(data.clone())),
+                Arg::U32(sv),
+                Arg::I32(tv),
+                Arg::Buffer(BufferData::U32(vec![
+                    kjit_kernels::POISON_U32;
+                    n * OUTS as usize
+                ])),
+            ],
+            launch: LaunchDims {
+                grid: [2, 1, 1],
+                block: [75, 1, 1],
+                dynamic_lds: 0,
+            },
+            outputs: vec![3],
+        };
+        run_custom(&f, &case);
+    }
+}

@@ -96,7 +96,8 @@ pub const VECTOR_ADD_PIPELINED: KernelSpec = KernelSpec {
 /// outside the matrices are masked by index, not by value: a lane whose element is outside
 /// loads from index `u32::MAX`, which is past the buffer's end and gives 0 (the buffer
 /// descriptor's range check), so every copy is a plain dword load stored at the lane's own LDS
-/// word — a direct-to-LDS load. The output store is masked the same way.
+/// word — a direct-to-LDS load. The output store is masked the same way. Workgroups must be
+/// `TILE x TILE` work-items.
 pub fn build_matmul_pipelined(stages: u32) -> BuildResult {
     use crate::matmul::TILE;
     let k = KernelBuilder::new("matmul_pipelined");
@@ -107,6 +108,7 @@ pub fn build_matmul_pipelined(stages: u32) -> BuildResult {
     let m = k.arg::<u32>("m");
     let n = k.arg::<u32>("n");
     let kk = k.arg::<u32>("k");
+    k.workgroup_size([TILE, TILE, 1]);
     // Tiles past the last one read only out-of-range indices (0) and add 0 * 0.
     let p = k.pipeline(stages, TileSharing::Workgroup).speculative(true);
     let ta = p.staged::<f32>("tile_a", TILE * TILE);
@@ -178,13 +180,15 @@ pub const STENCIL_BLOCK: u32 = 256;
 /// column left and right: `(STENCIL_ROWS + 2) x 256` words) is streamed into LDS through
 /// `stages` buffers, and the work-items read their neighbours from LDS (`TileSharing::Workgroup`:
 /// columns 63/64 etc. come from other waves). Halo words outside the grid load 0 by index
-/// masking (`u32::MAX`), so each copy is a direct-to-LDS load.
+/// masking (`u32::MAX`), so each copy is a direct-to-LDS load. Workgroups must be
+/// `STENCIL_BLOCK` work-items.
 pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let k = KernelBuilder::new("stencil_pipelined");
     let input = k.buffer::<f32>("input");
     let width = k.arg::<u32>("width");
     let height = k.arg::<u32>("height");
     let out = k.buffer_mut::<f32>("out");
+    k.workgroup_size([STENCIL_BLOCK, 1, 1]);
     let inner = STENCIL_BLOCK - 2;
     let strips = (width + (inner - 1)) / inner;
     let blocks = (height + (STENCIL_ROWS - 1)) / STENCIL_ROWS;

@@ -19,6 +19,20 @@ pub(crate) fn is64(t: Type) -> bool {
     matches!(t, Type::I64 | Type::U64 | Type::F64)
 }
 
+/// The `s_cmp_*` of a 32-bit integer compare.
+pub(crate) fn s_cmp_name(o: CmpOp, t: Type) -> String {
+    let c = match o {
+        CmpOp::Eq => "eq",
+        CmpOp::Ne => "lg",
+        CmpOp::Lt => "lt",
+        CmpOp::Le => "le",
+        CmpOp::Gt => "gt",
+        CmpOp::Ge => "ge",
+    };
+    let s = if t == Type::I32 { "i32" } else { "u32" };
+    format!("s_cmp_{c}_{s}")
+}
+
 /// Name suffix of a VALU compare, or of a float operation, on `t`.
 fn cmp_suffix(t: Type) -> &'static str {
     match t {
@@ -87,7 +101,7 @@ impl Isel<'_> {
         }
     }
 
-    fn is_sgpr_src(&self, s: Src) -> bool {
+    pub(crate) fn is_sgpr_src(&self, s: Src) -> bool {
         match s {
             Src::R(v) => self.mf.vregs[v].class == RegClass::Sgpr,
             _ => true,
@@ -136,6 +150,15 @@ impl Isel<'_> {
             } if lds_dma::x_id_of_lane_run(func, args).is_some() => {
                 let x = lds_dma::x_id_of_lane_run(func, args).expect("checked");
                 let r = self.val(x);
+                self.result(res[0], r);
+            }
+            InstData::Binary {
+                op: op @ (BinaryOp::Div | BinaryOp::Rem),
+                args,
+            } if matches!(func.value_type(args[0]), Type::I32 | Type::U32) => {
+                let t = func.value_type(args[0]);
+                let u = self.uni.is_uniform(res[0]);
+                let r = self.lower_divrem(op == BinaryOp::Rem, t, args, u)?;
                 self.result(res[0], r);
             }
             InstData::Binary { op, args } => {
@@ -281,6 +304,9 @@ impl Isel<'_> {
             | InstData::FragExtract { .. }
             | InstData::Mfma { .. } => unreachable!("lowered by lower_frag"),
         }
+        if let Some(&v) = res.first() {
+            self.hoist_reciprocal(v);
+        }
         Ok(())
     }
 
@@ -331,15 +357,50 @@ impl Isel<'_> {
             self.mask_cache.insert(c, m);
             return m;
         }
-        let v = self.val(c);
-        let m = if self.mf.vregs[v].class == RegClass::Sgpr {
-            self.salu("s_cmp_lg_u32", None, &[Src::R(v), Src::Imm(0)]);
-            self.sop2("s_cselect_b64", &[Src::Imm64(u64::MAX), Src::Imm64(0)])
+        let m = if self.class_of(c) == RegClass::Sgpr {
+            self.cond_mask(c, None)
         } else {
+            let v = self.val(c);
             self.vcmp("v_cmp_ne_u32", Src::Imm(0), Src::R(v))
         };
         self.mask_cache.insert(c, m);
         m
+    }
+
+    /// The lanes of `m` (all lanes if `None`) where the uniform bool `u` holds: `s_cmp` +
+    /// `s_cselect_b64 m, 0` per compare of an `and` of uniform compares made in this block (the
+    /// compares are done again on SCC, so their 0/1 values and `s_and_b32`s are usually dead).
+    fn cond_mask(&mut self, u: Value, m: Option<VReg>) -> VReg {
+        if let Some((_, bits)) = self.const_of(u) {
+            return match m {
+                Some(m) if bits != 0 => m,
+                _ => self.lane_mask(u),
+            };
+        }
+        if let kjit_ir::ValueDef::Result(i, _) = self.func.values[u].def {
+            if let InstData::Binary {
+                op: BinaryOp::And,
+                args,
+            } = self.func.insts[i]
+            {
+                if self.local.contains_key(&u) && self.func.value_type(u) == Type::Bool {
+                    let inner = self.cond_mask(args[1], m);
+                    return self.cond_mask(args[0], Some(inner));
+                }
+            }
+        }
+        let cur = self.cur_block;
+        let (name, srcs) = match self.scalar_cmp(cur, u) {
+            Some(c) => c,
+            None => {
+                let v = self.val(u);
+                let v = self.to_class(v, RegClass::Sgpr);
+                ("s_cmp_lg_u32".into(), [Src::R(v), Src::Imm(0)])
+            }
+        };
+        self.salu(&name, None, &srcs);
+        let yes = m.map_or(Src::Imm64(u64::MAX), Src::R);
+        self.sop2("s_cselect_b64", &[yes, Src::Imm64(0)])
     }
 
     /// The lane mask of a divergent bool `and`/`or`/`xor`/`not` whose divergent operands already
@@ -380,6 +441,21 @@ impl Isel<'_> {
             }
         }
         match self.func.insts[i] {
+            // A uniform operand selects the other's mask or 0 on SCC.
+            InstData::Binary {
+                op: BinaryOp::And,
+                args,
+            } if at_hand(self, c, 8)
+                && self.uni.is_uniform(args[0]) != self.uni.is_uniform(args[1]) =>
+            {
+                let (u, d) = if self.uni.is_uniform(args[0]) {
+                    (args[0], args[1])
+                } else {
+                    (args[1], args[0])
+                };
+                let m = self.lane_mask(d);
+                Some(self.cond_mask(u, Some(m)))
+            }
             InstData::Binary { op: o, args } if at_hand(self, c, 8) => {
                 let name = match o {
                     BinaryOp::And => "s_and_b64",
@@ -597,73 +673,10 @@ impl Isel<'_> {
             BinaryOp::Min => self.v("v_min_u32", &[a, b]),
             BinaryOp::Max if signed => self.v("v_max_i32", &[a, b]),
             BinaryOp::Max => self.v("v_max_u32", &[a, b]),
-            BinaryOp::Div | BinaryOp::Rem => self.idiv32(o == BinaryOp::Rem, signed, a, b),
+            BinaryOp::Div | BinaryOp::Rem => {
+                return unsupported(format!("{o:?} outside `lower_divrem`"));
+            }
         })
-    }
-
-    /// Exact 32-bit division or remainder (IR rules: `x/0` is all ones, `x%0` is `x`).
-    fn idiv32(&mut self, rem: bool, signed: bool, a: Src, b: Src) -> VReg {
-        let a = Src::R(self.reg(a, RegClass::Vgpr));
-        let b = Src::R(self.reg(b, RegClass::Vgpr));
-        let (ua, ub) = if signed {
-            let na = self.v("v_sub_u32", &[Src::Imm(0), a]);
-            let ua = self.v("v_max_i32", &[a, Src::R(na)]);
-            let nb = self.v("v_sub_u32", &[Src::Imm(0), b]);
-            let ub = self.v("v_max_i32", &[b, Src::R(nb)]);
-            (Src::R(ua), Src::R(ub))
-        } else {
-            (a, b)
-        };
-        // Reciprocal estimate of ub in 0.32 fixed point, refined once.
-        let fb = self.v("v_cvt_f32_u32", &[ub]);
-        let r = self.v("v_rcp_iflag_f32", &[Src::R(fb)]);
-        let r = self.v("v_mul_f32", &[Src::Imm(0x4f7f_fffe), Src::R(r)]);
-        let ri = self.v("v_cvt_u32_f32", &[Src::R(r)]);
-        let nb = self.v("v_sub_u32", &[Src::Imm(0), ub]);
-        let t = self.v("v_mul_lo_u32", &[Src::R(nb), Src::R(ri)]);
-        let h = self.v("v_mul_hi_u32", &[Src::R(ri), Src::R(t)]);
-        let ri = self.v("v_add_u32", &[Src::R(ri), Src::R(h)]);
-        let mut q = self.v("v_mul_hi_u32", &[ua, Src::R(ri)]);
-        let p = self.v("v_mul_lo_u32", &[Src::R(q), ub]);
-        let mut rm = self.v("v_sub_u32", &[ua, Src::R(p)]);
-        for _ in 0..2 {
-            let ge = self.vcmp("v_cmp_ge_u32", Src::R(rm), ub);
-            let q1 = self.v("v_add_u32", &[Src::Imm(1), Src::R(q)]);
-            let r1 = self.v("v_sub_u32", &[Src::R(rm), ub]);
-            let nq = self.new_vreg(RegClass::Vgpr, 1);
-            self.vop("v_cndmask_b32", &[nq], &[Src::R(q), Src::R(q1), Src::R(ge)]);
-            let nr = self.new_vreg(RegClass::Vgpr, 1);
-            self.vop(
-                "v_cndmask_b32",
-                &[nr],
-                &[Src::R(rm), Src::R(r1), Src::R(ge)],
-            );
-            q = nq;
-            rm = nr;
-        }
-        let mut out = if rem { rm } else { q };
-        if signed {
-            // Quotient sign: signs differ; remainder sign: the dividend's.
-            let s = if rem {
-                self.v("v_ashrrev_i32", &[Src::Imm(31), a])
-            } else {
-                let x = self.v("v_xor_b32", &[a, b]);
-                self.v("v_ashrrev_i32", &[Src::Imm(31), Src::R(x)])
-            };
-            let x = self.v("v_xor_b32", &[Src::R(out), Src::R(s)]);
-            out = self.v("v_sub_u32", &[Src::R(x), Src::R(s)]);
-        }
-        // Division by zero.
-        let z = self.vcmp("v_cmp_eq_u32", Src::Imm(0), b);
-        let d = self.new_vreg(RegClass::Vgpr, 1);
-        let zval = if rem { a } else { Src::Imm(u32::MAX) };
-        let zreg = self.reg(zval, RegClass::Vgpr);
-        self.vop(
-            "v_cndmask_b32",
-            &[d],
-            &[Src::R(out), Src::R(zreg), Src::R(z)],
-        );
-        d
     }
 
     fn binary64(
@@ -896,7 +909,20 @@ impl Isel<'_> {
             }
             TernaryOp::LshlAdd => self.v("v_lshl_add_u32", &[a, b, c]),
             TernaryOp::LshlOr => self.v("v_lshl_or_b32", &[a, b, c]),
-            TernaryOp::Add3 => self.v("v_add3_u32", &[a, b, c]),
+            TernaryOp::Add3 => {
+                // gfx9 VOP3 reads one SGPR: two SGPR terms are added on the SALU first (instead
+                // of a `v_mov_b32` of one of them into a VGPR).
+                let sgpr = |s: &Src, me: &Self| matches!(s, Src::R(_)) && me.is_sgpr_src(*s);
+                match [a, b, c].iter().filter(|s| sgpr(s, self)).count() {
+                    2 if a != b && b != c && a != c => {
+                        let (mut ss, vs): (Vec<Src>, Vec<Src>) =
+                            [a, b, c].into_iter().partition(|s| sgpr(s, self));
+                        let x = self.sop2("s_add_u32", &[ss.remove(0), ss.remove(0)]);
+                        self.v("v_add_u32", &[Src::R(x), vs[0]])
+                    }
+                    _ => self.v("v_add3_u32", &[a, b, c]),
+                }
+            }
         })
     }
 
@@ -920,16 +946,7 @@ impl Isel<'_> {
         }
         let scalar_ok = u && self.is_sgpr_src(a) && self.is_sgpr_src(b);
         if scalar_ok && (t == Type::I32 || t == Type::U32) {
-            let c = match o {
-                CmpOp::Eq => "eq",
-                CmpOp::Ne => "lg",
-                CmpOp::Lt => "lt",
-                CmpOp::Le => "le",
-                CmpOp::Gt => "gt",
-                CmpOp::Ge => "ge",
-            };
-            let s = if t == Type::I32 { "i32" } else { "u32" };
-            self.salu(&format!("s_cmp_{c}_{s}"), None, &[a, b]);
+            self.salu(&s_cmp_name(o, t), None, &[a, b]);
             return Ok(self.bool_from_scc());
         }
         if scalar_ok && is64(t) && t.is_int() && matches!(o, CmpOp::Eq | CmpOp::Ne) {
@@ -968,8 +985,11 @@ impl Isel<'_> {
         let sa = self.src(a);
         let sb = self.src(b);
         if u && self.is_sgpr_src(sa) && self.is_sgpr_src(sb) {
-            let cv = self.val(c);
-            self.salu("s_cmp_lg_u32", None, &[Src::R(cv), Src::Imm(0)]);
+            let cur = self.cur_block;
+            let (name, srcs) = self
+                .scalar_cmp(cur, c)
+                .expect("a uniform bool is in an SGPR");
+            self.salu(&name, None, &srcs);
             let n = if is64(t) {
                 "s_cselect_b64"
             } else {
@@ -1093,6 +1113,11 @@ impl Isel<'_> {
                     // sum is only an address.
                     let (x, y) = (self.src(x), self.src(y));
                     self.v("v_add_lshl_u32", &[x, y, Src::Imm(shift)])
+                } else if let Some((x, c)) = self.divergent_local_shl(index, shift) {
+                    // `(x << c) << shift` as one shift; the first is dead when it is only
+                    // an address.
+                    let x = self.src(x);
+                    self.v("v_lshlrev_b32", &[Src::Imm(c + shift), x])
                 } else {
                     self.v("v_lshlrev_b32", &[Src::Imm(shift), idx])
                 };
@@ -1108,10 +1133,9 @@ impl Isel<'_> {
         (a, imm as u32)
     }
 
-    /// `[x, y]` when `index` is a divergent `u32` add of non-constant values, at most one of
-    /// them uniform (the constant bus takes one SGPR on gfx9), defined and used only in the
-    /// current block (so reading `x` and `y` here lengthens no live range across blocks).
-    fn divergent_local_add(&self, index: Value) -> Option<[Value; 2]> {
+    /// The operands of `index` when it is a divergent binary `op`, defined and used only in the
+    /// current block (so reading its operands here lengthens no live range across blocks).
+    fn divergent_local_binary(&self, index: Value, op: BinaryOp) -> Option<[Value; 2]> {
         let func = self.func;
         if !self.local.contains_key(&index) || self.uni.is_uniform(index) {
             return None;
@@ -1119,18 +1143,31 @@ impl Isel<'_> {
         let ValueDef::Result(i, _) = func.values[index].def else {
             return None;
         };
-        let InstData::Binary {
-            op: BinaryOp::Add,
-            args,
-        } = func.insts[i]
-        else {
-            return None;
-        };
+        match func.insts[i] {
+            InstData::Binary { op: o, args } if o == op => Some(args),
+            _ => None,
+        }
+    }
+
+    /// `[x, y]` when `index` is a divergent local `u32` add of non-constant values, at most one
+    /// of them uniform (the constant bus takes one SGPR on gfx9).
+    fn divergent_local_add(&self, index: Value) -> Option<[Value; 2]> {
+        let func = self.func;
+        let args = self.divergent_local_binary(index, BinaryOp::Add)?;
         let plain = args
             .iter()
             .all(|&a| func.value_type(a) == Type::U32 && self.const_of(a).is_none());
         let uniform = args.iter().filter(|&&a| self.uni.is_uniform(a)).count();
         (plain && uniform <= 1).then_some(args)
+    }
+
+    /// `(x, c)` when `index` is a divergent local `u32` `x << c` by a constant with
+    /// `c + shift < 32`.
+    fn divergent_local_shl(&self, index: Value, shift: u32) -> Option<(Value, u32)> {
+        let [x, c] = self.divergent_local_binary(index, BinaryOp::Shl)?;
+        let (_, c) = self.const_of(c)?;
+        let fits = self.func.value_type(x) == Type::U32 && c + (shift as u64) < 32;
+        fits.then_some((x, c as u32))
     }
 
     pub(crate) fn desc(&self, buf: Value) -> Result<VReg, IselError> {

@@ -34,6 +34,7 @@
 mod dce;
 mod exec_fold;
 mod frag;
+mod idiv;
 mod lds_dma;
 mod lower;
 mod order;
@@ -193,6 +194,8 @@ pub(crate) struct Isel<'a> {
     pub(crate) cur: MBlock,
     /// The EXEC mask of the current body (an SGPR-pair vreg).
     pub(crate) cur_exec: Option<VReg>,
+    /// The IR block whose body is being lowered.
+    pub(crate) cur_block: Block,
     /// The EXEC the wave was launched with: its lanes are a prefix, so lane 0 is active.
     pub(crate) launch_exec: Option<VReg>,
     /// Values used only in their own block: their vreg.
@@ -240,11 +243,19 @@ pub(crate) struct Isel<'a> {
     /// store, and store → (load, the uniform part of its LDS index).
     pub(crate) dma_loads: HashMap<kjit_ir::Inst, kjit_ir::Inst>,
     pub(crate) dma_stores: HashMap<kjit_ir::Inst, lds_dma::DmaStore>,
+    /// Uniform divisors of unsigned divisions ([`idiv::uniform_divisors`]).
+    pub(crate) divisors: rustc_hash::FxHashSet<Value>,
+    /// Reciprocals of uniform divisors made in the entry block (SGPRs, valid everywhere).
+    pub(crate) recips: HashMap<Value, VReg>,
+    /// Per-block cache of divisions: (dividend, divisor, signed) -> (quotient, remainder),
+    /// valid under the current EXEC (cleared with `addr_cache`).
+    pub(crate) divrem_cache: HashMap<(Value, Value, bool), (VReg, VReg)>,
 }
 
 impl<'a> Isel<'a> {
     fn new(func: &'a Function, target: Target) -> Result<Isel<'a>, IselError> {
         let uni = Uniformity::compute(func);
+        let divisors = idiv::uniform_divisors(func, &uni);
         let loops = LoopInfo::compute(func)?;
         let order = order::layout(func, &loops)?;
         let mut pos = SecondaryMap::new();
@@ -308,6 +319,7 @@ impl<'a> Isel<'a> {
             preds: Vec::new(),
             ssa: ssa::SsaState::default(),
             cur: MBlock::new(0),
+            cur_block: func.layout.first().copied().unwrap_or(Block::new(0)),
             cur_exec: None,
             launch_exec: None,
             local: HashMap::default(),
@@ -334,6 +346,9 @@ impl<'a> Isel<'a> {
             direct: SecondaryMap::new(),
             dma_loads,
             dma_stores,
+            divisors,
+            recips: HashMap::default(),
+            divrem_cache: HashMap::default(),
         })
     }
 
@@ -906,6 +921,7 @@ impl<'a> Isel<'a> {
         self.mask_cache.clear();
         self.addr_cache.clear();
         self.lane_copies.clear();
+        self.divrem_cache.clear();
         if mb == self.mf.entry() {
             self.prologue()?;
             let entry = self.order[0];
@@ -1023,6 +1039,7 @@ impl<'a> Isel<'a> {
         self.push(i);
         self.addr_cache.clear();
         self.lane_copies.clear();
+        self.divrem_cache.clear();
         let b = self.cur;
         self.mf.blocks[b].exec_partial = true;
     }
@@ -1041,6 +1058,7 @@ impl<'a> Isel<'a> {
         // A VGPR computed under the old EXEC may lack lanes the new one has.
         self.addr_cache.clear();
         self.lane_copies.clear();
+        self.divrem_cache.clear();
         // Moves the allocator puts in this block must be whole-wave from here on.
         let b = self.cur;
         self.mf.blocks[b].exec_partial = true;
@@ -1357,6 +1375,7 @@ impl<'a> Isel<'a> {
                         self.to_class(r, RegClass::Vgpr)
                     };
                     self.params.insert(p, r);
+                    self.hoist_reciprocal(p);
                 }
             }
         }
@@ -1481,6 +1500,7 @@ impl<'a> Isel<'a> {
         if b != self.order[0] {
             self.cur_exec = Some(self.exec_of[&b]);
         }
+        self.cur_block = b;
         for &i in &func.blocks[b].insts {
             let data = &func.insts[i];
             if data.is_terminator() {
@@ -1596,7 +1616,7 @@ impl<'a> Isel<'a> {
     /// A 32-bit integer compare in block `b` on SGPR operands is done again as `s_cmp` (its 0/1
     /// value is then usually dead and removed); another SGPR condition is tested with
     /// `s_cmp_lg_u32`. None for a condition not in an SGPR.
-    fn scalar_cmp(&mut self, b: Block, cond: Value) -> Option<(String, [valu::Src; 2])> {
+    pub(crate) fn scalar_cmp(&mut self, b: Block, cond: Value) -> Option<(String, [valu::Src; 2])> {
         let func = self.func;
         if let kjit_ir::ValueDef::Result(i, _) = func.values[cond].def {
             if let InstData::Cmp { op: o, args } = func.insts[i] {
@@ -1610,16 +1630,7 @@ impl<'a> Isel<'a> {
                         _ => true,
                     };
                     if sgpr(&x, self) && sgpr(&y, self) {
-                        let c = match o {
-                            kjit_ir::CmpOp::Eq => "eq",
-                            kjit_ir::CmpOp::Ne => "lg",
-                            kjit_ir::CmpOp::Lt => "lt",
-                            kjit_ir::CmpOp::Le => "le",
-                            kjit_ir::CmpOp::Gt => "gt",
-                            kjit_ir::CmpOp::Ge => "ge",
-                        };
-                        let ty = if t == Type::I32 { "i32" } else { "u32" };
-                        return Some((format!("s_cmp_{c}_{ty}"), [x, y]));
+                        return Some((lower::s_cmp_name(o, t), [x, y]));
                     }
                 }
             }
