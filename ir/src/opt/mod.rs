@@ -62,7 +62,7 @@ impl Default for OptOptions {
         OptOptions {
             node_limit: 5_000,
             iter_limit: 8,
-            patience: 1,
+            patience: 2,
         }
     }
 }
@@ -551,28 +551,64 @@ impl BestCosts {
     }
 }
 
-/// The summed cost of the cheapest forms of `roots` (for a memory index, of what remains after
-/// folding a constant into the offset, when that is cheaper); divergent forms count 1 more.
+/// The cost of the cheapest forms of `roots` with what they share counted once (as extraction
+/// makes one value per class): per class reached from the roots through cheapest nodes, that
+/// node's own cycles, plus 1 if it is divergent. A memory index counts as what remains after
+/// folding a constant into the offset where extraction would fold it. Shared terms matter: the
+/// e-graph often finds the cheaper kernel by making several indices `base + constant` with one
+/// `base`, which a sum of per-root tree costs does not see.
 fn roots_cost(g: &KGraph, roots: &[(Id, bool)]) -> u64 {
     let ex = BestCosts::new(g);
-    let mut total = 0u64;
+    let cf = GcnCost { egraph: g };
+    let cost_of = |n: &Node| {
+        cf.node_cost_with(
+            n,
+            |c| ex.find_best_cost(g, c),
+            |c| ex.info[usize::from(g.find(c))],
+        )
+    };
+    let known = |n: &Node| {
+        n.children()
+            .iter()
+            .all(|c| ex.costs[usize::from(g.find(*c))].is_some())
+    };
+    let mut stack: Vec<Id> = Vec::with_capacity(roots.len());
     for &(id, index) in roots {
-        let mut c = ex.find_best_cost(g, id);
+        let mut at = id;
         if index {
+            let mut best = ex.find_best_cost(g, id);
             for n in &g[id].nodes {
                 if let Node::Add([x, k]) = n {
                     for (x, k) in [(*x, *k), (*k, *x)] {
-                        if g[k].data.konst.is_some() {
-                            let cx = ex.find_best_cost(g, x);
-                            if cx < c {
-                                c = cx;
-                            }
+                        let cx = ex.find_best_cost(g, x);
+                        if g[k].data.konst.is_some() && cx <= best {
+                            (best, at) = (cx, x);
                         }
                     }
                 }
             }
         }
-        total += c.cycles as u64 + c.divergent as u64;
+        stack.push(at);
+    }
+    let mut seen = vec![false; ex.costs.len()];
+    let mut total = 0u64;
+    while let Some(id) = stack.pop() {
+        let id = g.find(id);
+        let k = usize::from(id);
+        if std::mem::replace(&mut seen[k], true) {
+            continue;
+        }
+        let Some(best) = ex.costs[k] else { continue };
+        let Some(node) = g[id].nodes.iter().find(|n| known(n) && cost_of(n) == best) else {
+            continue;
+        };
+        let below: u32 = node
+            .children()
+            .iter()
+            .map(|&c| ex.find_best_cost(g, c).cycles)
+            .fold(0, u32::saturating_add);
+        total += best.cycles.saturating_sub(below) as u64 + best.divergent as u64;
+        stack.extend(node.children().iter().copied());
     }
     total
 }
@@ -967,7 +1003,7 @@ mod tests {
     #[test]
     fn best_costs_in_id_order_are_eggs_costs() {
         let mut g = KGraph::new(KernelAnalysis::default());
-        let mut leaf = |g: &mut KGraph, k: u32, uniform: bool| {
+        let leaf = |g: &mut KGraph, k: u32, uniform: bool| {
             g.analysis.leaves.push(LeafInfo {
                 value: Value::from_u32(k),
                 ty: Type::U32,
