@@ -120,7 +120,7 @@ block2:
 
 /// A long sum of uniform and divergent terms, indices with constant parts: the associative and
 /// commutative rules keep growing its e-graph to the node limit, while its cheapest forms stop
-/// changing after two or three iterations. Rewriting stops at the first iteration that finds
+/// changing after two or three iterations. Rewriting stops after two iterations that find
 /// nothing cheaper (`OptOptions::patience`), with a fraction of the nodes and code no costlier
 /// than rewriting on gives.
 #[test]

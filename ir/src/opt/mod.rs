@@ -46,18 +46,19 @@ pub struct OptOptions {
     /// Rewrite iterations per block.
     pub iter_limit: usize,
     /// Iterations in a row without a cheaper form of the block's needed values after which
-    /// rewriting stops (counted from the second iteration on; 0 = never stop for this).
+    /// rewriting stops (the first iteration sets the mark; 0 = never stop for this).
     pub patience: usize,
 }
 
 impl Default for OptOptions {
-    /// 5,000 nodes, 8 iterations, patience 1. Why patience 1: the associative and commutative
+    /// 5,000 nodes, 8 iterations, patience 2. Why a patience: the associative and commutative
     /// rules on index arithmetic grow an e-graph by about half in every iteration long after
     /// the cheapest forms stopped changing (vector_add_pipelined's loop body: 30 instructions,
-    /// 1,527 nodes after 8 iterations, no cheaper form after the second); stopping at the first
-    /// iteration that finds nothing cheaper gave the same or smaller code on every library
-    /// kernel and target (`tests/codegen_ratchet.rs`) at a fraction of the time
-    /// (`docs/performance-log.md`).
+    /// 1,527 nodes after 8 iterations, no cheaper form after the second). Why 2, not 1: a
+    /// block's cost can stay flat for one iteration and drop after the next (the MFMA test
+    /// block of `tests/mfma.rs`: 63 instructions with 2, 69 with 1). With 2 every library
+    /// kernel and target gets the same or smaller code (`tests/codegen_ratchet.rs`) at a
+    /// fraction of the time (`docs/performance-log.md`).
     fn default() -> Self {
         OptOptions {
             node_limit: 5_000,
