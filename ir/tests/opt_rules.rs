@@ -117,3 +117,57 @@ block2:
         .to_string();
     assert!(out.contains(&format!("store v1[v2], {add}")), "{out}");
 }
+
+/// A long sum of uniform and divergent terms, indices with constant parts: the associative and
+/// commutative rules keep growing its e-graph to the node limit, while its cheapest forms stop
+/// changing after two or three iterations. Rewriting stops after two iterations that find
+/// nothing cheaper (`OptOptions::patience`), with a fraction of the nodes and code no costlier
+/// than rewriting on gives.
+#[test]
+fn rewriting_stops_when_the_cheapest_forms_stop_improving() {
+    use kjit_ir::opt::{optimize_with, OptOptions};
+    let mut body = String::new();
+    let mut v = 5;
+    body.push_str("    v5:u32 = add v4, v3\n");
+    for k in 0..8 {
+        body.push_str(&format!(
+            "    v{}:u32 = const.u32 {}\n    v{}:u32 = add v3, v{}\n    v{}:u32 = add v{}, v{}\n    store v1[v{}], v4\n",
+            v + 1,
+            k + 1,
+            v + 2,
+            v + 1,
+            v + 3,
+            v,
+            v + 2,
+            v + 3
+        ));
+        v += 3;
+    }
+    let text = format!(
+        "kernel k(x: buf<u32>, o: buf_mut<u32>, n: u32) {{\nblock0(v0: buf<u32>, v1: buf_mut<u32>, v3: u32):\n    v4:u32 = workitem_id.x\n{body}    return\n}}\n"
+    );
+    let f = parse_function(&text).unwrap();
+    verify(&f).unwrap();
+    let on = OptOptions {
+        patience: 0,
+        ..OptOptions::default()
+    };
+    let (full, full_report) = optimize_with(&f, &on);
+    let (g, report) = optimize_with(&f, &OptOptions::default());
+    verify(&g).unwrap();
+    assert!(
+        !full_report.blocks[0].stop.contains("no gain"),
+        "{full_report}"
+    );
+    assert!(report.blocks[0].stop.contains("no gain"), "{report}");
+    assert!(
+        report.blocks[0].iterations < full_report.blocks[0].iterations
+            && report.nodes * 4 < full_report.nodes,
+        "{report}{full_report}"
+    );
+    assert!(
+        report.cycles_after <= full_report.cycles_after
+            && report.insts_after <= full_report.insts_after,
+        "{report}{g}\n{full_report}{full}"
+    );
+}

@@ -1,4 +1,4 @@
-//! `kjit bench [KERNEL..] [--target T] [--runs N]`: compile latency of library kernels, builder
+//! `kjit bench [KERNEL..] [--target T] [--runs N] [--opt-phases]`: compile latency of library kernels, builder
 //! to code object bytes, per pipeline stage. Each kernel is compiled once cold (the first compile
 //! in the process pays for one-time set-up such as the optimizer's rule set), then `--runs`
 //! times warm; the table shows the cold total and the median of each stage over the warm runs.
@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// Compile each kernel once and print its timings for a `--fresh` parent.
     #[arg(long, hide = true)]
     pub cold_child: bool,
+    /// Also print where the optimizer's time goes, per phase (median of the warm runs), with
+    /// its e-graph nodes summed over the blocks.
+    #[arg(long)]
+    pub opt_phases: bool,
 }
 
 /// One warm compile: builder time and the pipeline's stage timings.
@@ -241,6 +245,38 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.fresh > 0 {
         fresh_table(args, &names, args.fresh)?;
+    }
+    if args.opt_phases && !args.no_opt {
+        print_opt_phases(&names, args.runs)?;
+    }
+    Ok(())
+}
+
+/// The optimizer's phases ([`kjit_ir::opt::OptTimings`]) per kernel: median of `runs` warm runs.
+fn print_opt_phases(names: &[String], runs: usize) -> Result<()> {
+    println!();
+    println!("optimizer phases (ms, median of {runs} warm runs; nodes = e-nodes over all blocks)");
+    let phase_names = kjit_ir::opt::OptTimings::default().phases().map(|(n, _)| n);
+    print!("{:<22} {:>7}", "kernel", "nodes");
+    for n in phase_names {
+        print!(" {n:>8}");
+    }
+    println!();
+    for name in names {
+        let func = build_kernel(find_kernel(name)?)?;
+        let (_, first) = kjit_ir::opt::optimize(&func);
+        let mut per_phase: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); phase_names.len()];
+        for _ in 0..runs {
+            let (_, r) = kjit_ir::opt::optimize(&func);
+            for (k, (_, d)) in r.timings.phases().into_iter().enumerate() {
+                per_phase[k].push(d);
+            }
+        }
+        print!("{:<22} {:>7}", name, first.nodes);
+        for v in per_phase {
+            print!(" {:>8.3}", ms(median(v)));
+        }
+        println!();
     }
     Ok(())
 }

@@ -51,23 +51,18 @@ pub fn remove_dead_code(func: &mut Function) -> (usize, usize) {
     let (mut insts, mut params) = (0, 0);
     for b in func.layout.clone() {
         let before = func.blocks[b].insts.len();
-        let keep: Vec<_> = func.blocks[b]
-            .insts
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let d = &func.insts[i];
-                !d.effects().is_pure() || func.results[i].iter().any(|&r| needed[r])
-            })
-            .collect();
-        insts += before - keep.len();
-        for &i in &func.blocks[b].insts {
-            if !keep.contains(&i) {
+        let mut keep = std::mem::take(&mut func.blocks[b].insts);
+        keep.retain(|&i| {
+            let d = &func.insts[i];
+            let live = !d.effects().is_pure() || func.results[i].iter().any(|&r| needed[r]);
+            if !live {
                 for &r in &func.results[i] {
                     func.values[r].def = ValueDef::Detached;
                 }
             }
-        }
+            live
+        });
+        insts += before - keep.len();
         func.blocks[b].insts = keep;
         if Some(b) != entry {
             params += drop_params(func, b, &needed);

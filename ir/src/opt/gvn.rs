@@ -14,14 +14,14 @@ use crate::entities::{Block, Value};
 use crate::function::{Function, ValueDef};
 use crate::instructions::InstData;
 use cranelift_entity::SecondaryMap;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Removes repeated effect-free instructions; gives how many were removed.
 pub fn number_values(func: &mut Function) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
     let uni = crate::uniformity::Uniformity::compute(func);
-    let mut seen: HashMap<InstData, Vec<(Block, Value)>> = HashMap::new();
+    let mut seen: FxHashMap<InstData, Vec<(Block, Value)>> = FxHashMap::default();
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     let mut removed = 0;
     // Reverse post-order visits a value's definition before its uses (except for block

@@ -28,7 +28,8 @@ use crate::instructions::{BinaryOp, InstData, TernaryOp};
 use crate::types::Type;
 use crate::uniformity::Uniformity;
 use cranelift_entity::SecondaryMap;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 /// `Σ coefficient · term` modulo 2^32; the term `None` is the constant 1, `Some(v)` a
 /// loop-invariant value. No zero coefficients are stored.
@@ -358,6 +359,10 @@ pub fn reduce_strength(func: &mut Function) -> usize {
     for l in &loops {
         let Some(pre) = l.preheader else { continue };
         let [latch] = l.latches[..] else { continue };
+        let in_loop =
+            |f: &Function| -> usize { l.blocks.iter().map(|&b| f.blocks[b].insts.len()).sum() };
+        // The loop's and the kernel's sizes after DCE without the rewrite, until one is kept.
+        let mut base: Option<(usize, usize)> = None;
         for iv in inductions(func, l, pre, latch) {
             // Tried on a copy, cleaned up as the optimizer will: kept only when the loop gets
             // shorter and the kernel no longer (a single product of a uniform counter is one
@@ -369,14 +374,15 @@ pub fn reduce_strength(func: &mut Function) -> usize {
             }
             super::gvn::number_values(&mut trial);
             super::dce::remove_dead_code(&mut trial);
-            let mut base = func.clone();
-            super::dce::remove_dead_code(&mut base);
-            let in_loop =
-                |f: &Function| -> usize { l.blocks.iter().map(|&b| f.blocks[b].insts.len()).sum() };
-            let shorter = in_loop(&trial) < in_loop(&base);
-            if shorter && trial.inst_count() <= base.inst_count() {
+            let (base_loop, base_all) = *base.get_or_insert_with(|| {
+                let mut b = func.clone();
+                super::dce::remove_dead_code(&mut b);
+                (in_loop(&b), b.inst_count())
+            });
+            if in_loop(&trial) < base_loop && trial.inst_count() <= base_all {
                 *func = trial;
                 added += n;
+                base = None;
             }
         }
     }
@@ -417,7 +423,7 @@ fn inductions(func: &Function, l: &Loop, pre: Block, latch: Block) -> Vec<Induct
             def: &def,
             iv: p,
             ty,
-            memo: HashMap::new(),
+            memo: HashMap::default(),
         };
         match an.affine(next[k]) {
             Some(a) if a.step == constant(1) && !a.base.is_empty() => out.push(Induction {
@@ -455,7 +461,7 @@ fn reduce(
         def: &def,
         iv: iv.param,
         ty: iv.ty,
-        memo: HashMap::new(),
+        memo: HashMap::default(),
     };
     // Roots in program order, grouped by (S, uniform).
     let mut groups: Vec<((Lin, bool), Vec<Root>)> = Vec::new();
@@ -492,7 +498,7 @@ fn reduce(
     let mut m = Materializer {
         pre,
         ty: iv.ty,
-        made: HashMap::new(),
+        made: HashMap::default(),
     };
     let mut added = 0;
     for ((s, _), roots) in groups {

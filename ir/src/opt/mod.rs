@@ -36,7 +36,7 @@ use cost::{Cost, GcnCost};
 use cranelift_entity::SecondaryMap;
 use egg::{Id, Language};
 use lang::{ConstVal, KGraph, KernelAnalysis, LeafId, LeafInfo, Node, NodeOp, TyTag};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Limits of the optimizer.
 #[derive(Clone, Copy, Debug)]
@@ -45,13 +45,25 @@ pub struct OptOptions {
     pub node_limit: usize,
     /// Rewrite iterations per block.
     pub iter_limit: usize,
+    /// Iterations in a row without a cheaper form of the block's needed values after which
+    /// rewriting stops (the first iteration sets the mark; 0 = never stop for this).
+    pub patience: usize,
 }
 
 impl Default for OptOptions {
+    /// 5,000 nodes, 8 iterations, patience 2. Why a patience: the associative and commutative
+    /// rules on index arithmetic grow an e-graph by about half in every iteration long after
+    /// the cheapest forms stopped changing (vector_add_pipelined's loop body: 30 instructions,
+    /// 1,527 nodes after 8 iterations, no cheaper form after the second). Why 2, not 1: a
+    /// block's cost can stay flat for one iteration and drop after the next (the MFMA test
+    /// block of `tests/mfma.rs`: 63 instructions with 2, 69 with 1). With 2 every library
+    /// kernel and target gets the same or smaller code (`tests/codegen_ratchet.rs`) at a
+    /// fraction of the time (`docs/performance-log.md`).
     fn default() -> Self {
         OptOptions {
             node_limit: 5_000,
             iter_limit: 8,
+            patience: 2,
         }
     }
 }
@@ -110,6 +122,53 @@ pub struct OptReport {
     pub reduced_ivs: usize,
     /// Dead instructions and block parameters removed.
     pub dead: (usize, usize),
+    /// E-nodes summed over the blocks' e-graphs after rewriting.
+    pub nodes: usize,
+    /// Where the time went.
+    pub timings: OptTimings,
+}
+
+/// Where the optimizer's time went, by phase (reported only, never used to decide).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OptTimings {
+    /// Specials folded, loops unrolled, uniformity and the input's cost estimate.
+    pub prepare: Duration,
+    /// The blocks' e-graphs built from their pure instructions.
+    pub build: Duration,
+    /// Rewriting (equality saturation), all blocks.
+    pub saturate: Duration,
+    /// Extraction and rebuilding of the blocks.
+    pub extract: Duration,
+    /// Replacements followed, unrolled iterations merged.
+    pub merge: Duration,
+    /// Value numbering ([`gvn`], both runs).
+    pub gvn: Duration,
+    /// Loop-invariant code motion ([`licm`]).
+    pub licm: Duration,
+    /// Strength reduction ([`lsr`], its trials included).
+    pub lsr: Duration,
+    /// Dead code elimination ([`dce`]).
+    pub dce: Duration,
+    /// Renumbering and the output's cost estimate.
+    pub finish: Duration,
+}
+
+impl OptTimings {
+    /// The phases with their names, in pipeline order.
+    pub fn phases(&self) -> [(&'static str, Duration); 10] {
+        [
+            ("prepare", self.prepare),
+            ("build", self.build),
+            ("saturate", self.saturate),
+            ("extract", self.extract),
+            ("merge", self.merge),
+            ("gvn", self.gvn),
+            ("licm", self.licm),
+            ("lsr", self.lsr),
+            ("dce", self.dce),
+            ("finish", self.finish),
+        ]
+    }
 }
 
 /// What the loop passes did.
@@ -121,16 +180,24 @@ struct LoopPasses {
     dead: (usize, usize),
 }
 
+/// Runs `f`, adding its time to `slot`.
+fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    *slot += t.elapsed();
+    r
+}
+
 /// The passes across blocks that the per-block e-graph cannot do: value numbering across
 /// dominating blocks ([`gvn`]), loop-invariant code motion ([`licm`]), strength reduction of
 /// induction-variable products ([`lsr`]), value numbering again (the reduced loop's adds repeat
 /// its step) and dead code elimination ([`dce`]: the replaced products and unused counters).
-fn loop_passes(func: &mut Function) -> LoopPasses {
-    let numbered = gvn::number_values(func);
-    let hoisted = licm::hoist_invariants(func);
-    let reduced_ivs = lsr::reduce_strength(func);
-    let numbered = numbered + gvn::number_values(func);
-    let dead = dce::remove_dead_code(func);
+fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
+    let numbered = timed(&mut t.gvn, || gvn::number_values(func));
+    let hoisted = timed(&mut t.licm, || licm::hoist_invariants(func));
+    let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength(func));
+    let numbered = numbered + timed(&mut t.gvn, || gvn::number_values(func));
+    let dead = timed(&mut t.dce, || dce::remove_dead_code(func));
     LoopPasses {
         numbered,
         hoisted,
@@ -151,6 +218,11 @@ impl std::fmt::Display for OptReport {
             "loop passes: {} repeated values numbered, {} invariants hoisted, {} induction sums added, {} dead instructions and {} dead parameters removed",
             self.numbered, self.hoisted, self.reduced_ivs, self.dead.0, self.dead.1
         )?;
+        write!(f, "time (us), {} e-nodes:", self.nodes)?;
+        for (name, d) in self.timings.phases() {
+            write!(f, " {name} {}", d.as_micros())?;
+        }
+        writeln!(f)?;
         for b in &self.blocks {
             writeln!(
                 f,
@@ -179,6 +251,18 @@ fn max_offset_bytes(mem: &Mem) -> u64 {
     match mem {
         Mem::Global(_) => 4095,
         Mem::Lds(_) => 65535,
+    }
+}
+
+/// The index operand of a memory instruction.
+fn mem_index(d: &InstData) -> Option<Value> {
+    match d {
+        InstData::Load { index, .. }
+        | InstData::Store { index, .. }
+        | InstData::Atomic { index, .. }
+        | InstData::FragLoad { index, .. }
+        | InstData::FragStore { index, .. } => Some(*index),
+        _ => None,
     }
 }
 
@@ -299,6 +383,8 @@ fn fold_known_specials(func: &Function) -> Option<Function> {
 }
 
 fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
+    let mut t = OptTimings::default();
+    let start = Instant::now();
     let input = func;
     let folded = fold_known_specials(func);
     let func = folded.as_ref().unwrap_or(func);
@@ -344,6 +430,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
             });
         }
     }
+    t.prepare = start.elapsed();
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     for &b in &func.layout {
         let start = Instant::now();
@@ -357,42 +444,54 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
             opts,
             &mut subst,
             &mut report.folded_offsets,
+            &mut t,
         );
         let mut br = r;
         br.micros = start.elapsed().as_micros();
+        report.nodes += br.nodes;
         report.blocks.push(br);
     }
-    // A replacement can itself be a pure value of an earlier rebuilt block (a later block's
-    // value reduced to a leaf, e.g. `not (not v)` to `v`): follow the chain to the value that
-    // is defined. Chains go strictly up the dominator tree (a leaf is defined in a block that
-    // dominates its use), so they end; the bound only guards against a bug looping.
-    out.replace_uses(|v| {
-        let mut v = v;
-        for _ in 0..=func.values.len() {
-            match subst[v] {
-                Some(n) if n != v => v = n,
-                _ => break,
+    timed(&mut t.merge, || {
+        // A replacement can itself be a pure value of an earlier rebuilt block (a later
+        // block's value reduced to a leaf, e.g. `not (not v)` to `v`): follow the chain to
+        // the value that is defined. Chains go strictly up the dominator tree (a leaf is
+        // defined in a block that dominates its use), so they end; the bound only guards
+        // against a bug looping.
+        out.replace_uses(|v| {
+            let mut v = v;
+            for _ in 0..=func.values.len() {
+                match subst[v] {
+                    Some(n) if n != v => v = n,
+                    _ => break,
+                }
             }
-        }
-        v
+            v
+        });
+        // Unrolled iterations were optimized one block each; now one block per loop.
+        unroll::merge_unrolled(&mut out, chains);
     });
-    // Unrolled iterations were optimized one block each; now one block per loop.
-    unroll::merge_unrolled(&mut out, chains);
-    let lp = loop_passes(&mut out);
+    let lp = loop_passes(&mut out, &mut t);
     report.numbered = lp.numbered;
     report.hoisted = lp.hoisted;
     report.reduced_ivs = lp.reduced_ivs;
     report.dead = lp.dead;
+    let start = Instant::now();
     let out = out.renumbered();
     report.insts_after = out.inst_count();
     report.cycles_after = cost::estimate_cycles(&out);
+    t.finish = start.elapsed();
+    report.timings = t;
     (out, report)
 }
 
-/// The cheapest cost of each e-class, computed exactly as `egg::Extractor::new` does (passes
-/// over the classes in the e-graph's order until nothing improves; per class the first
-/// cheapest node), kept in a vector indexed by class id instead of a hash map, and without
-/// cloning the best node (only the costs are used).
+/// The cheapest cost of each e-class, as `egg::Extractor::new` computes it (passes over the
+/// classes until nothing improves; per class the cheapest node), kept in a vector indexed by
+/// class id instead of a hash map, and without cloning the best node (only the costs are used).
+/// The passes visit the classes in id order, not in the e-graph's hash order: ids grow as
+/// classes are made, so children mostly come before their parents and two or three passes
+/// reach the fixed point (in hash order a chain of n dependent operations took up to n passes,
+/// most of the extraction time of the 500-instruction blocks of `hash_rounds`). The costs are
+/// the least fixed point either way, so the order does not change them.
 struct BestCosts {
     costs: Vec<Option<Cost>>,
     /// Per class: [`cost::operand_info`].
@@ -401,49 +500,40 @@ struct BestCosts {
 
 impl BestCosts {
     fn new(g: &KGraph) -> BestCosts {
-        let n = g
-            .classes()
-            .map(|c| usize::from(c.id) + 1)
-            .max()
-            .unwrap_or(0);
+        let mut order: Vec<Id> = g.classes().map(|c| c.id).collect();
+        order.sort_unstable();
+        let n = order.last().map_or(0, |&id| usize::from(id) + 1);
         let mut costs: Vec<Option<Cost>> = vec![None; n];
         let cf = GcnCost { egraph: g };
         // Operand facts per class, looked up once instead of once per node per pass.
         let mut info: Vec<(Option<Type>, u32)> = vec![(None, 0); n];
-        for class in g.classes() {
-            info[usize::from(class.id)] = cost::operand_info(g, class.id);
+        for &id in &order {
+            info[usize::from(id)] = cost::operand_info(g, id);
         }
         loop {
             let mut changed = false;
-            for class in g.classes() {
-                let mut best: Option<Option<Cost>> = None;
+            for &id in &order {
+                let class = &g[id];
+                let mut best: Option<Cost> = None;
                 for node in class.iter() {
                     let known = node
                         .children()
                         .iter()
                         .all(|c| costs[usize::from(g.find(*c))].is_some());
-                    let c = known.then(|| {
-                        cf.node_cost_with(
-                            node,
-                            |c| costs[usize::from(g.find(c))].expect("known above"),
-                            |c| info[usize::from(g.find(c))],
-                        )
-                    });
-                    // The first minimum, as `Iterator::min_by` (`None` costs most).
-                    let better = match (&best, &c) {
-                        (None, _) => true,
-                        (Some(None), Some(_)) => true,
-                        (Some(Some(b)), Some(c)) => {
-                            c.partial_cmp(b) == Some(std::cmp::Ordering::Less)
-                        }
-                        _ => false,
-                    };
-                    if better {
+                    if !known {
+                        continue;
+                    }
+                    let c = cf.node_cost_with(
+                        node,
+                        |c| costs[usize::from(g.find(c))].expect("known above"),
+                        |c| info[usize::from(g.find(c))],
+                    );
+                    if best.is_none_or(|b| c < b) {
                         best = Some(c);
                     }
                 }
-                let k = usize::from(class.id);
-                if let Some(Some(new)) = best {
+                let k = usize::from(id);
+                if let Some(new) = best {
                     if costs[k].is_none_or(|old| new < old) {
                         costs[k] = Some(new);
                         changed = true;
@@ -460,6 +550,68 @@ impl BestCosts {
     fn find_best_cost(&self, g: &KGraph, id: Id) -> Cost {
         self.costs[usize::from(g.find(id))].expect("every class has a cost")
     }
+}
+
+/// The cost of the cheapest forms of `roots` with what they share counted once (as extraction
+/// makes one value per class): per class reached from the roots through cheapest nodes, that
+/// node's own cycles, plus 1 if it is divergent. A memory index counts as what remains after
+/// folding a constant into the offset where extraction would fold it. Shared terms matter: the
+/// e-graph often finds the cheaper kernel by making several indices `base + constant` with one
+/// `base`, which a sum of per-root tree costs does not see.
+fn roots_cost(g: &KGraph, roots: &[(Id, bool)]) -> u64 {
+    let ex = BestCosts::new(g);
+    let cf = GcnCost { egraph: g };
+    let cost_of = |n: &Node| {
+        cf.node_cost_with(
+            n,
+            |c| ex.find_best_cost(g, c),
+            |c| ex.info[usize::from(g.find(c))],
+        )
+    };
+    let known = |n: &Node| {
+        n.children()
+            .iter()
+            .all(|c| ex.costs[usize::from(g.find(*c))].is_some())
+    };
+    let mut stack: Vec<Id> = Vec::with_capacity(roots.len());
+    for &(id, index) in roots {
+        let mut at = id;
+        if index {
+            let mut best = ex.find_best_cost(g, id);
+            for n in &g[id].nodes {
+                if let Node::Add([x, k]) = n {
+                    for (x, k) in [(*x, *k), (*k, *x)] {
+                        let cx = ex.find_best_cost(g, x);
+                        if g[k].data.konst.is_some() && cx <= best {
+                            (best, at) = (cx, x);
+                        }
+                    }
+                }
+            }
+        }
+        stack.push(at);
+    }
+    let mut seen = vec![false; ex.costs.len()];
+    let mut total = 0u64;
+    while let Some(id) = stack.pop() {
+        let id = g.find(id);
+        let k = usize::from(id);
+        if std::mem::replace(&mut seen[k], true) {
+            continue;
+        }
+        let Some(best) = ex.costs[k] else { continue };
+        let Some(node) = g[id].nodes.iter().find(|n| known(n) && cost_of(n) == best) else {
+            continue;
+        };
+        let below: u32 = node
+            .children()
+            .iter()
+            .map(|&c| ex.find_best_cost(g, c).cycles)
+            .fold(0, u32::saturating_add);
+        total += best.cycles.saturating_sub(below) as u64 + best.divergent as u64;
+        stack.extend(node.children().iter().copied());
+    }
+    total
 }
 
 struct Rebuild<'a> {
@@ -574,7 +726,9 @@ fn optimize_block(
     opts: &OptOptions,
     subst: &mut SecondaryMap<Value, Option<Value>>,
     folded: &mut usize,
+    t: &mut OptTimings,
 ) -> BlockReport {
+    let start = Instant::now();
     let insts = &func.blocks[b].insts;
     let mut rep = BlockReport {
         block: b,
@@ -643,10 +797,45 @@ fn optimize_block(
         class_of[r] = Some(id);
         pure_results.push((r, id));
     }
+    t.build += start.elapsed();
     if rep.pure_insts == 0 {
         return rep;
     }
-    let (iterations, stop) = run::saturate(&mut g, rules, opts.node_limit, opts.iter_limit);
+    // The values the block's other instructions and later blocks need, and which of them are
+    // memory indices (whose `x + c` forms fold the constant into the offset).
+    let mut roots: Vec<(Id, bool)> = Vec::new();
+    for &i in insts {
+        let d = &func.insts[i];
+        if is_pure(d) {
+            continue;
+        }
+        let index = mem_index(d);
+        d.for_each_arg(|a| {
+            if let Some(id) = class_of[a] {
+                roots.push((id, Some(a) == index));
+            }
+        });
+    }
+    roots.extend(
+        pure_results
+            .iter()
+            .filter(|(v, _)| live_out[*v])
+            .map(|&(_, id)| (id, false)),
+    );
+    let mut measure = |g: &KGraph| roots_cost(g, &roots);
+    let (iterations, stop) = timed(&mut t.saturate, || {
+        run::saturate(
+            &mut g,
+            rules,
+            &run::Limits {
+                nodes: opts.node_limit,
+                iterations: opts.iter_limit,
+                patience: opts.patience,
+            },
+            &mut measure,
+        )
+    });
+    let start = Instant::now();
     rep.iterations = iterations;
     rep.stop = stop.to_string();
     rep.nodes = g.total_number_of_nodes();
@@ -786,6 +975,7 @@ fn optimize_block(
     }
     if !ok {
         rep.stop.push_str("; extraction failed, block kept");
+        t.extract += start.elapsed();
         return rep;
     }
     // The original pure results are gone: detach them.
@@ -801,5 +991,54 @@ fn optimize_block(
     }
     *folded += folded_here;
     rep.rebuilt = true;
+    t.extract += start.elapsed();
     rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The costs in id order are egg's costs (its extractor passes over the classes in hash
+    /// order): a wrong order or an early stop would leave some class costlier.
+    #[test]
+    fn best_costs_in_id_order_are_eggs_costs() {
+        let mut g = KGraph::new(KernelAnalysis::default());
+        let leaf = |g: &mut KGraph, k: u32, uniform: bool| {
+            g.analysis.leaves.push(LeafInfo {
+                value: Value::from_u32(k),
+                ty: Type::U32,
+                uniform,
+                pos: -1,
+            });
+            g.add(Node::Leaf(LeafId(k)))
+        };
+        let mut sum = leaf(&mut g, 0, false);
+        for k in 1..7 {
+            let t = leaf(&mut g, k, k % 2 == 0);
+            let c = g.add(Node::Const(ConstVal {
+                ty: Type::U32,
+                bits: 1000 + k as u64,
+            }));
+            let tc = g.add(Node::Mul([t, c]));
+            sum = g.add(Node::Add([tc, sum]));
+        }
+        let limits = run::Limits {
+            nodes: 3_000,
+            iterations: 4,
+            patience: 0,
+        };
+        run::saturate(&mut g, rule_set(false), &limits, &mut |_| 0);
+        let ours = BestCosts::new(&g);
+        let eggs = egg::Extractor::new(&g, GcnCost { egraph: &g });
+        assert!(g.number_of_classes() > 20);
+        for c in g.classes() {
+            assert_eq!(
+                ours.find_best_cost(&g, c.id),
+                eggs.find_best_cost(c.id),
+                "class {}",
+                c.id
+            );
+        }
+    }
 }

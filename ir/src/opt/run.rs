@@ -7,10 +7,24 @@
 //! per-iteration records, no hooks, and rule statistics in a vector indexed by rule instead of
 //! a map keyed by rule name. On the small blocks of typical kernels that bookkeeping was a
 //! good part of the optimizer's time.
+//!
+//! One more difference, which leaves the e-graph the same: a match that was applied once (its
+//! rule, matched class and operand classes, canonical) is not applied again in a later
+//! iteration. Egg searches and applies every match in every iteration; after the rebuild that
+//! ends an iteration, everything an applied match added is in the e-graph and unioned with the
+//! matched class, so applying it again adds nothing and unions nothing. In the associative and
+//! commutative closures of index arithmetic most matches of an iteration are such repeats, and
+//! instantiating them was about a third of the rewriting time. Matches whose condition failed
+//! are not remembered (a later union may make it hold).
 
 use super::lang::KGraph;
 use super::pattern::{root_nodes, Match};
 use super::rules::{Action, Rule, RuleSet};
+use rustc_hash::FxHashSet;
+
+/// A match as it was applied: the rule's index, the matched class and the operand classes,
+/// all canonical at the time.
+type Applied = (u32, egg::Id, [egg::Id; super::pattern::MAX_VARS]);
 
 /// Initial number of matches of one rule in one iteration above which the rule is banned
 /// (egg's `BackoffScheduler` default).
@@ -27,6 +41,8 @@ pub enum Stop {
     IterationLimit(usize),
     /// The e-graph grew past the node limit (its size when seen).
     NodeLimit(usize),
+    /// The caller's measure of the e-graph (the cost of the cheapest forms) stopped improving.
+    NoGain,
 }
 
 impl std::fmt::Display for Stop {
@@ -35,6 +51,7 @@ impl std::fmt::Display for Stop {
             Stop::Saturated => write!(f, "saturated"),
             Stop::IterationLimit(n) => write!(f, "iteration limit {n}"),
             Stop::NodeLimit(n) => write!(f, "node limit {n}"),
+            Stop::NoGain => write!(f, "no gain"),
         }
     }
 }
@@ -46,14 +63,29 @@ struct RuleStats {
     times_banned: usize,
 }
 
+/// When rewriting stops.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most e-nodes.
+    pub nodes: usize,
+    /// Most iterations.
+    pub iterations: usize,
+    /// Iterations in a row whose measure is not below the best so far after which rewriting
+    /// stops; the first iteration's measure is the first best (0 = never stop for this).
+    pub patience: usize,
+}
+
 /// Rewrites `g` with `rules` until saturation or a limit; returns the iterations run and why
-/// it stopped. The e-graph is clean (rebuilt) afterwards.
+/// it stopped. After every iteration but the last, `measure` rates the e-graph (lower is
+/// better: the cost of the cheapest forms of what the block needs), for
+/// [`Limits::patience`]. The e-graph is clean (rebuilt) afterwards.
 pub fn saturate(
     g: &mut KGraph,
     set: &RuleSet,
-    node_limit: usize,
-    iter_limit: usize,
+    limits: &Limits,
+    measure: &mut dyn FnMut(&KGraph) -> u64,
 ) -> (usize, Stop) {
+    let (node_limit, iter_limit) = (limits.nodes, limits.iterations);
     let check = |i: usize, g: &KGraph| -> Result<(), Stop> {
         let size = g.total_size();
         if size > node_limit {
@@ -79,9 +111,26 @@ pub fn saturate(
         ids,
         src,
         before,
+        applied,
     } = &mut sc;
+    let mut best = u64::MAX;
+    let mut stale = 0;
+    let patience = limits.patience;
+    let mut gain = |g: &KGraph| -> bool {
+        if patience == 0 {
+            return true;
+        }
+        let m = measure(g);
+        if m < best {
+            best = m;
+            stale = 0;
+        } else {
+            stale += 1;
+        }
+        stale < patience
+    };
     let out = run_loop(
-        g, set, rules, &check, stats, table, matches, ids, src, before,
+        g, set, rules, &check, stats, table, matches, ids, src, before, applied, &mut gain,
     );
     SCRATCH.with(|s| s.replace(sc));
     out
@@ -98,6 +147,8 @@ struct Scratch {
     /// left-hand side and the same ban state, which finds the same matches).
     src: Vec<usize>,
     before: Vec<RuleStats>,
+    /// Matches applied so far ([`Applied`]).
+    applied: FxHashSet<Applied>,
 }
 
 impl Scratch {
@@ -115,6 +166,7 @@ impl Scratch {
         self.src.clear();
         self.src.extend(0..n);
         self.before.clear();
+        self.applied.clear();
     }
 }
 
@@ -130,6 +182,8 @@ fn run_loop(
     ids: &mut Vec<egg::Id>,
     src: &mut [usize],
     before: &mut Vec<RuleStats>,
+    done: &mut FxHashSet<Applied>,
+    gain: &mut dyn FnMut(&KGraph) -> bool,
 ) -> (usize, Stop) {
     g.rebuild();
     let mut i = 0;
@@ -159,12 +213,12 @@ fn run_loop(
                 search(i, g, rw, &table[set.root_of[k]], &mut stats[k], ms);
             }
             // Searching does not change the e-graph: the limits still hold here.
-            for (rw, &from) in rules.iter().zip(src.iter()) {
+            for (k, (rw, &from)) in rules.iter().zip(src.iter()).enumerate() {
                 let ms = &matches[from];
                 if ms.is_empty() {
                     continue;
                 }
-                if apply(g, rw, ms, ids) {
+                if apply(g, k as u32, rw, ms, ids, done) {
                     applied = true;
                 }
                 if let Err(e) = check(i, g) {
@@ -184,6 +238,9 @@ fn run_loop(
         i += 1;
         if let Err(stop) = result.and_then(|_| check(i, g)) {
             return (i, stop);
+        }
+        if !gain(g) {
+            return (i, Stop::NoGain);
         }
     }
 }
@@ -213,10 +270,22 @@ fn search(
     }
 }
 
-/// Applies one rule to its matches, in order; whether any union changed the e-graph.
-fn apply(g: &mut KGraph, rw: &Rule, ms: &[Match], ids: &mut Vec<egg::Id>) -> bool {
+/// Applies one rule (the `k`th) to its matches, in order, except those in `done`, which it
+/// extends with the matches it applies; whether any union changed the e-graph.
+fn apply(
+    g: &mut KGraph,
+    k: u32,
+    rw: &Rule,
+    ms: &[Match],
+    ids: &mut Vec<egg::Id>,
+    done: &mut FxHashSet<Applied>,
+) -> bool {
     let mut changed = false;
     for m in ms {
+        let key = (k, g.find(m.class), m.regs.map(|r| g.find(r)));
+        if done.contains(&key) {
+            continue;
+        }
         match &rw.action {
             // As egg's `Pattern` applier: union(new, matched).
             Action::Rewrite { rhs, tests: None } => {
@@ -228,17 +297,18 @@ fn apply(g: &mut KGraph, rw: &Rule, ms: &[Match], ids: &mut Vec<egg::Id>) -> boo
                 rhs,
                 tests: Some(tests),
             } => {
-                if tests.iter().all(|&(k, t)| t.holds(g, m.regs[k])) {
-                    let id = rhs.instantiate(g, &m.regs, ids);
-                    changed |= g.union(m.class, id);
+                if !tests.iter().all(|&(k, t)| t.holds(g, m.regs[k])) {
+                    continue;
                 }
+                let id = rhs.instantiate(g, &m.regs, ids);
+                changed |= g.union(m.class, id);
             }
-            Action::Compute(f, vars) => {
-                if let Some(id) = f(g, &m.regs, *vars) {
-                    changed |= g.union(m.class, id);
-                }
-            }
+            Action::Compute(f, vars) => match f(g, &m.regs, *vars) {
+                Some(id) => changed |= g.union(m.class, id),
+                None => continue,
+            },
         }
+        done.insert(key);
     }
     changed
 }

@@ -81,7 +81,7 @@ pub fn merge_unrolled(f: &mut Function, chains: &[Vec<Block>]) {
 /// Drops each pure instruction of `b` equal to an earlier one (after renaming), using the
 /// earlier result instead.
 fn common_subexpressions(f: &mut Function, b: Block) {
-    let mut seen: std::collections::HashMap<InstData, crate::Inst> = Default::default();
+    let mut seen: rustc_hash::FxHashMap<InstData, crate::Inst> = Default::default();
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     let mut any = false;
     let mut keep = Vec::new();
