@@ -235,7 +235,7 @@ impl GemmLaunch {
     /// rows, 8 KiB of dynamic LDS. So n must be 64, m a multiple of 64 and k of 32.
     pub fn triton_matmul(p: &GemmProblem) -> Result<GemmLaunch, GemmError> {
         const KERNEL: &str = "matmul_kernel";
-        if p.n != 64 || p.m % 64 != 0 || p.k % 32 != 0 || p.k == 0 {
+        if p.n != 64 || !p.m.is_multiple_of(64) || !p.k.is_multiple_of(32) || p.k == 0 {
             return Err(GemmError::Unsupported {
                 kernel: KERNEL.into(),
                 message: format!(

@@ -525,6 +525,9 @@ fn search(
     Ok(t.result)
 }
 
+/// A distinct kernel's index in `Tuner::kernels` and an occupancy level.
+type LevelKey = (usize, Option<u32>);
+
 struct Tuner<'j, 'a> {
     job: &'j Job<'a>,
     opts: &'j TuneOptions,
@@ -542,7 +545,7 @@ struct Tuner<'j, 'a> {
     kernels: Vec<(Function, Selected)>,
     /// (kernel index, occupancy) → its compile, so a choice that shares a kernel also shares
     /// every level's code.
-    compiled: Vec<((usize, Option<u32>), Result<CompiledKernel, CompileError>)>,
+    compiled: Vec<(LevelKey, Result<CompiledKernel, CompileError>)>,
 }
 
 impl Tuner<'_, '_> {

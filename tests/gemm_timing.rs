@@ -210,7 +210,7 @@ fn timed_row(
         eprintln!("{kernel}, {p:?}:\n{t}");
     }
     // Every MFMA the model counted is work of the product where the tiles divide it.
-    if p.m % tile[0] == 0 && p.n % tile[1] == 0 {
+    if p.m.is_multiple_of(tile[0]) && p.n.is_multiple_of(tile[1]) {
         assert_eq!(t.flops as f64, p.flops(), "{kernel}: counted FLOPs");
     } else {
         assert!(t.flops as f64 >= p.flops(), "{kernel}: counted FLOPs");

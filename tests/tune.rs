@@ -275,8 +275,7 @@ fn on_a_timed_device_each_candidate_is_the_best_of_its_runs() {
     // The wrong variant ran last, so fastest, and is rejected; the best is the last right one.
     let last_right = *ran
         .iter()
-        .filter(|&&i| r.candidates[i].params[0].1 == 0)
-        .last()
+        .rfind(|&&i| r.candidates[i].params[0].1 == 0)
         .unwrap();
     let wrong = ran
         .iter()

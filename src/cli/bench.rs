@@ -143,7 +143,7 @@ fn fresh_table(args: &BenchArgs, names: &[String], n: usize) -> Result<()> {
     );
     println!("{:<22} {:>7}{}", "kernel", "total", stage_header());
     for name in names {
-        let mut cols: Vec<Vec<Duration>> = vec![Vec::with_capacity(n); 9];
+        let mut cols: Vec<Vec<Duration>> = (0..9).map(|_| Vec::with_capacity(n)).collect();
         for _ in 0..n {
             let mut cmd = std::process::Command::new(&exe);
             cmd.args([
