@@ -121,6 +121,15 @@ fn changes_exec(i: &Inst) -> bool {
 /// destination is not also read as such (`v_fmac`, d16 loads), and not a lane write
 /// (`v_writelane`).
 fn whole_vgpr_def(i: &Inst) -> Option<u16> {
+    match whole_vgpr_defs(i) {
+        Some((first, 1)) => Some(first),
+        _ => None,
+    }
+}
+
+/// As [`whole_vgpr_def`], for a tuple: the VGPRs `first .. first + count` `i` writes whole
+/// (a `buffer_load_dwordx2` writes two).
+fn whole_vgpr_defs(i: &Inst) -> Option<(u16, u16)> {
     use crate::isa::Format;
     let kind_ok = match i.op.format() {
         Format::Vop1 | Format::Vop2 | Format::Vop3 | Format::Vop3p => {
@@ -142,8 +151,8 @@ fn whole_vgpr_def(i: &Inst) -> Option<u16> {
             continue;
         }
         match *o {
-            Operand::Vgpr { first, count: 1 } if !oi.access.reads() && def.is_none() => {
-                def = Some(first)
+            Operand::Vgpr { first, count } if !oi.access.reads() && def.is_none() => {
+                def = Some((first, count as u16))
             }
             Operand::Vgpr { .. } | Operand::Agpr { .. } => return None,
             _ => {}
@@ -167,7 +176,8 @@ fn dead_after(f: &PhysFunction, b: usize, k: usize, v: u16) -> bool {
                 return false;
             }
             if writes {
-                if exec_changed || whole_vgpr_def(i) != Some(v) {
+                let whole = whole_vgpr_defs(i).is_some_and(|(f, n)| (f..f + n).contains(&v));
+                if exec_changed || !whole {
                     return false;
                 }
                 ended = true;
@@ -225,6 +235,42 @@ fn coalescible(
     }
 }
 
+/// `v_mov_b32 vD, vS` + `v_mov_b32 vD+1, vS+1` at `k` of block `b` (D even, the pairs apart)
+/// where an earlier instruction of the block writes `v[S:S+1]` whole and can write `v[D:D+1]`
+/// instead: nothing between touches either pair or EXEC, the definition does not read
+/// `v[D:D+1]`, and neither source is read after the moves. The allocator splits a loaded
+/// fragment this way, and the move right after the load makes the load's wait come at once.
+/// Returns the definition's index, D and S.
+fn coalescible_pair(f: &PhysFunction, b: usize, k: usize) -> Option<(usize, u16, u16)> {
+    let insts = &f.blocks[b].insts;
+    let one = |i: Option<&Inst>| match i.and_then(plain_move) {
+        Some((
+            Opcode::VMovB32,
+            Operand::Vgpr { first: d, count: 1 },
+            Operand::Vgpr { first: s, count: 1 },
+        )) => Some((d, s)),
+        _ => None,
+    };
+    let (d, s) = one(insts.get(k))?;
+    if one(insts.get(k + 1))? != (d + 1, s + 1) || d % 2 != 0 || d.abs_diff(s) < 2 {
+        return None;
+    }
+    let regs = [s, s + 1, d, d + 1];
+    for (j, i) in insts[..k].iter().enumerate().rev() {
+        if whole_vgpr_defs(i) == Some((s, 2)) {
+            let ok = !touches(i, d, false)
+                && !touches(i, d + 1, false)
+                && dead_after(f, b, k + 1, s)
+                && dead_after(f, b, k + 1, s + 1);
+            return ok.then_some((j, d, s));
+        }
+        if regs.iter().any(|&r| access(i, r) != (false, false)) || changes_exec(i) {
+            return None;
+        }
+    }
+    None
+}
+
 /// Backward copy coalescing: each `v_mov_b32 vD, vS` whose source's definition can write `vD`
 /// itself goes, the definition renamed (the allocator's loop-carried copies, e.g. matmul's
 /// accumulator after its last FMA). Returns how many moves went. A move that goes is first
@@ -250,6 +296,23 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
                 )) if d != s => coalescible(f, &preds, b, k, d, s).map(|x| (x, d, s)),
                 _ => None,
             };
+            if at.is_none() {
+                if let Some((j, d, s)) = coalescible_pair(f, b, k) {
+                    let def = &mut f.blocks[b].insts[j];
+                    let infos = def.operand_infos();
+                    for (o, oi) in def.operands.iter_mut().zip(infos) {
+                        if oi.access.writes() && *o == (Operand::Vgpr { first: s, count: 2 }) {
+                            *o = Operand::Vgpr { first: d, count: 2 };
+                        }
+                    }
+                    f.blocks[b].insts[k] = Inst::new(Opcode::SNop, &[]);
+                    f.blocks[b].insts[k + 1] = Inst::new(Opcode::SNop, &[]);
+                    gone.push(k);
+                    gone.push(k + 1);
+                    k += 2;
+                    continue;
+                }
+            }
             if let Some(((db, j), d, s)) = at {
                 let def = &mut f.blocks[db].insts[j];
                 let infos = def.operand_infos();
@@ -358,6 +421,50 @@ mod tests {
         assert_eq!(run_peepholes(&mut f), 1);
         assert_eq!(f.blocks[0].insts, vec![add(0, 0, 2)]);
         assert!(f.blocks[1].insts.is_empty());
+    }
+
+    /// `v_lshlrev_b64 v[d:d+1], 1, v[s:s+1]`: a whole write of a pair.
+    fn shl64(d: u16, s: u16) -> Inst {
+        Inst::new(
+            Opcode::VLshlrevB64,
+            &[
+                Operand::Vgpr { first: d, count: 2 },
+                Operand::InlineInt(1),
+                Operand::Vgpr { first: s, count: 2 },
+            ],
+        )
+    }
+
+    #[test]
+    fn a_split_pair_is_written_by_its_definition() {
+        // v[4:5] defined, moved to v[8:9], read there, and written whole again (as a loop's
+        // next load would): the definition writes v[8:9] and both moves go.
+        let mut f = func(vec![(
+            vec![
+                shl64(4, 0),
+                mov(8, 4),
+                mov(9, 5),
+                shl64(4, 2),
+                store(8),
+                store(9),
+                store(4),
+            ],
+            PhysTerminator::Return,
+        )]);
+        assert_eq!(run_peepholes(&mut f), 2);
+        assert_eq!(
+            f.blocks[0].insts,
+            vec![shl64(8, 0), shl64(4, 2), store(8), store(9), store(4)]
+        );
+        // The odd half of the source read after the moves, or an odd destination: kept.
+        for insts in [
+            vec![shl64(4, 0), mov(8, 4), mov(9, 5), store(5)],
+            vec![shl64(4, 0), mov(7, 4), mov(8, 5), store(7)],
+        ] {
+            let mut f = func(vec![(insts.clone(), PhysTerminator::Return)]);
+            assert_eq!(run_peepholes(&mut f), 0);
+            assert_eq!(f.blocks[0].insts, insts);
+        }
     }
 
     #[test]
