@@ -116,19 +116,11 @@ fn changes_exec(i: &Inst) -> bool {
         })
 }
 
-/// The single VGPR `i` writes whole under EXEC, if that is all it writes: a VALU result
+/// The VGPRs `first .. first + count` `i` writes whole under EXEC, if that is all it writes
+/// (one, or a tuple such as a `buffer_load_dwordx2`'s): a VALU result
 /// without DPP/SDWA/op_sel or a vector memory load into VGPRs (not into LDS, no `tfe`), whose
 /// destination is not also read as such (`v_fmac`, d16 loads), and not a lane write
 /// (`v_writelane`).
-fn whole_vgpr_def(i: &Inst) -> Option<u16> {
-    match whole_vgpr_defs(i) {
-        Some((first, 1)) => Some(first),
-        _ => None,
-    }
-}
-
-/// As [`whole_vgpr_def`], for a tuple: the VGPRs `first .. first + count` `i` writes whole
-/// (a `buffer_load_dwordx2` writes two).
 fn whole_vgpr_defs(i: &Inst) -> Option<(u16, u16)> {
     use crate::isa::Format;
     let kind_ok = match i.op.format() {
@@ -199,27 +191,46 @@ fn dead_after(f: &PhysFunction, b: usize, k: usize, v: u16) -> bool {
     true
 }
 
-/// `v_mov_b32 vD, vS` where the instruction that wrote `vS` (earlier in the block, or in the
-/// only predecessor when that jumps here) can write `vD` instead: nothing between touches `vD`,
-/// `vS` or EXEC, and `vS`'s value is not read after the move. Returns the defining
-/// instruction's place.
+/// A copy of `width` VGPRs, `v[D..D+width] ← v[S..S+width]`, at `k` of a block: one
+/// `v_mov_b32`, or two adjacent ones moving a pair to an even pair apart from it (the
+/// allocator splits a loaded fragment that way). Returns D, S and the width.
+fn vgpr_copy(insts: &[Inst], k: usize) -> Option<(u16, u16, u16)> {
+    let one = |i: Option<&Inst>| match i.and_then(plain_move) {
+        Some((
+            Opcode::VMovB32,
+            Operand::Vgpr { first: d, count: 1 },
+            Operand::Vgpr { first: s, count: 1 },
+        )) if d != s => Some((d, s)),
+        _ => None,
+    };
+    let (d, s) = one(insts.get(k))?;
+    let pair = one(insts.get(k + 1)) == Some((d + 1, s + 1)) && d % 2 == 0 && d.abs_diff(s) >= 2;
+    Some((d, s, if pair { 2 } else { 1 }))
+}
+
+/// The copy `v[D..D+w] ← v[S..S+w]` at `k` of block `b` where the instruction that wrote
+/// `v[S..S+w]` whole (earlier in the block, or in the only predecessor when that jumps here)
+/// can write `v[D..D+w]` instead: nothing between touches either range or EXEC, and the
+/// sources' values are not read after the copy. Returns the defining instruction's place.
 fn coalescible(
     f: &PhysFunction,
     preds: &[Vec<usize>],
     b: usize,
     k: usize,
-    d: u16,
-    s: u16,
+    (d, s, w): (u16, u16, u16),
 ) -> Option<(usize, usize)> {
+    let regs = || (s..s + w).chain(d..d + w);
+    let last = k + w as usize - 1;
     let (mut blk, mut end) = (b, k);
     loop {
         for (j, i) in f.blocks[blk].insts[..end].iter().enumerate().rev() {
-            if whole_vgpr_def(i) == Some(s) {
+            if whole_vgpr_defs(i) == Some((s, w)) {
                 // `vD` may be a source of the definition itself (read before the write).
-                let ok = !touches(i, d, true) && dead_after(f, b, k, s);
+                let ok = (d..d + w).all(|r| !touches(i, r, true))
+                    && (s..s + w).all(|r| dead_after(f, b, last, r));
                 return ok.then_some((blk, j));
             }
-            if access(i, s) != (false, false) || access(i, d) != (false, false) || changes_exec(i) {
+            if regs().any(|r| access(i, r) != (false, false)) || changes_exec(i) {
                 return None;
             }
         }
@@ -233,42 +244,6 @@ fn coalescible(
         blk = *p;
         end = f.blocks[blk].insts.len();
     }
-}
-
-/// `v_mov_b32 vD, vS` + `v_mov_b32 vD+1, vS+1` at `k` of block `b` (D even, the pairs apart)
-/// where an earlier instruction of the block writes `v[S:S+1]` whole and can write `v[D:D+1]`
-/// instead: nothing between touches either pair or EXEC, the definition does not read
-/// `v[D:D+1]`, and neither source is read after the moves. The allocator splits a loaded
-/// fragment this way, and the move right after the load makes the load's wait come at once.
-/// Returns the definition's index, D and S.
-fn coalescible_pair(f: &PhysFunction, b: usize, k: usize) -> Option<(usize, u16, u16)> {
-    let insts = &f.blocks[b].insts;
-    let one = |i: Option<&Inst>| match i.and_then(plain_move) {
-        Some((
-            Opcode::VMovB32,
-            Operand::Vgpr { first: d, count: 1 },
-            Operand::Vgpr { first: s, count: 1 },
-        )) => Some((d, s)),
-        _ => None,
-    };
-    let (d, s) = one(insts.get(k))?;
-    if one(insts.get(k + 1))? != (d + 1, s + 1) || d % 2 != 0 || d.abs_diff(s) < 2 {
-        return None;
-    }
-    let regs = [s, s + 1, d, d + 1];
-    for (j, i) in insts[..k].iter().enumerate().rev() {
-        if whole_vgpr_defs(i) == Some((s, 2)) {
-            let ok = !touches(i, d, false)
-                && !touches(i, d + 1, false)
-                && dead_after(f, b, k + 1, s)
-                && dead_after(f, b, k + 1, s + 1);
-            return ok.then_some((j, d, s));
-        }
-        if regs.iter().any(|&r| access(i, r) != (false, false)) || changes_exec(i) {
-            return None;
-        }
-    }
-    None
 }
 
 /// Backward copy coalescing: each `v_mov_b32 vD, vS` whose source's definition can write `vD`
@@ -288,41 +263,39 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
     for (b, gone) in gone.iter_mut().enumerate() {
         let mut k = 0;
         while k < f.blocks[b].insts.len() {
-            let at = match plain_move(&f.blocks[b].insts[k]) {
-                Some((
-                    Opcode::VMovB32,
-                    Operand::Vgpr { first: d, count: 1 },
-                    Operand::Vgpr { first: s, count: 1 },
-                )) if d != s => coalescible(f, &preds, b, k, d, s).map(|x| (x, d, s)),
-                _ => None,
-            };
-            if at.is_none() {
-                if let Some((j, d, s)) = coalescible_pair(f, b, k) {
-                    let def = &mut f.blocks[b].insts[j];
-                    let infos = def.operand_infos();
-                    for (o, oi) in def.operands.iter_mut().zip(infos) {
-                        if oi.access.writes() && *o == (Operand::Vgpr { first: s, count: 2 }) {
-                            *o = Operand::Vgpr { first: d, count: 2 };
-                        }
-                    }
-                    f.blocks[b].insts[k] = Inst::new(Opcode::SNop, &[]);
-                    f.blocks[b].insts[k + 1] = Inst::new(Opcode::SNop, &[]);
-                    gone.push(k);
-                    gone.push(k + 1);
-                    k += 2;
-                    continue;
-                }
-            }
-            if let Some(((db, j), d, s)) = at {
+            let copy = vgpr_copy(&f.blocks[b].insts, k);
+            // A pair that cannot go as a pair may still go as its first move.
+            let at = copy.and_then(|c| {
+                let single = (c.0, c.1, 1);
+                let found = coalescible(f, &preds, b, k, c).map(|x| (x, c));
+                found.or_else(|| {
+                    let first = (c.2 > 1).then(|| coalescible(f, &preds, b, k, single));
+                    first.flatten().map(|x| (x, single))
+                })
+            });
+            if let Some(((db, j), (d, s, w))) = at {
                 let def = &mut f.blocks[db].insts[j];
                 let infos = def.operand_infos();
                 for (o, oi) in def.operands.iter_mut().zip(infos) {
-                    if oi.access.writes() && *o == Operand::v(s) {
-                        *o = Operand::v(d);
+                    if oi.access.writes()
+                        && *o
+                            == (Operand::Vgpr {
+                                first: s,
+                                count: w as u8,
+                            })
+                    {
+                        *o = Operand::Vgpr {
+                            first: d,
+                            count: w as u8,
+                        };
                     }
                 }
-                f.blocks[b].insts[k] = Inst::new(Opcode::SNop, &[]);
-                gone.push(k);
+                for g in k..k + w as usize {
+                    f.blocks[b].insts[g] = Inst::new(Opcode::SNop, &[]);
+                    gone.push(g);
+                }
+                k += w as usize;
+                continue;
             }
             k += 1;
         }
