@@ -20,6 +20,7 @@ pub mod dce;
 pub mod gvn;
 pub mod lang;
 pub mod licm;
+pub mod linear;
 pub mod loops;
 pub mod lsr;
 pub mod pattern;
@@ -51,19 +52,16 @@ pub struct OptOptions {
 }
 
 impl Default for OptOptions {
-    /// 5,000 nodes, 8 iterations, patience 2. Why a patience: the associative and commutative
-    /// rules on index arithmetic grow an e-graph by about half in every iteration long after
-    /// the cheapest forms stopped changing (vector_add_pipelined's loop body: 30 instructions,
-    /// 1,527 nodes after 8 iterations, no cheaper form after the second). Why 2, not 1: a
-    /// block's cost can stay flat for one iteration and drop after the next (the MFMA test
-    /// block of `tests/mfma.rs`: 63 instructions with 2, 69 with 1). With 2 every library
-    /// kernel and target gets the same or smaller code (`tests/codegen_ratchet.rs`) at a
-    /// fraction of the time (`docs/performance-log.md`).
+    /// 5,000 nodes, 2 iterations, no patience. Integer sums get their canonical forms before
+    /// rewriting ([`linear`]), so the rules only fuse and reduce: a multiply by 2^k becomes a
+    /// shift in the first iteration and the shift a `lshl_add` in the second. More iterations
+    /// found no smaller code on the library (3: gemm 1442 instructions instead of 1440; 8 with
+    /// patience 2: 1457) and cost ~3× the rewriting time (`docs/performance-log.md`).
     fn default() -> Self {
         OptOptions {
             node_limit: 5_000,
-            iter_limit: 8,
-            patience: 2,
+            iter_limit: 2,
+            patience: 0,
         }
     }
 }
@@ -135,6 +133,8 @@ pub struct OptTimings {
     pub prepare: Duration,
     /// The blocks' e-graphs built from their pure instructions.
     pub build: Duration,
+    /// Canonical forms of the blocks' integer sums added ([`linear`]).
+    pub sums: Duration,
     /// Rewriting (equality saturation), all blocks.
     pub saturate: Duration,
     /// Extraction and rebuilding of the blocks.
@@ -155,10 +155,11 @@ pub struct OptTimings {
 
 impl OptTimings {
     /// The phases with their names, in pipeline order.
-    pub fn phases(&self) -> [(&'static str, Duration); 10] {
+    pub fn phases(&self) -> [(&'static str, Duration); 11] {
         [
             ("prepare", self.prepare),
             ("build", self.build),
+            ("sums", self.sums),
             ("saturate", self.saturate),
             ("extract", self.extract),
             ("merge", self.merge),
@@ -822,6 +823,8 @@ fn optimize_block(
             .filter(|(v, _)| live_out[*v])
             .map(|&(_, id)| (id, false)),
     );
+    let needed: Vec<Id> = roots.iter().map(|&(id, _)| id).collect();
+    timed(&mut t.sums, || linear::add_canonical_sums(&mut g, &needed));
     let mut measure = |g: &KGraph| roots_cost(g, &roots);
     let (iterations, stop) = timed(&mut t.saturate, || {
         run::saturate(

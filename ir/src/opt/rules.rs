@@ -283,20 +283,9 @@ pub fn base_rules() -> Vec<Rule> {
         rule("gt-lt", "(gt ?a ?b)", "(lt ?b ?a)"),
         rule("le-ge", "(le ?a ?b)", "(ge ?b ?a)"),
         rule("ge-le", "(ge ?a ?b)", "(le ?b ?a)"),
-        // Integer reassociation: lets extraction group uniform terms (SALU) apart from
-        // divergent ones, and find constant sums.
-        rule_if(
-            "assoc-add",
-            "(add (add ?a ?b) ?c)",
-            "(add ?a (add ?b ?c))",
-            int("?a"),
-        ),
-        rule_if(
-            "assoc-add-rev",
-            "(add ?a (add ?b ?c))",
-            "(add (add ?a ?b) ?c)",
-            int("?a"),
-        ),
+        // Integer reassociation of products (sums are rewritten to canonical forms by
+        // `opt/linear.rs` instead of an associative closure): lets extraction group uniform
+        // factors (SALU) apart from divergent ones.
         rule_if(
             "assoc-mul",
             "(mul (mul ?a ?b) ?c)",
