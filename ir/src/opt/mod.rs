@@ -4,8 +4,9 @@
 //! [`OptReport`]. First, the ids and sizes a declared workgroup size fixes become constants,
 //! and small counted loops are unrolled in full ([`unroll`]). For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
 //! conversions) is loaded into an `egg` e-graph ([`lang`]); everything else (block parameters,
-//! loads, atomics, ids, wave operations, values of other blocks) enters as leaves. The
-//! [`rules`] run under node and iteration limits (never a time limit, so that the output does
+//! loads, atomics, ids, wave operations, values of other blocks) enters as leaves. Every integer
+//! sum the block needs gets its canonical forms ([`linear`]: linear combinations, instead of an
+//! associative closure), then the [`rules`] run under node and iteration limits (never a time limit, so that the output does
 //! not depend on machine load). Then the block is rebuilt: its non-pure instructions stay in
 //! order, and each value they (or the terminator, or other blocks) need is extracted in its
 //! cheapest form under the GCN [`cost`] model — only among forms whose leaves are defined by
