@@ -291,6 +291,19 @@ pub struct KernelAnalysis {
 /// The e-graph type of the optimizer.
 pub type KGraph = egg::EGraph<Node, KernelAnalysis>;
 
+/// A `u32` leaf `k` (a value defined before the block) added to `g`, for the tests of the
+/// passes over the e-graph.
+#[cfg(test)]
+pub(crate) fn test_leaf(g: &mut KGraph, k: u32, uniform: bool) -> Id {
+    g.analysis.leaves.push(LeafInfo {
+        value: crate::entities::Value::from_u32(k),
+        ty: Type::U32,
+        uniform,
+        pos: -1,
+    });
+    g.add(Node::Leaf(LeafId(k)))
+}
+
 /// Folds an operation over constant children, with the interpreter's semantics.
 pub fn fold(op: NodeOp, tys: &[Option<Type>], ks: &[Option<u64>], result_ty: Type) -> Option<u64> {
     Some(match op {

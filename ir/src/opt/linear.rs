@@ -316,18 +316,7 @@ pub fn add_canonical_sums(g: &mut KGraph, needed: &[Id]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::opt::lang::{KernelAnalysis, LeafId, LeafInfo};
-    use crate::Value;
-
-    fn leaf(g: &mut KGraph, k: u32, uniform: bool) -> Id {
-        g.analysis.leaves.push(LeafInfo {
-            value: Value::from_u32(k),
-            ty: Type::U32,
-            uniform,
-            pos: -1,
-        });
-        g.add(Node::Leaf(LeafId(k)))
-    }
+    use crate::opt::lang::{test_leaf as leaf, KernelAnalysis};
 
     fn c(g: &mut KGraph, bits: u64) -> Id {
         g.add(Node::Const(ConstVal {

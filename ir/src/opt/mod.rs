@@ -1008,15 +1008,7 @@ mod tests {
     #[test]
     fn best_costs_in_id_order_are_eggs_costs() {
         let mut g = KGraph::new(KernelAnalysis::default());
-        let leaf = |g: &mut KGraph, k: u32, uniform: bool| {
-            g.analysis.leaves.push(LeafInfo {
-                value: Value::from_u32(k),
-                ty: Type::U32,
-                uniform,
-                pos: -1,
-            });
-            g.add(Node::Leaf(LeafId(k)))
-        };
+        let leaf = lang::test_leaf;
         let mut sum = leaf(&mut g, 0, false);
         for k in 1..7 {
             let t = leaf(&mut g, k, k % 2 == 0);
