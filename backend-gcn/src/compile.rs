@@ -232,6 +232,8 @@ pub struct Selected {
     /// Allocations already made under a budget (the occupancy ladder below a spilling budget
     /// is allocated once for all the levels a tuner compiles).
     allocations: AllocationCache,
+    /// The blocks' dependence DAGs, made once for all the schedules below.
+    dags: std::sync::OnceLock<crate::schedule::Dags>,
     /// Schedules already made, by VGPR bound (`None`: the latency schedule every level tries
     /// first), with their VGPR pressure.
     schedules: ScheduleCache,
@@ -254,6 +256,7 @@ impl Clone for Selected {
             target: self.target,
             timings: self.timings,
             allocations: AllocationCache::default(),
+            dags: Default::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
             finished: FinishedCache::default(),
@@ -269,6 +272,7 @@ impl Selected {
             mf,
             timings: StageTimings::default(),
             allocations: AllocationCache::default(),
+            dags: Default::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
             finished: FinishedCache::default(),
@@ -345,6 +349,7 @@ fn front(
         target,
         timings: *t,
         allocations: AllocationCache::default(),
+        dags: Default::default(),
         schedules: ScheduleCache::default(),
         allocators: AllocatorCache::default(),
         finished: FinishedCache::default(),
@@ -416,17 +421,19 @@ fn verify_mir(
         .map_err(|source| CompileError::Mir { stage, source })
 }
 
-/// A copy of `mf` scheduled (bounded by `vgpr_limit` live VGPRs, if any), verified with
-/// `check`.
+/// A copy of `sel`'s code scheduled (bounded by `vgpr_limit` live VGPRs, if any), verified
+/// with `check`; the blocks' DAGs are built on the first call and shared by the others.
 fn scheduled(
-    mf: &crate::mir::MachineFunction,
+    sel: &Selected,
     vgpr_limit: Option<u32>,
     check: bool,
     t: &mut StageTimings,
 ) -> Result<crate::mir::MachineFunction, CompileError> {
-    let mut mf = mf.clone();
+    let mut mf = sel.mf.clone();
     timed(&mut t.schedule, || {
-        crate::schedule::schedule_bounded(&mut mf, vgpr_limit)
+        sel.dags
+            .get_or_init(|| crate::schedule::Dags::new(&sel.mf))
+            .reorder(&mut mf, vgpr_limit)
     });
     if check {
         verify_mir(&mf, "scheduling", t)?;
@@ -446,7 +453,7 @@ fn scheduled_cached(
     if let Some(s) = sel.schedules.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(s);
     }
-    let s = scheduled(&sel.mf, vgpr_limit, check, t)?;
+    let s = scheduled(sel, vgpr_limit, check, t)?;
     let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
     let s = std::sync::Arc::new((s, pressure));
     if let Ok(mut c) = sel.schedules.lock() {
