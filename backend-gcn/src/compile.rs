@@ -462,9 +462,10 @@ fn scheduled_cached(
     Ok(s)
 }
 
-/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, with the post-allocation
-/// peepholes (timed with the allocation whose moves they remove). The schedule's
-/// [`Allocator`] is made once for all the budgets compiled from `sel`.
+/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, before the post-allocation
+/// peepholes ([`with_peepholes`]: only the allocation a budget keeps needs them; they change
+/// no register counts). The schedule's [`Allocator`] is made once for all the budgets
+/// compiled from `sel`.
 fn allocated(
     sel: &Selected,
     bound: Option<u32>,
@@ -492,11 +493,20 @@ fn allocated(
     };
     let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
     Ok(timed(&mut t.regalloc, || {
-        a.allocate(ra.vgpr_budget, ra.sgpr_budget).map(|mut p| {
-            crate::peephole::run_peepholes(&mut p);
-            p
-        })
+        a.allocate(ra.vgpr_budget, ra.sgpr_budget)
     })?)
+}
+
+/// `r` with the post-allocation peepholes run (timed with the allocation whose moves they
+/// remove).
+fn with_peepholes(
+    r: Result<PhysFunction, CompileError>,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
+    r.map(|mut p| {
+        timed(&mut t.regalloc, || crate::peephole::run_peepholes(&mut p));
+        p
+    })
 }
 
 /// Values a compile keeps outside the VGPRs (scratch bytes, then AGPR slots): what a larger
@@ -606,7 +616,7 @@ fn allocate_in_budget(
             break;
         }
     }
-    best.expect("the last schedule is always allocated")
+    with_peepholes(best.expect("the last schedule is always allocated"), t)
 }
 
 /// The allocation `opts`' budgets get from `sel` (with the post-allocation peepholes).
@@ -623,7 +633,7 @@ fn back_allocated(
         run_checker: opts.check,
     };
     match vgpr_budget {
-        None => allocated(sel, None, &ra, t),
+        None => with_peepholes(allocated(sel, None, &ra, t), t),
         Some(b) => allocate_monotonic(sel, b, &ra, t),
     }
 }

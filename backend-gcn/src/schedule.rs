@@ -28,6 +28,13 @@
 //! block unless live out): a ready instruction whose definitions would raise the count above
 //! the bound waits while another ready one stays within it; when none does, the one raising it
 //! least goes first. Loads are then hoisted only as far as the occupancy target allows.
+//!
+//! The DAGs, heights and per-value pressure facts depend on the instructions only, not on the
+//! bound: [`Dags`] builds them once per function and list-schedules under any bound, so a
+//! tuner's schedules of one kernel (the compile driver keeps its `Dags` in the `Selected`
+//! kernel) pay for the DAG once. Per-vreg tables are dense over the function's vregs and
+//! cleared per block by the entries touched; a node's pressure change is recomputed only when
+//! a value it reads is down to one instruction's reads.
 
 use crate::isa::{self, name_facts, Format, Opcode};
 use cranelift_entity::EntityRef;
