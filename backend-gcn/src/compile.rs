@@ -232,6 +232,8 @@ pub struct Selected {
     /// Allocations already made under a budget (the occupancy ladder below a spilling budget
     /// is allocated once for all the levels a tuner compiles).
     allocations: AllocationCache,
+    /// The blocks' dependence DAGs, made once for all the schedules below.
+    dags: std::sync::OnceLock<crate::schedule::Dags>,
     /// Schedules already made, by VGPR bound (`None`: the latency schedule every level tries
     /// first), with their VGPR pressure.
     schedules: ScheduleCache,
@@ -254,6 +256,7 @@ impl Clone for Selected {
             target: self.target,
             timings: self.timings,
             allocations: AllocationCache::default(),
+            dags: Default::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
             finished: FinishedCache::default(),
@@ -269,6 +272,7 @@ impl Selected {
             mf,
             timings: StageTimings::default(),
             allocations: AllocationCache::default(),
+            dags: Default::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
             finished: FinishedCache::default(),
@@ -345,6 +349,7 @@ fn front(
         target,
         timings: *t,
         allocations: AllocationCache::default(),
+        dags: Default::default(),
         schedules: ScheduleCache::default(),
         allocators: AllocatorCache::default(),
         finished: FinishedCache::default(),
@@ -416,17 +421,19 @@ fn verify_mir(
         .map_err(|source| CompileError::Mir { stage, source })
 }
 
-/// A copy of `mf` scheduled (bounded by `vgpr_limit` live VGPRs, if any), verified with
-/// `check`.
+/// A copy of `sel`'s code scheduled (bounded by `vgpr_limit` live VGPRs, if any), verified
+/// with `check`; the blocks' DAGs are built on the first call and shared by the others.
 fn scheduled(
-    mf: &crate::mir::MachineFunction,
+    sel: &Selected,
     vgpr_limit: Option<u32>,
     check: bool,
     t: &mut StageTimings,
 ) -> Result<crate::mir::MachineFunction, CompileError> {
-    let mut mf = mf.clone();
+    let mut mf = sel.mf.clone();
     timed(&mut t.schedule, || {
-        crate::schedule::schedule_bounded(&mut mf, vgpr_limit)
+        sel.dags
+            .get_or_init(|| crate::schedule::Dags::new(&sel.mf))
+            .reorder(&mut mf, vgpr_limit)
     });
     if check {
         verify_mir(&mf, "scheduling", t)?;
@@ -446,7 +453,7 @@ fn scheduled_cached(
     if let Some(s) = sel.schedules.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(s);
     }
-    let s = scheduled(&sel.mf, vgpr_limit, check, t)?;
+    let s = scheduled(sel, vgpr_limit, check, t)?;
     let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
     let s = std::sync::Arc::new((s, pressure));
     if let Ok(mut c) = sel.schedules.lock() {
@@ -455,9 +462,10 @@ fn scheduled_cached(
     Ok(s)
 }
 
-/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, with the post-allocation
-/// peepholes (timed with the allocation whose moves they remove). The schedule's
-/// [`Allocator`] is made once for all the budgets compiled from `sel`.
+/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, before the post-allocation
+/// peepholes ([`with_peepholes`]: only the allocation a budget keeps needs them; they change
+/// no register counts). The schedule's [`Allocator`] is made once for all the budgets
+/// compiled from `sel`.
 fn allocated(
     sel: &Selected,
     bound: Option<u32>,
@@ -485,11 +493,20 @@ fn allocated(
     };
     let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
     Ok(timed(&mut t.regalloc, || {
-        a.allocate(ra.vgpr_budget, ra.sgpr_budget).map(|mut p| {
-            crate::peephole::run_peepholes(&mut p);
-            p
-        })
+        a.allocate(ra.vgpr_budget, ra.sgpr_budget)
     })?)
+}
+
+/// `r` with the post-allocation peepholes run (timed with the allocation whose moves they
+/// remove).
+fn with_peepholes(
+    r: Result<PhysFunction, CompileError>,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
+    r.map(|mut p| {
+        timed(&mut t.regalloc, || crate::peephole::run_peepholes(&mut p));
+        p
+    })
 }
 
 /// Values a compile keeps outside the VGPRs (scratch bytes, then AGPR slots): what a larger
@@ -599,7 +616,7 @@ fn allocate_in_budget(
             break;
         }
     }
-    best.expect("the last schedule is always allocated")
+    with_peepholes(best.expect("the last schedule is always allocated"), t)
 }
 
 /// The allocation `opts`' budgets get from `sel` (with the post-allocation peepholes).
@@ -616,7 +633,7 @@ fn back_allocated(
         run_checker: opts.check,
     };
     match vgpr_budget {
-        None => allocated(sel, None, &ra, t),
+        None => with_peepholes(allocated(sel, None, &ra, t), t),
         Some(b) => allocate_monotonic(sel, b, &ra, t),
     }
 }

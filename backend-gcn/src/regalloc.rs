@@ -267,15 +267,22 @@ impl Allocator {
         let first_try = target != Target::Gfx942;
         let mut w = webs::build(&p, &lv, None, true)?;
         let mut early = webs::build(&p, &lv, None, false)?;
-        // A layout that does not fit counts as the worst; when neither fits, the probe below
-        // reports the error.
-        let sgpr_end = |w: &mut webs::Webs| {
-            sgpr_layout(&p, w, kernarg_vreg, first_try)
-                .or_else(|_| sgpr_layout(&p, w, kernarg_vreg, false))
-                .map_or(u32::MAX, |l| l.taken.end())
+        // The SGPR layout of the tuples in the worst (scratch) case, which is what singles
+        // get (the probe): a layout that does not fit counts as the worst; when neither fits,
+        // the error is reported. The kept webs' layout is the probe (other classes' webs do
+        // not change it).
+        let layout = |w: &mut webs::Webs| match sgpr_layout(&p, w, kernarg_vreg, first_try) {
+            Ok(l) => Ok((l, first_try)),
+            Err(_) => sgpr_layout(&p, w, kernarg_vreg, false).map(|l| (l, false)),
         };
-        if sgpr_end(&mut early) < sgpr_end(&mut w) {
+        let end = |l: &Result<(SgprLayout, bool), RegallocError>| {
+            l.as_ref().map_or(u32::MAX, |(l, _)| l.taken.end())
+        };
+        let mut probe = layout(&mut w);
+        let probe_early = layout(&mut early);
+        if end(&probe_early) < end(&probe) {
             w = early;
+            probe = probe_early;
         }
         let vweb = webs::assign(&mut w, RegClass::Vgpr, target, 256, &[])?;
         let aweb = webs::assign(&mut w, RegClass::Agpr, target, 256, &[])?;
@@ -301,11 +308,7 @@ impl Allocator {
             n_temps,
         };
 
-        // The SGPR layout of the tuples in the worst (scratch) case: what singles get.
-        let (probe, probe_scratch) = match sgpr_layout(&p, &mut w, kernarg_vreg, first_try) {
-            Ok(l) => (l, first_try),
-            Err(_) => (sgpr_layout(&p, &mut w, kernarg_vreg, false)?, false),
-        };
+        let (probe, probe_scratch) = probe?;
         let func = ra2::build(&p);
         let start = (
             pres_f.max(min_f),

@@ -28,6 +28,13 @@
 //! block unless live out): a ready instruction whose definitions would raise the count above
 //! the bound waits while another ready one stays within it; when none does, the one raising it
 //! least goes first. Loads are then hoisted only as far as the occupancy target allows.
+//!
+//! The DAGs, heights and per-value pressure facts depend on the instructions only, not on the
+//! bound: [`Dags`] builds them once per function and list-schedules under any bound, so a
+//! tuner's schedules of one kernel (the compile driver keeps its `Dags` in the `Selected`
+//! kernel) pay for the DAG once. Per-vreg tables are dense over the function's vregs and
+//! cleared per block by the entries touched; a node's pressure change is recomputed only when
+//! a value it reads is down to one instruction's reads.
 
 use crate::isa::{self, name_facts, Format, Opcode};
 use cranelift_entity::EntityRef;
@@ -52,46 +59,80 @@ pub fn schedule(mf: &mut MachineFunction) {
 /// ready one does not (the occupancy target bounds how far loads are hoisted, as Mesa ACO's
 /// `schedule_program` does). `None`: latency only.
 pub fn schedule_bounded(mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
-    let lv = vgpr_limit.map(|_| crate::regalloc::liveness(mf));
-    let keys: Vec<_> = mf.blocks.keys().collect();
-    for b in keys {
-        let insts = std::mem::take(&mut mf.blocks[b].insts);
-        let bound = match (&lv, vgpr_limit) {
-            (Some(lv), Some(limit)) => {
-                let bd = &mf.blocks[b];
-                let vgpr = |v: VReg| {
-                    let d = mf.vregs[v];
-                    if d.class == crate::mir::RegClass::Vgpr {
-                        d.dwords as u32
-                    } else {
-                        0
-                    }
-                };
+    Dags::new(mf).reorder(mf, vgpr_limit);
+}
+
+/// What scheduling one machine function under any VGPR bound shares: each block's dependence
+/// DAG with its heights, and the operand and liveness facts the pressure bound reads. Made
+/// once ([`Dags::new`]); [`Dags::reorder`] list-schedules under one bound, so a tuner's
+/// schedules of one kernel (the latency schedule and each bound) build the DAGs once.
+pub struct Dags {
+    /// By block index.
+    blocks: Vec<BlockDag>,
+}
+
+impl std::fmt::Debug for Dags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dags")
+            .field("blocks", &self.blocks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dags {
+    /// The DAGs of `mf`'s blocks.
+    pub fn new(mf: &MachineFunction) -> Dags {
+        let lv = crate::regalloc::liveness(mf);
+        // VGPRs of each vreg, for every block's pressure.
+        let size: Vec<u32> = mf
+            .vregs
+            .values()
+            .map(|d| {
+                if d.class == crate::mir::RegClass::Vgpr {
+                    d.dwords as u32
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let mut tables = VregTables::new(mf.vregs.len());
+        let blocks = mf
+            .blocks
+            .iter()
+            .map(|(b, bd)| {
                 let mut live_out = lv.live_out[b.index()].clone();
                 for (_, args) in bd.term.successors() {
                     for a in args {
                         live_out.insert(a.index());
                     }
                 }
-                let mut start = 0;
                 let mut live_in = lv.live_in[b.index()].clone();
                 for p in &bd.params {
                     live_in.insert(p.index());
                 }
-                for v in live_in.iter() {
-                    start += vgpr(VReg::new(v));
-                }
-                let size: Vec<u32> = (0..mf.vregs.len()).map(|v| vgpr(VReg::new(v))).collect();
-                Some(Pressure {
-                    limit,
-                    start,
-                    size,
-                    live_out,
-                })
+                let start = live_in.iter().map(|v| size[v]).sum();
+                block_dag(&bd.insts, &mut tables, &size, &live_out, start)
+            })
+            .collect();
+        Dags { blocks }
+    }
+
+    /// Reorders the instructions of every block of `mf` — the function the DAGs were made
+    /// from, or a copy of it — with at most `vgpr_limit` VGPRs live where a block allows
+    /// (see [`schedule_bounded`]). A block whose instruction count does not match its DAG is
+    /// left as it is.
+    pub fn reorder(&self, mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
+        let keys: Vec<_> = mf.blocks.keys().collect();
+        for (b, dag) in keys.into_iter().zip(&self.blocks) {
+            if dag.nodes != mf.blocks[b].insts.len() {
+                continue;
             }
-            _ => None,
-        };
-        mf.blocks[b].insts = schedule_block(insts, mf.vregs.len(), bound.as_ref());
+            if let Some(order) = dag.order(vgpr_limit) {
+                let insts = std::mem::take(&mut mf.blocks[b].insts);
+                let mut slots: Vec<Option<MInst>> = insts.into_iter().map(Some).collect();
+                mf.blocks[b].insts = order.into_iter().filter_map(|k| slots[k].take()).collect();
+            }
+        }
     }
 }
 
@@ -139,17 +180,6 @@ pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
         }
     }
     most
-}
-
-/// What the pressure bound of one block needs.
-struct Pressure {
-    limit: u32,
-    /// VGPRs live at the block's start (live-in values and parameters).
-    start: u32,
-    /// VGPRs of each vreg (0 for other classes).
-    size: Vec<u32>,
-    /// Live after the block (arguments of its terminator included).
-    live_out: crate::regalloc::BitSet,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -333,14 +363,103 @@ fn node(i: &MInst) -> Node {
     n
 }
 
-/// Schedules one block's instruction list (`nvregs`: the function's vreg count; per-vreg
-/// tables are dense vectors indexed by it).
-fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) -> Vec<MInst> {
+/// Per-vreg tables for building one block's DAG, dense over the function's vregs: made once
+/// per function, and each block clears only the entries it touched (a table per block cost a
+/// function's vreg count per block).
+struct VregTables {
+    /// The block's instruction defining each vreg.
+    def_at: Vec<Option<usize>>,
+    /// The block's instructions reading each vreg (once per operand).
+    users: Vec<Vec<usize>>,
+    /// The block's tied partial writes of each vreg.
+    tied_writers: Vec<Vec<usize>>,
+    /// The block's number for each vreg it reads (`u32::MAX`: none yet).
+    local: Vec<u32>,
+    /// Vregs with entries to clear.
+    touched: Vec<usize>,
+}
+
+impl VregTables {
+    fn new(nvregs: usize) -> VregTables {
+        VregTables {
+            def_at: vec![None; nvregs],
+            users: vec![Vec::new(); nvregs],
+            tied_writers: vec![Vec::new(); nvregs],
+            local: vec![u32::MAX; nvregs],
+            touched: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        for &v in &self.touched {
+            self.def_at[v] = None;
+            self.users[v].clear();
+            self.tied_writers[v].clear();
+            self.local[v] = u32::MAX;
+        }
+        self.touched.clear();
+    }
+}
+
+/// One block's dependence DAG, heights, and what its pressure bound reads, in the block's
+/// own numbering of the values it reads.
+struct BlockDag {
+    /// Instructions in the block (no DAG below 3: the block keeps its order).
+    nodes: usize,
+    succs: Vec<Vec<usize>>,
+    /// Predecessors of each node.
+    npred: Vec<usize>,
+    /// Longest latency path from each node to the end of the block.
+    height: Vec<u64>,
+    /// VGPRs live at the block's start (live-in values and parameters).
+    start: u32,
+    /// Per node: VGPRs its definitions add.
+    def_size: Vec<i64>,
+    /// Per node: the values it reads (block numbers, distinct) and how many operands read each.
+    reads: Vec<Vec<(u32, u32)>>,
+    /// Per value read in the block: the nodes reading it (distinct).
+    readers: Vec<Vec<usize>>,
+    /// Per value: operands of the block reading it.
+    uses: Vec<u32>,
+    /// Per value: the most operands of one node reading it.
+    most_by_one: Vec<u32>,
+    /// Per value: VGPRs freed when its last read in the block is scheduled (0 if live out).
+    frees: Vec<i64>,
+}
+
+/// Builds the DAG of one block (`t`: the function's per-vreg tables, clear on entry and on
+/// return; `size`: VGPRs per vreg; `live_out`: live after the block, terminator arguments
+/// included; `start`: VGPRs live at its start).
+fn block_dag(
+    insts: &[MInst],
+    t: &mut VregTables,
+    size: &[u32],
+    live_out: &crate::regalloc::BitSet,
+    start: u32,
+) -> BlockDag {
     let n = insts.len();
+    let mut dag = BlockDag {
+        nodes: n,
+        succs: Vec::new(),
+        npred: Vec::new(),
+        height: Vec::new(),
+        start,
+        def_size: Vec::new(),
+        reads: Vec::new(),
+        readers: Vec::new(),
+        uses: Vec::new(),
+        most_by_one: Vec::new(),
+        frees: Vec::new(),
+    };
     if n < 3 {
-        return insts;
+        return dag;
     }
     let nodes: Vec<Node> = insts.iter().map(node).collect();
+    for nd in &nodes {
+        t.touched
+            .extend(nd.uses.iter().chain(&nd.defs).map(|v| v.index()));
+        t.touched.extend(nd.tied_use.map(|v| v.index()));
+    }
     let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut npred = vec![0usize; n];
     // Every edge is added while its target `b` is the node being visited, so a duplicate
@@ -351,15 +470,15 @@ fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) ->
             npred[b] += 1;
         }
     };
-    let mut def_at: Vec<Option<usize>> = vec![None; nvregs];
-    let mut users: Vec<Vec<usize>> = vec![Vec::new(); nvregs];
     let mut last_write: Vec<Option<usize>> = vec![None; NRES];
     let mut reads_since: Vec<Vec<usize>> = vec![Vec::new(); NRES];
-    let mut mem_global: Vec<(usize, Mem)> = Vec::new();
-    let mut mem_lds: Vec<(usize, Mem)> = Vec::new();
+    // Per memory space: the last store (or atomic) and the loads after it. A load waits for
+    // the last store, a store for it and those loads: the same order as an edge from every
+    // earlier access that a store is part of (edges implied through the last store are left
+    // out; they change neither heights nor when a node is ready).
+    let mut mem: [(Option<usize>, Vec<usize>); 2] = Default::default();
     let mut last_fence: Option<usize> = None;
     let mut live_ins: Vec<usize> = Vec::new();
-    let mut tied_writers: Vec<Vec<usize>> = vec![Vec::new(); nvregs];
     for (k, nd) in nodes.iter().enumerate() {
         for &l in &live_ins {
             edge(l, k, &mut succs, &mut npred);
@@ -377,30 +496,30 @@ fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) ->
             last_fence = Some(k);
         }
         for v in &nd.uses {
-            if let Some(d) = def_at[v.index()] {
+            if let Some(d) = t.def_at[v.index()] {
                 edge(d, k, &mut succs, &mut npred);
             }
         }
-        if let Some(t) = nd.tied_use {
+        if let Some(tu) = nd.tied_use {
             // Earlier readers of the overwritten register stay before the partial write.
-            for &u in &users[t.index()] {
+            for &u in &t.users[tu.index()] {
                 edge(u, k, &mut succs, &mut npred);
             }
         }
         for v in &nd.uses {
-            users[v.index()].push(k);
+            t.users[v.index()].push(k);
         }
         for v in &nd.defs {
-            def_at[v.index()] = Some(k);
+            t.def_at[v.index()] = Some(k);
         }
         // Later readers of a register tied into an earlier partial write stay after it.
         for v in &nd.uses {
-            for &j in &tied_writers[v.index()] {
+            for &j in &t.tied_writers[v.index()] {
                 edge(j, k, &mut succs, &mut npred);
             }
         }
-        if let Some(t) = nd.tied_use {
-            tied_writers[t.index()].push(k);
+        if let Some(tu) = nd.tied_use {
+            t.tied_writers[tu.index()].push(k);
         }
         for &r in &nd.reads {
             if let Some(w) = last_write[r] {
@@ -422,111 +541,157 @@ fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) ->
             last_write[w] = Some(k);
             reads_since[w].clear();
         }
-        for (list, kind) in [(&mut mem_global, nd.global), (&mut mem_lds, nd.lds)] {
-            if kind == Mem::None {
-                continue;
-            }
-            for &(j, other) in list.iter() {
-                if kind == Mem::Store || other == Mem::Store {
-                    edge(j, k, &mut succs, &mut npred);
+        for ((store, loads), kind) in mem.iter_mut().zip([nd.global, nd.lds]) {
+            match kind {
+                Mem::None => {}
+                Mem::Load => {
+                    if let Some(j) = *store {
+                        edge(j, k, &mut succs, &mut npred);
+                    }
+                    loads.push(k);
+                }
+                Mem::Store => {
+                    for j in store.iter().chain(loads.iter()) {
+                        edge(*j, k, &mut succs, &mut npred);
+                    }
+                    *store = Some(k);
+                    loads.clear();
                 }
             }
-            list.push((k, kind));
         }
     }
-    // Heights: longest latency path to the end of the block.
     let mut height = vec![0u64; n];
     for k in (0..n).rev() {
         let below = succs[k].iter().map(|&s| height[s]).max().unwrap_or(0);
         height[k] = below + nodes[k].latency.max(1) as u64;
     }
-    // List scheduling: the ready instruction with the greatest height, then the earliest.
-    // Under a pressure bound: among those that keep the live VGPRs within it; when none does,
-    // the one that raises the pressure least, and of those the lowest (a consumer that finishes
-    // a chain and frees its inputs, not the start of another load chain).
-    let mut ready: Vec<usize> = (0..n).filter(|&k| npred[k] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    // Per vreg: uses not yet scheduled in this block.
-    let mut left: Vec<u32> = vec![0; if bound.is_some() { nvregs } else { 0 }];
-    if bound.is_some() {
-        for nd in &nodes {
-            for &v in &nd.uses {
-                left[v.index()] += 1;
-            }
-        }
-    }
-    let mut live = bound.map_or(0, |b| b.start);
-    let delta = |k: usize, left: &[u32]| -> i64 {
-        let Some(b) = bound else { return 0 };
-        let nd = &nodes[k];
-        let mut d: i64 = nd.defs.iter().map(|v| b.size[v.index()] as i64).sum();
+    // The pressure facts: each read value numbered in the block.
+    for (k, nd) in nodes.iter().enumerate() {
+        dag.def_size
+            .push(nd.defs.iter().map(|v| size[v.index()] as i64).sum());
+        let mut reads: Vec<(u32, u32)> = Vec::new();
         for (i, v) in nd.uses.iter().enumerate() {
             if nd.uses[..i].contains(v) {
                 continue;
             }
             let here = nd.uses.iter().filter(|x| *x == v).count() as u32;
-            if left[v.index()] == here && !b.live_out.contains(v.index()) {
-                d -= b.size[v.index()] as i64;
-            }
-        }
-        d
-    };
-    // Each node's pressure change, kept current: scheduling a node changes only the deltas of
-    // the nodes that read one of its operands.
-    let mut ds: Vec<i64> = match bound {
-        Some(_) => (0..n).map(|k| delta(k, &left)).collect(),
-        None => Vec::new(),
-    };
-    while !ready.is_empty() {
-        let pick = match bound {
-            None => (0..ready.len())
-                .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
-                .unwrap_or(0),
-            Some(b) => {
-                let ds = |i: usize| ds[ready[i]];
-                let fits = |i: usize| live as i64 + ds(i).max(0) <= b.limit as i64;
-                if (0..ready.len()).any(fits) {
-                    (0..ready.len())
-                        .filter(|&i| fits(i))
-                        .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
-                        .unwrap_or(0)
+            let mut id = t.local[v.index()];
+            if id == u32::MAX {
+                id = dag.uses.len() as u32;
+                t.local[v.index()] = id;
+                dag.readers.push(Vec::new());
+                dag.uses.push(0);
+                dag.most_by_one.push(0);
+                dag.frees.push(if live_out.contains(v.index()) {
+                    0
                 } else {
-                    (0..ready.len())
-                        .max_by_key(|&i| {
-                            (
-                                std::cmp::Reverse(ds(i)),
-                                std::cmp::Reverse(height[ready[i]]),
-                                std::cmp::Reverse(ready[i]),
-                            )
-                        })
-                        .unwrap_or(0)
-                }
+                    size[v.index()] as i64
+                });
             }
+            let l = id as usize;
+            dag.readers[l].push(k);
+            dag.uses[l] += here;
+            dag.most_by_one[l] = dag.most_by_one[l].max(here);
+            reads.push((id, here));
+        }
+        dag.reads.push(reads);
+    }
+    t.clear();
+    dag.succs = succs;
+    dag.npred = npred;
+    dag.height = height;
+    dag
+}
+
+impl BlockDag {
+    /// The list schedule under `limit` (node indices in their new order), or `None` when the
+    /// block keeps its order (too small, or a cycle, which edges that go forward in the
+    /// original order cannot make).
+    fn order(&self, limit: Option<u32>) -> Option<Vec<usize>> {
+        let n = self.nodes;
+        if n < 3 {
+            return None;
+        }
+        let height = &self.height;
+        let mut npred = self.npred.clone();
+        // List scheduling: the ready instruction with the greatest height, then the earliest.
+        // Under a pressure bound: among those that keep the live VGPRs within it; when none
+        // does, the one that raises the pressure least, and of those the lowest (a consumer
+        // that finishes a chain and frees its inputs, not the start of another load chain).
+        // Ready nodes sorted by (height, earliest first) ascending: the latency pick is the
+        // last; under a bound, the last that fits.
+        let key = |k: usize| (height[k], std::cmp::Reverse(k));
+        let mut ready: Vec<usize> = (0..n).filter(|&k| npred[k] == 0).collect();
+        ready.sort_by_key(|&k| key(k));
+        let mut order = Vec::with_capacity(n);
+        // Per value: reads not yet scheduled in this block.
+        let mut left: Vec<u32> = match limit {
+            Some(_) => self.uses.clone(),
+            None => Vec::new(),
         };
-        let k = ready.swap_remove(pick);
-        if bound.is_some() {
-            live = (live as i64 + ds[k]).max(0) as u32;
-            for v in &nodes[k].uses {
-                left[v.index()] -= 1;
+        let mut live = self.start;
+        let delta = |k: usize, left: &[u32]| -> i64 {
+            let mut d = self.def_size[k];
+            for &(v, here) in &self.reads[k] {
+                if left[v as usize] == here {
+                    d -= self.frees[v as usize];
+                }
             }
-            for v in &nodes[k].uses {
-                for &u in &users[v.index()] {
-                    ds[u] = delta(u, &left);
+            d
+        };
+        // Each node's pressure change, kept current: scheduling a node changes only the
+        // deltas of the nodes that read one of its operands, and only once that operand's
+        // unscheduled reads are few enough to be one node's (before, `left == here` holds for
+        // no reader).
+        let mut ds: Vec<i64> = match limit {
+            Some(_) => (0..n).map(|k| delta(k, &left)).collect(),
+            None => Vec::new(),
+        };
+        while let Some(&last) = ready.last() {
+            let k = match limit {
+                None => {
+                    ready.pop();
+                    last
+                }
+                Some(limit) => {
+                    let fits = |k: usize| live as i64 + ds[k].max(0) <= limit as i64;
+                    let at = ready.iter().rposition(|&k| fits(k)).unwrap_or_else(|| {
+                        (0..ready.len())
+                            .max_by_key(|&i| {
+                                let k = ready[i];
+                                (
+                                    std::cmp::Reverse(ds[k]),
+                                    std::cmp::Reverse(height[k]),
+                                    std::cmp::Reverse(k),
+                                )
+                            })
+                            .unwrap_or(0)
+                    });
+                    ready.remove(at)
+                }
+            };
+            if limit.is_some() {
+                live = (live as i64 + ds[k]).max(0) as u32;
+                for &(v, here) in &self.reads[k] {
+                    left[v as usize] -= here;
+                }
+                for &(v, _) in &self.reads[k] {
+                    if left[v as usize] <= self.most_by_one[v as usize] {
+                        for &u in &self.readers[v as usize] {
+                            ds[u] = delta(u, &left);
+                        }
+                    }
+                }
+            }
+            order.push(k);
+            for &s in &self.succs[k] {
+                npred[s] -= 1;
+                if npred[s] == 0 {
+                    let at = ready.partition_point(|&r| key(r) < key(s));
+                    ready.insert(at, s);
                 }
             }
         }
-        order.push(k);
-        for &s in &succs[k] {
-            npred[s] -= 1;
-            if npred[s] == 0 {
-                ready.push(s);
-            }
-        }
+        (order.len() == n).then_some(order)
     }
-    if order.len() != n {
-        // A cycle cannot happen (edges go forward in the original order); keep the input.
-        return insts;
-    }
-    let mut slots: Vec<Option<MInst>> = insts.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|k| slots[k].take()).collect()
 }
