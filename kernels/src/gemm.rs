@@ -330,19 +330,30 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         Staged::read(&vars, &b_vars)
     };
-    // The staged blocks into LDS.
-    let a_lds: Vec<_> = (0..a_jobs)
-        .map(|q| {
-            let (row, kc) = a_job(q);
-            row * stride + kc
-        })
-        .collect();
-    let b_lds: Vec<_> = (0..b_jobs)
-        .map(|q| {
-            let (col, kc) = b_job(q);
-            col * stride + kc
-        })
-        .collect();
+    // The staged blocks into LDS: a job moved by whole rounds from job 0 is job 0's index plus
+    // a constant (an immediate offset of the store, no address register of its own).
+    let mut a_lds: Vec<Val<'_, u32>> = Vec::new();
+    for q in 0..a_jobs {
+        let at = match moved(q, t.bm * per_row, &a_order) {
+            Some(rows) => a_lds[0] + rows * stride,
+            None => {
+                let (row, kc) = a_job(q);
+                row * stride + kc
+            }
+        };
+        a_lds.push(at);
+    }
+    let mut b_lds: Vec<Val<'_, u32>> = Vec::new();
+    for q in 0..b_jobs {
+        let at = match moved(q, pairs * per_row, &b_order) {
+            Some(lines) => b_lds[0] + lines * kl,
+            None => {
+                let (col, kc) = b_job(q);
+                col * stride + kc
+            }
+        };
+        b_lds.push(at);
+    }
     // Rows that do not start at a fragment multiple (k not a multiple of kl): the step's a-block
     // element by element, straight into LDS (after the prefetched zeros, before the barrier).
     // A uniform branch inside the loop whose values do not leave it, so no join copies wait
