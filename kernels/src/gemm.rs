@@ -330,26 +330,27 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         Staged::read(&vars, &b_vars)
     };
-    // The staged blocks into LDS: a job moved by whole rounds from job 0 is job 0's index plus
-    // a constant (an immediate offset of the store, no address register of its own).
-    let mut a_lds: Vec<Val<'_, u32>> = Vec::new();
+    // The staged blocks into LDS, each job's place as an index and a constant: a job moved by
+    // whole rounds from job 0 is job 0's index plus a constant, the store's immediate offset
+    // (`frag_store_at`), so it needs no address register of its own.
+    let mut a_lds: Vec<(Val<'_, u32>, u32)> = Vec::new();
     for q in 0..a_jobs {
         let at = match moved(q, t.bm * per_row, &a_order) {
-            Some(rows) => a_lds[0] + rows * stride,
+            Some(rows) => (a_lds[0].0, rows * stride),
             None => {
                 let (row, kc) = a_job(q);
-                row * stride + kc
+                (row * stride + kc, 0)
             }
         };
         a_lds.push(at);
     }
-    let mut b_lds: Vec<Val<'_, u32>> = Vec::new();
+    let mut b_lds: Vec<(Val<'_, u32>, u32)> = Vec::new();
     for q in 0..b_jobs {
         let at = match moved(q, pairs * per_row, &b_order) {
-            Some(lines) => b_lds[0] + lines * kl,
+            Some(lines) => (b_lds[0].0, lines * kl),
             None => {
                 let (col, kc) = b_job(q);
-                col * stride + kc
+                (col * stride + kc, 0)
             }
         };
         b_lds.push(at);
@@ -370,11 +371,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         k.load(&a, k.select(ok, at + j, outside))
                     })
                     .collect();
-                k.frag_store(
-                    &ta,
-                    shifted(a_lds[q as usize], oa),
-                    k.frag_build(frag, &parts),
-                );
+                let (at, off) = a_lds[q as usize];
+                k.frag_store_at(&ta, shifted(at, oa), off, k.frag_build(frag, &parts));
             }
         });
     };
@@ -395,8 +393,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                             k.load(&b, k.select(ok, at, outside))
                         })
                         .collect();
-                    let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
-                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                    let (at, off) = b_lds[q as usize];
+                    let at = shifted(at, ob);
+                    k.frag_store_at(
+                        &tb,
+                        at,
+                        off + job_col(c) * stride,
+                        k.frag_build(frag, &parts),
+                    );
                 }
             }
         });
@@ -421,7 +425,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         guarded(a_wraps, a_packed, &|| {
             for q in 0..a_jobs {
                 let f = st.a[q as usize];
-                k.frag_store(&ta, shifted(a_lds[q as usize], oa), f);
+                let (at, off) = a_lds[q as usize];
+                k.frag_store_at(&ta, shifted(at, oa), off, f);
             }
         });
         guarded(b_wraps, b_packed, &|| {
@@ -432,8 +437,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         .iter()
                         .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
                         .collect();
-                    let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
-                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                    let (at, off) = b_lds[q as usize];
+                    let at = shifted(at, ob);
+                    k.frag_store_at(
+                        &tb,
+                        at,
+                        off + job_col(c) * stride,
+                        k.frag_build(frag, &parts),
+                    );
                 }
             }
         });
