@@ -355,6 +355,15 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         };
         b_lds.push(at);
     }
+    // Stores of a-job q's fragment, and of column c of b-job q's, into the stage at `oa`/`ob`.
+    let store_a = |q: u32, oa: Option<Val<'_, u32>>, f: Frag<'_>| {
+        let (at, off) = a_lds[q as usize];
+        k.frag_store_at(&ta, shifted(at, oa), off, f);
+    };
+    let store_b = |q: u32, c: u32, ob: Option<Val<'_, u32>>, f: Frag<'_>| {
+        let (at, off) = b_lds[q as usize];
+        k.frag_store_at(&tb, shifted(at, ob), off + job_col(c) * stride, f);
+    };
     // Rows that do not start at a fragment multiple (k not a multiple of kl): the step's a-block
     // element by element, straight into LDS (after the prefetched zeros, before the barrier).
     // A uniform branch inside the loop whose values do not leave it, so no join copies wait
@@ -371,8 +380,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         k.load(&a, k.select(ok, at + j, outside))
                     })
                     .collect();
-                let (at, off) = a_lds[q as usize];
-                k.frag_store_at(&ta, shifted(at, oa), off, k.frag_build(frag, &parts));
+                store_a(q, oa, k.frag_build(frag, &parts));
             }
         });
     };
@@ -393,14 +401,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                             k.load(&b, k.select(ok, at, outside))
                         })
                         .collect();
-                    let (at, off) = b_lds[q as usize];
-                    let at = shifted(at, ob);
-                    k.frag_store_at(
-                        &tb,
-                        at,
-                        off + job_col(c) * stride,
-                        k.frag_build(frag, &parts),
-                    );
+                    store_b(q, c, ob, k.frag_build(frag, &parts));
                 }
             }
         });
@@ -424,9 +425,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>| {
         guarded(a_wraps, a_packed, &|| {
             for q in 0..a_jobs {
-                let f = st.a[q as usize];
-                let (at, off) = a_lds[q as usize];
-                k.frag_store_at(&ta, shifted(at, oa), off, f);
+                store_a(q, oa, st.a[q as usize]);
             }
         });
         guarded(b_wraps, b_packed, &|| {
@@ -437,14 +436,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         .iter()
                         .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
                         .collect();
-                    let (at, off) = b_lds[q as usize];
-                    let at = shifted(at, ob);
-                    k.frag_store_at(
-                        &tb,
-                        at,
-                        off + job_col(c) * stride,
-                        k.frag_build(frag, &parts),
-                    );
+                    store_b(q, c, ob, k.frag_build(frag, &parts));
                 }
             }
         });
