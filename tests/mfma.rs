@@ -345,3 +345,73 @@ fn regrouped_halves_are_one_v_perm_each_and_exact() {
         assert_eq!(out.outputs[0], want, "{t}");
     }
 }
+
+/// `frag_store_at` puts the fragment at `index + offset` in LDS and in global memory, and
+/// stores at constant distances share one address register (the offsets are immediates): the
+/// interpreter and the devices (gfx942, gfx90a) give the placement computed here, which an
+/// ignored or doubled offset would break.
+#[test]
+fn frag_store_at_places_the_fragment_at_the_constant_offset() {
+    use kjit::frontend::FragType;
+    let k = KernelBuilder::new("store_at");
+    let x = k.buffer::<f16>("x");
+    let y = k.buffer_mut::<f16>("y");
+    let tile = k.lds::<f16>("tile", 512);
+    let lane = k.lane_id();
+    let quad = FragType::new(FragElem::F16, 4);
+    let f = k.frag_load(&x, lane * 4u32, quad);
+    // Into LDS at 256 + 4·lane, read back with the offset in the index.
+    k.frag_store_at(&tile, lane * 4u32, 256, f);
+    let g = k.frag_load(&tile, lane * 4u32 + 256u32, quad);
+    // Into y at 4·lane + 256 and + 512, one address for both.
+    k.frag_store_at(&y, lane * 4u32, 256, g);
+    k.frag_store_at(&y, lane * 4u32, 512, f);
+    let func = k.finish().expect("builds");
+    let xs: Vec<f16> = (0..256).map(|i| f16::from_f32(i as f32 - 100.5)).collect();
+    let nan = f16::from_f32(f32::NAN);
+    let case = Case {
+        n: 768,
+        args: vec![
+            Arg::Buffer(BufferData::F16(xs.clone())),
+            Arg::Buffer(BufferData::F16(vec![nan; 768])),
+        ],
+        launch: LaunchDims {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            dynamic_lds: 0,
+        },
+        outputs: vec![1],
+    };
+    let mut placed = vec![nan; 768];
+    placed[256..512].copy_from_slice(&xs);
+    placed[512..768].copy_from_slice(&xs);
+    let bits = |b: &BufferData| match b {
+        BufferData::F16(v) => v.iter().map(|h| h.to_bits()).collect::<Vec<_>>(),
+        _ => panic!("f16 output"),
+    };
+    let mut got = case.args.clone();
+    interp::run(&func, &case.launch, &mut got).expect("the interpreter runs");
+    assert_eq!(
+        bits(got[1].as_buffer().unwrap()),
+        bits(&BufferData::F16(placed.clone()))
+    );
+    let dev = GcnEmulator::new();
+    for t in [Target::Gfx942, Target::Gfx90a] {
+        let ck = kjit::compile(&func, t, &CompileOptions::default()).unwrap();
+        for imm in ["offset:512", "offset:1024"] {
+            assert!(
+                ck.asm
+                    .lines()
+                    .any(|l| l.contains("buffer_store_dwordx2") && l.contains(imm)),
+                "{t}: no store at {imm}:\n{}",
+                ck.asm
+            );
+        }
+        let out = run_case(&dev, &ck.code_object, &func, &case).unwrap();
+        assert_eq!(
+            bits(&out.outputs[0]),
+            bits(&BufferData::F16(placed.clone())),
+            "{t}"
+        );
+    }
+}

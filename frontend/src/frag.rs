@@ -185,6 +185,21 @@ impl KernelBuilder {
         index: Val<'_, I>,
         f: Frag<'_>,
     ) {
+        self.frag_store_at(m, index, 0, f)
+    }
+
+    /// [`frag_store`](Self::frag_store) at `index + offset` with a constant `offset` (a multiple
+    /// of the fragment's length) kept apart from the index: it becomes the instruction's
+    /// immediate offset, so stores at constant distances share one address register (the
+    /// optimizer may otherwise fold the constant into the index arithmetic).
+    #[track_caller]
+    pub fn frag_store_at<'k, T: Num, I: Index>(
+        &'k self,
+        m: &impl Memory<'k, T>,
+        index: Val<'_, I>,
+        offset: u32,
+        f: Frag<'_>,
+    ) {
         let site = Location::caller();
         let index = self.own(index, "frag_store", site);
         let value = self.own_frag(f, "frag_store", site);
@@ -196,7 +211,7 @@ impl KernelBuilder {
                     InstData::FragStore {
                         mem,
                         index,
-                        offset: 0,
+                        offset,
                         value,
                     },
                 );

@@ -330,19 +330,40 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         Staged::read(&vars, &b_vars)
     };
-    // The staged blocks into LDS.
-    let a_lds: Vec<_> = (0..a_jobs)
-        .map(|q| {
-            let (row, kc) = a_job(q);
-            row * stride + kc
-        })
-        .collect();
-    let b_lds: Vec<_> = (0..b_jobs)
-        .map(|q| {
-            let (col, kc) = b_job(q);
-            col * stride + kc
-        })
-        .collect();
+    // The staged blocks into LDS, each job's place as an index and a constant: a job moved by
+    // whole rounds from job 0 is job 0's index plus a constant, the store's immediate offset
+    // (`frag_store_at`), so it needs no address register of its own.
+    let mut a_lds: Vec<(Val<'_, u32>, u32)> = Vec::new();
+    for q in 0..a_jobs {
+        let at = match moved(q, t.bm * per_row, &a_order) {
+            Some(rows) => (a_lds[0].0, rows * stride),
+            None => {
+                let (row, kc) = a_job(q);
+                (row * stride + kc, 0)
+            }
+        };
+        a_lds.push(at);
+    }
+    let mut b_lds: Vec<(Val<'_, u32>, u32)> = Vec::new();
+    for q in 0..b_jobs {
+        let at = match moved(q, pairs * per_row, &b_order) {
+            Some(lines) => (b_lds[0].0, lines * kl),
+            None => {
+                let (col, kc) = b_job(q);
+                (col * stride + kc, 0)
+            }
+        };
+        b_lds.push(at);
+    }
+    // Stores of a-job q's fragment, and of column c of b-job q's, into the stage at `oa`/`ob`.
+    let store_a = |q: u32, oa: Option<Val<'_, u32>>, f: Frag<'_>| {
+        let (at, off) = a_lds[q as usize];
+        k.frag_store_at(&ta, shifted(at, oa), off, f);
+    };
+    let store_b = |q: u32, c: u32, ob: Option<Val<'_, u32>>, f: Frag<'_>| {
+        let (at, off) = b_lds[q as usize];
+        k.frag_store_at(&tb, shifted(at, ob), off + job_col(c) * stride, f);
+    };
     // Rows that do not start at a fragment multiple (k not a multiple of kl): the step's a-block
     // element by element, straight into LDS (after the prefetched zeros, before the barrier).
     // A uniform branch inside the loop whose values do not leave it, so no join copies wait
@@ -359,11 +380,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         k.load(&a, k.select(ok, at + j, outside))
                     })
                     .collect();
-                k.frag_store(
-                    &ta,
-                    shifted(a_lds[q as usize], oa),
-                    k.frag_build(frag, &parts),
-                );
+                store_a(q, oa, k.frag_build(frag, &parts));
             }
         });
     };
@@ -384,8 +401,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                             k.load(&b, k.select(ok, at, outside))
                         })
                         .collect();
-                    let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
-                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                    store_b(q, c, ob, k.frag_build(frag, &parts));
                 }
             }
         });
@@ -409,8 +425,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>| {
         guarded(a_wraps, a_packed, &|| {
             for q in 0..a_jobs {
-                let f = st.a[q as usize];
-                k.frag_store(&ta, shifted(a_lds[q as usize], oa), f);
+                store_a(q, oa, st.a[q as usize]);
             }
         });
         guarded(b_wraps, b_packed, &|| {
@@ -421,8 +436,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                         .iter()
                         .map(|r| r[(c / piece_len) as usize].extract::<T>((c % piece_len) as u8))
                         .collect();
-                    let at = shifted(b_lds[q as usize] + job_col(c) * stride, ob);
-                    k.frag_store(&tb, at, k.frag_build(frag, &parts));
+                    store_b(q, c, ob, k.frag_build(frag, &parts));
                 }
             }
         });
