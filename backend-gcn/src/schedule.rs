@@ -23,7 +23,11 @@
 //!
 //! Priority: the longest latency path to the end of the block (loads weigh most), then the
 //! original order, so instructions that only feed the terminator (its SCC/VCC/EXEC producers)
-//! stay last. With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
+//! stay last. LDS and scalar loads are counted by `lgkmcnt`, which holds at most 15: a load is
+//! back once 15 later ones have issued (issuing the 16th waits for the oldest). A ready
+//! instruction whose loads are all back in that sense needs no wait, so it goes before another
+//! such load: hoisting more would hold more VGPRs for no latency hidden (matmul's 32 reads of
+//! a tile step were all issued first). With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
 //! block unless live out): a ready instruction whose definitions would raise the count above
 //! the bound waits while another ready one stays within it; when none does, the one raising it
@@ -33,7 +37,7 @@ use crate::isa::{self, name_facts, Format, Opcode};
 use cranelift_entity::EntityRef;
 
 use crate::mir::{implicit, MInst, MOpcode, MOperand, MachineFunction, VReg};
-use crate::waitcnt::{units, UNITS};
+use crate::waitcnt::{units, LGKMCNT_MAX, UNITS};
 
 /// SCC as an extra register unit after the scoreboard's.
 const SCC: usize = UNITS;
@@ -171,6 +175,8 @@ struct Node {
     fence: bool,
     live_in: bool,
     latency: u32,
+    /// An LDS or scalar-memory load: counted by `lgkmcnt`.
+    lgkm_load: bool,
 }
 
 fn is_vector(op: Opcode) -> bool {
@@ -205,6 +211,7 @@ fn node(i: &MInst) -> Node {
         fence: false,
         live_in: matches!(i.opcode, MOpcode::LiveIn(_)),
         latency: 0,
+        lgkm_load: false,
     };
     let bits = |b: u8, out: &mut Vec<usize>| {
         if b & implicit::EXEC != 0 {
@@ -294,6 +301,7 @@ fn node(i: &MInst) -> Node {
                 || name.starts_with("ds_swizzle");
             n.lds = if load { Mem::Load } else { Mem::Store };
             n.latency = if load { 64 } else { 4 };
+            n.lgkm_load = load && !i.mods.gds;
             if i.mods.gds {
                 n.fence = true;
             }
@@ -302,6 +310,7 @@ fn node(i: &MInst) -> Node {
             if name.starts_with("s_load") || name.starts_with("s_buffer_load") {
                 n.global = Mem::Load;
                 n.latency = 40;
+                n.lgkm_load = true;
             } else {
                 n.fence = true;
             }
@@ -477,21 +486,47 @@ fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) ->
         Some(_) => (0..n).map(|k| delta(k, &left)).collect(),
         None => Vec::new(),
     };
+    // Per scheduled LDS/scalar load: how many such loads were scheduled before it.
+    let mut seq: Vec<usize> = vec![0; n];
+    let mut issued = 0usize;
     while !ready.is_empty() {
+        // A load is known back once `lgkmcnt`'s range of later loads has issued (the counter
+        // cannot count more, so issuing them waited for it). When a ready instruction reads
+        // loads and all of them are known back, it needs no `s_waitcnt`: it goes before another
+        // load, which would only hold a VGPR longer (issue waits for the counter anyway).
+        let known_back = |d: usize| issued - seq[d] > LGKMCNT_MAX as usize;
+        let free_consumer = ready.iter().any(|&r| {
+            let mut loads = nodes[r]
+                .uses
+                .iter()
+                .filter_map(|v| def_at[v.index()])
+                .filter(|&d| nodes[d].lgkm_load)
+                .peekable();
+            loads.peek().is_some() && loads.all(known_back)
+        });
+        let cands: Vec<usize> = (0..ready.len())
+            .filter(|&i| !(free_consumer && nodes[ready[i]].lgkm_load))
+            .collect();
         let pick = match bound {
-            None => (0..ready.len())
+            None => cands
+                .iter()
+                .copied()
                 .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
                 .unwrap_or(0),
             Some(b) => {
                 let ds = |i: usize| ds[ready[i]];
                 let fits = |i: usize| live as i64 + ds(i).max(0) <= b.limit as i64;
-                if (0..ready.len()).any(fits) {
-                    (0..ready.len())
+                if cands.iter().any(|&i| fits(i)) {
+                    cands
+                        .iter()
+                        .copied()
                         .filter(|&i| fits(i))
                         .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
                         .unwrap_or(0)
                 } else {
-                    (0..ready.len())
+                    cands
+                        .iter()
+                        .copied()
                         .max_by_key(|&i| {
                             (
                                 std::cmp::Reverse(ds(i)),
@@ -504,6 +539,10 @@ fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) ->
             }
         };
         let k = ready.swap_remove(pick);
+        if nodes[k].lgkm_load {
+            seq[k] = issued;
+            issued += 1;
+        }
         if bound.is_some() {
             live = (live as i64 + ds[k]).max(0) as u32;
             for v in &nodes[k].uses {
