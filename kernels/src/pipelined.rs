@@ -119,14 +119,17 @@ pub fn build_matmul_pipelined(stages: u32) -> BuildResult {
     let slot = k.lane_slot();
     let outside = k.lit(u32::MAX);
     let acc = k.var_named("acc", k.lit(0.0f32));
+    // This lane's elements of a and b at step t are `a_first + t * TILE` and
+    // `b_first + t * TILE * n`: the per-lane products are made once, before the loop.
+    let (a_first, b_first) = (row * kk + lx, ly * n + col);
     p.run(
         |t| (t * TILE).lt(kk),
         |s, t| {
             let a_col = t * TILE + lx;
-            let ai = k.select(row.lt(m) & a_col.lt(kk), row * kk + a_col, outside);
+            let ai = k.select(row.lt(m) & a_col.lt(kk), a_first + t * TILE, outside);
             s.copy(&k, &ta, slot, &a, ai);
             let b_row = t * TILE + ly;
-            let bi = k.select(b_row.lt(kk) & col.lt(n), b_row * n + col, outside);
+            let bi = k.select(b_row.lt(kk) & col.lt(n), b_first + t * TILE * n, outside);
             s.copy(&k, &tb, slot, &b, bi);
         },
         |s, _| {
