@@ -27,7 +27,9 @@
 //! back once 15 later ones have issued (issuing the 16th waits for the oldest). A ready
 //! instruction whose loads are all back in that sense needs no wait, so it goes before another
 //! such load: hoisting more would hold more VGPRs for no latency hidden (matmul's 32 reads of
-//! a tile step were all issued first). With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
+//! a tile step were all issued first).
+//!
+//! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
 //! block unless live out): a ready instruction whose definitions would raise the count above
 //! the bound waits while another ready one stays within it; when none does, the one raising it
@@ -495,15 +497,20 @@ fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) ->
         // loads and all of them are known back, it needs no `s_waitcnt`: it goes before another
         // load, which would only hold a VGPR longer (issue waits for the counter anyway).
         let known_back = |d: usize| issued - seq[d] > LGKMCNT_MAX as usize;
-        let free_consumer = ready.iter().any(|&r| {
-            let mut loads = nodes[r]
-                .uses
-                .iter()
-                .filter_map(|v| def_at[v.index()])
-                .filter(|&d| nodes[d].lgkm_load)
-                .peekable();
-            loads.peek().is_some() && loads.all(known_back)
-        });
+        let any_load = issued > LGKMCNT_MAX as usize && ready.iter().any(|&r| nodes[r].lgkm_load);
+        let free_consumer = any_load
+            && ready.iter().any(|&r| {
+                if nodes[r].lgkm_load {
+                    return false;
+                }
+                let mut loads = nodes[r]
+                    .uses
+                    .iter()
+                    .filter_map(|v| def_at[v.index()])
+                    .filter(|&d| nodes[d].lgkm_load)
+                    .peekable();
+                loads.peek().is_some() && loads.all(known_back)
+            });
         let cands: Vec<usize> = (0..ready.len())
             .filter(|&i| !(free_consumer && nodes[ready[i]].lgkm_load))
             .collect();
