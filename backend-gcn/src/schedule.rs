@@ -511,29 +511,24 @@ fn schedule_block(insts: Vec<MInst>, nvregs: usize, bound: Option<&Pressure>) ->
                     .peekable();
                 loads.peek().is_some() && loads.all(known_back)
             });
-        let cands: Vec<usize> = (0..ready.len())
-            .filter(|&i| !(free_consumer && nodes[ready[i]].lgkm_load))
-            .collect();
+        let allowed = |i: &usize| !(free_consumer && nodes[ready[*i]].lgkm_load);
         let pick = match bound {
-            None => cands
-                .iter()
-                .copied()
+            None => (0..ready.len())
+                .filter(allowed)
                 .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
                 .unwrap_or(0),
             Some(b) => {
                 let ds = |i: usize| ds[ready[i]];
                 let fits = |i: usize| live as i64 + ds(i).max(0) <= b.limit as i64;
-                if cands.iter().any(|&i| fits(i)) {
-                    cands
-                        .iter()
-                        .copied()
+                if (0..ready.len()).filter(allowed).any(fits) {
+                    (0..ready.len())
+                        .filter(allowed)
                         .filter(|&i| fits(i))
                         .max_by_key(|&i| (height[ready[i]], std::cmp::Reverse(ready[i])))
                         .unwrap_or(0)
                 } else {
-                    cands
-                        .iter()
-                        .copied()
+                    (0..ready.len())
+                        .filter(allowed)
                         .max_by_key(|&i| {
                             (
                                 std::cmp::Reverse(ds(i)),
