@@ -23,7 +23,13 @@
 //!
 //! Priority: the longest latency path to the end of the block (loads weigh most), then the
 //! original order, so instructions that only feed the terminator (its SCC/VCC/EXEC producers)
-//! stay last. With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
+//! stay last. LDS and scalar loads are counted by `lgkmcnt`, which holds at most 15: a load is
+//! back once 15 later ones have issued (issuing the 16th waits for the oldest). A ready
+//! instruction whose loads are all back in that sense needs no wait, so it goes before another
+//! such load: hoisting more would hold more VGPRs for no latency hidden (matmul's 32 reads of
+//! a tile step were all issued first).
+//!
+//! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
 //! block unless live out): a ready instruction whose definitions would raise the count above
 //! the bound waits while another ready one stays within it; when none does, the one raising it
@@ -40,7 +46,7 @@ use crate::isa::{self, name_facts, Format, Opcode};
 use cranelift_entity::EntityRef;
 
 use crate::mir::{implicit, MInst, MOpcode, MOperand, MachineFunction, VReg};
-use crate::waitcnt::{units, UNITS};
+use crate::waitcnt::{units, LGKMCNT_MAX, UNITS};
 
 /// SCC as an extra register unit after the scoreboard's.
 const SCC: usize = UNITS;
@@ -201,6 +207,8 @@ struct Node {
     fence: bool,
     live_in: bool,
     latency: u32,
+    /// An LDS or scalar-memory load: counted by `lgkmcnt`.
+    lgkm_load: bool,
 }
 
 fn is_vector(op: Opcode) -> bool {
@@ -235,6 +243,7 @@ fn node(i: &MInst) -> Node {
         fence: false,
         live_in: matches!(i.opcode, MOpcode::LiveIn(_)),
         latency: 0,
+        lgkm_load: false,
     };
     let bits = |b: u8, out: &mut Vec<usize>| {
         if b & implicit::EXEC != 0 {
@@ -324,6 +333,7 @@ fn node(i: &MInst) -> Node {
                 || name.starts_with("ds_swizzle");
             n.lds = if load { Mem::Load } else { Mem::Store };
             n.latency = if load { 64 } else { 4 };
+            n.lgkm_load = load && !i.mods.gds;
             if i.mods.gds {
                 n.fence = true;
             }
@@ -332,6 +342,7 @@ fn node(i: &MInst) -> Node {
             if name.starts_with("s_load") || name.starts_with("s_buffer_load") {
                 n.global = Mem::Load;
                 n.latency = 40;
+                n.lgkm_load = true;
             } else {
                 n.fence = true;
             }
@@ -425,6 +436,10 @@ struct BlockDag {
     most_by_one: Vec<u32>,
     /// Per value: VGPRs freed when its last read in the block is scheduled (0 if live out).
     frees: Vec<i64>,
+    /// Per node: an LDS or scalar-memory load (counted by `lgkmcnt`).
+    lgkm_load: Vec<bool>,
+    /// Per node that is not such a load: the such loads of the block whose results it reads.
+    lgkm_reads: Vec<Vec<usize>>,
 }
 
 /// Builds the DAG of one block (`t`: the function's per-vreg tables, clear on entry and on
@@ -450,6 +465,8 @@ fn block_dag(
         uses: Vec::new(),
         most_by_one: Vec::new(),
         frees: Vec::new(),
+        lgkm_load: Vec::new(),
+        lgkm_reads: Vec::new(),
     };
     if n < 3 {
         return dag;
@@ -479,6 +496,7 @@ fn block_dag(
     let mut mem: [(Option<usize>, Vec<usize>); 2] = Default::default();
     let mut last_fence: Option<usize> = None;
     let mut live_ins: Vec<usize> = Vec::new();
+    let mut lgkm_reads: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (k, nd) in nodes.iter().enumerate() {
         for &l in &live_ins {
             edge(l, k, &mut succs, &mut npred);
@@ -498,6 +516,9 @@ fn block_dag(
         for v in &nd.uses {
             if let Some(d) = t.def_at[v.index()] {
                 edge(d, k, &mut succs, &mut npred);
+                if nodes[d].lgkm_load && !nd.lgkm_load && !lgkm_reads[k].contains(&d) {
+                    lgkm_reads[k].push(d);
+                }
             }
         }
         if let Some(tu) = nd.tied_use {
@@ -600,6 +621,8 @@ fn block_dag(
     dag.succs = succs;
     dag.npred = npred;
     dag.height = height;
+    dag.lgkm_load = nodes.iter().map(|nd| nd.lgkm_load).collect();
+    dag.lgkm_reads = lgkm_reads;
     dag
 }
 
@@ -647,29 +670,54 @@ impl BlockDag {
             Some(_) => (0..n).map(|k| delta(k, &left)).collect(),
             None => Vec::new(),
         };
-        while let Some(&last) = ready.last() {
+        // Per scheduled LDS/scalar load: how many such loads were scheduled before it.
+        let mut seq: Vec<usize> = vec![0; n];
+        let mut issued = 0usize;
+        while !ready.is_empty() {
+            // A load is known back once `lgkmcnt`'s range of later loads has issued (the
+            // counter cannot count more, so issuing them waited for it). While a ready
+            // non-load reads only loads known back, it needs no `s_waitcnt`: it goes before
+            // another such load, which would only hold a VGPR longer.
+            let free_consumer = issued > LGKMCNT_MAX as usize
+                && ready.iter().any(|&r| self.lgkm_load[r])
+                && ready.iter().any(|&r| {
+                    let loads = &self.lgkm_reads[r];
+                    !loads.is_empty()
+                        && loads
+                            .iter()
+                            .all(|&d| issued - seq[d] > LGKMCNT_MAX as usize)
+                });
+            let allowed = |k: usize| !(free_consumer && self.lgkm_load[k]);
             let k = match limit {
                 None => {
-                    ready.pop();
-                    last
+                    let at = ready.iter().rposition(|&k| allowed(k)).unwrap_or(0);
+                    ready.remove(at)
                 }
                 Some(limit) => {
                     let fits = |k: usize| live as i64 + ds[k].max(0) <= limit as i64;
-                    let at = ready.iter().rposition(|&k| fits(k)).unwrap_or_else(|| {
-                        (0..ready.len())
-                            .max_by_key(|&i| {
-                                let k = ready[i];
-                                (
-                                    std::cmp::Reverse(ds[k]),
-                                    std::cmp::Reverse(height[k]),
-                                    std::cmp::Reverse(k),
-                                )
-                            })
-                            .unwrap_or(0)
-                    });
+                    let at = ready
+                        .iter()
+                        .rposition(|&k| allowed(k) && fits(k))
+                        .unwrap_or_else(|| {
+                            (0..ready.len())
+                                .filter(|&i| allowed(ready[i]))
+                                .max_by_key(|&i| {
+                                    let k = ready[i];
+                                    (
+                                        std::cmp::Reverse(ds[k]),
+                                        std::cmp::Reverse(height[k]),
+                                        std::cmp::Reverse(k),
+                                    )
+                                })
+                                .unwrap_or(0)
+                        });
                     ready.remove(at)
                 }
             };
+            if self.lgkm_load[k] {
+                seq[k] = issued;
+                issued += 1;
+            }
             if limit.is_some() {
                 live = (live as i64 + ds[k]).max(0) as u32;
                 for &(v, here) in &self.reads[k] {

@@ -261,3 +261,77 @@ fn a_pressure_bound_keeps_hoisted_loads_inside_the_limit() {
     );
     kjit_backend_gcn::mir_verify::verify(&bounded).unwrap();
 }
+
+/// A dot product over 32 LDS reads (matmul's inner loop): the latency schedule issues reads
+/// only until a ready FMA's two reads are known back — `lgkmcnt` counts at most 15, so a read
+/// is back once 15 later ones have issued — and then runs that FMA before the next read. Each
+/// FMA therefore needs no `s_waitcnt`, and at most 17 read results wait in VGPRs (all 32 were
+/// hoisted before, holding 32 VGPRs for no latency gained: the 16th read stalled issue anyway).
+#[test]
+fn lds_reads_are_issued_only_until_a_consumers_reads_are_known_back() {
+    use kjit_backend_gcn::mir::Terminator;
+    let mut f = mf();
+    // The accumulator comes in as a block parameter (the loop's phi), ready from the start.
+    let (e, b) = (f.block(), f.block());
+    let (acc0, addr) = (f.vreg(RegClass::Vgpr, 1), f.vreg(RegClass::Vgpr, 1));
+    f.blocks[e].insts = [acc0, addr]
+        .map(|v| MInst::isa(Opcode::VMovB32, &[Def(v), Phys(Operand::InlineInt(0))]))
+        .to_vec();
+    f.blocks[e].term = Terminator::Jump {
+        target: b,
+        args: vec![acc0],
+    };
+    let mut acc = f.vreg(RegClass::Vgpr, 1);
+    f.blocks[b].params.push(acc);
+    let mut insts = Vec::new();
+    for i in 0..16 {
+        let (x, y, next) = (
+            f.vreg(RegClass::Vgpr, 1),
+            f.vreg(RegClass::Vgpr, 1),
+            f.vreg(RegClass::Vgpr, 1),
+        );
+        for (d, off) in [(x, 4 * i), (y, 1024 + 64 * i)] {
+            let mut r = MInst::isa(Opcode::DsReadB32, &[Def(d), Use(addr)]);
+            r.mods.offset = off;
+            insts.push(r);
+        }
+        insts.push(MInst::isa(
+            Opcode::VFmaF32,
+            &[Def(next), Use(x), Use(y), Use(acc)],
+        ));
+        acc = next;
+    }
+    f.blocks[b].insts = insts;
+    schedule(&mut f);
+    kjit_backend_gcn::mir_verify::verify(&f).unwrap();
+    let n: Vec<&str> = f.blocks[b]
+        .insts
+        .iter()
+        .map(|i| match i.opcode {
+            kjit_backend_gcn::mir::MOpcode::Isa(op) => op.name(),
+            _ => "pseudo",
+        })
+        .collect();
+    // Reads issued before each FMA, and read results not yet consumed at each point.
+    let (mut reads, mut unread, mut most) = (0, 0, 0);
+    let mut before_fma = Vec::new();
+    for s in &n {
+        match *s {
+            "ds_read_b32" => {
+                reads += 1;
+                unread += 1;
+                most = most.max(unread);
+            }
+            "v_fma_f32" => {
+                before_fma.push(reads);
+                unread -= 2;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(most, 17, "{n:?}");
+    // FMA i reads reads 2i and 2i + 1; the 15 after them have issued.
+    for (i, &r) in before_fma.iter().enumerate().take(8) {
+        assert_eq!(r, (2 * i + 2 + 15).min(32), "FMA {i}: {n:?}");
+    }
+}

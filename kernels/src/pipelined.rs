@@ -119,14 +119,17 @@ pub fn build_matmul_pipelined(stages: u32) -> BuildResult {
     let slot = k.lane_slot();
     let outside = k.lit(u32::MAX);
     let acc = k.var_named("acc", k.lit(0.0f32));
+    // This lane's elements of a and b at step t are `a_first + t * TILE` and
+    // `b_first + t * TILE * n`: the per-lane products are made once, before the loop.
+    let (a_first, b_first) = (row * kk + lx, ly * n + col);
     p.run(
         |t| (t * TILE).lt(kk),
         |s, t| {
             let a_col = t * TILE + lx;
-            let ai = k.select(row.lt(m) & a_col.lt(kk), row * kk + a_col, outside);
+            let ai = k.select(row.lt(m) & a_col.lt(kk), a_first + t * TILE, outside);
             s.copy(&k, &ta, slot, &a, ai);
             let b_row = t * TILE + ly;
-            let bi = k.select(b_row.lt(kk) & col.lt(n), b_row * n + col, outside);
+            let bi = k.select(b_row.lt(kk) & col.lt(n), b_first + t * TILE * n, outside);
             s.copy(&k, &tb, slot, &b, bi);
         },
         |s, _| {
@@ -179,9 +182,15 @@ pub const STENCIL_BLOCK: u32 = 256;
 /// `g` takes tiles `g, g + grid, ...`; each tile with its halo (one row above and below, one
 /// column left and right: `(STENCIL_ROWS + 2) x 256` words) is streamed into LDS through
 /// `stages` buffers, and the work-items read their neighbours from LDS (`TileSharing::Workgroup`:
-/// columns 63/64 etc. come from other waves). Halo words outside the grid load 0 by index
-/// masking (`u32::MAX`), so each copy is a direct-to-LDS load. Workgroups must be
-/// `STENCIL_BLOCK` work-items.
+/// columns 63/64 etc. come from other waves). Workgroups must be `STENCIL_BLOCK` work-items.
+///
+/// The fill does not mask halo words outside the grid: only border cells, which copy their own
+/// value, lie next to them, so no output reads them. Each copy is `r * w + c` as a `u32`: left
+/// of or above the grid it is negative, past the buffer's end (the load gives 0); right of or
+/// below the grid it loads whatever the buffer holds there. Each word costs one add and the
+/// direct-to-LDS load instead of four compares and a select. The bounds checks that decide
+/// what is stored and what is interior are split into a uniform row part and a column part
+/// made once per tile.
 pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let k = KernelBuilder::new("stencil_pipelined");
     let input = k.buffer::<f32>("input");
@@ -193,8 +202,7 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let strips = (width + (inner - 1)) / inner;
     let blocks = (height + (STENCIL_ROWS - 1)) / STENCIL_ROWS;
     let tiles = strips * blocks;
-    // A tile past the last starts below the grid: all its indices are masked, so filling and
-    // computing it loads 0 and stores nothing.
+    // A tile past the last starts below the grid: it stores nothing (its rows fail `r < h`).
     let p = k.pipeline(stages, TileSharing::Workgroup).speculative(true);
     let tile = p.staged::<f32>("tile", (STENCIL_ROWS + 2) * STENCIL_BLOCK);
     let slot = k.lane_slot();
@@ -202,37 +210,55 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let g = k.group_id(Dim::X);
     let grid = k.num_groups(Dim::X);
     let outside = k.lit(u32::MAX);
-    // Tile t of this workgroup: its first output row and its first (halo) column, as i32.
     let (w, h) = (width.cast::<i32>(), height.cast::<i32>());
-    let at = |r, c| masked_index(&k, r, c, w, h);
+    // Each stage's tile origin, set by its fill and read by its compute (a stage's buffer is
+    // refilled only after its compute), so each tile's `/` and `%` are done once.
+    let origins: Vec<_> = (0..stages.max(1))
+        .map(|_| (k.var(k.lit(0i32)), k.var(k.lit(0i32))))
+        .collect();
     p.run(
         |t| (g + t * grid).lt(tiles),
         |s, t| {
             let (row0, col0) = tile_origin(g, grid, strips, t);
-            let c = col0 + lid.cast::<i32>();
+            origins[s.index()].0.set(row0);
+            origins[s.index()].1.set(col0);
+            // The index of the halo row above, then one row down per copy (u32 wraps as i32
+            // does, and a divergent `x + y` index is one `v_add_lshl_u32`).
+            let first = ((row0 - 1i32) * w + col0 + lid.cast::<i32>()).cast::<u32>();
             for rr in 0..STENCIL_ROWS + 2 {
-                let r = row0 + (rr as i32 - 1);
-                s.copy(&k, &tile, slot + rr * STENCIL_BLOCK, &input, at(r, c));
+                let index = first + width * rr;
+                s.copy(&k, &tile, slot + rr * STENCIL_BLOCK, &input, index);
             }
         },
-        |s, t| {
-            let (row0, col0) = tile_origin(g, grid, strips, t);
+        |s, _| {
+            let (row0, col0) = (origins[s.index()].0.get(), origins[s.index()].1.get());
             let c = col0 + lid.cast::<i32>();
             let buf = s.buffer(&tile);
-            let own = lid.lt(STENCIL_BLOCK - 1) & lid.gt(0u32);
+            // Lanes 1..=254 own a column; theirs is never left of the grid (`col0 >= -1`), and
+            // output rows never above it, so a store needs only `c < w` and `r < h`. A range
+            // `1 <= x <= n - 2` is one unsigned compare `x - 1 < n - 2` (for `n` in 0..2, `n - 2`
+            // wraps past every `x - 1` but `u32::MAX`, which is `x = 0`).
+            let own = (lid - 1u32).lt(STENCIL_BLOCK - 2) & c.lt(w);
+            let inner_column = (c - 1i32).cast::<u32>().lt(width - 2u32);
             let left = lid.max(1u32) - 1u32;
             let right = lid.min(STENCIL_BLOCK - 2) + 1u32;
+            // Each halo row's own column once: row rr + 1 is row rr's `down` and row rr + 2's `up`.
+            let column: Vec<_> = (0..STENCIL_ROWS + 2)
+                .map(|rr| k.load(buf, lid + rr * STENCIL_BLOCK))
+                .collect();
             for rr in 0..STENCIL_ROWS {
                 let r = row0 + rr as i32;
                 let mid = (rr + 1) * STENCIL_BLOCK;
-                let up = k.load(buf, lid + rr * STENCIL_BLOCK);
-                let down = k.load(buf, lid + (rr + 2) * STENCIL_BLOCK);
+                let (up, centre, down) = (
+                    column[rr as usize],
+                    column[rr as usize + 1],
+                    column[rr as usize + 2],
+                );
                 let l = k.load(buf, left + mid);
                 let rt = k.load(buf, right + mid);
-                let centre = k.load(buf, lid + mid);
-                let interior = r.gt(0i32) & c.gt(0i32) & (r + 1i32).lt(h) & (c + 1i32).lt(w);
+                let interior = (r - 1i32).cast::<u32>().lt(height - 2u32) & inner_column;
                 let v = k.select(interior, (up + down + l + rt) * 0.25f32, centre);
-                let idx = k.select(own, at(r, c), outside);
+                let idx = k.select(r.lt(h) & own, (r * w + c).cast::<u32>(), outside);
                 k.store(&out, idx, v);
             }
         },
@@ -251,18 +277,6 @@ fn tile_origin<'k>(
     let row0 = (id / strips * STENCIL_ROWS).cast::<i32>();
     let col0 = (id % strips * (STENCIL_BLOCK - 2)).cast::<i32>() - 1i32;
     (row0, col0)
-}
-
-/// `r * w + c` inside the `w x h` grid, `u32::MAX` (past any buffer's end) outside it.
-fn masked_index<'k>(
-    k: &'k KernelBuilder,
-    r: Val<'k, i32>,
-    c: Val<'k, i32>,
-    w: Val<'k, i32>,
-    h: Val<'k, i32>,
-) -> Val<'k, u32> {
-    let inside = r.ge(0i32) & r.lt(h) & c.ge(0i32) & c.lt(w);
-    k.select(inside, (r * w + c).cast::<u32>(), k.lit(u32::MAX))
 }
 
 fn stencil_default() -> BuildResult {

@@ -101,7 +101,7 @@ impl Isel<'_> {
             _ => {
                 let recip = self.recips.get(&args[1]).copied();
                 let (q, r) = self.udivrem(a, b, recip, scalar);
-                self.zero_divisor(a, b, q, r, scalar)
+                self.zero_divisor(b, q, r, scalar)
             }
         };
         self.divrem_cache.insert(key, (q, r));
@@ -156,11 +156,13 @@ impl Isel<'_> {
         (q, rm)
     }
 
-    /// Both results with the IR's division-by-zero values: all ones and the dividend.
-    fn zero_divisor(&mut self, a: Src, b: Src, q: VReg, r: VReg, scalar: bool) -> (VReg, VReg) {
+    /// Both results with the IR's division-by-zero values: all ones and the dividend. Only the
+    /// quotient needs the choice: with `b == 0` the remainder already is the dividend (the
+    /// product `q * b` is 0 and neither correction step changes it, whatever the reciprocal
+    /// gave; the signed form puts the dividend's sign back on `|a|`).
+    fn zero_divisor(&mut self, b: Src, q: VReg, r: VReg, scalar: bool) -> (VReg, VReg) {
         let z = self.compare("eq_u32", Src::Imm(0), b, scalar);
         let q = self.choose(z, Src::Imm(u32::MAX), Src::R(q), scalar);
-        let r = self.choose(z, a, Src::R(r), scalar);
         (q, r)
     }
 
@@ -181,7 +183,7 @@ impl Isel<'_> {
         let q = self.v("v_sub_u32", &[Src::R(q), Src::R(qs)]);
         let r = self.v("v_xor_b32", &[Src::R(r), Src::R(rs)]);
         let r = self.v("v_sub_u32", &[Src::R(r), Src::R(rs)]);
-        self.zero_divisor(a, b, q, r, false)
+        self.zero_divisor(b, q, r, false)
     }
 
     /// Unsigned division by the constant `d >= 2`.
