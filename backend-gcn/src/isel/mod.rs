@@ -1624,9 +1624,16 @@ impl<'a> Isel<'a> {
                     let e = self.with_exec("s_andn2_b64", cm);
                     (t, e)
                 };
-                self.edge(then_dest, t, exec)?;
-                self.edge(else_dest, e, exec)?;
-                if let Some(&j) = self.rejoin.get(&b) {
+                // A triangle's edge straight to its join writes the join's arguments for every
+                // lane (LLVM's phi copy before the `if`): the arm, later, overwrites its lanes.
+                let join = self.rejoin.get(&b).copied();
+                let lanes = |dest: &kjit_ir::BlockCall, l: VReg| match join {
+                    Some(j) if j == dest.block => exec,
+                    _ => l,
+                };
+                self.edge(then_dest, lanes(then_dest, t), exec)?;
+                self.edge(else_dest, lanes(else_dest, e), exec)?;
+                if let Some(j) = join {
                     // Every lane of this EXEC reaches the join and no other lane does.
                     self.write(Var::Mask(j), exec);
                 }
