@@ -93,6 +93,8 @@ pub fn schedule_bounded(mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
         };
         mf.blocks[b].insts = schedule_block(insts, mf.vregs.len(), bound.as_ref());
     }
+    // Descriptors built late where another's SGPRs come free first.
+    crate::desc_sink::sink_descriptors(mf);
 }
 
 /// The most VGPRs (dwords of VGPR-class vregs) live at once anywhere in `mf`: no allocation
