@@ -279,3 +279,36 @@ fn an_if_join_restores_the_saved_exec() {
         }
     }
 }
+
+#[test]
+fn a_descriptor_built_after_another_dies_shares_its_sgprs() {
+    // vector_add: `c`'s descriptor is loaded after the loads of `a` and `b` issue and built
+    // after the wait for them, in the quad one of theirs used; that wait also covers its
+    // `s_load` (one `s_waitcnt vmcnt(0) lgkmcnt(0)`), so the kernel has two waits, as before.
+    let f = (kjit_kernels::all()
+        .into_iter()
+        .find(|s| s.name == "vector_add")
+        .unwrap()
+        .build)()
+    .unwrap();
+    for t in ALL_TARGETS {
+        let a = asm(&f, t);
+        let quad = |l: &str| {
+            l.rsplit_once("s[")
+                .map(|(_, q)| q.split(']').next().unwrap().to_string())
+        };
+        let loads: Vec<String> = a
+            .lines()
+            .filter(|l| l.contains("buffer_load_dword"))
+            .filter_map(quad)
+            .collect();
+        let store = a
+            .lines()
+            .find(|l| l.contains("buffer_store_dword"))
+            .and_then(quad)
+            .unwrap();
+        assert!(loads.contains(&store), "{t}\n{a}");
+        assert_eq!(a.matches("s_waitcnt").count(), 2, "{t}\n{a}");
+        assert!(a.contains("s_waitcnt vmcnt(0) lgkmcnt(0)"), "{t}\n{a}");
+    }
+}
