@@ -109,7 +109,7 @@ fn chain(
             }
             let only_chain = insts[k].defs().all(|d| {
                 rd.get(&d)
-                    .map_or(true, |r| r.iter().all(|&(b, j)| b == 0 && set.contains(&j)))
+                    .is_none_or(|r| r.iter().all(|&(b, j)| b == 0 && set.contains(&j)))
             });
             if only_chain && insts[k].implicit_defs & !implicit::SCC == 0 {
                 set.push(k);
