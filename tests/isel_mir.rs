@@ -227,3 +227,88 @@ fn uniform_control_flow_branches_on_scc_without_exec_masks() {
         }
     }
 }
+
+/// In a uniform loop over `i < n`: `if (lid < t) acc += x` as a triangle (`if_`) or a diamond
+/// (`if_else`, the other arm subtracting), then `acc += i` after the join; `dst[gid] = acc`.
+fn if_in_loop(diamond: bool) -> kjit_ir::Function {
+    let k = KernelBuilder::new("if_in_loop");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let t = k.arg::<u32>("t");
+    let gid = k.global_id(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let acc = k.var(k.lit(0u32));
+    k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
+        let c = (lid + i).lt(t);
+        if diamond {
+            k.if_else(c, || acc.set(acc.get() + gid), || acc.set(acc.get() * 3u32));
+        } else {
+            k.if_(c, || acc.set(acc.get() + gid));
+        }
+        acc.set(acc.get() + i);
+    });
+    k.store(&dst, gid, acc.get());
+    k.finish().unwrap()
+}
+
+#[test]
+fn an_if_join_restores_the_saved_exec() {
+    // LLVM's shape: EXEC is saved when the `if` is entered, the join restores `exec = saved`;
+    // no `s_andn2_b64` for the lanes that skip a triangle's arm (the join's argument is
+    // written for every lane before the arm) and no `s_or_b64` collecting lanes at the join. The device matches the interpreter with a
+    // partial wave, every lane in, none in and some in.
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for diamond in [false, true] {
+        let f = if_in_loop(diamond);
+        for t in ALL_TARGETS {
+            let k = compile(&f, t, &CompileOptions::default()).unwrap();
+            // The one `s_or_b64` builds the buffer descriptor.
+            assert_eq!(k.asm.matches("s_or_b64").count(), 1, "{t}\n{}", k.asm);
+            if !diamond {
+                assert!(!k.asm.contains("s_andn2_b64"), "{t}\n{}", k.asm);
+            }
+            for (n, th) in [(4u32, 30u32), (3, 200), (5, 0)] {
+                let args = vec![
+                    kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+                    Arg::U32(n),
+                    Arg::U32(th),
+                ];
+                let (got, want) = device_and_interpreter(&dev, &k, &f, args, 100, 0);
+                assert_eq!(got, want, "{t} diamond={diamond} n={n} t={th}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_descriptor_built_after_another_dies_shares_its_sgprs() {
+    // vector_add: `c`'s descriptor is loaded after the loads of `a` and `b` issue and built
+    // after the wait for them, in the quad one of theirs used; that wait also covers its
+    // `s_load` (one `s_waitcnt vmcnt(0) lgkmcnt(0)`), so the kernel has two waits, as before.
+    let f = (kjit_kernels::all()
+        .into_iter()
+        .find(|s| s.name == "vector_add")
+        .unwrap()
+        .build)()
+    .unwrap();
+    for t in ALL_TARGETS {
+        let a = asm(&f, t);
+        let quad = |l: &str| {
+            l.rsplit_once("s[")
+                .map(|(_, q)| q.split(']').next().unwrap().to_string())
+        };
+        let loads: Vec<String> = a
+            .lines()
+            .filter(|l| l.contains("buffer_load_dword"))
+            .filter_map(quad)
+            .collect();
+        let store = a
+            .lines()
+            .find(|l| l.contains("buffer_store_dword"))
+            .and_then(quad)
+            .unwrap();
+        assert!(loads.contains(&store), "{t}\n{a}");
+        assert_eq!(a.matches("s_waitcnt").count(), 2, "{t}\n{a}");
+        assert!(a.contains("s_waitcnt vmcnt(0) lgkmcnt(0)"), "{t}\n{a}");
+    }
+}

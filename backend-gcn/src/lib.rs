@@ -5,6 +5,7 @@
 
 pub mod codeobj;
 pub mod compile;
+pub mod desc_sink;
 pub mod emit;
 pub mod hazards;
 pub mod isa;

@@ -140,6 +140,8 @@ impl Dags {
             }
         }
     }
+    // Descriptors built late where another's SGPRs come free first.
+    crate::desc_sink::sink_descriptors(mf);
 }
 
 /// The most VGPRs (dwords of VGPR-class vregs) live at once anywhere in `mf`: no allocation

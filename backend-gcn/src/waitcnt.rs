@@ -693,12 +693,32 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     for (b, block) in f.blocks.iter_mut().enumerate() {
         let mut s = entry[b].clone().unwrap_or_else(Brackets::new);
         let mut out = Vec::with_capacity(block.insts.len() + 4);
-        for (k, inst) in block.insts.drain(..).enumerate() {
-            let w = s.step(
-                &inst,
-                target,
-                after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
-            );
+        let insts = std::mem::take(&mut block.insts);
+        for (k, inst) in insts.iter().enumerate() {
+            let after = |k: usize| after_barrier.get(&(b, k)).and_then(|x| x.as_ref());
+            let mut w = s.step(inst, target, after(k));
+            if let Some(next) = insts.get(k + 1).filter(|_| !w.is_empty()) {
+                // The next instruction's wait on the other counters goes into this one (one
+                // `s_waitcnt`, the later wait one instruction early) when this instruction
+                // issues nothing the next could be waiting for.
+                let mut s2 = s.clone();
+                let w2 = s2.step(next, target, after(k + 1));
+                let disjoint = (w.vm.is_none() || w2.vm.is_none())
+                    && (w.lgkm.is_none() || w2.lgkm.is_none())
+                    && (w.exp.is_none() || w2.exp.is_none());
+                if !w2.is_empty()
+                    && disjoint
+                    && mem_class(inst) == MemClass::None
+                    && Wait::of_inst(inst, target).is_none()
+                {
+                    s.apply_wait(&w2);
+                    w = Wait {
+                        vm: w.vm.or(w2.vm),
+                        exp: w.exp.or(w2.exp),
+                        lgkm: w.lgkm.or(w2.lgkm),
+                    };
+                }
+            }
             if !w.is_empty() {
                 stats.inserted += 1;
                 if w.vm.is_some_and(|n| n > 0) || w.lgkm.is_some_and(|n| n > 0) {
@@ -706,7 +726,7 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
                 }
                 out.push(w.inst(target));
             }
-            out.push(inst);
+            out.push(inst.clone());
         }
         let w = s.needed_at_end(&block.term, flush[b].as_deref());
         if !w.is_empty() {

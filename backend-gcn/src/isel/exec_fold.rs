@@ -2,7 +2,8 @@
 //! after dead-code elimination and gives it with `t = s_and_b64 exec, m` … `s_mov_b64 exec, t`
 //! (a divergent branch's lanes, then the head of the section that runs them) turned into one
 //! `s_and_b64 exec, exec, m` where `t` has no other reader, as LLVM's `s_and_b64 exec, exec,
-//! vcc` for an `if` without a join.
+//! vcc` for an `if` without a join. A copy of EXEC saved for the `if`'s join just before
+//! (`x = s_mov_b64 exec`) then goes into the same instruction: `s_and_saveexec_b64 x, m`.
 //!
 //! Legal when nothing between the two reads or writes EXEC (then EXEC is the same at both
 //! points): the move is later in the same block, or first in a block whose only predecessor
@@ -100,6 +101,76 @@ pub(crate) fn fold_exec_masks(mf: &mut MachineFunction) -> usize {
                 }
                 None => k += 1,
             }
+        }
+    }
+    folded + fold_saveexec(mf)
+}
+
+/// `s_and_b64 exec, exec, m` (a folded branch mask): `m`.
+fn exec_and_in_place(inst: &MInst) -> Option<crate::mir::VReg> {
+    let exec = MOperand::Phys(Operand::Special(SpecialReg::Exec));
+    match (inst.opcode, inst.ops.as_slice()) {
+        (MOpcode::Isa(op), [d, s, MOperand::Use(m)])
+            if op.info().name == "s_and_b64" && *d == exec && *s == exec =>
+        {
+            Some(*m)
+        }
+        _ => None,
+    }
+}
+
+/// `x = s_mov_b64 exec` (EXEC saved for a join): `x`.
+fn exec_save(inst: &MInst) -> Option<crate::mir::VReg> {
+    match (inst.opcode, inst.ops.as_slice()) {
+        (
+            MOpcode::Isa(op),
+            [MOperand::Def(x), MOperand::Phys(Operand::Special(SpecialReg::Exec))],
+        ) if op.info().name == "s_mov_b64" => Some(*x),
+        _ => None,
+    }
+}
+
+/// `x = s_mov_b64 exec` … `s_and_b64 exec, exec, m` in one block, with nothing between that
+/// writes EXEC or reads `x`, become one `s_and_saveexec_b64 x, m` where the `s_and_b64` was
+/// (LLVM's `if` entry); returns how many pairs went.
+fn fold_saveexec(mf: &mut MachineFunction) -> usize {
+    let mut folded = 0;
+    let blocks: Vec<MBlock> = mf.blocks.keys().collect();
+    for b in blocks {
+        let mut k = 0;
+        while k < mf.blocks[b].insts.len() {
+            let insts = &mf.blocks[b].insts;
+            let Some(m) = exec_and_in_place(&insts[k]) else {
+                k += 1;
+                continue;
+            };
+            let mut save = None;
+            for j in (0..k).rev() {
+                if let Some(x) = exec_save(&insts[j]) {
+                    if x != m {
+                        save = Some((j, x));
+                    }
+                    break;
+                }
+                if writes_exec(&insts[j]) {
+                    break;
+                }
+            }
+            let Some((j, x)) =
+                save.filter(|&(j, x)| !insts[j + 1..k].iter().any(|i| i.uses().any(|u| u == x)))
+            else {
+                k += 1;
+                continue;
+            };
+            let mut i = MInst::isa(
+                super::op("s_and_saveexec_b64"),
+                &[MOperand::Def(x), MOperand::Use(m)],
+            );
+            i.implicit_defs = implicit::EXEC | implicit::SCC;
+            i.implicit_uses = implicit::EXEC;
+            mf.blocks[b].insts[k] = i;
+            mf.blocks[b].insts.remove(j);
+            folded += 1;
         }
     }
     folded

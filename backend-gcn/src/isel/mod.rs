@@ -239,6 +239,9 @@ pub(crate) struct Isel<'a> {
     /// IR blocks entered by the whole wave through real branches ([`Isel::compute_direct`]):
     /// no head, no mask, reached only by `s_branch`/`s_cbranch_scc*` from their predecessors.
     direct: SecondaryMap<Block, bool>,
+    /// Branching block -> the join every one of its lanes reaches ([`Isel::compute_rejoins`]):
+    /// the join's mask is the branch's EXEC, saved there, not an OR over the edges.
+    rejoin: HashMap<Block, Block>,
     /// Global loads issued as loads to LDS by the store they feed (`lds_dma::pairs`): load →
     /// store, and store → (load, the uniform part of its LDS index).
     pub(crate) dma_loads: HashMap<kjit_ir::Inst, kjit_ir::Inst>,
@@ -344,6 +347,7 @@ impl<'a> Isel<'a> {
             noclobber: lower::noclobber_loads(func),
             kernarg_loads: HashMap::default(),
             direct: SecondaryMap::new(),
+            rejoin: HashMap::default(),
             dma_loads,
             dma_stores,
             divisors,
@@ -373,6 +377,7 @@ impl<'a> Isel<'a> {
     fn run(&mut self) -> Result<(), IselError> {
         self.analyse_values();
         self.compute_direct();
+        self.compute_rejoins();
         self.build_skeleton();
         self.plan_inits();
         let rpo = self.machine_rpo();
@@ -533,6 +538,66 @@ impl<'a> Isel<'a> {
             return self.direct[b];
         }
         self.direct[succs[0]]
+    }
+
+    /// Finds the `if`s whose lanes all meet again at one join, LLVM's `SIAnnotateControlFlow`
+    /// shapes: a triangle (`brif c, T, J` with `T` jumping to `J`) or a diamond (both arms jump
+    /// to `J`), each arm entered only from the branch, `J` entered only from the branch and the
+    /// arms, all in the same loops (a join outside the branch's loop collects lanes over many
+    /// rounds). Then the lanes at `J` are exactly the branch's EXEC: `J`'s head restores it
+    /// (`s_mov_b64 exec, saved`, as LLVM's `s_or_b64 exec, exec, saved`) and the edges into
+    /// `J` compute and OR no masks.
+    fn compute_rejoins(&mut self) {
+        let func = self.func;
+        let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        for &b in &self.order {
+            for s in func.successors(b) {
+                preds[s].push(b);
+            }
+        }
+        let jump_target = |b: Block| match func.terminator(b).map(|t| &func.insts[t]) {
+            Some(InstData::Jump { dest }) => Some(dest.block),
+            _ => None,
+        };
+        for &b in &self.order {
+            let succs = func.successors(b);
+            if succs.len() != 2 || succs[0] == succs[1] || self.branches_directly(b) {
+                continue;
+            }
+            let (s0, s1) = (succs[0], succs[1]);
+            let join = match (jump_target(s0), jump_target(s1)) {
+                (Some(j), _) if j == s1 => s1,
+                (_, Some(j)) if j == s0 => s0,
+                (Some(j0), Some(j1)) if j0 == j1 => j0,
+                _ => continue,
+            };
+            let arms: Vec<Block> = [s0, s1].into_iter().filter(|&s| s != join).collect();
+            let loops = self.loops.loops_containing(b);
+            let same_loops = |x: Block| self.loops.loops_containing(x) == loops;
+            let arms_ok = arms
+                .iter()
+                .all(|&a| preds[a] == [b] && !self.loops.is_header(a) && same_loops(a));
+            let mut want: Vec<Block> = arms.clone();
+            if arms.len() == 1 {
+                want.push(b);
+            }
+            let mut got = preds[join].clone();
+            want.sort();
+            got.sort();
+            if arms_ok
+                && got == want
+                && same_loops(join)
+                && !self.loops.is_header(join)
+                && !self.direct[join]
+            {
+                self.rejoin.insert(b, join);
+            }
+        }
+    }
+
+    /// Whether `b` is the join of an `if` ([`Isel::compute_rejoins`]).
+    fn is_rejoin(&self, b: Block) -> bool {
+        self.rejoin.values().any(|&j| j == b)
     }
 
     /// Creates the machine blocks and their terminators (without arguments) for the layout.
@@ -841,6 +906,9 @@ impl<'a> Isel<'a> {
                 let e = wr.entry(Var::Mask(s)).or_default();
                 e.0.push(b);
                 e.1.push(s);
+            }
+            if let Some(&j) = self.rejoin.get(&b) {
+                wr.entry(Var::Mask(j)).or_default().0.push(b);
             }
             if let Some(t) = t {
                 for call in func.insts[t].branch_targets() {
@@ -1556,8 +1624,19 @@ impl<'a> Isel<'a> {
                     let e = self.with_exec("s_andn2_b64", cm);
                     (t, e)
                 };
-                self.edge(then_dest, t, exec)?;
-                self.edge(else_dest, e, exec)?;
+                // A triangle's edge straight to its join writes the join's arguments for every
+                // lane (LLVM's phi copy before the `if`): the arm, later, overwrites its lanes.
+                let join = self.rejoin.get(&b).copied();
+                let lanes = |dest: &kjit_ir::BlockCall, l: VReg| match join {
+                    Some(j) if j == dest.block => exec,
+                    _ => l,
+                };
+                self.edge(then_dest, lanes(then_dest, t), exec)?;
+                self.edge(else_dest, lanes(else_dest, e), exec)?;
+                if let Some(j) = join {
+                    // Every lane of this EXEC reaches the join and no other lane does.
+                    self.write(Var::Mask(j), exec);
+                }
             }
             // A direct block holds every live lane: they all end here.
             InstData::Return if direct => {}
@@ -1693,7 +1772,7 @@ impl<'a> Isel<'a> {
                 self.set_exec(exec);
             }
         }
-        if self.direct[call.block] {
+        if self.direct[call.block] || self.is_rejoin(call.block) {
             return Ok(());
         }
         let m = self.read(Var::Mask(call.block));

@@ -1,0 +1,227 @@
+//! Late buffer descriptors: takes a scheduled [`MachineFunction`] and moves, in the entry block,
+//! the instructions that only build one buffer descriptor (its kernarg `s_load`, the
+//! `s_bfe`/`s_lshl`/`s_or` of its words, the `Build`) after the last use of another descriptor
+//! that dies first, so that both descriptors' quads can share SGPRs (a descriptor is read only
+//! when its memory instruction issues). The `s_load` goes right after that last use (its
+//! latency hidden behind what follows), the rest right after the first instruction that waits
+//! for a load issued before anyway (so one `s_waitcnt` serves both), and only if that is before
+//! the descriptor's first use (or the block's end when the first use is in a later block).
+//! Gives the same function with the moved instructions; nothing else changes order.
+//!
+//! Safe because the moved instructions read only the kernarg pointer, the shared config-word
+//! pair and each other (all defined earlier), nothing else reads their results, the `s_load`
+//! reads memory no kernel writes, and the scalar ALU ones (which write SCC) are only put where
+//! SCC is dead: the next instruction touching SCC writes it first, or nothing reads it before
+//! the block ends.
+
+use cranelift_entity::EntityRef;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::isa::Format;
+use crate::mir::{implicit, MInst, MOpcode, MachineFunction, RegClass, Terminator, VReg};
+
+/// Where each vreg is read: `(block index, instruction index)`, `usize::MAX` for a terminator.
+fn readers(mf: &MachineFunction) -> HashMap<VReg, Vec<(usize, usize)>> {
+    let mut r: HashMap<VReg, Vec<(usize, usize)>> = HashMap::default();
+    for (b, bd) in mf.blocks.iter() {
+        for (k, i) in bd.insts.iter().enumerate() {
+            for u in i.uses() {
+                r.entry(u).or_default().push((b.index(), k));
+            }
+        }
+        for (_, args) in bd.term.successors() {
+            for &a in args {
+                r.entry(a).or_default().push((b.index(), usize::MAX));
+            }
+        }
+    }
+    r
+}
+
+/// A 4-dword SGPR `Build`: a buffer descriptor.
+fn descriptor(mf: &MachineFunction, i: &MInst) -> Option<VReg> {
+    let d = i.defs().next()?;
+    let v = mf.vregs[d];
+    (i.opcode == MOpcode::Build && v.class == RegClass::Sgpr && v.dwords == 4).then_some(d)
+}
+
+/// A memory instruction with a result (a load or a returning atomic).
+fn is_load(i: &MInst) -> bool {
+    matches!(i.opcode, MOpcode::Isa(op) if matches!(
+        op.info().format,
+        Format::Mubuf | Format::Mtbuf | Format::Global | Format::Flat | Format::Ds | Format::Smem
+    )) && i.defs().next().is_some()
+}
+
+fn is_smem(i: &MInst) -> bool {
+    matches!(i.opcode, MOpcode::Isa(op) if op.info().format == Format::Smem)
+}
+
+/// Scalar ALU (taken to read and write SCC, as the scheduler takes it, unless a plain move).
+fn touches_scc(i: &MInst) -> bool {
+    if (i.implicit_defs | i.implicit_uses) & implicit::SCC != 0 {
+        return true;
+    }
+    matches!(i.opcode, MOpcode::Isa(op) if matches!(
+        op.info().format,
+        Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc
+    ))
+}
+
+/// Whether SCC is dead before instruction `at` of `insts` (the block ending in `term`): the
+/// first instruction from `at` on that touches SCC only writes it (`s_cmp`), or none does and
+/// the terminator does not read it.
+fn scc_dead_at(insts: &[MInst], term: &Terminator, at: usize) -> bool {
+    for i in &insts[at..] {
+        if touches_scc(i) {
+            return matches!(i.opcode, MOpcode::Isa(op) if op.info().format == Format::Sopc);
+        }
+    }
+    match term {
+        Terminator::Branch { cond, .. } => cond.reads() & implicit::SCC == 0,
+        _ => true,
+    }
+}
+
+/// Instruction indices (ascending) of the entry block that only build the descriptor made at
+/// `build`: followed back through operands while every reader of every result is in the set.
+fn chain(
+    mf: &MachineFunction,
+    rd: &HashMap<VReg, Vec<(usize, usize)>>,
+    build: usize,
+) -> Vec<usize> {
+    let insts = &mf.blocks[mf.entry()].insts;
+    let mut def_at: HashMap<VReg, usize> = HashMap::default();
+    for (k, i) in insts.iter().enumerate() {
+        for d in i.defs() {
+            def_at.insert(d, k);
+        }
+    }
+    let mut set = vec![build];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        let uses: Vec<VReg> = set.iter().flat_map(|&k| insts[k].uses()).collect();
+        for u in uses {
+            let Some(&k) = def_at.get(&u) else { continue };
+            if set.contains(&k) || matches!(insts[k].opcode, MOpcode::LiveIn(_)) {
+                continue;
+            }
+            let only_chain = insts[k].defs().all(|d| {
+                rd.get(&d)
+                    .is_none_or(|r| r.iter().all(|&(b, j)| b == 0 && set.contains(&j)))
+            });
+            if only_chain && insts[k].implicit_defs & !implicit::SCC == 0 {
+                set.push(k);
+                grew = true;
+            }
+        }
+    }
+    set.sort_unstable();
+    set
+}
+
+/// Moves one descriptor's instructions later if that lets it share SGPRs; true if it did.
+fn sink_one(mf: &mut MachineFunction) -> bool {
+    let rd = readers(mf);
+    let entry = mf.entry();
+    let insts = &mf.blocks[entry].insts;
+    let n = insts.len();
+    let descs: Vec<(usize, VReg)> = insts
+        .iter()
+        .enumerate()
+        .filter_map(|(k, i)| descriptor(mf, i).map(|d| (k, d)))
+        .collect();
+    // Last reader in the entry block of each descriptor read nowhere else.
+    let dies_at = |d: VReg| -> Option<usize> {
+        let r = rd.get(&d)?;
+        if r.iter().any(|&(b, j)| b != 0 || j == usize::MAX) {
+            return None;
+        }
+        r.iter().map(|&(_, j)| j).max()
+    };
+    for &(build, d) in &descs {
+        let first_use = rd
+            .get(&d)
+            .and_then(|r| {
+                r.iter()
+                    .filter(|&&(b, j)| b == 0 && j != usize::MAX)
+                    .map(|&(_, j)| j)
+                    .min()
+            })
+            .unwrap_or(n);
+        let set = chain(mf, &rd, build);
+        let Some(&load) = set.iter().find(|&&k| is_smem(&insts[k])) else {
+            continue;
+        };
+        if set.iter().filter(|&&k| is_smem(&insts[k])).count() != 1 {
+            continue;
+        }
+        // The latest death of another descriptor before the first use, after the load.
+        let Some(p) = descs
+            .iter()
+            .filter(|&&(_, o)| o != d)
+            .filter_map(|&(_, o)| dies_at(o))
+            .filter(|&p| p > load && p < first_use)
+            .max()
+        else {
+            continue;
+        };
+        // The rest goes right after the first instruction that waits for a load issued by
+        // `p` anyway (its `s_waitcnt` then also takes the `s_load`'s `lgkmcnt`, see
+        // `waitcnt.rs`); without one the late `s_load` would cost a wait of its own.
+        let loaded = |q: usize| is_load(&insts[q]) && !set.contains(&q);
+        let def_at = |v: VReg| insts[..=p].iter().position(|i| i.defs().any(|x| x == v));
+        let Some(r) = (p + 1..first_use.min(n))
+            .find(|&k| !set.contains(&k) && insts[k].uses().any(|u| def_at(u).is_some_and(loaded)))
+        else {
+            continue;
+        };
+        // The next instruction staying in place (or the end).
+        let at = (r + 1..n).find(|k| !set.contains(k)).unwrap_or(n);
+        if !scc_dead_at(insts, &mf.blocks[entry].term, at) {
+            continue;
+        }
+        // Rebuild the block: the load after `p`, the rest before `at`.
+        let old = std::mem::take(&mut mf.blocks[entry].insts);
+        let mut load_inst = None;
+        let mut rest_insts = Vec::new();
+        let mut keep = Vec::with_capacity(n);
+        for (k, i) in old.into_iter().enumerate() {
+            if k == load {
+                load_inst = Some(i);
+            } else if set.contains(&k) {
+                rest_insts.push(i);
+            } else {
+                keep.push((k, i));
+            }
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut load_inst = load_inst;
+        let mut rest_insts = Some(rest_insts);
+        for (k, i) in keep {
+            if k == at {
+                out.extend(rest_insts.take().unwrap_or_default());
+            }
+            out.push(i);
+            if k == p {
+                out.extend(load_inst.take());
+            }
+        }
+        out.extend(rest_insts.take().unwrap_or_default());
+        mf.blocks[entry].insts = out;
+        return true;
+    }
+    false
+}
+
+/// Moves descriptor builds late where that frees SGPRs (see the module docs); returns how many
+/// descriptors moved.
+pub fn sink_descriptors(mf: &mut MachineFunction) -> usize {
+    let mut moved = 0;
+    // Each move puts a descriptor after another's death; a descriptor moves at most once.
+    while moved < 16 && sink_one(mf) {
+        moved += 1;
+    }
+    moved
+}
