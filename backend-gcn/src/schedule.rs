@@ -139,9 +139,9 @@ impl Dags {
                 mf.blocks[b].insts = order.into_iter().filter_map(|k| slots[k].take()).collect();
             }
         }
+        // Descriptors built late where another's SGPRs come free first.
+        crate::desc_sink::sink_descriptors(mf);
     }
-    // Descriptors built late where another's SGPRs come free first.
-    crate::desc_sink::sink_descriptors(mf);
 }
 
 /// The most VGPRs (dwords of VGPR-class vregs) live at once anywhere in `mf`: no allocation
