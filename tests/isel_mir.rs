@@ -286,7 +286,7 @@ fn a_descriptor_built_after_another_dies_shares_its_sgprs() {
     // after the wait for them, in the quad one of theirs used; that wait also covers its
     // `s_load` (one `s_waitcnt vmcnt(0) lgkmcnt(0)`), so the kernel has two waits, as before.
     let f = (kjit_kernels::all()
-        .into_iter()
+        .iter()
         .find(|s| s.name == "vector_add")
         .unwrap()
         .build)()
