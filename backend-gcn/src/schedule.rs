@@ -190,6 +190,55 @@ pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
     most
 }
 
+/// A floor under [`vgpr_pressure`] of every schedule of `mf`: reordering instructions inside
+/// their blocks changes neither what is live at a block's end nor that a value live into and
+/// out of a block is live all through it, so each instruction's definitions (and, before it,
+/// its operands) are live on top of those. A bound whose schedule cannot stay under a budget
+/// by this floor is refused without being scheduled.
+pub fn vgpr_pressure_floor(mf: &MachineFunction) -> u32 {
+    let lv = crate::regalloc::liveness(mf);
+    let size = |v: usize| {
+        let d = mf.vregs[VReg::new(v)];
+        if d.class == crate::mir::RegClass::Vgpr {
+            d.dwords as u32
+        } else {
+            0
+        }
+    };
+    let mut most = 0;
+    for (b, bd) in mf.blocks.iter() {
+        let mut end = lv.live_out[b.index()].clone();
+        for (_, args) in bd.term.successors() {
+            for a in args {
+                end.insert(a.index());
+            }
+        }
+        let mut through = end.clone();
+        through.intersect_with(&lv.live_in[b.index()]);
+        let at_end: u32 = end.iter().map(size).sum();
+        let base: u32 = through.iter().map(size).sum();
+        most = most.max(at_end);
+        for inst in &bd.insts {
+            let extra = |vs: &mut dyn Iterator<Item = VReg>| -> u32 {
+                let mut seen: Vec<usize> = Vec::new();
+                let mut n = 0;
+                for v in vs {
+                    let v = v.index();
+                    if !through.contains(v) && !seen.contains(&v) {
+                        seen.push(v);
+                        n += size(v);
+                    }
+                }
+                n
+            };
+            let defs = extra(&mut inst.defs());
+            let uses = extra(&mut inst.uses());
+            most = most.max(base + defs.max(uses));
+        }
+    }
+    most
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mem {
     None,
