@@ -544,24 +544,30 @@ fn unbudgeted(
     ra: &RegallocOptions,
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
-    let key = (ra.sgpr_budget, ra.run_checker);
-    if let Some(r) = sel
-        .unbudgeted
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&key).cloned())
-    {
-        return r;
-    }
     let ra = RegallocOptions {
         vgpr_budget: None,
         ..*ra
     };
-    let r = with_peepholes(allocated(sel, None, &ra, t), t);
-    if let Ok(mut c) = sel.unbudgeted.lock() {
-        c.insert(key, r.clone());
+    memo(&sel.unbudgeted, (ra.sgpr_budget, ra.run_checker), || {
+        with_peepholes(allocated(sel, None, &ra, t), t)
+    })
+}
+
+/// The value `cache` holds for `key`, else `make()`'s, kept there. The lock is not held while
+/// `make` runs: it may fill the same cache (the occupancy ladder's recursion does).
+fn memo<K: Eq + std::hash::Hash, V: Clone>(
+    cache: &std::sync::Mutex<std::collections::HashMap<K, V>>,
+    key: K,
+    make: impl FnOnce() -> V,
+) -> V {
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return v;
     }
-    r
+    let v = make();
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, v.clone());
+    }
+    v
 }
 
 /// Values a compile keeps outside the VGPRs (scratch bytes, then AGPR slots): what a larger
@@ -584,14 +590,16 @@ fn allocate_monotonic(
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
     let key = (b, ra.sgpr_budget, ra.run_checker);
-    if let Some(r) = sel
-        .allocations
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&key).cloned())
-    {
-        return r;
-    }
+    memo(&sel.allocations, key, || allocate_ladder(sel, b, ra, t))
+}
+
+/// [`allocate_monotonic`]'s rule, uncached.
+fn allocate_ladder(
+    sel: &Selected,
+    b: u32,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
     let own = allocate_in_budget(sel, b, ra, t);
     let spills_to_memory = match &own {
         Ok(p) => memory_spills(p) > (0, 0),
@@ -600,7 +608,7 @@ fn allocate_monotonic(
     let below = (1..=sel.target.max_waves_per_simd())
         .map(|w| sel.target.registers_for_waves_per_simd(w))
         .find(|&l| l < b);
-    let r = match below {
+    match below {
         Some(l) if spills_to_memory => {
             let smaller = RegallocOptions {
                 vgpr_budget: Some(l),
@@ -613,11 +621,7 @@ fn allocate_monotonic(
             }
         }
         _ => own,
-    };
-    if let Ok(mut c) = sel.allocations.lock() {
-        c.insert(key, r.clone());
     }
-    r
 }
 
 /// The allocation under VGPR budget `b` alone. The latency schedule first, so that a kernel
@@ -652,14 +656,16 @@ fn allocate_in_budget(
         .chain(schedule_limits(b).into_iter().map(Some))
         .collect();
     // No schedule has less pressure than the floor: above the budget, only the last bound is
-    // scheduled (and allocated, as it always is).
-    let floor = *sel
-        .floor
-        .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf));
+    // scheduled (and allocated, as it always is). The latency schedule, which every budget
+    // tries first, is made anyway.
+    let floor = || {
+        *sel.floor
+            .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf))
+    };
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
     for (i, &bound) in bounds.iter().enumerate() {
         let last = i + 1 == bounds.len();
-        if floor > b && !last {
+        if bound.is_some() && !last && floor() > b {
             continue;
         }
         let pressure = scheduled_cached(sel, bound, ra.run_checker, t)?.1;

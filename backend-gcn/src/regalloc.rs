@@ -73,7 +73,7 @@ use crate::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
 use crate::Target;
 
 use prep::{kind_of, Kind, Prepared};
-pub(crate) use prep::{liveness, BitSet};
+pub(crate) use prep::{liveness, BitSet, Liveness};
 
 /// Options of [`allocate`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
