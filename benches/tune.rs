@@ -33,28 +33,33 @@ fn thread_cpu() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-/// Median of `runs` timings of `f`.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut t: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed()
-        })
-        .collect();
+/// The median of `t`.
+fn median(mut t: Vec<Duration>) -> Duration {
     t.sort();
-    t[runs / 2]
+    t[t.len() / 2]
 }
 
 fn main() {
     let levels = 1..=TARGET.max_waves_per_simd();
     println!(
-        "compile part of tuning on {TARGET} (ms; select: wall, median of 21; cand: thread CPU time per \
-         level, median of 21 sweeps, median and worst level; per-level list below each row)"
+        "compile part of tuning on {TARGET} (ms; select: thread CPU time of optimize + isel, median \
+         of 21, and the medians of optimize alone and of the rest (isel); cand: thread CPU time per level, median \
+         of 21 sweeps, median and worst level; per-level list below each row; tune: a whole \
+         `kjit::tune` at n <= 512, wall, and its compile time per candidate, mean)"
     );
     println!(
-        "{:<24} {:>8} {:>10} {:>10} | {:>8} {:>9} {:>8} {:>8}",
-        "kernel", "select", "cand-med", "cand-max", "tune", "compile", "runs", "checks"
+        "{:<24} {:>7} {:>6} {:>6} {:>9} {:>9} | {:>8} {:>9} {:>8} {:>8} {:>9}",
+        "kernel",
+        "select",
+        "opt",
+        "isel",
+        "cand-med",
+        "cand-max",
+        "tune",
+        "compile",
+        "runs",
+        "checks",
+        "per-cand"
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     // gfx942 has matrix cores: the matrix kernels are library kernels too.
@@ -62,9 +67,19 @@ fn main() {
     for spec in library() {
         let func = (spec.build)().expect("builds");
         let opts = CompileOptions::default();
-        let select = median(21, || {
+        let (mut cpu, mut opt, mut isel) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..21 {
+            let s = thread_cpu();
             black_box(select_kernel(&func, TARGET, &opts).expect("compiles"));
-        });
+            let whole = thread_cpu().saturating_sub(s);
+            cpu.push(whole);
+            // The optimizer alone; isel (and verification off) is the rest.
+            let s = thread_cpu();
+            black_box(kjit_ir::opt::optimize(&func));
+            let o = thread_cpu().saturating_sub(s);
+            opt.push(o);
+            isel.push(whole.saturating_sub(o));
+        }
         let sel = select_kernel(&func, TARGET, &opts).expect("compiles");
         // As a tuner compiles them: every level once, in order, from one selected kernel
         // (a budget's allocation is cached in it for the levels after); median of 21 rounds.
@@ -86,11 +101,7 @@ fn main() {
             })
             .collect();
         let per_level: Vec<Duration> = (0..rounds[0].len())
-            .map(|i| {
-                let mut t: Vec<Duration> = rounds.iter().map(|r| r[i]).collect();
-                t.sort();
-                t[t.len() / 2]
-            })
+            .map(|i| median(rounds.iter().map(|r| r[i]).collect()))
             .collect();
         let mut sorted = per_level.clone();
         sorted.sort();
@@ -99,15 +110,18 @@ fn main() {
         let r = tune(&job, &TuneOptions::new(TARGET), &mut |_, _| {}).expect("tunes");
         let total = t.elapsed();
         println!(
-            "{:<24} {:>8.3} {:>10.3} {:>10.3} | {:>8.1} {:>9.1} {:>8.1} {:>8.1}",
+            "{:<24} {:>7.3} {:>6.2} {:>6.2} {:>9.3} {:>9.3} | {:>8.1} {:>9.1} {:>8.1} {:>8.1} {:>9.3}",
             spec.name,
-            ms(select),
+            ms(median(cpu)),
+            ms(median(opt)),
+            ms(median(isel)),
             ms(sorted[sorted.len() / 2]),
             ms(*sorted.last().unwrap()),
             ms(total),
             r.compile_ms,
             r.run_ms,
-            r.check_ms
+            r.check_ms,
+            r.compile_ms / r.candidates.len().max(1) as f64
         );
         let levels: Vec<String> = per_level.iter().map(|&d| format!("{:.2}", ms(d))).collect();
         println!("{:<24} levels 1..: {}", "", levels.join(" "));

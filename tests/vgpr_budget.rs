@@ -388,3 +388,43 @@ fn a_sweep_from_one_selected_kernel_compiles_each_level_as_alone() {
         failures.join("\n")
     );
 }
+
+/// The pressure floor the compile driver refuses bounded schedules by without making them
+/// (`schedule::vgpr_pressure_floor`) is never above the VGPR pressure of a schedule: the
+/// latency schedule and bounded schedules from tight to loose, every library kernel (matrix
+/// kernels where the target has them), every target. A floor above a real schedule's pressure
+/// would refuse a schedule the budget could hold and change the code of that level.
+#[test]
+fn the_pressure_floor_is_below_every_schedule() {
+    use kjit_backend_gcn::schedule::{schedule_bounded, vgpr_pressure, vgpr_pressure_floor};
+    let mut checked = 0;
+    for t in ALL_TARGETS {
+        for spec in kjit_kernels::all().iter().chain(kjit_kernels::matrix()) {
+            let func = kjit_ir::opt::optimize(&(spec.build)().expect("builds")).0;
+            let Ok(mf) = kjit_backend_gcn::isel::select(&func, t) else {
+                continue; // matrix kernels on a target without matrix cores
+            };
+            let floor = vgpr_pressure_floor(&mf);
+            for bound in [
+                None,
+                Some(16),
+                Some(40),
+                Some(56),
+                Some(84),
+                Some(112),
+                Some(147),
+            ] {
+                let mut s = mf.clone();
+                schedule_bounded(&mut s, bound);
+                let p = vgpr_pressure(&s);
+                assert!(
+                    floor <= p,
+                    "{} on {t}: floor {floor} above the pressure {p} of the schedule bounded by {bound:?}",
+                    spec.name
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3 * 13 * 7, "only {checked} schedules checked");
+}

@@ -234,17 +234,29 @@ pub struct Selected {
     allocations: AllocationCache,
     /// The blocks' dependence DAGs, made once for all the schedules below.
     dags: std::sync::OnceLock<crate::schedule::Dags>,
+    /// The least VGPR pressure any schedule of the code can have
+    /// ([`crate::schedule::vgpr_pressure_floor`]).
+    floor: std::sync::OnceLock<u32>,
     /// Schedules already made, by VGPR bound (`None`: the latency schedule every level tries
     /// first), with their VGPR pressure.
     schedules: ScheduleCache,
     /// The budget-independent part of allocating each schedule (preparation, webs, regalloc2
     /// runs by register count), shared by the budgets that allocate it.
     allocators: AllocatorCache,
+    /// The latency schedule's allocation without a VGPR budget (with the post-allocation
+    /// peepholes), by (SGPR budget, checked): every budget it fits in allocates the same
+    /// ([`Allocator::budget_free`]), so it is made once for them all.
+    unbudgeted: UnbudgetedCache,
     /// Kernels finished from each distinct allocation: budgets whose allocations are equal
     /// (every level a kernel fits without a budget, say) get the same waits, wait states and
     /// code, so those stages run once per allocation.
     finished: FinishedCache,
 }
+
+/// Allocations without a VGPR budget by (SGPR budget, checked).
+type UnbudgetedCache = std::sync::Mutex<
+    std::collections::HashMap<(Option<u32>, bool), Result<PhysFunction, CompileError>>,
+>;
 
 /// Finished kernels by the allocation (before waits and hazards) they were made from.
 type FinishedCache = std::sync::Mutex<Vec<(PhysFunction, CompiledKernel)>>;
@@ -257,8 +269,10 @@ impl Clone for Selected {
             timings: self.timings,
             allocations: AllocationCache::default(),
             dags: Default::default(),
+            floor: Default::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
+            unbudgeted: UnbudgetedCache::default(),
             finished: FinishedCache::default(),
         }
     }
@@ -273,8 +287,10 @@ impl Selected {
             timings: StageTimings::default(),
             allocations: AllocationCache::default(),
             dags: Default::default(),
+            floor: Default::default(),
             schedules: ScheduleCache::default(),
             allocators: AllocatorCache::default(),
+            unbudgeted: UnbudgetedCache::default(),
             finished: FinishedCache::default(),
         }
     }
@@ -350,8 +366,10 @@ fn front(
         timings: *t,
         allocations: AllocationCache::default(),
         dags: Default::default(),
+        floor: Default::default(),
         schedules: ScheduleCache::default(),
         allocators: AllocatorCache::default(),
+        unbudgeted: UnbudgetedCache::default(),
         finished: FinishedCache::default(),
     })
 }
@@ -462,18 +480,16 @@ fn scheduled_cached(
     Ok(s)
 }
 
-/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, before the post-allocation
-/// peepholes ([`with_peepholes`]: only the allocation a budget keeps needs them; they change
-/// no register counts). The schedule's [`Allocator`] is made once for all the budgets
-/// compiled from `sel`.
-fn allocated(
+/// The [`Allocator`] of `sel`'s schedule for `bound`, made once for all the budgets compiled
+/// from `sel`.
+fn allocator(
     sel: &Selected,
     bound: Option<u32>,
-    ra: &RegallocOptions,
+    check: bool,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
-    let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
-    let key = (bound, ra.run_checker);
+) -> Result<std::sync::Arc<Result<Allocator, RegallocError>>, CompileError> {
+    let s = scheduled_cached(sel, bound, check, t)?;
+    let key = (bound, check);
     let cached = sel
         .allocators
         .lock()
@@ -482,15 +498,26 @@ fn allocated(
     let a = match cached {
         Some(a) => a,
         None => {
-            let a = std::sync::Arc::new(timed(&mut t.regalloc, || {
-                Allocator::new(&s.0, ra.run_checker)
-            }));
+            let a = std::sync::Arc::new(timed(&mut t.regalloc, || Allocator::new(&s.0, check)));
             if let Ok(mut c) = sel.allocators.lock() {
                 c.insert(key, a.clone());
             }
             a
         }
     };
+    Ok(a)
+}
+
+/// `sel`'s schedule for `bound` allocated under `ra`'s budgets, before the post-allocation
+/// peepholes ([`with_peepholes`]: only the allocation a budget keeps needs them; they change
+/// no register counts).
+fn allocated(
+    sel: &Selected,
+    bound: Option<u32>,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
+    let a = allocator(sel, bound, ra.run_checker, t)?;
     let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
     Ok(timed(&mut t.regalloc, || {
         a.allocate(ra.vgpr_budget, ra.sgpr_budget)
@@ -507,6 +534,40 @@ fn with_peepholes(
         timed(&mut t.regalloc, || crate::peephole::run_peepholes(&mut p));
         p
     })
+}
+
+/// The latency schedule allocated without a VGPR budget under `ra`'s SGPR budget, with the
+/// post-allocation peepholes: the default compile's allocation, and every budget's that it
+/// fits in ([`Allocator::budget_free`]); made once per SGPR budget.
+fn unbudgeted(
+    sel: &Selected,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
+    let ra = RegallocOptions {
+        vgpr_budget: None,
+        ..*ra
+    };
+    memo(&sel.unbudgeted, (ra.sgpr_budget, ra.run_checker), || {
+        with_peepholes(allocated(sel, None, &ra, t), t)
+    })
+}
+
+/// The value `cache` holds for `key`, else `make()`'s, kept there. The lock is not held while
+/// `make` runs: it may fill the same cache (the occupancy ladder's recursion does).
+fn memo<K: Eq + std::hash::Hash, V: Clone>(
+    cache: &std::sync::Mutex<std::collections::HashMap<K, V>>,
+    key: K,
+    make: impl FnOnce() -> V,
+) -> V {
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return v;
+    }
+    let v = make();
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, v.clone());
+    }
+    v
 }
 
 /// Values a compile keeps outside the VGPRs (scratch bytes, then AGPR slots): what a larger
@@ -529,14 +590,16 @@ fn allocate_monotonic(
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
     let key = (b, ra.sgpr_budget, ra.run_checker);
-    if let Some(r) = sel
-        .allocations
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&key).cloned())
-    {
-        return r;
-    }
+    memo(&sel.allocations, key, || allocate_ladder(sel, b, ra, t))
+}
+
+/// [`allocate_monotonic`]'s rule, uncached.
+fn allocate_ladder(
+    sel: &Selected,
+    b: u32,
+    ra: &RegallocOptions,
+    t: &mut StageTimings,
+) -> Result<PhysFunction, CompileError> {
     let own = allocate_in_budget(sel, b, ra, t);
     let spills_to_memory = match &own {
         Ok(p) => memory_spills(p) > (0, 0),
@@ -545,7 +608,7 @@ fn allocate_monotonic(
     let below = (1..=sel.target.max_waves_per_simd())
         .map(|w| sel.target.registers_for_waves_per_simd(w))
         .find(|&l| l < b);
-    let r = match below {
+    match below {
         Some(l) if spills_to_memory => {
             let smaller = RegallocOptions {
                 vgpr_budget: Some(l),
@@ -558,11 +621,7 @@ fn allocate_monotonic(
             }
         }
         _ => own,
-    };
-    if let Ok(mut c) = sel.allocations.lock() {
-        c.insert(key, r.clone());
     }
-    r
 }
 
 /// The allocation under VGPR budget `b` alone. The latency schedule first, so that a kernel
@@ -596,11 +655,34 @@ fn allocate_in_budget(
     let bounds: Vec<Option<u32>> = std::iter::once(None)
         .chain(schedule_limits(b).into_iter().map(Some))
         .collect();
+    // No schedule has less pressure than the floor: above the budget, only the last bound is
+    // scheduled (and allocated, as it always is). The latency schedule, which every budget
+    // tries first, is made anyway.
+    let floor = || {
+        *sel.floor
+            .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf))
+    };
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
     for (i, &bound) in bounds.iter().enumerate() {
-        let pressure = scheduled_cached(sel, bound, ra.run_checker, t)?.1;
-        if pressure > b && i + 1 < bounds.len() {
+        let last = i + 1 == bounds.len();
+        if bound.is_some() && !last && floor() > b {
             continue;
+        }
+        let pressure = scheduled_cached(sel, bound, ra.run_checker, t)?.1;
+        if pressure > b && !last {
+            continue;
+        }
+        // The latency schedule's allocation without a budget, when it fits this one, is this
+        // budget's too (and keeps every value in a register: the first bound wins).
+        if bound.is_none() {
+            let a = allocator(sel, None, ra.run_checker, t)?;
+            let fits = match a.as_ref() {
+                Ok(a) => timed(&mut t.regalloc, || a.budget_free(b, ra.sgpr_budget)),
+                Err(_) => Ok(false),
+            };
+            if fits == Ok(true) {
+                return unbudgeted(sel, &ra, t);
+            }
         }
         let q = allocated(sel, bound, &ra, t);
         let done = q.as_ref().is_ok_and(in_registers);
@@ -633,7 +715,7 @@ fn back_allocated(
         run_checker: opts.check,
     };
     match vgpr_budget {
-        None => with_peepholes(allocated(sel, None, &ra, t), t),
+        None => unbudgeted(sel, &ra, t),
         Some(b) => allocate_monotonic(sel, b, &ra, t),
     }
 }
@@ -678,7 +760,10 @@ pub fn compile(
 ) -> Result<CompiledKernel, CompileError> {
     let start = Instant::now();
     let mut t = StageTimings::default();
-    let p = to_phys(func, target, opts, &mut t)?;
+    check_budgets(target, opts)?;
+    let sel = front(func, target, opts, &mut t)?;
+    check_lds_occupancy(&sel, opts)?;
+    let p = back(&sel, opts, &mut t)?;
     let k = finish(p, target, t, start)?;
     check_occupancy(&k, opts)?;
     Ok(k)
@@ -694,6 +779,7 @@ pub fn compile_selected(
         .checked_sub(sel.timings.total)
         .unwrap_or_else(Instant::now);
     let mut t = sel.timings;
+    check_lds_occupancy(sel, opts)?;
     let phys = back_allocated(sel, opts, &mut t)?;
     let same = sel
         .finished
@@ -712,6 +798,33 @@ pub fn compile_selected(
     }
     check_occupancy(&k, opts)?;
     Ok(k)
+}
+
+/// The error of an occupancy level that the kernel's LDS and workgroup size hold it below
+/// whatever its registers: known before scheduling and allocation, which are then skipped. It
+/// is the error [`check_occupancy`] gives the compiled kernel (inside the level's budgets the
+/// registers allow the level, so the LDS is the limit).
+fn check_lds_occupancy(sel: &Selected, opts: &CompileOptions) -> Result<(), CompileError> {
+    let Some(w) = opts.occupancy else {
+        return Ok(());
+    };
+    let abi = &sel.mf.abi;
+    let occ = crate::codeobj::descriptor::Occupancy::from_counts(
+        sel.target,
+        0,
+        0,
+        abi.lds_bytes,
+        Some(abi.meta.max_flat_workgroup_size.max(1)),
+    );
+    if occ.waves_per_simd < w {
+        return Err(CompileError::OccupancyUnreachable {
+            occupancy: w,
+            target: sel.target,
+            reached: occ.waves_per_simd,
+            limited_by: occ.limited_by.to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// The error of a kernel that does not reach the occupancy `opts` asks for.

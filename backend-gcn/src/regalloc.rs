@@ -73,7 +73,7 @@ use crate::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
 use crate::Target;
 
 use prep::{kind_of, Kind, Prepared};
-pub(crate) use prep::{liveness, BitSet};
+pub(crate) use prep::{liveness, BitSet, Liveness};
 
 /// Options of [`allocate`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -361,6 +361,53 @@ impl Allocator {
         r
     }
 
+    /// The SGPR singles regalloc2 gets under `sgpr_budget`: what the tuples leave in the
+    /// probe layout.
+    fn int_registers(&self, sgpr_budget: Option<u32>) -> u32 {
+        let sgpr_limit = sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
+        let sgpr_free = (sgpr_limit as u32).saturating_sub(self.probe.taken.len() + 2);
+        63.min(sgpr_free).max(3)
+    }
+
+    /// The unbudgeted search's run (regalloc2 counts and output) when it keeps every VGPR
+    /// value in a register inside `budget`, which every such budget then allocates alike.
+    /// When even the pressure exceeds the budget, the search is skipped.
+    fn unbudgeted(
+        &self,
+        n_int: u32,
+        budget: u32,
+    ) -> Result<Option<(u32, u32, RaRun)>, RegallocError> {
+        let shape = &self.shape;
+        let unbounded = shape.caps(shape.target.register_file_per_lane())?;
+        if shape.registers(self.lower) > budget {
+            return Ok(None);
+        }
+        let (n_f, n_v, spilled, run) = search(self, n_int, self.start, &unbounded)?;
+        if let Ok(out) = run.as_ref() {
+            let top = u32::from(
+                VgprLayout::new(&used_pregs(&self.func, out).0, self.abi_n, self.vweb_size).top,
+            );
+            if !spilled && top <= shape.vgpr_cap(budget) && shape.registers(top) <= budget {
+                return Ok(Some((n_f, n_v, run)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether the allocation under `vgpr_budget` and `sgpr_budget` is the one without a
+    /// VGPR budget: the unbudgeted search keeps every VGPR value in a register and fits
+    /// inside the budget (nothing after the search then depends on the VGPR budget). A tuner
+    /// reuses that allocation for every such budget.
+    pub fn budget_free(
+        &self,
+        vgpr_budget: u32,
+        sgpr_budget: Option<u32>,
+    ) -> Result<bool, RegallocError> {
+        let file = self.shape.target.register_file_per_lane();
+        let n_int = self.int_registers(sgpr_budget);
+        Ok(self.unbudgeted(n_int, vgpr_budget.min(file))?.is_some())
+    }
+
     /// Allocates under `vgpr_budget` (`None`: the whole register file) and `sgpr_budget`
     /// (SGPRs are never spilled: more is an error).
     pub fn allocate(
@@ -369,10 +416,7 @@ impl Allocator {
         sgpr_budget: Option<u32>,
     ) -> Result<PhysFunction, RegallocError> {
         let target = self.shape.target;
-        // SGPR singles get what the tuples leave in the probe layout.
-        let sgpr_limit = sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
-        let sgpr_free = (sgpr_limit as u32).saturating_sub(self.probe.taken.len() + 2);
-        let n_int = 63.min(sgpr_free).max(3);
+        let n_int = self.int_registers(sgpr_budget);
         let file = target.register_file_per_lane();
         let budget = vgpr_budget.unwrap_or(file).min(file);
         let shape = &self.shape;
@@ -384,19 +428,7 @@ impl Allocator {
         // that avoid spills (see `search`): first as if there were no budget, so that a
         // kernel that fits in R registers gets the same allocation under every budget >= R;
         // only when that does not fit, the search is repeated inside the budget's caps.
-        let unbounded = shape.caps(file)?;
-        let mut found = None;
-        // When even the pressure exceeds the budget, the unbudgeted search is skipped.
-        if shape.registers(self.lower) <= budget {
-            let (n_f, n_v, spilled, run) = search(self, n_int, self.start, &unbounded)?;
-            if let Ok(out) = run.as_ref() {
-                let top =
-                    u32::from(VgprLayout::new(&used_pregs(func, out).0, abi_n, vweb_size).top);
-                if !spilled && top <= vgpr_cap && shape.registers(top) <= budget {
-                    found = Some((n_f, n_v, run));
-                }
-            }
-        }
+        let found = self.unbudgeted(n_int, budget)?;
         let (n_f, n_v, run) = match found {
             Some(x) => x,
             None => {

@@ -90,28 +90,13 @@ impl Dags {
     pub fn new(mf: &MachineFunction) -> Dags {
         let lv = crate::regalloc::liveness(mf);
         // VGPRs of each vreg, for every block's pressure.
-        let size: Vec<u32> = mf
-            .vregs
-            .values()
-            .map(|d| {
-                if d.class == crate::mir::RegClass::Vgpr {
-                    d.dwords as u32
-                } else {
-                    0
-                }
-            })
-            .collect();
+        let size = vgpr_sizes(mf);
         let mut tables = VregTables::new(mf.vregs.len());
         let blocks = mf
             .blocks
             .iter()
             .map(|(b, bd)| {
-                let mut live_out = lv.live_out[b.index()].clone();
-                for (_, args) in bd.term.successors() {
-                    for a in args {
-                        live_out.insert(a.index());
-                    }
-                }
+                let live_out = live_at_end(&lv, b, bd);
                 let mut live_in = lv.live_in[b.index()].clone();
                 for p in &bd.params {
                     live_in.insert(p.index());
@@ -148,23 +133,12 @@ impl Dags {
 /// under a smaller budget keeps every value in a register.
 pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
     let lv = crate::regalloc::liveness(mf);
-    let size = |v: VReg| {
-        let d = mf.vregs[v];
-        if d.class == crate::mir::RegClass::Vgpr {
-            d.dwords as u32
-        } else {
-            0
-        }
-    };
+    let sizes = vgpr_sizes(mf);
+    let size = |v: VReg| sizes[v.index()];
     let mut most = 0;
     for (b, bd) in mf.blocks.iter() {
-        let mut live = lv.live_out[b.index()].clone();
-        for (_, args) in bd.term.successors() {
-            for a in args {
-                live.insert(a.index());
-            }
-        }
-        let mut n: u32 = live.iter().map(|v| size(VReg::new(v))).sum();
+        let mut live = live_at_end(&lv, b, bd);
+        let mut n: u32 = live.iter().map(|v| sizes[v]).sum();
         most = most.max(n);
         for inst in bd.insts.iter().rev() {
             for d in inst.defs() {
@@ -185,6 +159,73 @@ pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
                 }
             }
             most = most.max(n);
+        }
+    }
+    most
+}
+
+/// VGPRs of each vreg (0 for other classes), by vreg index.
+fn vgpr_sizes(mf: &MachineFunction) -> Vec<u32> {
+    mf.vregs
+        .values()
+        .map(|d| {
+            if d.class == crate::mir::RegClass::Vgpr {
+                d.dwords as u32
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
+/// What is live at the end of block `b`: its live-out set and its terminator's arguments.
+fn live_at_end(
+    lv: &crate::regalloc::Liveness,
+    b: crate::mir::MBlock,
+    bd: &crate::mir::MBlockData,
+) -> crate::regalloc::BitSet {
+    let mut live = lv.live_out[b.index()].clone();
+    for (_, args) in bd.term.successors() {
+        for a in args {
+            live.insert(a.index());
+        }
+    }
+    live
+}
+
+/// A floor under [`vgpr_pressure`] of every schedule of `mf`: reordering instructions inside
+/// their blocks changes neither what is live at a block's end nor that a value live into and
+/// out of a block is live all through it, so each instruction's definitions (and, before it,
+/// its operands) are live on top of those. A bound whose schedule cannot stay under a budget
+/// by this floor is refused without being scheduled.
+pub fn vgpr_pressure_floor(mf: &MachineFunction) -> u32 {
+    let lv = crate::regalloc::liveness(mf);
+    let sizes = vgpr_sizes(mf);
+    let size = |v: usize| sizes[v];
+    let mut most = 0;
+    for (b, bd) in mf.blocks.iter() {
+        let end = live_at_end(&lv, b, bd);
+        let mut through = end.clone();
+        through.intersect_with(&lv.live_in[b.index()]);
+        let at_end: u32 = end.iter().map(size).sum();
+        let base: u32 = through.iter().map(size).sum();
+        most = most.max(at_end);
+        for inst in &bd.insts {
+            let extra = |vs: &mut dyn Iterator<Item = VReg>| -> u32 {
+                let mut seen: Vec<usize> = Vec::new();
+                let mut n = 0;
+                for v in vs {
+                    let v = v.index();
+                    if !through.contains(v) && !seen.contains(&v) {
+                        seen.push(v);
+                        n += size(v);
+                    }
+                }
+                n
+            };
+            let defs = extra(&mut inst.defs());
+            let uses = extra(&mut inst.uses());
+            most = most.max(base + defs.max(uses));
         }
     }
     most

@@ -539,6 +539,12 @@ impl BitSet {
     pub fn contains(&self, i: usize) -> bool {
         self.0[i / 64] >> (i % 64) & 1 != 0
     }
+    /// `self &= other`.
+    pub fn intersect_with(&mut self, other: &BitSet) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a &= *b;
+        }
+    }
     /// `self |= other`; whether anything changed.
     pub fn union_with(&mut self, other: &BitSet) -> bool {
         let mut changed = false;
