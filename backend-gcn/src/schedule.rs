@@ -117,7 +117,14 @@ impl Dags {
                     live_in.insert(p.index());
                 }
                 let start = live_in.iter().map(|v| size[v]).sum();
-                block_dag(&bd.insts, &mut tables, &size, &live_out, start)
+                block_dag(
+                    &bd.insts,
+                    &mut tables,
+                    &size,
+                    &live_out,
+                    start,
+                    mf.abi.target,
+                )
             })
             .collect();
         Dags { blocks }
@@ -211,6 +218,10 @@ struct Node {
     latency: u32,
     /// An LDS or scalar-memory load: counted by `lgkmcnt`.
     lgkm_load: bool,
+    /// An ALU result not ready for the next instruction: the opcode's latency on the target
+    /// is above a pass's 4 cycles (`v_mul_lo_u32`, MFMA, transcendentals), so a dependent
+    /// instruction right after it waits.
+    slow_result: bool,
 }
 
 fn is_vector(op: Opcode) -> bool {
@@ -230,7 +241,7 @@ fn is_vector(op: Opcode) -> bool {
     )
 }
 
-fn node(i: &MInst) -> Node {
+fn node(i: &MInst, target: crate::Target) -> Node {
     let mut n = Node {
         reads: Vec::new(),
         writes: Vec::new(),
@@ -246,6 +257,7 @@ fn node(i: &MInst) -> Node {
         live_in: matches!(i.opcode, MOpcode::LiveIn(_)),
         latency: 0,
         lgkm_load: false,
+        slow_result: false,
     };
     let bits = |b: u8, out: &mut Vec<usize>| {
         if b & implicit::EXEC != 0 {
@@ -297,6 +309,7 @@ fn node(i: &MInst) -> Node {
     }
     let info = op.info();
     let name = info.name;
+    n.slow_result = info.timing.latency[isa::target_index(target)] > 4;
     let fmt = info.format;
     if is_vector(op) {
         n.reads.extend(EXEC);
@@ -376,6 +389,9 @@ fn node(i: &MInst) -> Node {
     n
 }
 
+/// Latencies a wave waits for (memory, MFMA, transcendental VALU), in the DAG's cycles.
+const LONG_LATENCY: u32 = 16;
+
 /// Per-vreg tables for building one block's DAG, dense over the function's vregs: made once
 /// per function, and each block clears only the entries it touched (a table per block cost a
 /// function's vreg count per block).
@@ -453,6 +469,7 @@ fn block_dag(
     size: &[u32],
     live_out: &crate::regalloc::BitSet,
     start: u32,
+    target: crate::Target,
 ) -> BlockDag {
     let n = insts.len();
     let mut dag = BlockDag {
@@ -473,7 +490,7 @@ fn block_dag(
     if n < 3 {
         return dag;
     }
-    let nodes: Vec<Node> = insts.iter().map(node).collect();
+    let nodes: Vec<Node> = insts.iter().map(|i| node(i, target)).collect();
     for nd in &nodes {
         t.touched
             .extend(nd.uses.iter().chain(&nd.defs).map(|v| v.index()));
@@ -587,6 +604,21 @@ fn block_dag(
     for k in (0..n).rev() {
         let below = succs[k].iter().map(|&s| height[s]).max().unwrap_or(0);
         height[k] = below + nodes[k].latency.max(1) as u64;
+    }
+    // A node with no long-latency operation (nor a slow ALU result) at or below it heads a
+    // short ALU tail: its
+    // height orders nothing worth hiding (a plain VALU result is ready for the next
+    // instruction), so it takes height 0 and such tails go in the original order, one chain
+    // at a time, instead of breadth first by their few cycles (hash_rounds: the 40 rotations'
+    // `v_lshrrev` were all issued before the first `v_lshl_or`, 40 VGPRs more).
+    let mut long_below = vec![false; n];
+    for k in (0..n).rev() {
+        let nd = &nodes[k];
+        long_below[k] =
+            nd.latency >= LONG_LATENCY || nd.slow_result || succs[k].iter().any(|&s| long_below[s]);
+        if !long_below[k] {
+            height[k] = 0;
+        }
     }
     // The pressure facts: each read value numbered in the block.
     for (k, nd) in nodes.iter().enumerate() {
