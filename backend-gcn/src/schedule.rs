@@ -440,6 +440,8 @@ struct BlockDag {
     npred: Vec<usize>,
     /// Longest latency path from each node to the end of the block.
     height: Vec<u64>,
+    /// The same with the nodes of short ALU tails at 0 (`None`: the block has none).
+    tail_height: Option<Vec<u64>>,
     /// VGPRs live at the block's start (live-in values and parameters).
     start: u32,
     /// Per node: VGPRs its definitions add.
@@ -477,6 +479,7 @@ fn block_dag(
         succs: Vec::new(),
         npred: Vec::new(),
         height: Vec::new(),
+        tail_height: None,
         start,
         def_size: Vec::new(),
         reads: Vec::new(),
@@ -612,13 +615,17 @@ fn block_dag(
     // at a time, instead of breadth first by their few cycles (hash_rounds: the 40 rotations'
     // `v_lshrrev` were all issued before the first `v_lshl_or`, 40 VGPRs more).
     let mut long_below = vec![false; n];
+    let mut tail_height = height.clone();
     for k in (0..n).rev() {
         let nd = &nodes[k];
         long_below[k] =
             nd.latency >= LONG_LATENCY || nd.slow_result || succs[k].iter().any(|&s| long_below[s]);
         if !long_below[k] {
-            height[k] = 0;
+            tail_height[k] = 0;
         }
+    }
+    if tail_height != height {
+        dag.tail_height = Some(tail_height);
     }
     // The pressure facts: each read value numbered in the block.
     for (k, nd) in nodes.iter().enumerate() {
@@ -665,11 +672,42 @@ impl BlockDag {
     /// block keeps its order (too small, or a cycle, which edges that go forward in the
     /// original order cannot make).
     fn order(&self, limit: Option<u32>) -> Option<Vec<usize>> {
-        let n = self.nodes;
-        if n < 3 {
+        if self.nodes < 3 {
             return None;
         }
-        let height = &self.height;
+        let by_height = self.order_by(&self.height, limit)?;
+        let Some(tail) = &self.tail_height else {
+            return Some(by_height);
+        };
+        // Short ALU tails in their original order where that lowers the block's peak VGPRs
+        // (else the latency order: equal pressure, no reason to differ from it).
+        match self.order_by(tail, limit) {
+            Some(t) if self.peak(&t) < self.peak(&by_height) => Some(t),
+            _ => Some(by_height),
+        }
+    }
+
+    /// The most VGPRs live at once in the block under `order`.
+    fn peak(&self, order: &[usize]) -> u32 {
+        let mut left = self.uses.clone();
+        let mut live = self.start as i64;
+        let mut most = live;
+        for &k in order {
+            live += self.def_size[k];
+            most = most.max(live);
+            for &(v, here) in &self.reads[k] {
+                left[v as usize] -= here;
+                if left[v as usize] == 0 {
+                    live -= self.frees[v as usize];
+                }
+            }
+        }
+        most.max(0) as u32
+    }
+
+    /// The list schedule under `limit` with priorities `height`.
+    fn order_by(&self, height: &[u64], limit: Option<u32>) -> Option<Vec<usize>> {
+        let n = self.nodes;
         let mut npred = self.npred.clone();
         // List scheduling: the ready instruction with the greatest height, then the earliest.
         // Under a pressure bound: among those that keep the live VGPRs within it; when none
