@@ -27,7 +27,9 @@
 //! back once 15 later ones have issued (issuing the 16th waits for the oldest). A ready
 //! instruction whose loads are all back in that sense needs no wait, so it goes before another
 //! such load: hoisting more would hold more VGPRs for no latency hidden (matmul's 32 reads of
-//! a tile step were all issued first).
+//! a tile step were all issued first). A short ALU tail (no load, MFMA or slow-result op at or
+//! below a node) hides no latency: where it lowers the block's peak VGPRs, such nodes take
+//! height 0 and go in the original order, one chain at a time.
 //!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
