@@ -27,7 +27,9 @@
 //! back once 15 later ones have issued (issuing the 16th waits for the oldest). A ready
 //! instruction whose loads are all back in that sense needs no wait, so it goes before another
 //! such load: hoisting more would hold more VGPRs for no latency hidden (matmul's 32 reads of
-//! a tile step were all issued first).
+//! a tile step were all issued first). A short ALU tail (no load, MFMA or slow-result op at or
+//! below a node) hides no latency: where it lowers the block's peak VGPRs, such nodes take
+//! height 0 and go in the original order, one chain at a time.
 //!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
@@ -102,7 +104,14 @@ impl Dags {
                     live_in.insert(p.index());
                 }
                 let start = live_in.iter().map(|v| size[v]).sum();
-                block_dag(&bd.insts, &mut tables, &size, &live_out, start)
+                block_dag(
+                    &bd.insts,
+                    &mut tables,
+                    &size,
+                    &live_out,
+                    start,
+                    mf.abi.target,
+                )
             })
             .collect();
         Dags { blocks }
@@ -252,6 +261,10 @@ struct Node {
     latency: u32,
     /// An LDS or scalar-memory load: counted by `lgkmcnt`.
     lgkm_load: bool,
+    /// An ALU result not ready for the next instruction: the opcode's latency on the target
+    /// is above a pass's 4 cycles (`v_mul_lo_u32`, MFMA, transcendentals), so a dependent
+    /// instruction right after it waits.
+    slow_result: bool,
 }
 
 fn is_vector(op: Opcode) -> bool {
@@ -271,7 +284,7 @@ fn is_vector(op: Opcode) -> bool {
     )
 }
 
-fn node(i: &MInst) -> Node {
+fn node(i: &MInst, target: crate::Target) -> Node {
     let mut n = Node {
         reads: Vec::new(),
         writes: Vec::new(),
@@ -287,6 +300,7 @@ fn node(i: &MInst) -> Node {
         live_in: matches!(i.opcode, MOpcode::LiveIn(_)),
         latency: 0,
         lgkm_load: false,
+        slow_result: false,
     };
     let bits = |b: u8, out: &mut Vec<usize>| {
         if b & implicit::EXEC != 0 {
@@ -338,6 +352,7 @@ fn node(i: &MInst) -> Node {
     }
     let info = op.info();
     let name = info.name;
+    n.slow_result = info.timing.latency[isa::target_index(target)] > 4;
     let fmt = info.format;
     if is_vector(op) {
         n.reads.extend(EXEC);
@@ -417,6 +432,9 @@ fn node(i: &MInst) -> Node {
     n
 }
 
+/// Latencies a wave waits for (memory, MFMA, transcendental VALU), in the DAG's cycles.
+const LONG_LATENCY: u32 = 16;
+
 /// Per-vreg tables for building one block's DAG, dense over the function's vregs: made once
 /// per function, and each block clears only the entries it touched (a table per block cost a
 /// function's vreg count per block).
@@ -465,6 +483,8 @@ struct BlockDag {
     npred: Vec<usize>,
     /// Longest latency path from each node to the end of the block.
     height: Vec<u64>,
+    /// The same with the nodes of short ALU tails at 0 (`None`: the block has none).
+    tail_height: Option<Vec<u64>>,
     /// VGPRs live at the block's start (live-in values and parameters).
     start: u32,
     /// Per node: VGPRs its definitions add.
@@ -494,6 +514,7 @@ fn block_dag(
     size: &[u32],
     live_out: &crate::regalloc::BitSet,
     start: u32,
+    target: crate::Target,
 ) -> BlockDag {
     let n = insts.len();
     let mut dag = BlockDag {
@@ -501,6 +522,7 @@ fn block_dag(
         succs: Vec::new(),
         npred: Vec::new(),
         height: Vec::new(),
+        tail_height: None,
         start,
         def_size: Vec::new(),
         reads: Vec::new(),
@@ -514,7 +536,7 @@ fn block_dag(
     if n < 3 {
         return dag;
     }
-    let nodes: Vec<Node> = insts.iter().map(node).collect();
+    let nodes: Vec<Node> = insts.iter().map(|i| node(i, target)).collect();
     for nd in &nodes {
         t.touched
             .extend(nd.uses.iter().chain(&nd.defs).map(|v| v.index()));
@@ -629,6 +651,25 @@ fn block_dag(
         let below = succs[k].iter().map(|&s| height[s]).max().unwrap_or(0);
         height[k] = below + nodes[k].latency.max(1) as u64;
     }
+    // A node with no long-latency operation (nor a slow ALU result) at or below it heads a
+    // short ALU tail: its
+    // height orders nothing worth hiding (a plain VALU result is ready for the next
+    // instruction), so it takes height 0 and such tails go in the original order, one chain
+    // at a time, instead of breadth first by their few cycles (hash_rounds: the 40 rotations'
+    // `v_lshrrev` were all issued before the first `v_lshl_or`, 40 VGPRs more).
+    let mut long_below = vec![false; n];
+    let mut tail_height = height.clone();
+    for k in (0..n).rev() {
+        let nd = &nodes[k];
+        long_below[k] =
+            nd.latency >= LONG_LATENCY || nd.slow_result || succs[k].iter().any(|&s| long_below[s]);
+        if !long_below[k] {
+            tail_height[k] = 0;
+        }
+    }
+    if tail_height != height {
+        dag.tail_height = Some(tail_height);
+    }
     // The pressure facts: each read value numbered in the block.
     for (k, nd) in nodes.iter().enumerate() {
         dag.def_size
@@ -674,11 +715,42 @@ impl BlockDag {
     /// block keeps its order (too small, or a cycle, which edges that go forward in the
     /// original order cannot make).
     fn order(&self, limit: Option<u32>) -> Option<Vec<usize>> {
-        let n = self.nodes;
-        if n < 3 {
+        if self.nodes < 3 {
             return None;
         }
-        let height = &self.height;
+        let by_height = self.order_by(&self.height, limit)?;
+        let Some(tail) = &self.tail_height else {
+            return Some(by_height);
+        };
+        // Short ALU tails in their original order where that lowers the block's peak VGPRs
+        // (else the latency order: equal pressure, no reason to differ from it).
+        match self.order_by(tail, limit) {
+            Some(t) if self.peak(&t) < self.peak(&by_height) => Some(t),
+            _ => Some(by_height),
+        }
+    }
+
+    /// The most VGPRs live at once in the block under `order`.
+    fn peak(&self, order: &[usize]) -> u32 {
+        let mut left = self.uses.clone();
+        let mut live = self.start as i64;
+        let mut most = live;
+        for &k in order {
+            live += self.def_size[k];
+            most = most.max(live);
+            for &(v, here) in &self.reads[k] {
+                left[v as usize] -= here;
+                if left[v as usize] == 0 {
+                    live -= self.frees[v as usize];
+                }
+            }
+        }
+        most.max(0) as u32
+    }
+
+    /// The list schedule under `limit` with priorities `height`.
+    fn order_by(&self, height: &[u64], limit: Option<u32>) -> Option<Vec<usize>> {
+        let n = self.nodes;
         let mut npred = self.npred.clone();
         // List scheduling: the ready instruction with the greatest height, then the earliest.
         // Under a pressure bound: among those that keep the live VGPRs within it; when none
