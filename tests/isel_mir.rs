@@ -396,3 +396,36 @@ fn a_short_loop_header_runs_under_an_empty_exec_without_a_skip() {
         }
     }
 }
+
+#[test]
+fn descriptor_words_are_computed_over_the_loaded_quad() {
+    // saxpy: both descriptors are built in the quads their kernel arguments were loaded to,
+    // each `s_bfe_u64`/`s_lshl_b64` of a word pair writing the pair it reads (the webs try a
+    // dying source's registers first), and `y`'s length is read out of its quad before its
+    // word pair is overwritten (the `Extract` moved before that reader). So no second quad
+    // and no temporary pair: SGPRs within clang-19's + 8 (its twin: 12 on gfx942, 11 on the
+    // others, plus 6 or 4 that `.sgpr_count` adds).
+    let f = (kjit_kernels::find("saxpy").unwrap().build)().unwrap();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        for l in k.asm.lines().map(str::trim) {
+            let Some(ops) = l
+                .strip_prefix("s_bfe_u64 ")
+                .or_else(|| l.strip_prefix("s_lshl_b64 "))
+            else {
+                continue;
+            };
+            let ops: Vec<&str> = ops.split(", ").collect();
+            if ops[1].starts_with("s[") {
+                assert_eq!(ops[0], ops[1], "{t}: {l}\n{}", k.asm);
+            }
+        }
+        let clang = if t == Target::Gfx942 { 12 } else { 11 };
+        assert!(
+            k.header.sgprs <= clang + 8,
+            "{t}: {}\n{}",
+            k.header.sgprs,
+            k.asm
+        );
+    }
+}

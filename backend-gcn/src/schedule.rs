@@ -141,6 +141,7 @@ impl Dags {
         }
         // Descriptors built late where another's SGPRs come free first.
         crate::desc_sink::sink_descriptors(mf);
+        crate::desc_sink::extracts_early(mf);
     }
 }
 
