@@ -1,7 +1,8 @@
 //! Tuple vregs outside regalloc2: SGPR tuples (pointers, exec masks, buffer descriptors),
 //! VGPR tuples of three or more dwords and AGPRs. Vregs joined by phis, ties and (when their
 //! live ranges do not overlap) copies form a *web*; every web gets one aligned register range
-//! for all of its life, chosen first-fit over live intervals. These values are few and
+//! for all of its life, chosen over live intervals: a scalar result first at the registers of a
+//! source of its width that dies at its instruction, else first fit. These values are few and
 //! long-lived; they are never spilled. A web may also hold narrower webs at a dword offset:
 //! a `Build` part or an `Extract` result whose registers are free there is put inside its
 //! tuple (sub-register coalescing), so a buffer descriptor built from two pairs is computed
