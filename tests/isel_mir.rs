@@ -325,3 +325,107 @@ fn a_descriptor_built_after_another_dies_shares_its_sgprs() {
         assert!(a.contains("s_waitcnt vmcnt(0) lgkmcnt(0)"), "{t}\n{a}");
     }
 }
+
+/// `if (lid < t) { i = lid; while (i < n) { acc += i; i += 7 } }; dst[gid] = acc`: a loop
+/// with a per-lane exit whose header is one compare, entered by some waves with no lane.
+fn divergent_loop_in_if() -> kjit_ir::Function {
+    let k = KernelBuilder::new("divergent_loop_in_if");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let t = k.arg::<u32>("t");
+    let gid = k.global_id(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let acc = k.var(k.lit(0u32));
+    k.if_(lid.lt(t), || {
+        let i = k.var(lid);
+        k.while_(
+            || i.get().lt(n),
+            || {
+                acc.set(acc.get() + i.get() * 3u32);
+                i.set(i.get() + 7u32);
+            },
+        );
+    });
+    k.store(&dst, gid, acc.get());
+    k.finish().unwrap()
+}
+
+#[test]
+fn a_short_loop_header_runs_under_an_empty_exec_without_a_skip() {
+    // The header's section (one compare and the branch) is not branched around when EXEC is
+    // empty: from the back edge EXEC is never empty (the latch leaves when no lane
+    // continues), and a wave entering with no lane writes no lane there and leaves at the
+    // latch. So between the back edge's target and the header's compare there is no
+    // `s_cbranch_execz`. The device matches the interpreter with a partial second wave, for
+    // waves with every lane, some lanes and no lane in the loop.
+    let f = divergent_loop_in_if();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let lines: Vec<&str> = k.asm.lines().map(str::trim).collect();
+        // The back edge: the `s_cbranch_scc1` whose label comes before it.
+        let header = lines
+            .iter()
+            .enumerate()
+            .find_map(|(at, l)| {
+                let label = l.strip_prefix("s_cbranch_scc1 ")?;
+                let def = format!("{label}:");
+                lines[..at].iter().position(|x| *x == def)
+            })
+            .unwrap_or_else(|| panic!("{t}: no back edge\n{}", k.asm));
+        let cmp = header
+            + lines[header..]
+                .iter()
+                .position(|l| l.starts_with("v_cmp"))
+                .unwrap_or_else(|| panic!("{t}: no compare in the loop\n{}", k.asm));
+        assert!(
+            !lines[header..cmp]
+                .iter()
+                .any(|l| l.starts_with("s_cbranch_execz")),
+            "{t}\n{}",
+            k.asm
+        );
+        for (n, th) in [(40u32, 100u32), (40, 30), (40, 0), (0, 100)] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+                Arg::U32(n),
+                Arg::U32(th),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 100, 0);
+            assert_eq!(got, want, "{t} n={n} t={th}");
+        }
+    }
+}
+
+#[test]
+fn descriptor_words_are_computed_over_the_loaded_quad() {
+    // saxpy: both descriptors are built in the quads their kernel arguments were loaded to,
+    // each `s_bfe_u64`/`s_lshl_b64` of a word pair writing the pair it reads (the webs try a
+    // dying source's registers first), and `y`'s length is read out of its quad before its
+    // word pair is overwritten (the `Extract` moved before that reader). So no second quad
+    // and no temporary pair: SGPRs within clang-19's + 8 (its twin: 12 on gfx942, 11 on the
+    // others, plus 6 or 4 that `.sgpr_count` adds).
+    let f = (kjit_kernels::find("saxpy").unwrap().build)().unwrap();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        for l in k.asm.lines().map(str::trim) {
+            let Some(ops) = l
+                .strip_prefix("s_bfe_u64 ")
+                .or_else(|| l.strip_prefix("s_lshl_b64 "))
+            else {
+                continue;
+            };
+            let ops: Vec<&str> = ops.split(", ").collect();
+            if ops[1].starts_with("s[") {
+                assert_eq!(ops[0], ops[1], "{t}: {l}\n{}", k.asm);
+            }
+        }
+        let clang = if t == Target::Gfx942 { 12 } else { 11 };
+        assert!(
+            k.header.sgprs <= clang + 8,
+            "{t}: {}\n{}",
+            k.header.sgprs,
+            k.asm
+        );
+    }
+}

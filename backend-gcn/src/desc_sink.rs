@@ -8,6 +8,11 @@
 //! the descriptor's first use (or the block's end when the first use is in a later block).
 //! Gives the same function with the moved instructions; nothing else changes order.
 //!
+//! Also: an `Extract` of SGPRs read after every other reader of its source tuple in the block
+//! goes right before the last of them ([`extracts_early`]), so the tuple dies there and a
+//! result may be computed over it (a buffer's length, read from the quad its descriptor is
+//! built over: `s_bfe_u64 s[10:11], s[10:11], ..` instead of a second pair).
+//!
 //! Safe because the moved instructions read only the kernarg pointer, the shared config-word
 //! pair and each other (all defined earlier), nothing else reads their results, the `s_load`
 //! reads memory no kernel writes, and the scalar ALU ones (which write SCC) are only put where
@@ -18,7 +23,7 @@ use cranelift_entity::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::isa::Format;
-use crate::mir::{implicit, MInst, MOpcode, MachineFunction, RegClass, Terminator, VReg};
+use crate::mir::{implicit, MBlock, MInst, MOpcode, MachineFunction, RegClass, Terminator, VReg};
 
 /// Where each vreg is read: `(block index, instruction index)`, `usize::MAX` for a terminator.
 fn readers(mf: &MachineFunction) -> HashMap<VReg, Vec<(usize, usize)>> {
@@ -221,6 +226,52 @@ pub fn sink_descriptors(mf: &mut MachineFunction) -> usize {
     let mut moved = 0;
     // Each move puts a descriptor after another's death; a descriptor moves at most once.
     while moved < 16 && sink_one(mf) {
+        moved += 1;
+    }
+    moved
+}
+
+/// The block, index and new index of an `Extract` of an SGPR tuple that is read after every
+/// reader of that tuple in its block other than `Extract`s (and nowhere else), to go right
+/// before the last of them when the tuple is defined earlier in the block.
+fn late_extract(mf: &MachineFunction) -> Option<(MBlock, usize, usize)> {
+    let rd = readers(mf);
+    for (b, bd) in mf.blocks.iter() {
+        let bi = b.index();
+        for (k, i) in bd.insts.iter().enumerate() {
+            let src = match (i.opcode, i.uses().next()) {
+                (MOpcode::Extract(_), Some(s)) if mf.vregs[s].class == RegClass::Sgpr => s,
+                _ => continue,
+            };
+            let last_other = rd[&src]
+                .iter()
+                .filter(|&&(rb, j)| {
+                    rb != bi
+                        || j == usize::MAX
+                        || !matches!(bd.insts[j].opcode, MOpcode::Extract(_))
+                })
+                .map(|&(rb, j)| (rb == bi && j < k).then_some(j))
+                .collect::<Option<Vec<usize>>>()
+                .and_then(|js| js.into_iter().max());
+            let def = bd.insts.iter().position(|x| x.defs().any(|d| d == src));
+            if let (Some(j), Some(d)) = (last_other, def) {
+                if d < j {
+                    return Some((b, k, j));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Moves the `Extract`s [`late_extract`] finds before their source's last other reader;
+/// returns how many moved. An `Extract` writes no SCC or memory, so only its source's
+/// definition bounds it; each move takes one from after the last other reader to before it.
+pub fn extracts_early(mf: &mut MachineFunction) -> usize {
+    let mut moved = 0;
+    while let Some((b, k, j)) = late_extract(mf) {
+        let x = mf.blocks[b].insts.remove(k);
+        mf.blocks[b].insts.insert(j, x);
         moved += 1;
     }
     moved

@@ -714,6 +714,14 @@ fn keeps_scc(inst: &Inst) -> bool {
         )
 }
 
+/// SALU instructions that read SCC (a carry or a condition).
+fn reads_scc(inst: &Inst) -> bool {
+    let name = inst.op.name();
+    ["s_cselect", "s_addc", "s_subb", "s_cmov"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
 /// Whether `a` writes a register unit `b` touches, or reads one `b` writes.
 fn conflicts(a: &Inst, b: &Inst) -> bool {
     // A load to LDS names a data VGPR it does not write.
@@ -734,12 +742,15 @@ fn conflicts(a: &Inst, b: &Inst) -> bool {
 }
 
 /// Fills the one wait state between a SALU write of M0 and the LDS DMA (or other M0 reader)
-/// right after it with a neighbouring instruction instead of an `s_nop`: the plain VALU
-/// instruction just before the write moves after it, or else the plain instruction just after
-/// the reader moves before it. Only the order of the two instructions that trade places
-/// changes, so the check is that they touch no register the other writes (of the SALU instructions only
-/// moves trade places with the M0 write, which may write SCC). The wait-state pass runs after this
-/// and still inserts whatever the new order needs. Returns the number of gaps filled.
+/// right after it with a neighbouring instruction instead of an `s_nop`: the plain instruction
+/// just before the write moves after it, or else the plain instruction just after the reader
+/// moves before it. Only the order of the two instructions that trade places changes, so the
+/// check is that they touch no register the other writes. SCC too: the M0 writes
+/// (`isel/lds_dma.rs`: `s_mov_b32`, `s_lshl2_add_u32`) read none and the SCC they leave is
+/// read by nothing (every SCC reader follows its own producer, which the scheduler keeps
+/// after any other SCC write), so a SALU filler that reads no SCC may trade places with one:
+/// the SCC after the pair is then the filler's, equally unread. The wait-state pass runs after
+/// this and still inserts whatever the new order needs. Returns the number of gaps filled.
 fn fill_m0_waits(f: &mut PhysFunction) -> usize {
     let mut filled = 0;
     for b in &mut f.blocks {
@@ -753,7 +764,8 @@ fn fill_m0_waits(f: &mut PhysFunction) -> usize {
                 continue;
             }
             if k >= 2
-                && keeps_scc(&insts[k - 2])
+                && (keeps_scc(&insts[k - 2]) || is_salu(&insts[k - 2]) && !reads_scc(&insts[k - 2]))
+                && !reads_scc(&insts[k - 1])
                 && is_plain_filler(&insts[k - 2])
                 && !conflicts(&insts[k - 2], &insts[k - 1])
             {

@@ -434,8 +434,33 @@ fn an_independent_neighbour_fills_the_m0_wait_instead_of_a_nop() {
         shape(&f)[0],
         strs(&["s_lshl2_add_u32", "v_add_u32_e32", "buffer_load_dword"])
     );
-    // Before it a SALU that writes SCC stays (the M0 write writes SCC too); the independent
-    // VALU after the load moves up instead.
+    // An independent SALU that writes SCC moves after it too (the SCC an M0 write leaves is
+    // read by nothing, so the filler's is equally unread).
+    let add = Inst::new(Opcode::SAddU32, &[O::s(22), O::s(21), O::InlineInt(1)]);
+    let mut f = one(Target::Gfx942, vec![add, m0_write(), lds_dma(4)]);
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&["s_lshl2_add_u32", "s_add_u32", "buffer_load_dword"])
+    );
+    // A SALU that reads SCC stays (the M0 write would change what it reads); the VALU after
+    // the load moves up instead.
+    let sel = Inst::new(Opcode::SCselectB32, &[O::s(22), O::s(21), O::InlineInt(1)]);
+    let mut f = one(
+        Target::Gfx942,
+        vec![sel, m0_write(), lds_dma(4), vadd(5, 2, 3)],
+    );
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&[
+            "s_cselect_b32",
+            "s_lshl2_add_u32",
+            "v_add_u32_e32",
+            "buffer_load_dword"
+        ])
+    );
+    // A SALU whose result the M0 write reads (s20) stays; the VALU after the load moves up.
     let mut f = one(
         Target::Gfx942,
         vec![salu(), m0_write(), lds_dma(4), vadd(5, 2, 3)],

@@ -759,16 +759,14 @@ impl<'a> Isel<'a> {
     /// short body that is safe to run with no lane (LLVM's `SIPreEmitPeephole` keeps the branch
     /// from 12 instructions, or for memory, `s_waitcnt` and side effects): at most
     /// [`SHORT_SECTION`] IR instructions of arithmetic, compares, selects and conversions
-    /// (no memory, barrier, cross-lane or division), not a loop header, ending in a return, or
-    /// a jump or branch without block arguments. Such a body under EXEC = 0 writes no lane, its SALU
-    /// results are read only by code its lanes reach, and its edges OR no lanes into their
-    /// targets' masks.
+    /// (no memory, barrier, cross-lane or division), ending in a return, or a jump or branch
+    /// without block arguments. Such a body under EXEC = 0 writes no lane, its SALU results are
+    /// read only by code its lanes reach, and its edges OR no lanes into their targets' masks.
+    /// A loop header too: from the back edge its EXEC is never empty (the latch leaves when no
+    /// lane continues), and a wave entering with no lane leaves at the latch.
     fn worth_skipping(&self, b: Block) -> bool {
         let func = self.func;
         let insts = &func.blocks[b].insts;
-        if self.loops.is_header(b) {
-            return true;
-        }
         // A barrier is reached by every wave of the workgroup or by none (it is only allowed in
         // uniform control flow), so running its section under an empty EXEC costs nothing
         // wrong, and without the skip no path leads around the barrier: `InsertWaitcnt` then

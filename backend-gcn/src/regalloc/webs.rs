@@ -1,7 +1,8 @@
 //! Tuple vregs outside regalloc2: SGPR tuples (pointers, exec masks, buffer descriptors),
 //! VGPR tuples of three or more dwords and AGPRs. Vregs joined by phis, ties and (when their
 //! live ranges do not overlap) copies form a *web*; every web gets one aligned register range
-//! for all of its life, chosen first-fit over live intervals. These values are few and
+//! for all of its life, chosen over live intervals: a scalar result first at the registers of a
+//! source of its width that dies at its instruction, else first fit. These values are few and
 //! long-lived; they are never spilled. A web may also hold narrower webs at a dword offset:
 //! a `Build` part or an `Extract` result whose registers are free there is put inside its
 //! tuple (sub-register coalescing), so a buffer descriptor built from two pairs is computed
@@ -98,6 +99,10 @@ pub struct Webs {
     pub webs: Vec<Web>,
     /// Copies (block, inst index) whose source and destination share a web: emit nothing.
     pub coalesced: rustc_hash::FxHashSet<(usize, usize)>,
+    /// `(result, source)` of the scalar instructions that may write a result over a source of
+    /// its width dying there ([`reads_before_writing`]): `assign` tries the source's registers
+    /// first (`s_bfe_u64 s[6:7], s[6:7], ..` needs no second pair).
+    pub in_place: Vec<(VReg, VReg)>,
 }
 
 /// Whether `inst` is a scalar ALU operation or scalar load: it reads all its SGPR sources
@@ -130,6 +135,7 @@ pub fn build(
     // The same per dword: an `Extract` reads only its dwords, so the others of its source may
     // end earlier (the pairs extracted from a loaded quad each land in their own half).
     let mut dword_ivs: HashMap<VReg, Vec<Intervals>> = HashMap::default();
+    let mut in_place = Vec::new();
     for (b, bd) in mf.blocks.iter() {
         let bi = b.index();
         let start = 2 * p.first_inst[bi];
@@ -159,12 +165,21 @@ pub fn build(
                     }
                 }
             }
-            let dpos =
-                if inst.opcode == MOpcode::Copy || late_scalar_defs && reads_before_writing(inst) {
-                    2 * i + 1
-                } else {
-                    2 * i
-                };
+            let late = late_scalar_defs && reads_before_writing(inst);
+            let dpos = if inst.opcode == MOpcode::Copy || late {
+                2 * i + 1
+            } else {
+                2 * i
+            };
+            if late {
+                for d in inst.defs().filter(|&d| is_web(d)) {
+                    for u in inst.uses() {
+                        if is_web(u) && mf.vregs[u].dwords == mf.vregs[d].dwords {
+                            in_place.push((d, u));
+                        }
+                    }
+                }
+            }
             for v in inst.defs() {
                 if is_web(v) {
                     first.entry(v).or_insert(dpos);
@@ -458,6 +473,7 @@ pub fn build(
         web_of,
         webs,
         coalesced,
+        in_place,
     })
 }
 
@@ -479,8 +495,15 @@ pub fn alignment(class: RegClass, dwords: u8, target: crate::Target) -> u16 {
     }
 }
 
-/// First-fit assignment of the webs of `class` over registers `0..limit` minus `blocked`.
-/// Returns the registers any web of the class occupies.
+/// The root web `v` is in and `v`'s dword offset there.
+fn root_of(webs: &Webs, v: VReg) -> (usize, u16) {
+    let w = webs.web_of[&v];
+    webs.webs[w].inside.unwrap_or((w, 0))
+}
+
+/// First-fit assignment of the webs of `class` over registers `0..limit` minus `blocked`,
+/// each at the registers of a source it may be computed over ([`Webs::in_place`]) when they
+/// fit, else at the lowest that fit. Returns the registers any web of the class occupies.
 pub fn assign(
     webs: &mut Webs,
     class: RegClass,
@@ -499,6 +522,18 @@ pub fn assign(
             r,
         )
     });
+    // Per root: the registers of already placed sources to try first (by source, then offset).
+    let mut hints: HashMap<usize, Vec<(VReg, i32)>> = HashMap::default();
+    for &(d, s) in &webs.in_place {
+        let (rd, od) = root_of(webs, d);
+        let (rs, os) = root_of(webs, s);
+        if rd != rs {
+            hints
+                .entry(rd)
+                .or_default()
+                .push((s, os as i32 - od as i32));
+        }
+    }
     // Per register: the webs on it and which of their dwords.
     let mut occ: Vec<Vec<(usize, u16)>> = vec![Vec::new(); limit as usize];
     let mut used = Vec::new();
@@ -527,7 +562,12 @@ pub fn assign(
                 p
             }
             None => {
-                let mut b = 0u16;
+                let hinted = hints.get(&r).into_iter().flatten().find_map(|&(s, rel)| {
+                    let base = webs.webs[root_of(webs, s).0].reg? as i32 + rel;
+                    let base = u16::try_from(base).ok()?;
+                    (base % al == 0 && fits(base, &occ, webs)).then_some(base)
+                });
+                let mut b = hinted.unwrap_or(0);
                 loop {
                     if b + dw > limit {
                         return Err(RegallocError::OutOfRegisters {
