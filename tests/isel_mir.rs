@@ -428,4 +428,104 @@ fn descriptor_words_are_computed_over_the_loaded_quad() {
             k.asm
         );
     }
+
+#[test]
+fn a_masked_index_selects_its_byte_offset_with_the_shift_and_add_folded() {
+    // `dst[select(x < n, x + u, MAX)]` and `dst[select(x < n, x + u + w, MAX)]`: the byte
+    // offset is one `v_add_lshl_u32` of the sum (an `s_add_u32` first for two uniform terms)
+    // and a `v_cndmask_b32` with -4 (`u32::MAX << 2`), not a select of indices shifted after
+    // it; masked-off lanes store nothing, and indices past the end are dropped, on the device
+    // as in the interpreter.
+    let k = KernelBuilder::new("masked_index");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let u = k.arg::<u32>("u");
+    let w = k.arg::<u32>("w");
+    let x = k.local_id(Dim::X);
+    let outside = k.lit(u32::MAX);
+    k.store(&dst, k.select(x.lt(n), x + u, outside), x);
+    k.store(&dst, k.select(x.lt(n), x + u + w, outside), x + 1000u32);
+    let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert!(!a.contains("v_lshlrev_b32"), "{t}\n{a}");
+        assert_eq!(a.matches("v_add_lshl_u32").count(), 2, "{t}\n{a}");
+        assert_eq!(a.matches(", -4, v").count(), 2, "{t}\n{a}");
+        for (n, u, w) in [(64u32, 0u32, 64u32), (37, 5, 100), (0, 0, 0), (64, 100, 1)] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+                Arg::U32(n),
+                Arg::U32(u),
+                Arg::U32(w),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
+            assert_eq!(got, want, "{t} n={n} u={u} w={w}");
+        }
+    }
+}
+
+#[test]
+fn a_divisor_that_cannot_be_zero_has_no_zero_check() {
+    // `x / max(d, 1)` and `x % max(d, 1)`: no compare of the divisor with 0 and no choice of
+    // all ones (`x / d` keeps both); the results match the interpreter for d = 0, 1, 7.
+    let div = |guarded: bool| {
+        let k = KernelBuilder::new("divide");
+        let dst = k.buffer_mut::<u32>("dst");
+        let d = k.arg::<u32>("d");
+        let d = if guarded { d.max(1u32) } else { d };
+        let x = k.local_id(Dim::X) * 1000u32 + 3u32;
+        k.store(&dst, k.local_id(Dim::X), x / d + (x % d) * 65536u32);
+        k.finish().unwrap()
+    };
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        assert!(asm(&div(false), t).contains("v_cmp_eq_u32"), "{t}");
+        let f = div(true);
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        assert!(!k.asm.contains("v_cmp_eq_u32"), "{t}\n{}", k.asm);
+        for d in [0u32, 1, 7] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+                Arg::U32(d),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
+            assert_eq!(got, want, "{t} d={d}");
+        }
+    }
+}
+
+#[test]
+fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
+    // `lds[lid]` read in a uniform loop, `lid` defined in the entry block: its byte offset is
+    // made there, so no `v_lshlrev_b32` follows the loop's first label; the sum matches.
+    let k = KernelBuilder::new("lds_in_loop");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let lds = k.lds::<u32>("words", 64);
+    let lid = k.local_id(Dim::X);
+    k.store(&lds, lid, lid * 3u32);
+    k.barrier();
+    let acc = k.var(k.lit(0u32));
+    k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
+        acc.set(acc.get() + k.load(&lds, lid) * i);
+    });
+    k.store(&dst, lid, acc.get());
+    let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        let (_, looped) = a.split_once(".LBB").expect("a loop label");
+        assert!(!looped.contains("v_lshlrev_b32"), "{t}\n{a}");
+        for n in [0u32, 1, 5] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+                Arg::U32(n),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
+            assert_eq!(got, want, "{t} n={n}");
+        }
+    }
 }

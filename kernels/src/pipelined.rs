@@ -188,9 +188,10 @@ pub const STENCIL_BLOCK: u32 = 256;
 /// value, lie next to them, so no output reads them. Each copy is `r * w + c` as a `u32`: left
 /// of or above the grid it is negative, past the buffer's end (the load gives 0); right of or
 /// below the grid it loads whatever the buffer holds there. Each word costs one add and the
-/// direct-to-LDS load instead of four compares and a select. The bounds checks that decide
-/// what is stored and what is interior are split into a uniform row part and a column part
-/// made once per tile.
+/// direct-to-LDS load instead of four compares and a select. `out` holds `width x height`
+/// cells, so a row below the grid is past its end and its stores are dropped without a row
+/// check; the column mask (one compare per tile) decides which lanes store. The interior check
+/// is a uniform row part and a column part made once per tile.
 pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let k = KernelBuilder::new("stencil_pipelined");
     let input = k.buffer::<f32>("input");
@@ -202,6 +203,9 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let strips = (width + (inner - 1)) / inner;
     let blocks = (height + (STENCIL_ROWS - 1)) / STENCIL_ROWS;
     let tiles = strips * blocks;
+    // The divisor of each tile's `/` and `%`: `strips`, never 0 (it is 0 only for an empty
+    // grid, which has no tiles to store), so the divisions need no zero check.
+    let strips_div = strips.max(1u32);
     // A tile past the last starts below the grid: it stores nothing (its rows fail `r < h`).
     let p = k.pipeline(stages, TileSharing::Workgroup).speculative(true);
     let tile = p.staged::<f32>("tile", (STENCIL_ROWS + 2) * STENCIL_BLOCK);
@@ -210,7 +214,7 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let g = k.group_id(Dim::X);
     let grid = k.num_groups(Dim::X);
     let outside = k.lit(u32::MAX);
-    let (w, h) = (width.cast::<i32>(), height.cast::<i32>());
+    let w = width.cast::<i32>();
     // Each stage's tile origin, set by its fill and read by its compute (a stage's buffer is
     // refilled only after its compute), so each tile's `/` and `%` are done once.
     let origins: Vec<_> = (0..stages.max(1))
@@ -219,7 +223,7 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     p.run(
         |t| (g + t * grid).lt(tiles),
         |s, t| {
-            let (row0, col0) = tile_origin(g, grid, strips, t);
+            let (row0, col0) = tile_origin(g, grid, strips_div, t);
             origins[s.index()].0.set(row0);
             origins[s.index()].1.set(col0);
             // The index of the halo row above, then one row down per copy (u32 wraps as i32
@@ -234,14 +238,20 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
             let (row0, col0) = (origins[s.index()].0.get(), origins[s.index()].1.get());
             let c = col0 + lid.cast::<i32>();
             let buf = s.buffer(&tile);
+            let left = lid.max(1u32) - 1u32;
+            let right = lid.min(STENCIL_BLOCK - 2) + 1u32;
             // Lanes 1..=254 own a column; theirs is never left of the grid (`col0 >= -1`), and
             // output rows never above it, so a store needs only `c < w` and `r < h`. A range
             // `1 <= x <= n - 2` is one unsigned compare `x - 1 < n - 2` (for `n` in 0..2, `n - 2`
-            // wraps past every `x - 1` but `u32::MAX`, which is `x = 0`).
-            let own = (lid - 1u32).lt(STENCIL_BLOCK - 2) & c.lt(w);
+            // wraps past every `x - 1` but `u32::MAX`, which is `x = 0`). The column's range is
+            // `1 <= lid < min(w - col0, 255)`: one compare of the invariant `lid - 1` with a
+            // uniform bound (`col0 < w` in every tile, speculative ones too, so it is >= 0).
+            let bound = (width - col0.cast::<u32>()).min(STENCIL_BLOCK - 1) - 1u32;
+            let own = (lid - 1u32).lt(bound);
+            // Row `rr`'s element is `base + rr * w`; a row below the grid needs no check: with
+            // `c < w` its index is at least `h * w`, past `out`'s end (the store is dropped).
+            let base = row0 * w + c;
             let inner_column = (c - 1i32).cast::<u32>().lt(width - 2u32);
-            let left = lid.max(1u32) - 1u32;
-            let right = lid.min(STENCIL_BLOCK - 2) + 1u32;
             // Each halo row's own column once: row rr + 1 is row rr's `down` and row rr + 2's `up`.
             let column: Vec<_> = (0..STENCIL_ROWS + 2)
                 .map(|rr| k.load(buf, lid + rr * STENCIL_BLOCK))
@@ -258,7 +268,7 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
                 let rt = k.load(buf, right + mid);
                 let interior = (r - 1i32).cast::<u32>().lt(height - 2u32) & inner_column;
                 let v = k.select(interior, (up + down + l + rt) * 0.25f32, centre);
-                let idx = k.select(r.lt(h) & own, (r * w + c).cast::<u32>(), outside);
+                let idx = k.select(own, (base + w * rr as i32).cast::<u32>(), outside);
                 k.store(&out, idx, v);
             }
         },

@@ -7,6 +7,8 @@
 //!   `q = mulhi(a, 1/b)`, and two correction steps. With uniform operands everything after the
 //!   reciprocal runs on the SALU, and the reciprocal of a uniform divisor defined in the entry
 //!   block is made once there (a loop's invariant divisor costs nothing per iteration).
+//!   A divisor that cannot be 0 by its definition (`max(x, k)`, `x | k`, constant `k > 0`)
+//!   skips the division-by-zero choice.
 //!
 //! One expansion gives both results, so a `/` and a `%` of the same operands in one block share
 //! it (`divrem_cache`; isel DCE drops the half nobody reads).
@@ -101,11 +103,35 @@ impl Isel<'_> {
             _ => {
                 let recip = self.recips.get(&args[1]).copied();
                 let (q, r) = self.udivrem(a, b, recip, scalar);
-                self.zero_divisor(b, q, r, scalar)
+                if self.nonzero(args[1]) {
+                    (q, r)
+                } else {
+                    self.zero_divisor(b, q, r, scalar)
+                }
             }
         };
         self.divrem_cache.insert(key, (q, r));
         Ok(if rem { r } else { q })
+    }
+
+    /// Whether `v` is never 0 by its definition: `max(x, k)` or `x | k` with a constant `k > 0`
+    /// (as its type reads it), so a division by it needs no division-by-zero choice.
+    fn nonzero(&self, v: Value) -> bool {
+        let ValueDef::Result(i, _) = self.func.values[v].def else {
+            return false;
+        };
+        let InstData::Binary {
+            op: BinaryOp::Max | BinaryOp::Or,
+            args,
+        } = self.func.insts[i]
+        else {
+            return false;
+        };
+        args.iter().any(|&a| match self.const_of(a) {
+            Some((Type::I32, bits)) => bits as u32 as i32 > 0,
+            Some((Type::U32, bits)) => bits as u32 != 0,
+            _ => false,
+        })
     }
 
     /// The scaled reciprocal `ri ≈ 2^32 / b` (from below), refined once: in an SGPR when

@@ -175,7 +175,7 @@ impl Isel<'_> {
                 let a = self.src(args[0]);
                 let b = self.src(args[1]);
                 let c = self.src(args[2]);
-                let r = self.ternary(op, t, a, b, c, u)?;
+                let r = self.ternary(op, t, [a, b, c], u, res[0])?;
                 self.result(res[0], r);
             }
             InstData::Cmp { op, args } => {
@@ -306,8 +306,24 @@ impl Isel<'_> {
         }
         if let Some(&v) = res.first() {
             self.hoist_reciprocal(v);
+            self.hoist_lds_offsets(v);
         }
         Ok(())
+    }
+
+    /// After lowering the instruction defining `v` in the entry block (before any EXEC change):
+    /// the byte offsets of `v` that LDS accesses in other blocks use.
+    fn hoist_lds_offsets(&mut self, v: Value) {
+        if self.cur != self.mf.entry() || self.mf.blocks[self.cur].exec_partial {
+            return;
+        }
+        let Some(shifts) = self.lds_indices.get(&v).cloned() else {
+            return;
+        };
+        for shift in shifts {
+            let a = self.byte_offset(v, shift);
+            self.entry_offsets.insert((v, shift), a);
+        }
     }
 
     fn dword_parts(&mut self, v: VReg, t: Type) -> Vec<VReg> {
@@ -876,14 +892,14 @@ impl Isel<'_> {
         }
     }
 
+    /// `res = o(a, b, c)`.
     fn ternary(
         &mut self,
         o: TernaryOp,
         t: Type,
-        a: Src,
-        b: Src,
-        c: Src,
+        [a, b, c]: [Src; 3],
         u: bool,
+        res: Value,
     ) -> Result<VReg, IselError> {
         let scalar_ok = u && self.is_sgpr_src(a) && self.is_sgpr_src(b) && self.is_sgpr_src(c);
         Ok(match o {
@@ -918,6 +934,7 @@ impl Isel<'_> {
                         let (mut ss, vs): (Vec<Src>, Vec<Src>) =
                             [a, b, c].into_iter().partition(|s| sgpr(s, self));
                         let x = self.sop2("s_add_u32", &[ss.remove(0), ss.remove(0)]);
+                        self.uniform_sums.insert(res, x);
                         self.v("v_add_u32", &[Src::R(x), vs[0]])
                     }
                     _ => self.v("v_add3_u32", &[a, b, c]),
@@ -1099,32 +1116,7 @@ impl Isel<'_> {
         imm: u64,
         max_imm: u64,
     ) -> (VReg, u32) {
-        let shift = size.trailing_zeros();
-        // One offset per (index, scale) in a block: accesses to several buffers (or several
-        // accesses to one) at the same index share it.
-        let mut a = match self.addr_cache.get(&(index, shift)) {
-            Some(&a) => a,
-            None => {
-                let idx = self.src(index);
-                let a = if shift == 0 {
-                    self.reg(idx, RegClass::Vgpr)
-                } else if let Some([x, y]) = self.divergent_local_add(index) {
-                    // `(x + y) << shift` in one instruction; the add itself is dead when the
-                    // sum is only an address.
-                    let (x, y) = (self.src(x), self.src(y));
-                    self.v("v_add_lshl_u32", &[x, y, Src::Imm(shift)])
-                } else if let Some((x, c)) = self.divergent_local_shl(index, shift) {
-                    // `(x << c) << shift` as one shift; the first is dead when it is only
-                    // an address.
-                    let x = self.src(x);
-                    self.v("v_lshlrev_b32", &[Src::Imm(c + shift), x])
-                } else {
-                    self.v("v_lshlrev_b32", &[Src::Imm(shift), idx])
-                };
-                self.addr_cache.insert((index, shift), a);
-                a
-            }
-        };
+        let mut a = self.byte_offset(index, size.trailing_zeros());
         let mut imm = imm;
         if imm > max_imm {
             a = self.v("v_add_u32", &[Src::Imm(imm as u32), Src::R(a)]);
@@ -1133,30 +1125,128 @@ impl Isel<'_> {
         (a, imm as u32)
     }
 
-    /// The operands of `index` when it is a divergent binary `op`, defined and used only in the
-    /// current block (so reading its operands here lengthens no live range across blocks).
-    fn divergent_local_binary(&self, index: Value, op: BinaryOp) -> Option<[Value; 2]> {
-        let func = self.func;
-        if !self.local.contains_key(&index) || self.uni.is_uniform(index) {
-            return None;
+    /// The VGPR `index << shift`. One per (index, shift) in a block: accesses to several buffers
+    /// (or several accesses to one) at the same index share it.
+    fn byte_offset(&mut self, index: Value, shift: u32) -> VReg {
+        if let Some(&a) = self.entry_offsets.get(&(index, shift)) {
+            return a;
         }
-        let ValueDef::Result(i, _) = func.values[index].def else {
+        if let Some(&a) = self.addr_cache.get(&(index, shift)) {
+            return a;
+        }
+        let idx = self.src(index);
+        let a = if shift == 0 {
+            self.reg(idx, RegClass::Vgpr)
+        } else if let Some(x) = self.divergent_local_reinterpret(index) {
+            // An `i32` index read as `u32` (or back) has the same bits.
+            self.byte_offset(x, shift)
+        } else if let Some([x, y]) = self.divergent_local_add(index) {
+            // `(x + y) << shift` in one instruction; the add itself is dead when the sum is
+            // only an address.
+            let (x, y) = (self.src(x), self.src(y));
+            self.v("v_add_lshl_u32", &[x, y, Src::Imm(shift)])
+        } else if let Some([x, u, w]) = self.divergent_local_add3(index) {
+            // `(x + u + w) << shift` with `u`, `w` uniform: their sum on the SALU and one
+            // `v_add_lshl_u32` (the `add3`'s own pair is dead when it is only an address).
+            let s = match self.uniform_sums.get(&index) {
+                Some(&s) => s,
+                None => {
+                    let (u, w) = (self.src(u), self.src(w));
+                    self.sop2("s_add_u32", &[u, w])
+                }
+            };
+            let x = self.src(x);
+            self.v("v_add_lshl_u32", &[x, Src::R(s), Src::Imm(shift)])
+        } else if let Some((x, c)) = self.divergent_local_shl(index, shift) {
+            // `(x << c) << shift` as one shift; the first is dead when it is only an address.
+            let x = self.src(x);
+            self.v("v_lshlrev_b32", &[Src::Imm(c + shift), x])
+        } else if let Some((c, x, k)) = self.divergent_local_masked(index, shift) {
+            // `select(c, x, k) << shift` as the select of `x`'s offset and `k << shift` (the
+            // masked-off index `u32::MAX` is -4 for dwords): the select of indices is dead
+            // when it is only an address, and `x`'s offset may fold its own add.
+            let xo = self.byte_offset(x, shift);
+            let m = self.lane_mask(c);
+            let d = self.new_vreg(RegClass::Vgpr, 1);
+            self.vop("v_cndmask_b32", &[d], &[Src::Imm(k), Src::R(xo), Src::R(m)]);
+            d
+        } else {
+            self.v("v_lshlrev_b32", &[Src::Imm(shift), idx])
+        };
+        self.addr_cache.insert((index, shift), a);
+        a
+    }
+
+    /// `(c, x, k << shift)` when `index` is a divergent local `u32` `select(c, x, k)` with a
+    /// constant `k` whose shifted value is an inline constant (`v_cndmask_b32`'s VOP3 form
+    /// takes no literal on gfx9).
+    fn divergent_local_masked(&self, index: Value, shift: u32) -> Option<(Value, Value, u32)> {
+        let InstData::Select { args: [c, x, k] } = self.divergent_local_def(index)? else {
             return None;
         };
-        match func.insts[i] {
+        let (Type::U32, bits) = self.const_of(k)? else {
+            return None;
+        };
+        let k = (bits as u32).wrapping_shl(shift);
+        let fits = word(self.func.value_type(x)) && super::valu::inline32(k).is_some();
+        fits.then_some((c, x, k))
+    }
+
+    /// `x` when `index` is a divergent local conversion between `i32` and `u32` of `x`.
+    fn divergent_local_reinterpret(&self, index: Value) -> Option<Value> {
+        let InstData::Convert { to, arg } = self.divergent_local_def(index)? else {
+            return None;
+        };
+        (word(to) && word(self.func.value_type(arg))).then_some(arg)
+    }
+
+    /// `[x, u, w]` when `index` is a divergent local 32-bit `add3` of one divergent term `x`
+    /// and two uniform ones.
+    fn divergent_local_add3(&self, index: Value) -> Option<[Value; 3]> {
+        let InstData::Ternary {
+            op: TernaryOp::Add3,
+            args,
+        } = self.divergent_local_def(index)?
+        else {
+            return None;
+        };
+        if !word(self.func.value_type(index)) {
+            return None;
+        }
+        let (div, uni): (Vec<Value>, Vec<Value>) =
+            args.iter().partition(|&&a| !self.uni.is_uniform(a));
+        (div.len() == 1).then(|| [div[0], uni[0], uni[1]])
+    }
+
+    /// The instruction defining `v` when `v` is divergent and defined and used only in the
+    /// current block (so reading its operands here lengthens no live range across blocks).
+    fn divergent_local_def(&self, v: Value) -> Option<InstData> {
+        let func = self.func;
+        if !self.local.contains_key(&v) || self.uni.is_uniform(v) {
+            return None;
+        }
+        let ValueDef::Result(i, _) = func.values[v].def else {
+            return None;
+        };
+        Some(func.insts[i].clone())
+    }
+
+    /// The operands of `index` when it is a divergent local binary `op`.
+    fn divergent_local_binary(&self, index: Value, op: BinaryOp) -> Option<[Value; 2]> {
+        match self.divergent_local_def(index)? {
             InstData::Binary { op: o, args } if o == op => Some(args),
             _ => None,
         }
     }
 
-    /// `[x, y]` when `index` is a divergent local `u32` add of non-constant values, at most one
-    /// of them uniform (the constant bus takes one SGPR on gfx9).
+    /// `[x, y]` when `index` is a divergent local 32-bit add of non-constant values, at most
+    /// one of them uniform (the constant bus takes one SGPR on gfx9).
     fn divergent_local_add(&self, index: Value) -> Option<[Value; 2]> {
         let func = self.func;
         let args = self.divergent_local_binary(index, BinaryOp::Add)?;
         let plain = args
             .iter()
-            .all(|&a| func.value_type(a) == Type::U32 && self.const_of(a).is_none());
+            .all(|&a| word(func.value_type(a)) && self.const_of(a).is_none());
         let uniform = args.iter().filter(|&&a| self.uni.is_uniform(a)).count();
         (plain && uniform <= 1).then_some(args)
     }
@@ -1734,6 +1824,54 @@ pub(crate) fn noclobber_loads(func: &kjit_ir::Function) -> rustc_hash::FxHashSet
                 }
             ) {
                 out.insert(i);
+            }
+        }
+    }
+    out
+}
+
+/// A 32-bit integer type: `i32` and `u32` values of the same bits are the same index.
+fn word(t: Type) -> bool {
+    matches!(t, Type::U32 | Type::I32)
+}
+
+/// Divergent values defined in the entry block that index an LDS array in another block, each
+/// with the byte shifts of those accesses' elements.
+pub(crate) fn entry_lds_indices(
+    func: &kjit_ir::Function,
+    uni: &kjit_ir::Uniformity,
+) -> rustc_hash::FxHashMap<Value, Vec<u32>> {
+    let mut out: rustc_hash::FxHashMap<Value, Vec<u32>> = Default::default();
+    let Some(entry) = func.entry() else {
+        return out;
+    };
+    let entry_insts: rustc_hash::FxHashSet<_> = func.blocks[entry].insts.iter().collect();
+    let in_entry = |v: Value| match func.values[v].def {
+        ValueDef::Result(i, _) => entry_insts.contains(&i),
+        _ => false,
+    };
+    for &b in func.layout.iter().filter(|&&b| b != entry) {
+        for &i in &func.blocks[b].insts {
+            let (InstData::Load {
+                mem: Mem::Lds(a),
+                index,
+                ..
+            }
+            | InstData::Store {
+                mem: Mem::Lds(a),
+                index,
+                ..
+            }) = func.insts[i]
+            else {
+                continue;
+            };
+            let shift = func.lds[a].elem.ty().bytes().trailing_zeros();
+            if uni.is_uniform(index) || !in_entry(index) {
+                continue;
+            }
+            let shifts = out.entry(index).or_default();
+            if !shifts.contains(&shift) {
+                shifts.push(shift);
             }
         }
     }

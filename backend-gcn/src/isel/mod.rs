@@ -222,6 +222,9 @@ pub(crate) struct Isel<'a> {
     /// Per-block cache of byte-offset VGPRs: (index, shift) -> `index << shift`, valid in the
     /// current block under the current EXEC (cleared when EXEC is set).
     pub(crate) addr_cache: HashMap<(Value, u32), VReg>,
+    /// The SGPR sum of the two uniform terms of a divergent `add3` (its value as the key), for
+    /// a byte offset of the same `add3` to share.
+    pub(crate) uniform_sums: HashMap<Value, VReg>,
     /// Per-block map from an SGPR made by `v_readfirstlane_b32` to the VGPR it was read from,
     /// valid under the current EXEC (cleared with `addr_cache`).
     pub(crate) lane_copies: HashMap<VReg, VReg>,
@@ -250,6 +253,12 @@ pub(crate) struct Isel<'a> {
     pub(crate) divisors: rustc_hash::FxHashSet<Value>,
     /// Reciprocals of uniform divisors made in the entry block (SGPRs, valid everywhere).
     pub(crate) recips: HashMap<Value, VReg>,
+    /// Divergent entry-block values that index LDS in other blocks, with the byte shifts
+    /// ([`lower::entry_lds_indices`]).
+    pub(crate) lds_indices: HashMap<Value, Vec<u32>>,
+    /// Their byte offsets, made once in the entry block under the launch EXEC (valid
+    /// everywhere): a loop's LDS reads shift no invariant index per iteration.
+    pub(crate) entry_offsets: HashMap<(Value, u32), VReg>,
     /// Per-block cache of divisions: (dividend, divisor, signed) -> (quotient, remainder),
     /// valid under the current EXEC (cleared with `addr_cache`).
     pub(crate) divrem_cache: HashMap<(Value, Value, bool), (VReg, VReg)>,
@@ -259,6 +268,7 @@ impl<'a> Isel<'a> {
     fn new(func: &'a Function, target: Target) -> Result<Isel<'a>, IselError> {
         let uni = Uniformity::compute(func);
         let divisors = idiv::uniform_divisors(func, &uni);
+        let lds_indices = lower::entry_lds_indices(func, &uni);
         let loops = LoopInfo::compute(func)?;
         let order = order::layout(func, &loops)?;
         let mut pos = SecondaryMap::new();
@@ -340,6 +350,7 @@ impl<'a> Isel<'a> {
             slots,
             mask_cache: HashMap::default(),
             addr_cache: HashMap::default(),
+            uniform_sums: HashMap::default(),
             lane_copies: HashMap::default(),
             latch: SecondaryMap::new(),
             exec_of: HashMap::default(),
@@ -352,6 +363,8 @@ impl<'a> Isel<'a> {
             dma_stores,
             divisors,
             recips: HashMap::default(),
+            lds_indices,
+            entry_offsets: HashMap::default(),
             divrem_cache: HashMap::default(),
         })
     }
