@@ -428,6 +428,7 @@ fn descriptor_words_are_computed_over_the_loaded_quad() {
             k.asm
         );
     }
+}
 
 #[test]
 fn a_masked_index_selects_its_byte_offset_with_the_shift_and_add_folded() {
