@@ -59,13 +59,18 @@ const SMALL_DOUBLE: GemmTiles = GemmTiles { stages: 2, ..SMALL };
 
 /// Every tile choice the tests run, for `elem` (the step of [`DOUBLE_WIDE`] is `elem`'s
 /// default: two stages of f32 blocks with steps of 32 do not fit the LDS).
-fn tile_choices(elem: FragElem) -> [GemmTiles; 4] {
+fn tile_choices(elem: FragElem) -> [GemmTiles; 5] {
     let bk = default_tiles(elem).bk;
     [
         default_tiles(elem),
         SMALL,
         SMALL_DOUBLE,
         GemmTiles { bk, ..DOUBLE_WIDE },
+        // The next step's loads before this step's stores (the n = 64 tiles' choice).
+        GemmTiles {
+            early: true,
+            ..SMALL
+        },
     ]
 }
 
@@ -157,7 +162,7 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
 
 /// TFLOP/s of the GEMM on the `mi300x` timing model for a problem that gives every one of the
 /// 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024; inputs
-/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages]`).
+/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early]]`).
 /// Ignored (minutes of software MFMA): `cargo test --release --test gemm -- --ignored --nocapture`.
 #[test]
 #[ignore]

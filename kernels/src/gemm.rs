@@ -25,7 +25,9 @@
 //! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
-//! 64×64 or 64×128, smaller where the block is) and `stages` (1 or 2 LDS buffers).
+//! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers; two stages of
+//! f16/bf16 are unpadded k-group planes, `Layout`) and `early` (the next step's global loads
+//! before this step's LDS stores).
 
 use crate::*;
 use kjit_frontend::{
@@ -60,6 +62,11 @@ pub struct GemmTiles {
     /// last MFMAs) or 2 (double buffering: the next step's blocks go into the other buffer,
     /// one barrier per step, twice the LDS).
     pub stages: u32,
+    /// Whether a step issues the next step's global loads before it stores its own blocks
+    /// into LDS (else after): the loads get the stores' and the barrier's time more, for one
+    /// step's blocks more in registers. Pays where the loads are the bound and the registers
+    /// are free (n = 64 with 256 × 64 blocks: two workgroups per CU whatever the registers).
+    pub early: bool,
 }
 
 impl GemmTiles {
@@ -68,15 +75,18 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages]` (`wn` and `stages` default to [`DEFAULT_TILES`]'s).
+    /// Tiles from `bm,bn,bk[,wn,stages[,early]]` (the optional ones default to
+    /// [`DEFAULT_TILES`]'s; `early` is 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=5).contains(&v.len()) {
-            return Err(format!("tiles `{text}`: want bm,bn,bk[,wn,stages]"));
+        if !(3..=6).contains(&v.len()) || v.get(5).is_some_and(|&e| e > 1) {
+            return Err(format!(
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)]]"
+            ));
         }
         let d = DEFAULT_TILES;
         Ok(GemmTiles {
@@ -85,6 +95,7 @@ impl GemmTiles {
             bk: v[2],
             wn: v.get(3).copied().unwrap_or(d.wn),
             stages: v.get(4).copied().unwrap_or(d.stages),
+            early: v.get(5).map_or(d.early, |&e| e == 1),
         })
     }
 
@@ -104,6 +115,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     bk: 32,
     wn: 64,
     stages: 1,
+    early: false,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -508,8 +520,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             let other = k.lit(1u32) - cur;
             let next = if double {
                 k.barrier();
+                let early = t.early.then(|| load_stage(k0 + 2 * t.bk));
                 store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)));
-                load_stage(k0 + 2 * t.bk)
+                early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk))
+            } else if t.early {
+                let next = load_stage(k0 + t.bk);
+                store_stage(&now, k0, (None, None));
+                k.barrier();
+                next
             } else {
                 store_stage(&now, k0, (None, None));
                 k.barrier();
@@ -964,6 +982,10 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "stages",
         values: &[1, 2],
     },
+    TuneParam {
+        name: "early",
+        values: &[0, 1],
+    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -976,6 +998,7 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
     },
     TILE_PARAMS[3],
     TILE_PARAMS[4],
+    TILE_PARAMS[5],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -985,6 +1008,7 @@ fn tiles(p: &[u32]) -> GemmTiles {
         bk: p[2],
         wn: p[3],
         stages: p[4],
+        early: p[5] == 1,
     }
 }
 
