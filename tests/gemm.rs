@@ -59,13 +59,18 @@ const SMALL_DOUBLE: GemmTiles = GemmTiles { stages: 2, ..SMALL };
 
 /// Every tile choice the tests run, for `elem` (the step of [`DOUBLE_WIDE`] is `elem`'s
 /// default: two stages of f32 blocks with steps of 32 do not fit the LDS).
-fn tile_choices(elem: FragElem) -> [GemmTiles; 4] {
+fn tile_choices(elem: FragElem) -> [GemmTiles; 5] {
     let bk = default_tiles(elem).bk;
     [
         default_tiles(elem),
         SMALL,
         SMALL_DOUBLE,
         GemmTiles { bk, ..DOUBLE_WIDE },
+        // The next step's loads before this step's stores (the n = 64 tiles' choice).
+        GemmTiles {
+            early: true,
+            ..SMALL
+        },
     ]
 }
 
@@ -112,6 +117,37 @@ fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
     }
 }
 
+/// Two LDS stages of the default f16 blocks are unpadded k-group planes (`Layout::Planes` in
+/// `kernels/src/gemm.rs`): 32 KiB, so two workgroups fit a CU's 64 KiB, and on the `mi300x`
+/// model no LDS port ever waits for bank conflicts (padded rows would take 36 KiB, plain
+/// unpadded rows conflict 8 ways on the fragment reads).
+#[test]
+fn two_stages_fit_two_workgroups_and_have_no_bank_conflicts() {
+    use kjit_runtime::emu::RunConfig;
+    use kjit_runtime::timing::StallCause;
+    let model = kjit::backend_gcn::machine::machine_by_name("mi300x").unwrap();
+    let dev = GcnEmulator::with_config(RunConfig {
+        timing: Some(model),
+        ..RunConfig::default()
+    });
+    let tiles = GemmTiles {
+        stages: 2,
+        ..DEFAULT_TILES
+    };
+    let func = build_gemm("gemm", FragElem::F16, tiles).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    assert_eq!(ck.header.lds_bytes, 32 * 1024);
+    let case = gemm_case(FragElem::F16, tiles, (256, 256, 96), 5);
+    let out = run_case(&dev, &ck.code_object, &func, &case).expect("runs");
+    assert_eq!(
+        out.outputs[0],
+        *interpret(&func, &case)[2].as_buffer().unwrap()
+    );
+    let r = out.stats.timing.expect("timed");
+    assert!(r.flops > 0);
+    assert_eq!(r.stalls.get(StallCause::LdsBankConflict), 0, "{r}");
+}
+
 #[test]
 fn gfx900_fails_to_compile_naming_the_mfma() {
     let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
@@ -126,7 +162,7 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
 
 /// TFLOP/s of the GEMM on the `mi300x` timing model for a problem that gives every one of the
 /// 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024; inputs
-/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages]`).
+/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early]]`).
 /// Ignored (minutes of software MFMA): `cargo test --release --test gemm -- --ignored --nocapture`.
 #[test]
 #[ignore]

@@ -25,7 +25,9 @@
 //! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
-//! 64×64 or 64×128, smaller where the block is) and `stages` (1 or 2 LDS buffers).
+//! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers; two stages of
+//! f16/bf16 are unpadded k-group planes, `Layout`) and `early` (the next step's global loads
+//! before this step's LDS stores).
 
 use crate::*;
 use kjit_frontend::{
@@ -60,6 +62,11 @@ pub struct GemmTiles {
     /// last MFMAs) or 2 (double buffering: the next step's blocks go into the other buffer,
     /// one barrier per step, twice the LDS).
     pub stages: u32,
+    /// Whether a step issues the next step's global loads before it stores its own blocks
+    /// into LDS (else after): the loads get the stores' and the barrier's time more, for one
+    /// step's blocks more in registers. Pays where the loads are the bound and the registers
+    /// are free (n = 64 with 256 × 64 blocks: two workgroups per CU whatever the registers).
+    pub early: bool,
 }
 
 impl GemmTiles {
@@ -68,15 +75,18 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages]` (`wn` and `stages` default to [`DEFAULT_TILES`]'s).
+    /// Tiles from `bm,bn,bk[,wn,stages[,early]]` (the optional ones default to
+    /// [`DEFAULT_TILES`]'s; `early` is 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=5).contains(&v.len()) {
-            return Err(format!("tiles `{text}`: want bm,bn,bk[,wn,stages]"));
+        if !(3..=6).contains(&v.len()) || v.get(5).is_some_and(|&e| e > 1) {
+            return Err(format!(
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)]]"
+            ));
         }
         let d = DEFAULT_TILES;
         Ok(GemmTiles {
@@ -85,6 +95,7 @@ impl GemmTiles {
             bk: v[2],
             wn: v.get(3).copied().unwrap_or(d.wn),
             stages: v.get(4).copied().unwrap_or(d.stages),
+            early: v.get(5).map_or(d.early, |&e| e == 1),
         })
     }
 
@@ -104,6 +115,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     bk: 32,
     wn: 64,
     stages: 1,
+    early: false,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -163,10 +175,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let fin = op.input_frag();
     let kl = fin.len as u32;
     let (_, _, kstep) = op.dims();
-    let pad = kl.max(2);
-    let stride = t.bk + pad;
+    let layout = Layout::choose(elem, t, kl);
     // One block per stage, the stages one after the other.
-    let (a_len, b_len) = (t.bm * stride, t.bn * stride);
+    let (a_len, b_len) = (layout.len(t.bm), layout.len(t.bn));
     let ta = k.lds::<T>("tile_a", a_len * t.stages);
     let tb = k.lds::<T>("tile_b", b_len * t.stages);
     let threads = t.threads();
@@ -230,21 +241,28 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     };
     // Which lanes store which fragments, chosen so that the lanes of each pass of a store
     // instruction through the bank array hit every bank once (`Interleave`). In dwords: a
-    // fragment is `w` long, rows of the LDS blocks are `stride_dw` apart.
-    let (w, stride_dw) = (kl * elem.bytes() / 4, stride * elem.bytes() / 4);
-    let a_order = Interleave::choose(t.bm, per_row, w, |row, c| row * stride_dw + c * w);
+    // fragment is `w` dwords long.
+    let (w, dw) = (kl * elem.bytes() / 4, |x: u32| x * elem.bytes() / 4);
+    let a_order = Interleave::choose(t.bm, per_row, w, |row, g| dw(layout.at_const(t.bm, row, g)));
     let pairs = t.bn / quad;
     let col_step = quad / pieces;
-    let b_order = Interleave::choose(per_row, pairs, w, |kg, pair| {
-        pair * col_step * stride_dw + kg * w
+    let b_order = Interleave::choose(per_row, pairs, w, |g, pair| {
+        dw(layout.at_const(t.bn, pair * col_step, g))
     });
+    // A job's (row or column, k-group).
+    let a_group = |q: u32| a_order.split(job(q, t.bm * per_row), zero);
+    let b_group = |q: u32| {
+        let (g, pair) = b_order.split(job(q, pairs * per_row), zero);
+        (pair * col_step, g)
+    };
+    // The same with the group's first k.
     let a_job = |q: u32| {
-        let (row, c) = a_order.split(job(q, t.bm * per_row), zero);
-        (row, c * kl)
+        let (row, g) = a_group(q);
+        (row, g * kl)
     };
     let b_job = |q: u32| {
-        let (kg, pair) = b_order.split(job(q, pairs * per_row), zero);
-        (pair * col_step, kg * kl)
+        let (col, g) = b_group(q);
+        (col, g * kl)
     };
     // Per-thread parts of the global indices and range checks, outside the loop. A load at
     // k-offset `kc + off` within the step reads when `limit < (k - k0) - off` (saturating, a
@@ -335,22 +353,26 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // (`frag_store_at`), so it needs no address register of its own.
     let mut a_lds: Vec<(Val<'_, u32>, u32)> = Vec::new();
     for q in 0..a_jobs {
-        let at = match moved(q, t.bm * per_row, &a_order) {
-            Some(rows) => (a_lds[0].0, rows * stride),
+        let shift = moved(q, t.bm * per_row, &a_order).and_then(|rows| layout.line_shift(rows));
+        let at = match shift {
+            Some(off) => (a_lds[0].0, off),
             None => {
-                let (row, kc) = a_job(q);
-                (row * stride + kc, 0)
+                let (row, g) = a_group(q);
+                (layout.at(t.bm, row, g), 0)
             }
         };
         a_lds.push(at);
     }
-    let mut b_lds: Vec<(Val<'_, u32>, u32)> = Vec::new();
+    // Per b-job, one place per column within a piece (column `col + lo`, lo < piece_len):
+    // with k-group planes the columns of a piece lie apart by a per-lane XOR, not a constant.
+    let mut b_lds: Vec<Vec<(Val<'_, u32>, u32)>> = Vec::new();
     for q in 0..b_jobs {
-        let at = match moved(q, pairs * per_row, &b_order) {
-            Some(lines) => (b_lds[0].0, lines * kl),
+        let shift = moved(q, pairs * per_row, &b_order).and_then(|gs| layout.group_shift(gs));
+        let at = match shift {
+            Some(off) => b_lds[0].iter().map(|&(at, o)| (at, o + off)).collect(),
             None => {
-                let (col, kc) = b_job(q);
-                (col * stride + kc, 0)
+                let (col, g) = b_group(q);
+                layout.lines_at(t.bn, col, g, piece_len)
             }
         };
         b_lds.push(at);
@@ -361,8 +383,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         k.frag_store_at(&ta, shifted(at, oa), off, f);
     };
     let store_b = |q: u32, c: u32, ob: Option<Val<'_, u32>>, f: Frag<'_>| {
-        let (at, off) = b_lds[q as usize];
-        k.frag_store_at(&tb, shifted(at, ob), off + job_col(c) * stride, f);
+        let (at, off) = b_lds[q as usize][(c % piece_len) as usize];
+        let far = layout
+            .line_shift(job_col(c) - c % piece_len)
+            .expect("pieces lie whole XOR spans apart");
+        k.frag_store_at(&tb, shifted(at, ob), off + far, f);
     };
     // Rows that do not start at a fragment multiple (k not a multiple of kl): the step's a-block
     // element by element, straight into LDS (after the prefetched zeros, before the barrier).
@@ -448,9 +473,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // Where this lane's MFMA inputs start in the LDS blocks (row or column lrow, k-values from
     // lk); every other input is a constant further.
     let lane = k.lane_id();
-    let (lrow, lk) = (lane % 32u32, lane / 32u32 * kl);
-    let a_rd = (wave_row + lrow) * stride + lk;
-    let b_rd = (wave_col + lrow) * stride + lk;
+    let (lrow, lg) = (lane % 32u32, lane / 32u32);
+    let subs = t.bk / kstep;
+    // Sub-step s reads k-group `lg + s · kstep / kl`; tile row i is 32 lines further.
+    let a_rd = layout.reads_at(t.bm, wave_row + lrow, lg, kstep / kl, subs);
+    let b_rd = layout.reads_at(t.bn, wave_col + lrow, lg, kstep / kl, subs);
     // Software pipelining: the next step's global loads are issued before this step's MFMAs,
     // so their latency hides behind the matrix work. With one stage the step's blocks are
     // stored, a barrier lets every wave read them, and a second barrier (before the step's
@@ -493,8 +520,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             let other = k.lit(1u32) - cur;
             let next = if double {
                 k.barrier();
+                let early = t.early.then(|| load_stage(k0 + 2 * t.bk));
                 store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)));
-                load_stage(k0 + 2 * t.bk)
+                early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk))
+            } else if t.early {
+                let next = load_stage(k0 + t.bk);
+                store_stage(&now, k0, (None, None));
+                k.barrier();
+                next
             } else {
                 store_stage(&now, k0, (None, None));
                 k.barrier();
@@ -505,16 +538,22 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             } else {
                 (None, None)
             };
-            let (a_at, b_at) = (shifted(a_rd, oa), shifted(b_rd, ob));
             // Every LDS read of the step before its MFMAs, so the reads of later sub-steps
             // overlap the MFMAs of earlier ones.
-            let reads: Vec<(Vec<_>, Vec<_>)> = (0..t.bk / kstep)
+            let tile_row = |i: u32| {
+                layout
+                    .line_shift(i * 32)
+                    .expect("tile rows are whole spans")
+            };
+            let reads: Vec<(Vec<_>, Vec<_>)> = (0..subs as usize)
                 .map(|s| {
+                    let ((a_at, a_off), (b_at, b_off)) = (a_rd[s], b_rd[s]);
+                    let (a_at, b_at) = (shifted(a_at, oa), shifted(b_at, ob));
                     let a_frags: Vec<_> = (0..tm)
-                        .map(|i| fragment(&k, &ta, a_at + (i * 32 * stride + s * kstep), fin))
+                        .map(|i| fragment(&k, &ta, a_at + (a_off + tile_row(i)), fin))
                         .collect();
                     let b_frags: Vec<_> = (0..tn)
-                        .map(|j| fragment(&k, &tb, b_at + (j * 32 * stride + s * kstep), fin))
+                        .map(|j| fragment(&k, &tb, b_at + (b_off + tile_row(j)), fin))
                         .collect();
                     (a_frags, b_frags)
                 })
@@ -582,6 +621,130 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     };
     k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
+}
+
+/// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
+/// below it, and blocks and tile rows are whole multiples of it.
+const SPAN: u32 = 8;
+
+/// How a staged block of `lines` (rows of a, columns of b) × `bk` k-values lies in LDS, as
+/// fragments of `kl` consecutive k-values: fragment (line, g) holds the line's k-values
+/// `g·kl ..`. Every index is in elements of the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Line after line, `stride = bk + pad` elements apart; the pad spreads a fragment read
+    /// (consecutive lines, one k-group) over the banks.
+    Padded { stride: u32, kl: u32 },
+    /// Unpadded k-group planes: fragment (line, g) in slot `g · lines + (line ^ g)` of `kl`
+    /// elements (8 bytes). A fragment read pass (16 consecutive lines of one k-group, 16-aligned)
+    /// takes 16 consecutive slots, every bank once; a store pass of two lines 8 apart, 8
+    /// k-groups each, hits 16 distinct bank pairs through the XOR (plain planes would put the
+    /// 8 k-groups of a line on one bank pair). `bk · lines` elements: two stages of 128 × 128 ×
+    /// 32 f16 blocks are 32 KiB, so two workgroups fit a CU.
+    Planes { bk: u32, kl: u32 },
+}
+
+impl Layout {
+    /// Planes for two stages of 8-byte fragments (f16, bf16) with at most [`SPAN`] k-groups,
+    /// else padded lines. With one stage the padded lines measured faster (square problem on
+    /// the `mi300x` model: 117,635 cycles against 119,005 with planes: the planes' reads need
+    /// one per-lane address per sub-step, and 18 KiB already fit three workgroups per CU).
+    fn choose(elem: FragElem, t: GemmTiles, kl: u32) -> Layout {
+        if t.stages == 2 && kl * elem.bytes() == 8 && t.bk / kl <= SPAN {
+            Layout::Planes { bk: t.bk, kl }
+        } else {
+            Layout::Padded {
+                stride: t.bk + kl.max(2),
+                kl,
+            }
+        }
+    }
+
+    /// Elements of a block of `lines`.
+    fn len(&self, lines: u32) -> u32 {
+        match *self {
+            Layout::Padded { stride, .. } => lines * stride,
+            Layout::Planes { bk, .. } => lines * bk,
+        }
+    }
+
+    /// Where fragment (line, g) of a block of `lines` starts.
+    fn at_const(&self, lines: u32, line: u32, g: u32) -> u32 {
+        match *self {
+            Layout::Padded { stride, kl } => line * stride + g * kl,
+            Layout::Planes { kl, .. } => (g * lines + (line ^ g)) * kl,
+        }
+    }
+
+    /// [`at_const`](Self::at_const) of per-lane values.
+    fn at<'k>(&self, lines: u32, line: Val<'k, u32>, g: Val<'k, u32>) -> Val<'k, u32> {
+        match *self {
+            Layout::Padded { stride, kl } => line * stride + g * kl,
+            Layout::Planes { kl, .. } => (g * lines + (line ^ g)) * kl,
+        }
+    }
+
+    /// The constant distance of a fragment `d` lines further (same k-group), if it is one.
+    fn line_shift(&self, d: u32) -> Option<u32> {
+        match *self {
+            Layout::Padded { stride, .. } => Some(d * stride),
+            Layout::Planes { kl, .. } => d.is_multiple_of(SPAN).then_some(d * kl),
+        }
+    }
+
+    /// The constant distance of a fragment `gs` k-groups further (same line), if it is one
+    /// (not across planes: the XOR key changes).
+    fn group_shift(&self, gs: u32) -> Option<u32> {
+        match *self {
+            Layout::Padded { kl, .. } => Some(gs * kl),
+            Layout::Planes { .. } => None,
+        }
+    }
+
+    /// Where fragments (line + lo, g) start for lo < `n` (line a multiple of `n`): one place
+    /// and constant distances for padded lines, one place per lo for planes.
+    fn lines_at<'k>(
+        &self,
+        lines: u32,
+        line: Val<'k, u32>,
+        g: Val<'k, u32>,
+        n: u32,
+    ) -> Vec<(Val<'k, u32>, u32)> {
+        let at = self.at(lines, line, g);
+        (0..n)
+            .map(|lo| match self {
+                Layout::Padded { stride, .. } => (at, lo * stride),
+                Layout::Planes { .. } if lo == 0 => (at, 0),
+                Layout::Planes { .. } => (self.at(lines, line + lo, g), 0),
+            })
+            .collect()
+    }
+
+    /// A lane's MFMA input reads of each of `subs` sub-steps: line `line`, k-group
+    /// `lg + s · per_sub` in sub-step s, as a per-lane index and a constant (per-lane values
+    /// made once before the loop: one for padded lines, one per sub-step for planes, whose
+    /// XOR key changes with the k-group).
+    fn reads_at<'k>(
+        &self,
+        lines: u32,
+        line: Val<'k, u32>,
+        lg: Val<'k, u32>,
+        per_sub: u32,
+        subs: u32,
+    ) -> Vec<(Val<'k, u32>, u32)> {
+        match *self {
+            Layout::Padded { stride, kl } => {
+                let at = line * stride + lg * kl;
+                (0..subs).map(|s| (at, s * per_sub * kl)).collect()
+            }
+            Layout::Planes { kl, .. } => (0..subs)
+                .map(|s| {
+                    let g = lg + s * per_sub;
+                    ((lg * lines + (line ^ g)) * kl, s * per_sub * lines * kl)
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Element offsets of an LDS stage in the a- and b-blocks; `None` for the first stage.
@@ -819,6 +982,10 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "stages",
         values: &[1, 2],
     },
+    TuneParam {
+        name: "early",
+        values: &[0, 1],
+    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -831,6 +998,7 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
     },
     TILE_PARAMS[3],
     TILE_PARAMS[4],
+    TILE_PARAMS[5],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -840,6 +1008,7 @@ fn tiles(p: &[u32]) -> GemmTiles {
         bk: p[2],
         wn: p[3],
         stages: p[4],
+        early: p[5] == 1,
     }
 }
 
@@ -892,7 +1061,7 @@ gemm_spec!(
 
 #[cfg(test)]
 mod tests {
-    use super::Interleave;
+    use super::{Interleave, Layout, SPAN};
 
     /// Banks each lane of the first pass hits, per bank the number of dwords.
     fn bank_load(o: &Interleave, w: u32, at: impl Fn(u32, u32) -> u32) -> [u32; 32] {
@@ -963,5 +1132,66 @@ mod tests {
             );
             covers_once(&o, majors);
         }
+    }
+
+    /// Dwords per bank of the 16 lanes of one pass of 8-byte accesses at element indices
+    /// `at(lane)` (f16: 2 elements per dword).
+    fn pass_banks(at: impl Fn(u32) -> u32) -> [u32; 32] {
+        let mut banks = [0; 32];
+        for l in 0..16 {
+            for e in 0..2 {
+                banks[((at(l) / 2 + e) % 32) as usize] += 1;
+            }
+        }
+        banks
+    }
+
+    /// The k-group planes of the two-stage f16 blocks (128 lines × 32 k, fragments of 4):
+    /// every fragment has its own slot inside 16 KiB; every MFMA input read pass (16
+    /// consecutive lines from a multiple of 16, one k-group) and every pass of the store order
+    /// `Interleave::choose` finds for them hit each bank once; without the XOR (slot
+    /// `g · lines + line`) that order's first pass puts 8 lanes on one bank pair.
+    #[test]
+    fn planes_are_unpadded_and_read_and_stored_without_bank_conflicts() {
+        let (lines, bk, kl) = (128, 32, 4);
+        let planes = Layout::Planes { bk, kl };
+        // An a- and a b-block of f16: 16 KiB per stage.
+        assert_eq!(2 * planes.len(lines) * 2, 16 * 1024);
+        let groups = bk / kl;
+        let mut seen = vec![false; (lines * groups) as usize];
+        for line in 0..lines {
+            for g in 0..groups {
+                let at = planes.at_const(lines, line, g);
+                assert_eq!(at % kl, 0);
+                assert!(at < planes.len(lines));
+                assert!(!std::mem::replace(&mut seen[(at / kl) as usize], true));
+            }
+        }
+        for g in 0..groups {
+            for r0 in (0..lines).step_by(16) {
+                let banks = pass_banks(|l| planes.at_const(lines, r0 + l, g));
+                assert!(banks.iter().all(|&b| b == 1), "read of group {g} from {r0}");
+            }
+        }
+        let at = |row: u32, g: u32| planes.at_const(lines, row, g) / 2;
+        let o = Interleave::choose(lines, groups, 2, at);
+        covers_once(&o, lines);
+        for pass in 0..lines * groups / o.pass {
+            let lane = |l: u32| o.split(pass * o.pass + l, 0);
+            let banks = pass_banks(|l| {
+                let (row, g) = lane(l);
+                planes.at_const(lines, row, g)
+            });
+            assert!(banks.iter().all(|&b| b == 1), "store pass {pass}");
+        }
+        let plain = |l: u32| {
+            let (row, g) = o.split(l, 0);
+            (g * lines + row) * kl
+        };
+        assert_eq!(pass_banks(plain).iter().max(), Some(&8));
+        // Moving by whole spans of lines is a constant; across k-groups it is not.
+        assert_eq!(planes.line_shift(SPAN), Some(SPAN * kl));
+        assert_eq!(planes.line_shift(SPAN / 2), None);
+        assert_eq!(planes.group_shift(1), None);
     }
 }
