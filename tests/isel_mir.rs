@@ -530,3 +530,65 @@ fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
         }
     }
 }
+
+/// `if (lid < t) { for i < n { acc += gid * i; if (i & 1) acc ^= i } }; dst[gid] = acc`: a
+/// uniform loop (with a uniform `if` inside) in a divergent `if`.
+fn uniform_loop_in_if() -> kjit_ir::Function {
+    let k = KernelBuilder::new("uniform_loop_in_if");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let t = k.arg::<u32>("t");
+    let gid = k.global_id(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let acc = k.var(k.lit(7u32));
+    k.if_(lid.lt(t), || {
+        k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
+            acc.set(acc.get() + gid * i);
+            k.if_((i & 1u32).ne(k.lit(0u32)), || acc.set(acc.get() ^ i));
+        });
+    });
+    k.store(&dst, gid, acc.get());
+    k.finish().unwrap()
+}
+
+#[test]
+fn a_uniform_loop_in_a_divergent_if_branches_on_scc_without_exit_masks() {
+    // Every lane that enters the loop leaves it together, so it runs under the `if`'s EXEC
+    // as a scalar loop: its branches are `s_cmp` + `s_cbranch_scc*` and a back edge
+    // `s_branch`, with no per-edge lane masks (`s_cselect_b64`) and no latch testing a mask
+    // (`s_cmp_lg_u64`), the divergent loop's shape, and no EXEC in the loop. The device matches the interpreter with a partial second
+    // wave, for waves with every lane, some lanes and no lane in the `if`, with and without
+    // rounds.
+    let f = uniform_loop_in_if();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert!(!a.contains("s_cselect_b64"), "{t}\n{a}");
+        assert!(!a.contains("s_cmp_lg_u64"), "{t}\n{a}");
+        assert!(a.contains("s_branch"), "{t}\n{a}");
+        // The loop (from the back edge's target to the back edge) neither reads nor writes EXEC.
+        let lines: Vec<&str> = a.lines().map(str::trim).collect();
+        let (head, back) = lines
+            .iter()
+            .enumerate()
+            .find_map(|(at, l)| {
+                let def = format!("{}:", l.strip_prefix("s_branch ")?);
+                Some((lines[..at].iter().position(|x| *x == def)?, at))
+            })
+            .unwrap_or_else(|| panic!("{t}: no back edge\n{a}"));
+        assert!(
+            !lines[head..back].iter().any(|l| l.contains("exec")),
+            "{t}\n{a}"
+        );
+        for (n, th) in [(5u32, 100u32), (5, 30), (5, 80), (5, 0), (0, 100)] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+                Arg::U32(n),
+                Arg::U32(th),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 100, 0);
+            assert_eq!(got, want, "{t} n={n} t={th}");
+        }
+    }
+}
