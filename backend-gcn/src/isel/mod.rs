@@ -505,14 +505,7 @@ impl<'a> Isel<'a> {
     fn compute_direct(&mut self) {
         let func = self.func;
         let uni = &self.uni;
-        let uniform_exit = |p: Block| {
-            !uni.in_divergent_region(p)
-                && func.terminator(p).is_some_and(|t| match &func.insts[t] {
-                    InstData::Jump { .. } => true,
-                    InstData::Brif { cond, .. } => uni.is_uniform(*cond),
-                    _ => false,
-                })
-        };
+        let uniform_exit = |p: Block| !uni.in_divergent_region(p) && ends_uniformly(func, uni, p);
         let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
         for &b in &self.order {
             for s in func.successors(b) {
@@ -560,14 +553,6 @@ impl<'a> Isel<'a> {
         let func = self.func;
         let uni = &self.uni;
         let mut scalar: SecondaryMap<Block, bool> = SecondaryMap::new();
-        let uniform_branch = |b: Block| {
-            !uni.is_divergent_branch(b)
-                && func.terminator(b).is_some_and(|t| match &func.insts[t] {
-                    InstData::Jump { .. } => true,
-                    InstData::Brif { cond, .. } => uni.is_uniform(*cond),
-                    _ => false,
-                })
-        };
         for &h in self.loops.headers() {
             if !uni.in_divergent_region(h) {
                 continue;
@@ -596,7 +581,7 @@ impl<'a> Isel<'a> {
             exits.dedup();
             let &[e] = exits.as_slice() else { continue };
             let ok = p_jumps
-                && blocks.iter().all(|&b| uniform_branch(b))
+                && blocks.iter().all(|&b| ends_uniformly(func, uni, b))
                 && preds[e].iter().all(|&x| self.loops.contains(h, x))
                 && !self.loops.is_header(e)
                 && func
@@ -1867,6 +1852,16 @@ impl<'a> Isel<'a> {
         self.write(Var::Mask(call.block), m2);
         Ok(())
     }
+}
+
+/// Whether `b` ends in a jump or a `brif` on a uniform condition (every lane it holds goes the
+/// same way).
+fn ends_uniformly(func: &Function, uni: &Uniformity, b: Block) -> bool {
+    func.terminator(b).is_some_and(|t| match &func.insts[t] {
+        InstData::Jump { .. } => true,
+        InstData::Brif { cond, .. } => uni.is_uniform(*cond),
+        _ => false,
+    })
 }
 
 /// Appends `a` to the arguments `term` passes to `succ`.
