@@ -86,6 +86,26 @@ fn device_and_interpreter(
     (got.args[out].clone(), want[out].clone())
 }
 
+/// `dst` (a poisoned 128-word buffer, argument 0) of one workgroup of 100 work-items with the
+/// two u32 arguments of each pair: kjit's device against the interpreter.
+fn check_u32_pairs(
+    dev: &kjit_runtime::emu::GcnEmulator,
+    k: &kjit::CompiledKernel,
+    f: &kjit_ir::Function,
+    t: Target,
+    pairs: &[(u32, u32)],
+) {
+    for &(x, y) in pairs {
+        let args = vec![
+            kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
+            Arg::U32(x),
+            Arg::U32(y),
+        ];
+        let (got, want) = device_and_interpreter(dev, k, f, args, 100, 0);
+        assert_eq!(got, want, "{t} args {x}, {y}");
+    }
+}
+
 fn asm(f: &kjit_ir::Function, t: Target) -> String {
     compile(f, t, &CompileOptions::default()).unwrap().asm
 }
@@ -229,15 +249,7 @@ fn uniform_control_flow_branches_on_scc_without_exec_masks() {
         // Everything before the divergent compare is uniform: no EXEC read or written.
         let uniform_part = &k.asm[..k.asm.find("v_cmp_").expect("the divergent compare")];
         assert!(!uniform_part.contains("exec"), "{t}\n{}", k.asm);
-        for (n, limit) in [(5u32, 10u32), (0, 10), (11, 10)] {
-            let args = vec![
-                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
-                Arg::U32(n),
-                Arg::U32(limit),
-            ];
-            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 100, 0);
-            assert_eq!(got, want, "{t} n={n}");
-        }
+        check_u32_pairs(&dev, &k, &f, t, &[(5u32, 10u32), (0, 10), (11, 10)]);
     }
 }
 
@@ -385,15 +397,13 @@ fn a_short_loop_header_runs_under_an_empty_exec_without_a_skip() {
             "{t}\n{}",
             k.asm
         );
-        for (n, th) in [(40u32, 100u32), (40, 30), (40, 0), (0, 100)] {
-            let args = vec![
-                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 128),
-                Arg::U32(n),
-                Arg::U32(th),
-            ];
-            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 100, 0);
-            assert_eq!(got, want, "{t} n={n} t={th}");
-        }
+        check_u32_pairs(
+            &dev,
+            &k,
+            &f,
+            t,
+            &[(40u32, 100u32), (40, 30), (40, 0), (0, 100)],
+        );
     }
 }
 
@@ -528,5 +538,65 @@ fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
             let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
             assert_eq!(got, want, "{t} n={n}");
         }
+    }
+}
+
+/// `if (lid < t) { for i < n { acc += gid * i; if (i & 1) acc ^= i } }; dst[gid] = acc`: a
+/// uniform loop (with a uniform `if` inside) in a divergent `if`.
+fn uniform_loop_in_if() -> kjit_ir::Function {
+    let k = KernelBuilder::new("uniform_loop_in_if");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let t = k.arg::<u32>("t");
+    let gid = k.global_id(Dim::X);
+    let lid = k.local_id(Dim::X);
+    let acc = k.var(k.lit(7u32));
+    k.if_(lid.lt(t), || {
+        k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
+            acc.set(acc.get() + gid * i);
+            k.if_((i & 1u32).ne(k.lit(0u32)), || acc.set(acc.get() ^ i));
+        });
+    });
+    k.store(&dst, gid, acc.get());
+    k.finish().unwrap()
+}
+
+#[test]
+fn a_uniform_loop_in_a_divergent_if_branches_on_scc_without_exit_masks() {
+    // Every lane that enters the loop leaves it together, so it runs under the `if`'s EXEC
+    // as a scalar loop: its branches are `s_cmp` + `s_cbranch_scc*` and a back edge
+    // `s_branch`, with no per-edge lane masks (`s_cselect_b64`) and no latch testing a mask
+    // (`s_cmp_lg_u64`), the divergent loop's shape, and no EXEC in the loop. The device
+    // matches the interpreter with a partial second wave, for waves with every lane, some
+    // lanes and no lane in the `if`, with and without rounds.
+    let f = uniform_loop_in_if();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert!(!a.contains("s_cselect_b64"), "{t}\n{a}");
+        assert!(!a.contains("s_cmp_lg_u64"), "{t}\n{a}");
+        assert!(a.contains("s_branch"), "{t}\n{a}");
+        // The loop (from the back edge's target to the back edge) neither reads nor writes EXEC.
+        let lines: Vec<&str> = a.lines().map(str::trim).collect();
+        let (head, back) = lines
+            .iter()
+            .enumerate()
+            .find_map(|(at, l)| {
+                let def = format!("{}:", l.strip_prefix("s_branch ")?);
+                Some((lines[..at].iter().position(|x| *x == def)?, at))
+            })
+            .unwrap_or_else(|| panic!("{t}: no back edge\n{a}"));
+        assert!(
+            !lines[head..back].iter().any(|l| l.contains("exec")),
+            "{t}\n{a}"
+        );
+        check_u32_pairs(
+            &dev,
+            &k,
+            &f,
+            t,
+            &[(5u32, 100u32), (5, 30), (5, 80), (5, 0), (0, 100)],
+        );
     }
 }

@@ -505,14 +505,7 @@ impl<'a> Isel<'a> {
     fn compute_direct(&mut self) {
         let func = self.func;
         let uni = &self.uni;
-        let uniform_exit = |p: Block| {
-            !uni.in_divergent_region(p)
-                && func.terminator(p).is_some_and(|t| match &func.insts[t] {
-                    InstData::Jump { .. } => true,
-                    InstData::Brif { cond, .. } => uni.is_uniform(*cond),
-                    _ => false,
-                })
-        };
+        let uniform_exit = |p: Block| !uni.in_divergent_region(p) && ends_uniformly(func, uni, p);
         let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
         for &b in &self.order {
             for s in func.successors(b) {
@@ -520,14 +513,19 @@ impl<'a> Isel<'a> {
             }
         }
         let entry = self.order[0];
+        let scalar = self.scalar_loops(&preds);
         for &b in &self.order {
-            self.direct[b] = b == entry || !uni.in_divergent_region(b);
+            self.direct[b] = b == entry || !uni.in_divergent_region(b) || scalar[b];
         }
         let mut changed = true;
         while changed {
             changed = false;
             for &b in &self.order {
-                if b != entry && self.direct[b] && !preds[b].iter().all(|&p| uniform_exit(p)) {
+                if b != entry
+                    && self.direct[b]
+                    && !scalar[b]
+                    && !preds[b].iter().all(|&p| uniform_exit(p))
+                {
                     self.direct[b] = false;
                     changed = true;
                 }
@@ -540,6 +538,65 @@ impl<'a> Isel<'a> {
             }
         }
         self.direct[entry] = true;
+    }
+
+    /// Finds the *scalar loops* inside divergent regions: loops whose every branch is uniform
+    /// (no divergent branch, no return), entered from one block `P` by a jump and left to one
+    /// exit block `E` entered only from the loop. The lanes that enter such a loop all leave it
+    /// together at `E`, so its blocks and `E` run under `P`'s EXEC and are direct (real
+    /// `s_cbranch_scc*` branches, no masks, no latch): LLVM's uniform loop in a divergent `if`.
+    /// `P`, the loop and `E` must be consecutive in the layout (no other section's pending
+    /// lanes are jumped over) and `E` in the same loops as `P` (no outer latch inside). `P`'s
+    /// head skips an empty EXEC (it branches directly), so no wave runs the loop with no lane.
+    /// Returns the blocks of these loops and their exits.
+    fn scalar_loops(&self, preds: &SecondaryMap<Block, Vec<Block>>) -> SecondaryMap<Block, bool> {
+        let func = self.func;
+        let uni = &self.uni;
+        let mut scalar: SecondaryMap<Block, bool> = SecondaryMap::new();
+        for &h in self.loops.headers() {
+            if !uni.in_divergent_region(h) {
+                continue;
+            }
+            let blocks: Vec<Block> = self
+                .order
+                .iter()
+                .copied()
+                .filter(|&b| self.loops.contains(h, b))
+                .collect();
+            let outside: Vec<Block> = preds[h]
+                .iter()
+                .copied()
+                .filter(|&p| !self.loops.contains(h, p))
+                .collect();
+            let &[p] = outside.as_slice() else { continue };
+            let p_jumps = func
+                .terminator(p)
+                .is_some_and(|t| matches!(func.insts[t], InstData::Jump { .. }));
+            let mut exits: Vec<Block> = blocks
+                .iter()
+                .flat_map(|&b| func.successors(b))
+                .filter(|&s| !self.loops.contains(h, s))
+                .collect();
+            exits.sort();
+            exits.dedup();
+            let &[e] = exits.as_slice() else { continue };
+            let ok = p_jumps
+                && blocks.iter().all(|&b| ends_uniformly(func, uni, b))
+                && preds[e].iter().all(|&x| self.loops.contains(h, x))
+                && !self.loops.is_header(e)
+                && func
+                    .terminator(e)
+                    .is_some_and(|t| !matches!(func.insts[t], InstData::Return))
+                && self.pos[h] == self.pos[p] + 1
+                && self.pos[e] == self.pos[h] + blocks.len()
+                && self.loops.loops_containing(e) == self.loops.loops_containing(p);
+            if ok {
+                for &b in blocks.iter().chain([&e]) {
+                    scalar[b] = true;
+                }
+            }
+        }
+        scalar
     }
 
     /// Whether `b`'s terminator branches for real (to direct blocks, or ends the wave from a
@@ -1795,6 +1852,16 @@ impl<'a> Isel<'a> {
         self.write(Var::Mask(call.block), m2);
         Ok(())
     }
+}
+
+/// Whether `b` ends in a jump or a `brif` on a uniform condition (every lane it holds goes the
+/// same way).
+fn ends_uniformly(func: &Function, uni: &Uniformity, b: Block) -> bool {
+    func.terminator(b).is_some_and(|t| match &func.insts[t] {
+        InstData::Jump { .. } => true,
+        InstData::Brif { cond, .. } => uni.is_uniform(*cond),
+        _ => false,
+    })
 }
 
 /// Appends `a` to the arguments `term` passes to `succ`.
