@@ -31,6 +31,13 @@
 //! below a node) hides no latency: where it lowers the block's peak VGPRs, such nodes take
 //! height 0 and go in the original order, one chain at a time.
 //!
+//! In a block with MFMAs ([`MatrixFeed`]) the list follows one wave's clock (one instruction
+//! per turn of 4 cycles, operands' latencies, the matrix unit held for each MFMA's pass
+//! cycles): while the unit is busy, a ready non-MFMA goes before an MFMA (first one an MFMA
+//! reads, such as the next fragments' LDS reads); once it is free, an MFMA whose operands are
+//! ready goes before other instructions. A wave issues in order, so MFMAs in one burst leave
+//! the unit idle while the rest of the step issues.
+//!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
 //! block unless live out): a ready instruction whose definitions would raise the count above
