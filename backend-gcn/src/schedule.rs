@@ -33,8 +33,9 @@
 //!
 //! In a block with MFMAs ([`MatrixFeed`]) the list follows one wave's clock (one instruction
 //! per turn of 4 cycles, operands' latencies, the matrix unit held for each MFMA's pass
-//! cycles): while the unit is busy, a ready non-MFMA goes before an MFMA (first one an MFMA
-//! reads, such as the next fragments' LDS reads); once it is free, an MFMA whose operands are
+//! cycles): while the unit is busy, a ready non-MFMA goes before an MFMA (with at most
+//! [`MFMA_QUEUE`] MFMAs ready, first one an MFMA reads, such as the next fragments' LDS
+//! reads); once it is free, an MFMA whose operands are
 //! ready goes before other instructions. A wave issues in order, so MFMAs in one burst leave
 //! the unit idle while the rest of the step issues.
 //!
@@ -889,6 +890,9 @@ impl BlockDag {
     }
 }
 
+/// MFMAs ready in the DAG (operands issued) below which their operands' producers go first.
+const MFMA_QUEUE: usize = 2;
+
 /// Cycles between two instructions of one wave: it issues one per turn of 4 cycles.
 const ISSUE_TURN: u64 = 4;
 
@@ -931,13 +935,16 @@ impl<'a> MatrixFeed<'a> {
 
     /// The position in `ready` to issue instead of the list scheduler's pick `at`, among
     /// those `ok` admits (the pressure bound and the `lgkmcnt` rule): while the unit is busy,
-    /// the best ready non-MFMA rather than an MFMA that would wait for it, and of those first
-    /// one an MFMA reads (the next MFMAs' LDS reads before loads for a later step); once it is
+    /// the best ready non-MFMA rather than an MFMA that would wait for it, and of those, with
+    /// few MFMAs ready, first one an MFMA reads (the next MFMAs' LDS reads); once it is
     /// free, the best MFMA whose operands are ready rather than another instruction.
     fn pick(&self, ready: &[usize], at: usize, ok: impl Fn(usize) -> bool) -> usize {
         let busy = self.clock < self.unit_free;
         let want_mfma = !busy;
-        if busy {
+        // Few MFMAs left to issue: the next ones' operands first, so they are back when
+        // the unit is free.
+        let queued = ready.iter().filter(|&&k| self.is_mfma(k)).count();
+        if busy && queued <= MFMA_QUEUE {
             let feeder = ready
                 .iter()
                 .rposition(|&k| !self.is_mfma(k) && self.feeds_mfma(k) && ok(k));
