@@ -199,3 +199,39 @@ fn gemm_on_the_mi300x_model() {
         100.0 * r.flops as f64 / r.seconds / r.peak_flops
     );
 }
+
+/// The loop's MFMAs are spread through the step, not issued in one burst after the rest
+/// (`schedule.rs`, `MatrixFeed`): a wave issues in order, so the matrix unit (32 cycles per
+/// `v_mfma_f32_32x32x8_f16`) idles while a burst's wave issues its other instructions. Before
+/// the step's last barrier, the first eight MFMAs each have at least four other instructions
+/// (`s_waitcnt` not counted) before the next MFMA; the burst schedule put four in a row.
+#[test]
+fn gemm_loop_mfmas_are_interleaved_with_the_rest_of_the_step() {
+    let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let lines: Vec<&str> = ck.asm.lines().map(str::trim).collect();
+    let barriers: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("s_barrier"))
+        .collect();
+    assert!(barriers.len() >= 2, "{}", ck.asm);
+    let step = &lines[barriers[0] + 1..barriers[1]];
+    let mfmas: Vec<usize> = step
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("v_mfma"))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(mfmas.len() >= 9, "{}", ck.asm);
+    for w in mfmas[..9].windows(2) {
+        let between = step[w[0] + 1..w[1]]
+            .iter()
+            .filter(|l| !l.starts_with("s_waitcnt"))
+            .count();
+        assert!(
+            between >= 4,
+            "MFMAs {} apart:\n{}",
+            between,
+            step.join("\n")
+        );
+    }
+}

@@ -31,6 +31,14 @@
 //! below a node) hides no latency: where it lowers the block's peak VGPRs, such nodes take
 //! height 0 and go in the original order, one chain at a time.
 //!
+//! In a block with MFMAs ([`MatrixFeed`]) the list follows one wave's clock (one instruction
+//! per turn of 4 cycles, operands' latencies, the matrix unit held for each MFMA's pass
+//! cycles): while the unit is busy, a ready non-MFMA goes before an MFMA (with at most
+//! [`MFMA_QUEUE`] MFMAs ready, first one an MFMA reads, such as the next fragments' LDS
+//! reads); once it is free, an MFMA whose operands are
+//! ready goes before other instructions. A wave issues in order, so MFMAs in one burst leave
+//! the unit idle while the rest of the step issues.
+//!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
 //! block unless live out): a ready instruction whose definitions would raise the count above
@@ -267,6 +275,9 @@ struct Node {
     /// is above a pass's 4 cycles (`v_mul_lo_u32`, MFMA, transcendentals), so a dependent
     /// instruction right after it waits.
     slow_result: bool,
+    /// An MFMA: cycles it holds the SIMD's matrix unit (the opcode's `timing.busy`; 0 for
+    /// everything else).
+    matrix_busy: u32,
 }
 
 fn is_vector(op: Opcode) -> bool {
@@ -303,6 +314,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
         latency: 0,
         lgkm_load: false,
         slow_result: false,
+        matrix_busy: 0,
     };
     let bits = |b: u8, out: &mut Vec<usize>| {
         if b & implicit::EXEC != 0 {
@@ -422,6 +434,9 @@ fn node(i: &MInst, target: crate::Target) -> Node {
             }
         }
         _ => {
+            if info.is_mfma() {
+                n.matrix_busy = info.timing.busy[isa::target_index(target)] as u32;
+            }
             n.latency = if info.is_mfma() {
                 64
             } else if op.name_has(name_facts::SLOW_VALU) {
@@ -505,6 +520,11 @@ struct BlockDag {
     lgkm_load: Vec<bool>,
     /// Per node that is not such a load: the such loads of the block whose results it reads.
     lgkm_reads: Vec<Vec<usize>>,
+    /// Per node: the latency its successors wait for, in the DAG's cycles.
+    latency: Vec<u32>,
+    /// Per node: cycles an MFMA holds the matrix unit, 0 for other nodes (empty: the block
+    /// has no MFMA).
+    matrix_busy: Vec<u32>,
 }
 
 /// Builds the DAG of one block (`t`: the function's per-vreg tables, clear on entry and on
@@ -534,6 +554,8 @@ fn block_dag(
         frees: Vec::new(),
         lgkm_load: Vec::new(),
         lgkm_reads: Vec::new(),
+        latency: Vec::new(),
+        matrix_busy: Vec::new(),
     };
     if n < 3 {
         return dag;
@@ -709,6 +731,10 @@ fn block_dag(
     dag.height = height;
     dag.lgkm_load = nodes.iter().map(|nd| nd.lgkm_load).collect();
     dag.lgkm_reads = lgkm_reads;
+    dag.latency = nodes.iter().map(|nd| nd.latency.max(1)).collect();
+    if nodes.iter().any(|nd| nd.matrix_busy > 0) {
+        dag.matrix_busy = nodes.iter().map(|nd| nd.matrix_busy).collect();
+    }
     dag
 }
 
@@ -789,6 +815,7 @@ impl BlockDag {
         };
         // Per scheduled LDS/scalar load: how many such loads were scheduled before it.
         let mut seq: Vec<usize> = vec![0; n];
+        let mut matrix = (!self.matrix_busy.is_empty()).then(|| MatrixFeed::new(self));
         let mut issued = 0usize;
         while !ready.is_empty() {
             // A load is known back once `lgkmcnt`'s range of later loads has issued (the
@@ -805,32 +832,34 @@ impl BlockDag {
                             .all(|&d| issued - seq[d] > LGKMCNT_MAX as usize)
                 });
             let allowed = |k: usize| !(free_consumer && self.lgkm_load[k]);
-            let k = match limit {
-                None => {
-                    let at = ready.iter().rposition(|&k| allowed(k)).unwrap_or(0);
-                    ready.remove(at)
-                }
-                Some(limit) => {
-                    let fits = |k: usize| live as i64 + ds[k].max(0) <= limit as i64;
-                    let at = ready
-                        .iter()
-                        .rposition(|&k| allowed(k) && fits(k))
-                        .unwrap_or_else(|| {
-                            (0..ready.len())
-                                .filter(|&i| allowed(ready[i]))
-                                .max_by_key(|&i| {
-                                    let k = ready[i];
-                                    (
-                                        std::cmp::Reverse(ds[k]),
-                                        std::cmp::Reverse(height[k]),
-                                        std::cmp::Reverse(k),
-                                    )
-                                })
-                                .unwrap_or(0)
-                        });
-                    ready.remove(at)
-                }
+            let fits = |k: usize| limit.is_none_or(|l| live as i64 + ds[k].max(0) <= l as i64);
+            let at = match limit {
+                None => ready.iter().rposition(|&k| allowed(k)).unwrap_or(0),
+                Some(_) => ready
+                    .iter()
+                    .rposition(|&k| allowed(k) && fits(k))
+                    .unwrap_or_else(|| {
+                        (0..ready.len())
+                            .filter(|&i| allowed(ready[i]))
+                            .max_by_key(|&i| {
+                                let k = ready[i];
+                                (
+                                    std::cmp::Reverse(ds[k]),
+                                    std::cmp::Reverse(height[k]),
+                                    std::cmp::Reverse(k),
+                                )
+                            })
+                            .unwrap_or(0)
+                    }),
             };
+            let at = match &mut matrix {
+                Some(m) => m.pick(&ready, at, |k| allowed(k) && fits(k)),
+                None => at,
+            };
+            let k = ready.remove(at);
+            if let Some(m) = &mut matrix {
+                m.issue(k, &self.succs[k]);
+            }
             if self.lgkm_load[k] {
                 seq[k] = issued;
                 issued += 1;
@@ -858,5 +887,94 @@ impl BlockDag {
             }
         }
         (order.len() == n).then_some(order)
+    }
+}
+
+/// MFMAs ready in the DAG (operands issued) below which their operands' producers go first.
+const MFMA_QUEUE: usize = 2;
+
+/// Cycles between two instructions of one wave: it issues one per turn of 4 cycles.
+const ISSUE_TURN: u64 = 4;
+
+/// The matrix unit's occupancy along a list schedule of a block with MFMAs, for feeding it
+/// evenly: a wave issues in order, so MFMAs issued back to back wait for the unit while the
+/// wave's other instructions wait behind them, and the unit idles while those issue. Each
+/// MFMA holds the unit for its pass cycles (`timing.busy`), so a wave keeps it busy alone when
+/// `busy / 4 - 1` of its other instructions issue between two of its MFMAs (LLVM's AMDGPU
+/// IGroupLP and ACO interleave the same way). The clock is the wave's alone: one instruction
+/// per turn, an instruction waiting for its operands' latencies and an MFMA for the unit.
+struct MatrixFeed<'a> {
+    dag: &'a BlockDag,
+    /// The cycle the next instruction issues at, at the earliest.
+    clock: u64,
+    /// The cycle the matrix unit takes its next MFMA.
+    unit_free: u64,
+    /// Per node: the cycle its operands are ready (the latest of its predecessors' issue
+    /// plus latency).
+    ready_at: Vec<u64>,
+}
+
+impl<'a> MatrixFeed<'a> {
+    fn new(dag: &'a BlockDag) -> MatrixFeed<'a> {
+        MatrixFeed {
+            dag,
+            clock: 0,
+            unit_free: 0,
+            ready_at: vec![0; dag.nodes],
+        }
+    }
+
+    fn is_mfma(&self, k: usize) -> bool {
+        self.dag.matrix_busy[k] > 0
+    }
+
+    /// Whether an MFMA depends on node `k` directly.
+    fn feeds_mfma(&self, k: usize) -> bool {
+        self.dag.succs[k].iter().any(|&s| self.is_mfma(s))
+    }
+
+    /// The position in `ready` to issue instead of the list scheduler's pick `at`, among
+    /// those `ok` admits (the pressure bound and the `lgkmcnt` rule): while the unit is busy,
+    /// the best ready non-MFMA rather than an MFMA that would wait for it, and of those, with
+    /// few MFMAs ready, first one an MFMA reads (the next MFMAs' LDS reads); once it is
+    /// free, the best MFMA whose operands are ready rather than another instruction.
+    fn pick(&self, ready: &[usize], at: usize, ok: impl Fn(usize) -> bool) -> usize {
+        let busy = self.clock < self.unit_free;
+        let want_mfma = !busy;
+        // Few MFMAs left to issue: the next ones' operands first, so they are back when
+        // the unit is free.
+        let queued = ready.iter().filter(|&&k| self.is_mfma(k)).count();
+        if busy && queued <= MFMA_QUEUE {
+            let feeder = ready
+                .iter()
+                .rposition(|&k| !self.is_mfma(k) && self.feeds_mfma(k) && ok(k));
+            if let Some(i) = feeder {
+                return i;
+            }
+        }
+        if self.is_mfma(ready[at]) == want_mfma {
+            return at;
+        }
+        ready
+            .iter()
+            .rposition(|&k| {
+                self.is_mfma(k) == want_mfma
+                    && ok(k)
+                    && (!want_mfma || self.ready_at[k] <= self.clock)
+            })
+            .unwrap_or(at)
+    }
+
+    /// Advances the clock past node `k`, issued now, and dates its successors' operands.
+    fn issue(&mut self, k: usize, succs: &[usize]) {
+        let mut start = self.clock.max(self.ready_at[k]);
+        if self.is_mfma(k) {
+            start = start.max(self.unit_free);
+            self.unit_free = start + self.dag.matrix_busy[k] as u64;
+        }
+        for &s in succs {
+            self.ready_at[s] = self.ready_at[s].max(start + self.dag.latency[k] as u64);
+        }
+        self.clock = start + ISSUE_TURN;
     }
 }
