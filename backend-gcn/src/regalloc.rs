@@ -1010,16 +1010,8 @@ fn place_singles(
     let ivs = locs::intervals(func, &evs, 64);
     // What is live on each SGPR: the webs' dwords.
     let mut occ: Vec<Vec<&webs::Intervals>> = vec![Vec::new(); MAX_SGPRS as usize];
-    let mut roots: Vec<usize> = w.web_of.values().copied().collect();
-    roots.sort_unstable();
-    roots.dedup();
-    for k in roots {
-        let web = &w.webs[k];
-        if let (RegClass::Sgpr, Some(base)) = (web.class, web.reg) {
-            for (j, span) in web.dword_span.iter().enumerate() {
-                occ[base as usize + j].push(span);
-            }
-        }
+    for (r, span) in w.dword_spans(RegClass::Sgpr) {
+        occ[r].push(span);
     }
     let mut order: Vec<usize> = bits(used).filter(|&h| int_map[h] == NO_REG).collect();
     order.sort_by_key(|&h| (ivs[h].start(), h));

@@ -122,10 +122,10 @@ fn hints(p: &Prepared, func: &RaFunc, out: &ra::Output, w: &Webs) -> Vec<Vec<(Hi
                         }
                     }
                 }
-                (MOpcode::Extract(k), [MOperand::Def(d), MOperand::Use(s)]) => {
-                    if p.mf.vregs[*d].dwords == 1 {
-                        link(at(0, *d), at(1, *s).map(|t| offset(t, k as u16)));
-                    }
+                (MOpcode::Extract(k), [MOperand::Def(d), MOperand::Use(s)])
+                    if p.mf.vregs[*d].dwords == 1 =>
+                {
+                    link(at(0, *d), at(1, *s).map(|t| offset(t, k as u16)));
                 }
                 _ => {}
             }
@@ -229,16 +229,8 @@ impl<'a> Packing<'a> {
         });
         let ivs = locs::intervals(func, &evs, 128);
         let mut area = vec![Intervals::default(); a.vweb_size as usize];
-        let mut roots: Vec<usize> = w.web_of.values().copied().collect();
-        roots.sort_unstable();
-        roots.dedup();
-        for k in roots {
-            let web = &w.webs[k];
-            if let (RegClass::Vgpr, Some(base)) = (web.class, web.reg) {
-                for (j, span) in web.dword_span.iter().enumerate() {
-                    area[base as usize + j].0.extend_from_slice(&span.0);
-                }
-            }
+        for (r, span) in w.dword_spans(RegClass::Vgpr) {
+            area[r].0.extend_from_slice(&span.0);
         }
         for r in &mut area {
             r.normalize();
