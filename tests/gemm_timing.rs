@@ -14,6 +14,7 @@ use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, To
 use kjit_backend_gcn::machine::machine_by_name;
 use kjit_backend_gcn::Target;
 use kjit_kernels::gemm::{GemmTiles, DEFAULT_TILES};
+use kjit_runtime::device::Device as _;
 use kjit_runtime::emu::{GcnEmulator, RunConfig, Schedule};
 
 /// The twin's code object for `target` with tile shape `shape`; `None` (after a printed reason)
@@ -424,4 +425,38 @@ fn gemm_fills_mi300x() {
         return;
     };
     print(&rows);
+}
+
+/// The timing model's inputs are the launch alone: kjit's GEMM on a grid of two of the replay's
+/// batches (the first is 2 workgroups per CU, 608 on `mi300x`; this grid has 760), timed on one
+/// host thread, then on two on the same device (its buffers land after the first launch's), then
+/// on a fresh device after an unrelated 1 MiB allocation, gives the same cycles and stall
+/// counters each time. Before allocations were aligned (`emu::memory`), the buffers' placement
+/// moved the cache sets and DRAM channels they map to and changed the cycles by 0.2-1.6%.
+#[test]
+fn timed_gemm_repeats_whatever_the_host_threads_and_placement() {
+    let p = GemmProblem {
+        m: 128 * 38,
+        n: 128 * 20,
+        k: 32,
+        seed: 5,
+    };
+    let t = DEFAULT_TILES;
+    let code = kjit_gemm(t).unwrap();
+    let launch = GemmLaunch::kjit_abi("gemm", &p, tile_of(t), t.threads()).unwrap();
+    let time = |threads: usize, dev: &GcnEmulator| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let r = pool.install(|| run(dev, &code, &launch, &p));
+        let t = r.timing().unwrap();
+        (t.cycles, t.stalls, t.instructions)
+    };
+    let dev = timed("mi300x");
+    let one = time(1, &dev);
+    assert_eq!(time(2, &dev), one, "two host threads, buffers placed later");
+    let other = timed("mi300x");
+    other.alloc(1 << 20).unwrap();
+    assert_eq!(time(2, &other), one, "a device with an earlier allocation");
 }

@@ -132,9 +132,11 @@ fn no_scalar_load_of_memory_the_kernel_may_have_written() {
 }
 
 #[test]
-fn a_divergent_and_of_compares_is_one_s_and_of_their_masks() {
-    // `if (x < n && y < m)`: the two compares' lane masks feed `s_and_b64`; no 0/1 values
-    // (`v_cndmask`), no `v_and`, no compare of the result with 0.
+fn a_divergent_and_of_compares_narrows_exec_by_two_v_cmpx() {
+    // `if (x < n && y < m)`: the two compares' lane masks go straight into EXEC, each compare
+    // as a `v_cmpx` (EXEC ∧ a ∧ b); no `s_and_b64` of the masks, no 0/1 values
+    // (`v_cndmask`), no `v_and`, no compare of the result with 0; the device stores the same
+    // lanes as the interpreter when either compare, both or neither cut lanes.
     let k = KernelBuilder::new("and_of_compares");
     let dst = k.buffer_mut::<u32>("dst");
     let n = k.arg::<u32>("n");
@@ -143,21 +145,31 @@ fn a_divergent_and_of_compares_is_one_s_and_of_their_masks() {
     let y = k.local_id(Dim::X) * 3u32;
     k.if_(x.lt(n) & y.lt(m), || k.store(&dst, x, y));
     let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
     for t in ALL_TARGETS {
-        let a = asm(&f, t);
-        assert_eq!(a.matches("v_cmp_lt_u32").count(), 2, "{t}\n{a}");
-        assert!(a.contains("s_and_b64"), "{t}\n{a}");
-        for bad in ["v_cndmask", "v_and_b32", "v_cmp_ne"] {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert_eq!(a.matches("v_cmpx_").count(), 2, "{t}\n{a}");
+        for bad in ["s_and_b64", "v_cmp_", "v_cndmask", "v_and_b32"] {
             assert!(!a.contains(bad), "{t}: {bad}\n{a}");
+        }
+        for (n, m) in [(64u32, 200u32), (37, 200), (64, 100), (37, 100), (0, 0)] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+                Arg::U32(n),
+                Arg::U32(m),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
+            assert_eq!(got, want, "{t} n={n} m={m}");
         }
     }
 }
 
 #[test]
-fn a_divergent_if_sets_exec_with_the_s_and_of_its_mask() {
-    // `if (x < n) dst[x] = x`: the branch's lanes go straight into EXEC
-    // (`s_and_b64 exec, exec, m`), not through a pair and an `s_mov_b64 exec` in the head;
-    // the device stores the same lanes as the interpreter.
+fn a_divergent_if_sets_exec_with_a_v_cmpx_of_its_compare() {
+    // `if (x < n) dst[x] = x`: the branch's lanes go straight into EXEC by the compare
+    // itself (`v_cmpx`), not through a mask pair and `s_and_b64 exec, exec, m`, nor an
+    // `s_mov_b64 exec` in the head; the device stores the same lanes as the interpreter.
     let k = KernelBuilder::new("if_store");
     let dst = k.buffer_mut::<u32>("dst");
     let n = k.arg::<u32>("n");
@@ -167,7 +179,8 @@ fn a_divergent_if_sets_exec_with_the_s_and_of_its_mask() {
     let dev = kjit_runtime::emu::GcnEmulator::new();
     for t in ALL_TARGETS {
         let k = compile(&f, t, &CompileOptions::default()).unwrap();
-        assert!(k.asm.contains("s_and_b64 exec, exec, s["), "{t}\n{}", k.asm);
+        assert_eq!(k.asm.matches("v_cmpx_lt_u32").count(), 1, "{t}\n{}", k.asm);
+        assert!(!k.asm.contains("s_and_b64 exec"), "{t}\n{}", k.asm);
         assert!(!k.asm.contains("s_mov_b64 exec, s["), "{t}\n{}", k.asm);
         for n in [0u32, 37, 64] {
             let args = vec![
@@ -286,7 +299,7 @@ fn a_descriptor_built_after_another_dies_shares_its_sgprs() {
     // after the wait for them, in the quad one of theirs used; that wait also covers its
     // `s_load` (one `s_waitcnt vmcnt(0) lgkmcnt(0)`), so the kernel has two waits, as before.
     let f = (kjit_kernels::all()
-        .into_iter()
+        .iter()
         .find(|s| s.name == "vector_add")
         .unwrap()
         .build)()

@@ -120,8 +120,7 @@ fn run(code: &[u8], name: &str, x: &[u32], ny: usize, block: u32) -> Result<Vec<
     let xbytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     dev.copy_to_device(xb, 0, &xbytes).unwrap();
     let yb = dev.alloc((ny * 4) as u64).unwrap();
-    let poison: Vec<u8> = std::iter::repeat(0xdead_beefu32.to_le_bytes())
-        .take(ny)
+    let poison: Vec<u8> = std::iter::repeat_n(0xdead_beefu32.to_le_bytes(), ny)
         .flatten()
         .collect();
     dev.copy_to_device(yb, 0, &poison).unwrap();

@@ -557,10 +557,10 @@ fn wide_store_data(inst: &Inst) -> Option<Vec<usize>> {
     let mut soffset_sgpr = false;
     for (o, oi) in inst.operands.iter().zip(infos) {
         match oi.slot {
-            Slot::Vdata | Slot::Data0 if oi.access == crate::isa::Access::R => {
-                if o.reg_count() > 2 {
-                    data.extend(units(o));
-                }
+            Slot::Vdata | Slot::Data0
+                if oi.access == crate::isa::Access::R && o.reg_count() > 2 =>
+            {
+                data.extend(units(o));
             }
             Slot::Soffset => soffset_sgpr = matches!(o, Operand::Sgpr { .. }),
             _ => {}

@@ -527,6 +527,7 @@ impl Allocator {
         // Singles share SGPRs with tuple webs and with each other where their live intervals
         // do not overlap (first fit, in order of first position).
         let single_regs = place_singles(
+            p,
             func,
             out,
             w,
@@ -993,8 +994,11 @@ fn sgpr_layout(
 /// Places regalloc2's used `Int` registers (`used`, a mask) that `int_map` does not fix yet on
 /// SGPRs: each gets the lowest SGPR outside `blocked` where no SGPR web dword and no single
 /// placed earlier is live while it is (`locs::intervals`), in order of first position.
+/// A scalar instruction's result may take the SGPR of a source that dies there
+/// (`s_and_b32 s3, s3, 0xffff`): its def counts from just after it.
 /// Returns the SGPRs given.
 fn place_singles(
+    p: &Prepared,
     func: &ra2::RaFunc,
     out: &ra::Output,
     w: &webs::Webs,
@@ -1002,11 +1006,23 @@ fn place_singles(
     int_map: &mut [u16; 64],
     blocked: &SgprSet,
 ) -> Result<Vec<u16>, RegallocError> {
-    let evs = locs::events(func, out, |a| {
-        a.as_reg()
-            .filter(|r| r.class() == ra::RegClass::Int)
-            .map(|r| r.hw_enc())
-    });
+    let mut late_def = vec![false; p.num_insts as usize];
+    for (b, bd) in p.mf.blocks.iter() {
+        let first = p.first_inst[b.index()] as usize;
+        for (k, inst) in bd.insts.iter().enumerate() {
+            late_def[first + k] = webs::reads_before_writing(inst);
+        }
+    }
+    let evs = locs::events(
+        func,
+        out,
+        |a| {
+            a.as_reg()
+                .filter(|r| r.class() == ra::RegClass::Int)
+                .map(|r| r.hw_enc())
+        },
+        |i| late_def[i],
+    );
     let ivs = locs::intervals(func, &evs, 64);
     // What is live on each SGPR: the webs' dwords.
     let mut occ: Vec<Vec<&webs::Intervals>> = vec![Vec::new(); MAX_SGPRS as usize];

@@ -223,10 +223,11 @@ pub fn decode(words: &[u32], target: Target) -> Result<(Inst, usize), DecodeErro
     for oi in infos {
         if oi.kind == Kind::Lit32 {
             wants_literal = true;
-        } else if literal_possible && matches!(oi.kind, Kind::VSrc | Kind::SSrc) {
-            if raw_field(format, encoding, oi.slot, w0, w1) == 255 {
-                wants_literal = true;
-            }
+        } else if literal_possible
+            && matches!(oi.kind, Kind::VSrc | Kind::SSrc)
+            && raw_field(format, encoding, oi.slot, w0, w1) == 255
+        {
+            wants_literal = true;
         }
     }
     if wants_literal {
@@ -484,10 +485,8 @@ fn field_operand(
             }
             count = if mods.offen && mods.idxen { 2 } else { 1 };
         }
-        (Format::Global, Slot::Saddr) | (Format::Scratch, Slot::Saddr) => {
-            if code == 0x7f {
-                return Some(Operand::Off);
-            }
+        (Format::Global, Slot::Saddr) | (Format::Scratch, Slot::Saddr) if code == 0x7f => {
+            return Some(Operand::Off);
         }
         (Format::Global, Slot::Addr) => {
             count = if raw_field(format, encoding, Slot::Saddr, w0, w1) == 0x7f {

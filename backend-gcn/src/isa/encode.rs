@@ -347,7 +347,8 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
             }
             Kind::VSrc | Kind::SSrc | Kind::ASrc | Kind::AvSrc => {
                 let w = oi.dwords.max(1);
-                let code = match *o {
+
+                match *o {
                     Operand::Vgpr { first, count }
                         if matches!(oi.kind, Kind::VSrc | Kind::AvSrc) =>
                     {
@@ -403,8 +404,7 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
                         scalar_reg_code(o, w).ok_or_else(|| bad(": not a source of this width"))?
                             as u32
                     }
-                };
-                code
+                }
             }
         };
         // Register-only kinds in a 9-bit source field are encoded like any vector source.
@@ -421,7 +421,7 @@ pub fn encode(inst: &Inst, target: Target) -> Result<SmallVec<[u32; 4]>, EncodeE
         } else {
             value
         };
-        place(&mut e, format, inst.encoding, oi.slot, value, vop3).map_err(|why| bad(why))?;
+        place(&mut e, format, inst.encoding, oi.slot, value, vop3).map_err(bad)?;
     }
 
     // Modifiers.
@@ -613,17 +613,17 @@ fn check_registers(inst: &Inst, infos: &[OperandInfo], target: Target) -> Result
             why,
         };
         match *o {
-            Operand::Sgpr { first, count } | Operand::Ttmp { first, count } => {
-                if (count == 2 && first % 2 != 0) || (count >= 4 && first % 4 != 0) {
-                    return Err(bad(": misaligned scalar register tuple"));
-                }
+            Operand::Sgpr { first, count } | Operand::Ttmp { first, count }
+                if ((count == 2 && first % 2 != 0) || (count >= 4 && first % 4 != 0)) =>
+            {
+                return Err(bad(": misaligned scalar register tuple"));
             }
-            Operand::Vgpr { first, count } | Operand::Agpr { first, count } => {
-                if count >= 2 && first % 2 != 0 && target.has_agprs() {
-                    return Err(bad(
-                        ": gfx90a/gfx942 vector register tuples must be even-aligned",
-                    ));
-                }
+            Operand::Vgpr { first, count } | Operand::Agpr { first, count }
+                if count >= 2 && first % 2 != 0 && target.has_agprs() =>
+            {
+                return Err(bad(
+                    ": gfx90a/gfx942 vector register tuples must be even-aligned",
+                ));
             }
             _ => {}
         }

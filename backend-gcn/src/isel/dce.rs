@@ -55,7 +55,7 @@ fn pure_opcode(op: isa::Opcode) -> bool {
 
 /// Special registers `inst` reads and writes as [`implicit`] bits, `None` for writes of a
 /// register other than SCC/VCC (such an instruction is never removed).
-fn flags(inst: &MInst) -> (u8, Option<u8>) {
+pub(super) fn flags(inst: &MInst) -> (u8, Option<u8>) {
     let mut reads = inst.implicit_uses;
     let mut writes = inst.implicit_defs;
     let special = |o: &MOperand| matches!(o, MOperand::Phys(Operand::Special(_)));
@@ -87,7 +87,7 @@ fn flags(inst: &MInst) -> (u8, Option<u8>) {
 const TRACKED: [u8; 2] = [implicit::SCC, implicit::VCC];
 
 /// Per block: which of SCC/VCC are read before being written when the block is entered.
-fn flag_live_in(mf: &MachineFunction) -> Vec<u8> {
+pub(super) fn flag_live_in(mf: &MachineFunction) -> Vec<u8> {
     let n = mf.blocks.len();
     // Per block: (flags read before written in the block, flags written in the block).
     let mut gen_kill = vec![(0u8, 0u8); n];

@@ -8,12 +8,18 @@
 //! Legal when nothing between the two reads or writes EXEC (then EXEC is the same at both
 //! points): the move is later in the same block, or first in a block whose only predecessor
 //! ends in a jump to it after the `s_and_b64`. SCC is written where it was written before.
+//!
+//! Last, a branch mask that is an `s_and_b64` of compares (`a < n && b < m`) goes into EXEC
+//! by the compares themselves: `v_cmpx` writes its result to EXEC as well, and a compare's
+//! inactive lanes are 0, so `v_cmpx a; v_cmpx b` leaves EXEC ∧ a ∧ b, as
+//! `v_cmp a; v_cmp b; s_and_b64 m, a, b; s_and_b64 exec, exec, m` did in two fewer
+//! instructions.
 
 use cranelift_entity::EntityRef;
 
-use super::dce::{is_exec_move, may_read_exec, writes_exec};
-use crate::isa::{Operand, SpecialReg};
-use crate::mir::{implicit, MBlock, MInst, MOpcode, MOperand, MachineFunction, Terminator};
+use super::dce::{flag_live_in, flags, is_exec_move, may_read_exec, writes_exec};
+use crate::isa::{Encoding, Format, Opcode, Operand, SpecialReg};
+use crate::mir::{implicit, MBlock, MInst, MOpcode, MOperand, MachineFunction, Terminator, VReg};
 
 /// `t = s_and_b64 exec, m`: the pair `t`.
 fn exec_and(inst: &MInst) -> Option<crate::mir::VReg> {
@@ -103,7 +109,7 @@ pub(crate) fn fold_exec_masks(mf: &mut MachineFunction) -> usize {
             }
         }
     }
-    folded + fold_saveexec(mf)
+    folded + fold_saveexec(mf) + fold_cmpx(mf)
 }
 
 /// `s_and_b64 exec, exec, m` (a folded branch mask): `m`.
@@ -174,4 +180,177 @@ fn fold_saveexec(mf: &mut MachineFunction) -> usize {
         }
     }
     folded
+}
+
+/// `m = s_and_b64 x, y`: `(m, x, y)`.
+fn mask_and(inst: &MInst) -> Option<(VReg, VReg, VReg)> {
+    match (inst.opcode, inst.ops.as_slice()) {
+        (MOpcode::Isa(op), [MOperand::Def(m), MOperand::Use(x), MOperand::Use(y)])
+            if op.info().name == "s_and_b64" =>
+        {
+            Some((*m, *x, *y))
+        }
+        _ => None,
+    }
+}
+
+/// The `v_cmpx` twin of `inst` when it is a VOP3 compare `m = v_cmp_* a, b` writing `m`.
+fn cmpx_of(inst: &MInst, m: VReg) -> Option<Opcode> {
+    let MOpcode::Isa(op) = inst.opcode else {
+        return None;
+    };
+    let info = op.info();
+    // Sources in vregs or constants only: a special register may change before the move.
+    let movable = inst.ops[1..].iter().all(|o| match o {
+        MOperand::Use(_) => true,
+        MOperand::Phys(p) => !matches!(
+            p,
+            Operand::Special(_)
+                | Operand::Sgpr { .. }
+                | Operand::Vgpr { .. }
+                | Operand::Agpr { .. }
+                | Operand::Ttmp { .. }
+        ),
+        MOperand::Def(_) => false,
+    });
+    if info.format != Format::Vopc
+        || inst.encoding != Encoding::E64
+        || inst.ops.first() != Some(&MOperand::Def(m))
+        || !movable
+    {
+        return None;
+    }
+    let rest = info.name.strip_prefix("v_cmp_")?;
+    Opcode::from_name(&format!("v_cmpx_{rest}"))
+}
+
+/// `s_and_b64 exec, exec, m` with `m` read only there and a compare, or `m = s_and_b64 x, y`
+/// (read only there) of which `x` and/or `y` are compares read only there, all in the same
+/// block with nothing writing EXEC from the first compare on: each such compare becomes a
+/// `v_cmpx` where the EXEC `s_and_b64` was (its mask def left dead), an operand that is no
+/// compare stays as `s_and_b64 exec, exec, x`, and `m`'s `s_and_b64` goes. Only when SCC,
+/// which the `s_and_b64`s wrote, is not read before it is written again. Returns how many
+/// EXEC `s_and_b64` went.
+fn fold_cmpx(mf: &mut MachineFunction) -> usize {
+    let mut reads = vec![0u32; mf.vregs.len()];
+    for bd in mf.blocks.values() {
+        for v in bd.insts.iter().flat_map(|i| i.uses()) {
+            reads[v.index()] += 1;
+        }
+        for (_, args) in bd.term.successors() {
+            for a in args {
+                reads[a.index()] += 1;
+            }
+        }
+    }
+    let flag_in = flag_live_in(mf);
+    let mut folded = 0;
+    let blocks: Vec<MBlock> = mf.blocks.keys().collect();
+    for b in blocks {
+        let mut k = 0;
+        while k < mf.blocks[b].insts.len() {
+            match cmpx_plan(mf, &reads, &flag_in, b, k) {
+                Some(plan) => {
+                    let insts = &mut mf.blocks[b].insts;
+                    let mut new = Vec::new();
+                    for (x, cmp) in plan.operands {
+                        match cmp {
+                            Some((j, opx)) => {
+                                let mut c = insts[j].clone();
+                                c.opcode = MOpcode::Isa(opx);
+                                c.implicit_defs |= implicit::EXEC;
+                                c.implicit_uses |= implicit::EXEC;
+                                new.push(c);
+                            }
+                            None => {
+                                let mut a = insts[k].clone();
+                                a.ops[2] = MOperand::Use(x);
+                                new.push(a);
+                            }
+                        }
+                    }
+                    let n = new.len();
+                    insts.splice(k..k + 1, new);
+                    let mut gone = plan.removed;
+                    gone.sort_unstable();
+                    for &j in gone.iter().rev() {
+                        insts.remove(j);
+                    }
+                    k = k + n - gone.len();
+                    folded += 1;
+                }
+                None => k += 1,
+            }
+        }
+    }
+    folded
+}
+
+/// What [`fold_cmpx`] does at `(b, k)`: per operand of the mask's `s_and_b64`, the operand
+/// and, for a compare, its index and `v_cmpx`; the indices of the instructions that go.
+struct CmpxPlan {
+    operands: Vec<(VReg, Option<(usize, Opcode)>)>,
+    removed: Vec<usize>,
+}
+
+fn cmpx_plan(
+    mf: &MachineFunction,
+    reads: &[u32],
+    flag_in: &[u8],
+    b: MBlock,
+    k: usize,
+) -> Option<CmpxPlan> {
+    let bd = &mf.blocks[b];
+    let insts = &bd.insts;
+    let m = exec_and_in_place(&insts[k])?;
+    if reads[m.index()] != 1 {
+        return None;
+    }
+    let i = insts[..k].iter().rposition(|x| x.defs().any(|d| d == m))?;
+    // SCC must be dead after the mask's def once the EXEC `s_and_b64` no longer writes it
+    // (nor the mask's `s_and_b64`, which goes).
+    let mut live = bd
+        .term
+        .successors()
+        .iter()
+        .fold(0u8, |a, (s, _)| a | flag_in[s.index()]);
+    if let Terminator::Branch { cond, .. } = &bd.term {
+        live |= cond.reads();
+    }
+    for (j, inst) in insts.iter().enumerate().skip(i + 1).rev() {
+        if j != k {
+            let (r, w) = flags(inst);
+            live &= !w.unwrap_or(0xff);
+            live |= r;
+        }
+    }
+    if live & implicit::SCC != 0 {
+        return None;
+    }
+    // A compare defined before `at` and read only by the mask's instruction, EXEC the same there and at the
+    // EXEC `s_and_b64`.
+    let cmp = |v: VReg, at: usize| -> Option<(usize, Opcode)> {
+        if reads[v.index()] != 1 {
+            return None;
+        }
+        let j = insts[..at].iter().rposition(|x| x.defs().any(|d| d == v))?;
+        let opx = cmpx_of(&insts[j], v)?;
+        (!insts[j + 1..k].iter().any(writes_exec)).then_some((j, opx))
+    };
+    let operands = match mask_and(&insts[i]) {
+        Some((_, x, y)) if x != y => vec![(x, cmp(x, i)), (y, cmp(y, i))],
+        Some(_) => return None,
+        None => vec![(m, Some(cmp(m, i + 1)?))],
+    };
+    if operands.iter().all(|(_, c)| c.is_none()) {
+        return None;
+    }
+    let mut removed: Vec<usize> = operands
+        .iter()
+        .filter_map(|(_, c)| c.map(|(j, _)| j))
+        .collect();
+    if operands.len() == 2 {
+        removed.push(i);
+    }
+    Some(CmpxPlan { operands, removed })
 }

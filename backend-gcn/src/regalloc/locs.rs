@@ -18,15 +18,20 @@ pub struct Ev {
     /// The location's number (what `key` gave).
     pub loc: usize,
     /// Position as the webs number them: instruction `i` and the edits before it at `2i`,
-    /// the edits after it at `2i + 1`.
+    /// the edits after it at `2i + 1`; the defs of an instruction that `late_def` names at
+    /// `2i + 1` too.
     pub pos: u32,
 }
 
 /// The accesses of every block to the locations `key` numbers (`None`: not tracked).
+/// `late_def(i)`: instruction `i` reads all its sources before it writes a result, so its
+/// defs count from just after it (`2i + 1`) and may take a location that one of its reads
+/// ends (as the webs' `late_scalar_defs`).
 pub fn events(
     func: &RaFunc,
     out: &ra::Output,
     key: impl Fn(Allocation) -> Option<usize>,
+    late_def: impl Fn(usize) -> bool,
 ) -> Vec<Vec<Ev>> {
     let nb = func.num_blocks();
     let mut evs: Vec<Vec<Ev>> = vec![Vec::new(); nb];
@@ -64,14 +69,16 @@ pub fn events(
             }
             let allocs = out.inst_allocs(i);
             let ops = func.inst_operands(i);
+            let def_pos = if late_def(i.index()) { pos + 1 } else { pos };
             for want in [ra::OperandKind::Use, ra::OperandKind::Def] {
                 for (op, a) in ops.iter().zip(allocs) {
                     if op.kind() == want {
                         if let Some(loc) = key(*a) {
+                            let write = want == ra::OperandKind::Def;
                             ev.push(Ev {
-                                write: want == ra::OperandKind::Def,
+                                write,
                                 loc,
-                                pos,
+                                pos: if write { def_pos } else { pos },
                             });
                         }
                     }

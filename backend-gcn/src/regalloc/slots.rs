@@ -24,7 +24,7 @@ pub fn color(
     if n == 0 {
         return BTreeMap::new();
     }
-    let evs = locs::events(func, out, |a| a.as_stack().map(|s| s.index()));
+    let evs = locs::events(func, out, |a| a.as_stack().map(|s| s.index()), |_| false);
     let live_in = locs::live_in(func, &evs, n);
     // Interference: at each write, the written slot against every slot live after it. Kept
     // one way (row of the written slot, a word-wise union) and made symmetric at the end.

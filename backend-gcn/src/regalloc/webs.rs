@@ -124,7 +124,7 @@ impl Webs {
 /// before it writes its destination, so the destination may be a source that dies there
 /// (`s_bfe_u64 s[4:5], s[4:5], ..`, `s_load_dwordx4 s[0:3], s[0:1], ..` as LLVM emits
 /// them). Its web defs start just after the instruction (`2i + 1`).
-fn reads_before_writing(inst: &crate::mir::MInst) -> bool {
+pub(super) fn reads_before_writing(inst: &crate::mir::MInst) -> bool {
     use crate::isa::Format;
     matches!(inst.opcode, MOpcode::Isa(op) if matches!(
         op.info().format,

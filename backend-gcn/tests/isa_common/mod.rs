@@ -110,7 +110,7 @@ pub fn mc_disassemble(mc: &Path, target: Target, insts: &[Vec<u32>]) -> Vec<Opti
             let col: usize = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
             if col == 1
                 && line > 0
-                && (line - 1) % 2 == 0
+                && (line - 1).is_multiple_of(2)
                 && l.contains("invalid instruction encoding")
             {
                 bad.insert((line - 1) / 2);

@@ -320,12 +320,12 @@ fn modifier_variants(
                 push(&|m: &mut Modifiers| m.op_sel = srcmask & 0b110);
             }
         }
-        (Format::Vop3p, _) if info.is_mfma() => {
-            if !name.starts_with("v_smfmac") && !name.contains("f64") {
-                push(&|m: &mut Modifiers| m.cbsz = 1);
-                push(&|m: &mut Modifiers| m.abid = 1);
-                push(&|m: &mut Modifiers| m.blgp = 2);
-            }
+        (Format::Vop3p, _)
+            if info.is_mfma() && !name.starts_with("v_smfmac") && !name.contains("f64") =>
+        {
+            push(&|m: &mut Modifiers| m.cbsz = 1);
+            push(&|m: &mut Modifiers| m.abid = 1);
+            push(&|m: &mut Modifiers| m.blgp = 2);
         }
         (Format::Vop3p, _) => {
             if name.starts_with("v_accvgpr") {
@@ -354,10 +354,10 @@ fn modifier_variants(
                 push(&|m: &mut Modifiers| m.clamp = true);
             }
         }
-        (Format::Smem, _) => {
-            if name.contains("load") || name.contains("store") || name.contains("atomic") {
-                push(&|m: &mut Modifiers| m.glc = true);
-            }
+        (Format::Smem, _)
+            if (name.contains("load") || name.contains("store") || name.contains("atomic")) =>
+        {
+            push(&|m: &mut Modifiers| m.glc = true);
         }
         (Format::Ds, _) => {
             let two = name.starts_with("ds_read2")

@@ -20,6 +20,13 @@ pub const HEAP_BASE: u64 = 0x1_0000_0000;
 const PAGE: u64 = 4096;
 /// Unmapped bytes left after every allocation.
 const GUARD: u64 = 64 * 1024;
+/// Alignment of every allocation's base. The timing model maps addresses to cache sets and DRAM
+/// channels, so a buffer's cycles would depend on the allocations made before it (the heap never
+/// reuses addresses). Bases aligned beyond every model's set span (16 MiB, the MALL) and the DRAM
+/// channel hash's bits (below 2^29) make those mappings the same wherever the buffer lands.
+const PLACEMENT_ALIGN: u64 = 1 << 29;
+/// End of the device's address space: buffer descriptors hold 48-bit bases.
+const HEAP_END: u64 = 1 << 48;
 /// Number of locks atomics are spread over.
 const STRIPES: usize = 64;
 
@@ -343,8 +350,14 @@ impl Memory {
         }
         let base = {
             let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-            let base = *next;
-            *next = base + size.max(1).div_ceil(PAGE) * PAGE + GUARD;
+            let base = next.next_multiple_of(PLACEMENT_ALIGN);
+            let end = base + size.max(1).div_ceil(PAGE) * PAGE + GUARD;
+            if end > HEAP_END {
+                return Err(format!(
+                    "allocation of {size} bytes: the device's 48-bit address space is used up"
+                ));
+            }
+            *next = end;
             base
         };
         let a = Arc::new(Allocation::new(base, size));
