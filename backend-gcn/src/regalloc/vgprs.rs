@@ -226,7 +226,9 @@ impl<'a> Packing<'a> {
                 ra::RegClass::Vector => Some(64 + r.hw_enc()),
                 ra::RegClass::Int => None,
             })
-        });
+        },
+            |_| false,
+        );
         let ivs = locs::intervals(func, &evs, 128);
         let mut area = vec![Intervals::default(); a.vweb_size as usize];
         for (r, span) in w.dword_spans(RegClass::Vgpr) {
