@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use kjit_backend_gcn::codeobj::descriptor::{Occupancy, MAX_BARRIERS_PER_CU, SIMDS_PER_CU};
 use kjit_backend_gcn::machine::MachineModel;
 
-use super::cu::{turn_at_or_after, Cu, WaveState, CATEGORIES, MAX_LGKMCNT, MAX_VMCNT, NEVER};
+use super::cu::{turn_at_or_after, Cu, Simd, WaveState, CATEGORIES, MAX_LGKMCNT, MAX_VMCNT, NEVER};
 use super::facts::{InstFacts, Kind};
 use super::memory::MemorySystem;
 use super::report::{HotInst, StallCause, Stalls, TimingReport};
@@ -270,12 +270,11 @@ impl<'f> DeviceSim<'f> {
         let start = at + self.m.wave_launch_cycles as u64;
         let n = trace.waves.len();
         let mut ids = Vec::with_capacity(n);
+        let mut of_group = [0u32; 4];
         for w in 0..n {
             let c = &mut self.cus[cu];
-            // The least loaded SIMD takes the next wave.
-            let simd = (0..4)
-                .min_by_key(|&s| (c.simds[s].placed, s))
-                .expect("four SIMDs") as u8;
+            let simd = spread_simd(&c.simds, &of_group, self.waves_per_simd_limit);
+            of_group[simd as usize] += 1;
             c.simds[simd as usize].placed += 1;
             let mut ws = WaveState::new(slot, w as u16, simd, start);
             // The wave owns its steps while resident: one load reaches the next step.
@@ -836,5 +835,60 @@ impl<'f> DeviceSim<'f> {
             instructions: self.instructions,
             cus_simulated: self.m.cus,
         }
+    }
+}
+
+/// The SIMD that takes a workgroup's next wave: one with a free wave slot (`limit`: the
+/// kernel's waves per SIMD), holding the fewest of this group's waves (`of_group`), then the
+/// fewest waves, then the lowest index. A group's waves thus go one per SIMD, round-robin,
+/// as far as the slots allow (as MGPUSim's `WGMapperImpl::matchWfWithSIMDs` maps them: round
+/// robin over the SIMDs, each checked for VGPRs and a wave slot). Picking only the least
+/// loaded SIMD put two waves of one group on a SIMD whenever the SIMDs were unevenly loaded
+/// (and could exceed the per-SIMD limit), so the kernel's cycles depended on its VGPR count
+/// below the occupancy that LDS allowed. `fits` has checked that enough slots are free.
+fn spread_simd(simds: &[Simd; 4], of_group: &[u32; 4], limit: u32) -> u8 {
+    (0..4)
+        .filter(|&s| simds[s].placed < limit)
+        .min_by_key(|&s| (of_group[s], simds[s].placed, s))
+        .or_else(|| (0..4).min_by_key(|&s| (simds[s].placed, s)))
+        .expect("four SIMDs") as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn simds(placed: [u32; 4]) -> [Simd; 4] {
+        placed.map(|p| Simd {
+            placed: p,
+            ..Simd::default()
+        })
+    }
+
+    /// Places a group of `n` waves as `place` does and gives the waves per SIMD after it.
+    fn place_group(mut s: [Simd; 4], n: usize, limit: u32) -> [u32; 4] {
+        let mut of_group = [0u32; 4];
+        for _ in 0..n {
+            let k = spread_simd(&s, &of_group, limit) as usize;
+            of_group[k] += 1;
+            s[k].placed += 1;
+        }
+        of_group
+    }
+
+    #[test]
+    fn a_groups_waves_go_one_per_simd_on_unevenly_loaded_simds() {
+        // Two SIMDs already hold one wave more than the others: the least-loaded rule put the
+        // group's four waves on SIMDs 0 and 1 only.
+        assert_eq!(place_group(simds([1, 1, 2, 2]), 4, 4), [1, 1, 1, 1]);
+        assert_eq!(place_group(simds([0, 3, 3, 3]), 4, 4), [1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn a_full_simd_takes_no_wave() {
+        // SIMD 1 is at the kernel's limit: the group's waves go to the others.
+        assert_eq!(place_group(simds([0, 2, 0, 0]), 4, 2), [2, 0, 1, 1]);
+        // Eight waves on empty SIMDs: two each.
+        assert_eq!(place_group(simds([0, 0, 0, 0]), 8, 8), [2, 2, 2, 2]);
     }
 }
