@@ -48,3 +48,21 @@ fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
         }
     }
 }
+
+/// Issue 18: after the optimizer's canonical sums regalloc2 needed 58 `Float` registers (smaller
+/// counts spilled) and spread 22 live singles over all of them; laid out densely, attention took
+/// 92 VGPRs with the accumulator at v[76:91]. The packed VGPR layout (`regalloc/vgprs.rs`) puts
+/// the PRegs by live intervals; the count must stay at or below the 60 of the code before the
+/// canonical sums (`docs/performance-log.md`), with the same or fewer instructions (484 on
+/// gfx942, 486 on gfx90a before the fix).
+#[test]
+fn attention_vgprs_do_not_grow_with_regalloc2_spreading() {
+    let func = build_attention(64).expect("builds");
+    for (t, instructions) in [(Target::Gfx942, 484), (Target::Gfx90a, 486)] {
+        let ck = kjit::compile(&func, t, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert!(ck.header.vgprs <= 60, "{t}: {} VGPRs", ck.header.vgprs);
+        let n = ck.asm.lines().filter(|l| l.starts_with('\t')).count();
+        assert!(n <= instructions, "{t}: {n} instructions");
+    }
+}

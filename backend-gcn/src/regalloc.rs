@@ -11,11 +11,12 @@
 //! |---|---|---|---|
 //! | 1 SGPR | regalloc2 | `Int` | ≤ 63 singles, placed by live intervals around the tuples ([`locs`]) |
 //! | 1 VGPR | regalloc2 | `Float` | ≤ 64 singles (`v0`.. first; `v0`/`v0..v2` are the work-item ids) |
-//! | 2 VGPRs | regalloc2 | `Vector` | ≤ 64 even-aligned pairs in a range disjoint from the singles |
+//! | 2 VGPRs | regalloc2 | `Vector` | ≤ 64 even-aligned pairs (after the singles, or packed among them) |
 //! | SGPR tuples, VGPR tuples of 3+ dwords, AGPRs | [`webs`] (here) | — | one aligned range per web |
 //!
-//! The regalloc2 `PReg` numbers are abstract: after allocation the used ones are laid out
-//! densely (singles, then the pair range, then the tuple area), so classes never alias.
+//! The regalloc2 `PReg` numbers are abstract: after allocation the used VGPR ones are laid out
+//! densely (singles, then the pair range, then the tuple area) or packed by live intervals with
+//! the tuple area among them ([`vgprs`]), whichever ends lower.
 //! SGPR tuples (the kernarg pointer, buffer descriptors, exec masks, 64-bit uniform values) are
 //! few, mostly long-lived and never spilled: vregs joined by tuple phis (copies at the end of
 //! each predecessor after critical-edge splitting), ties (a copy of the tied use first) and
@@ -58,6 +59,7 @@ mod locs;
 mod prep;
 mod ra2;
 mod slots;
+mod vgprs;
 mod webs;
 
 use std::collections::BTreeMap;
@@ -234,8 +236,6 @@ pub struct Allocator {
     run_checker: bool,
     /// Registers regalloc2 starts the search with (`Float`, `Vector`).
     start: (u32, u32),
-    /// Fewest VGPRs a spill-free allocation needs (the pressure).
-    lower: u32,
     func: ra2::RaFunc,
     runs: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), RaRun>>,
 }
@@ -318,8 +318,6 @@ impl Allocator {
                 0
             },
         );
-        // A spill-free allocation needs at least the pressure.
-        let lower = pres_f.max(abi_n) + 2 * start.1 + vweb_size;
         Ok(Allocator {
             p,
             w,
@@ -331,7 +329,6 @@ impl Allocator {
             probe_scratch,
             run_checker,
             start,
-            lower,
             func,
             runs: Default::default(),
         })
@@ -371,22 +368,21 @@ impl Allocator {
 
     /// The unbudgeted search's run (regalloc2 counts and output) when it keeps every VGPR
     /// value in a register inside `budget`, which every such budget then allocates alike.
-    /// When even the pressure exceeds the budget, the search is skipped.
     fn unbudgeted(
         &self,
         n_int: u32,
         budget: u32,
     ) -> Result<Option<(u32, u32, RaRun)>, RegallocError> {
         let shape = &self.shape;
-        let unbounded = shape.caps(shape.target.register_file_per_lane())?;
-        if shape.registers(self.lower) > budget {
-            return Ok(None);
-        }
+        let target = shape.target;
+        let unbounded = shape.caps(target.register_file_per_lane())?;
+        // Always searched (its regalloc2 runs are kept for every budget): no cheap bound tells
+        // whether the packed layout (`vgprs`) of the unbudgeted allocation fits the budget.
         let (n_f, n_v, spilled, run) = search(self, n_int, self.start, &unbounded)?;
         if let Ok(out) = run.as_ref() {
-            let top = u32::from(
-                VgprLayout::new(&used_pregs(&self.func, out).0, self.abi_n, self.vweb_size).top,
-            );
+            let waves = |top: u32| target.waves_per_simd_for_registers(shape.registers(top));
+            let used = used_pregs(&self.func, out).0;
+            let top = u32::from(vgprs::layout(self, out, &used, &waves).top);
             if !spilled && top <= shape.vgpr_cap(budget) && shape.registers(top) <= budget {
                 return Ok(Some((n_f, n_v, run)));
             }
@@ -421,9 +417,10 @@ impl Allocator {
         let budget = vgpr_budget.unwrap_or(file).min(file);
         let shape = &self.shape;
         let vgpr_cap = shape.vgpr_cap(budget);
-        let (abi_n, vweb_size, aweb_size, n_temps) =
-            (self.abi_n, self.vweb_size, shape.aweb_size, shape.n_temps);
+        let (abi_n, aweb_size, n_temps) = (self.abi_n, shape.aweb_size, shape.n_temps);
         let func = &self.func;
+        // Occupancy of a VGPR layout ending at `top` (what the packed layouts are ranked by).
+        let waves = |top: u32| target.waves_per_simd_for_registers(shape.registers(top));
         // regalloc2 spreads values over every register it is given, so it gets the fewest
         // that avoid spills (see `search`): first as if there were no budget, so that a
         // kernel that fits in R registers gets the same allocation under every budget >= R;
@@ -455,12 +452,12 @@ impl Allocator {
         let (used, slot_class) = used_pregs(func, out);
 
         // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
-        let VgprLayout {
+        let vgprs::VgprLayout {
             float_map,
             pair_map,
             vweb_base,
             top,
-        } = VgprLayout::new(&used, abi_n, vweb_size);
+        } = vgprs::layout(self, out, &used, &waves);
         let mut top = top;
         if top as u32 > vgpr_cap {
             return Err(RegallocError::BudgetTooSmall {
@@ -710,50 +707,6 @@ fn used_pregs(func: &ra2::RaFunc, out: &ra::Output) -> ([u64; 3], BTreeMap<usize
         }
     }
     (used, slot_class)
-}
-
-/// Where regalloc2's used `Float` and `Vector` PRegs go: ABI singles keep their numbers, other
-/// singles follow densely, then even-aligned pairs, then the VGPR tuple area (aligned to 4).
-struct VgprLayout {
-    float_map: [u16; 64],
-    pair_map: [u16; 64],
-    vweb_base: u16,
-    /// One past the last VGPR of the layout (spare-VGPR slots go above).
-    top: u16,
-}
-
-impl VgprLayout {
-    fn new(used: &[u64; 3], abi_n: u32, vweb_size: u32) -> VgprLayout {
-        let mut float_map = [NO_REG; 64];
-        let mut next = abi_n as u16;
-        for h in bits(used[ra::RegClass::Float as usize]) {
-            if (h as u32) < abi_n {
-                float_map[h] = h as u16;
-            } else {
-                float_map[h] = next;
-                next += 1;
-            }
-        }
-        let mut top = next.max(abi_n as u16);
-        let mut pair_map = [NO_REG; 64];
-        if used[ra::RegClass::Vector as usize] != 0 {
-            top = top.next_multiple_of(2);
-            for h in bits(used[ra::RegClass::Vector as usize]) {
-                pair_map[h] = top;
-                top += 2;
-            }
-        }
-        let vweb_base = top.next_multiple_of(4);
-        if vweb_size > 0 {
-            top = vweb_base + vweb_size as u16;
-        }
-        VgprLayout {
-            float_map,
-            pair_map,
-            vweb_base,
-            top,
-        }
-    }
 }
 
 /// What the budget split depends on besides the budget.
@@ -1105,16 +1058,8 @@ fn place_singles(
     let ivs = locs::intervals(func, &evs, 64);
     // What is live on each SGPR: the webs' dwords.
     let mut occ: Vec<Vec<&webs::Intervals>> = vec![Vec::new(); MAX_SGPRS as usize];
-    let mut roots: Vec<usize> = w.web_of.values().copied().collect();
-    roots.sort_unstable();
-    roots.dedup();
-    for k in roots {
-        let web = &w.webs[k];
-        if let (RegClass::Sgpr, Some(base)) = (web.class, web.reg) {
-            for (j, span) in web.dword_span.iter().enumerate() {
-                occ[base as usize + j].push(span);
-            }
-        }
+    for (r, span) in w.dword_spans(RegClass::Sgpr) {
+        occ[r].push(span);
     }
     let mut order: Vec<usize> = bits(used).filter(|&h| int_map[h] == NO_REG).collect();
     order.sort_by_key(|&h| (ivs[h].start(), h));

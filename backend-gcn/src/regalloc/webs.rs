@@ -105,6 +105,26 @@ pub struct Webs {
     pub in_place: Vec<(VReg, VReg)>,
 }
 
+impl Webs {
+    /// Each register the assigned webs of `class` hold (web roots only), with where that dword
+    /// is live (`Web::dword_span`).
+    pub fn dword_spans(&self, class: RegClass) -> Vec<(usize, &Intervals)> {
+        let mut roots: Vec<usize> = self.web_of.values().copied().collect();
+        roots.sort_unstable();
+        roots.dedup();
+        let mut out = Vec::new();
+        for k in roots {
+            let web = &self.webs[k];
+            if let Some(base) = web.reg.filter(|_| web.class == class) {
+                for (j, span) in web.dword_span.iter().enumerate() {
+                    out.push((base as usize + j, span));
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Whether `inst` is a scalar ALU operation or scalar load: it reads all its SGPR sources
 /// before it writes its destination, so the destination may be a source that dies there
 /// (`s_bfe_u64 s[4:5], s[4:5], ..`, `s_load_dwordx4 s[0:3], s[0:1], ..` as LLVM emits
