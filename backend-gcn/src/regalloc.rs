@@ -509,7 +509,7 @@ impl Allocator {
         }
         // Slots.
         // Slots never live together share a location: locations are per color.
-        let color_of = slots::color(func, out, &slot_class);
+        let color_of = slots::color(func, out, slot_class);
         let color_class: BTreeMap<usize, ra::RegClass> =
             slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
         // Indexed by color (colors are numbered below the number of slots).
