@@ -2,7 +2,7 @@
 //! (scheduling under the level's budget, register allocation and everything after it, from the
 //! kernel's selected code, which `kjit tune` prepares once per parameter choice), and a
 //! whole `kjit::tune` run at a small size with its time split into compile, model runs and
-//! reference checks.
+//! reference checks; then the selection of every declared parameter choice (mean, worst).
 //!
 //! `cargo bench --bench tune`; prints a table first, then runs criterion per kernel. The
 //! table's per-level times are the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), which other
@@ -125,6 +125,41 @@ fn main() {
         );
         let levels: Vec<String> = per_level.iter().map(|&d| format!("{:.2}", ms(d))).collect();
         println!("{:<24} levels 1..: {}", "", levels.join(" "));
+    }
+
+    // Selection of every declared parameter choice (each is a kernel of its own to the tuner).
+    println!(
+        "\nselection per parameter choice on {TARGET} (thread CPU ms of optimize + isel, median of 3 \
+         per choice): choices, mean, worst and its values"
+    );
+    for spec in library() {
+        let Some(tuning) = spec.tuning else { continue };
+        let mut per: Vec<(Duration, Vec<u32>)> = Vec::new();
+        for c in tuning.choices() {
+            // A choice the builder refuses (its LDS does not fit) is not a candidate.
+            let Ok(func) = spec.build_with(&c) else {
+                continue;
+            };
+            let t = (0..3)
+                .map(|_| {
+                    let s = thread_cpu();
+                    let _ = black_box(select_kernel(&func, TARGET, &CompileOptions::default()));
+                    thread_cpu().saturating_sub(s)
+                })
+                .collect();
+            per.push((median(t), c));
+        }
+        let mean = per.iter().map(|p| ms(p.0)).sum::<f64>() / per.len().max(1) as f64;
+        if let Some((worst, c)) = per.iter().max_by_key(|p| p.0) {
+            println!(
+                "{:<24} {:>4} {:>7.3} {:>7.3} {:?}",
+                spec.name,
+                per.len(),
+                mean,
+                ms(*worst),
+                c
+            );
+        }
     }
 
     let mut c = Criterion::default().configure_from_args();

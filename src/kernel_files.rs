@@ -48,7 +48,7 @@ pub fn write_kernel_files(
     };
     for (path, bytes) in [
         (&files.ir, func.to_string().into_bytes()),
-        (&files.asm, k.asm.into_bytes()),
+        (&files.asm, String::from(k.asm).into_bytes()),
         (&files.code_object, k.code_object),
     ] {
         std::fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))?;

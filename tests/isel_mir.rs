@@ -107,7 +107,10 @@ fn check_u32_pairs(
 }
 
 fn asm(f: &kjit_ir::Function, t: Target) -> String {
-    compile(f, t, &CompileOptions::default()).unwrap().asm
+    compile(f, t, &CompileOptions::default())
+        .unwrap()
+        .asm
+        .to_string()
 }
 
 #[test]

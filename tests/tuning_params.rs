@@ -10,22 +10,11 @@ use kjit_kernels::KernelSpec;
 use kjit_runtime::emu::gcn::GcnEmulator;
 use kjit_runtime::emu::scheduler::{RunConfig, Schedule};
 
-/// Every combination of the declared values (the default first).
+/// Every combination of the declared values (the default first; one empty choice without
+/// parameters).
 fn choices(spec: &KernelSpec) -> Vec<Vec<u32>> {
-    let mut all = vec![Vec::new()];
-    for p in spec.tuning.map(|t| t.params).unwrap_or(&[]) {
-        all = all
-            .into_iter()
-            .flat_map(|c| {
-                p.values.iter().map(move |&v| {
-                    let mut c = c.clone();
-                    c.push(v);
-                    c
-                })
-            })
-            .collect();
-    }
-    all
+    spec.tuning
+        .map_or_else(|| vec![Vec::new()], |t| t.choices())
 }
 
 /// What one choice did.

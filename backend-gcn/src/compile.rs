@@ -20,7 +20,7 @@ use crate::regalloc::{Allocator, RegallocError, RegallocOptions};
 use crate::waitcnt::{insert_waitcnt, WaitcntStats};
 use crate::Target;
 
-pub use crate::emit::KernelHeader;
+pub use crate::emit::{Asm, KernelHeader};
 
 /// How to compile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,8 +195,9 @@ pub struct CompiledKernel {
     pub target: Target,
     /// The loadable code object.
     pub code_object: Vec<u8>,
-    /// LLVM-syntax assembly that `llvm-mc-19` re-assembles to the code object's `.text`.
-    pub asm: String,
+    /// LLVM-syntax assembly that `llvm-mc-19` re-assembles to the code object's `.text`
+    /// (written when first read).
+    pub asm: crate::emit::Asm,
     /// Registers, occupancy, spills, instructions.
     pub header: KernelHeader,
     /// Time per stage.
@@ -238,7 +239,7 @@ pub struct Selected {
     /// ([`crate::schedule::vgpr_pressure_floor`]).
     floor: std::sync::OnceLock<u32>,
     /// Schedules already made, by VGPR bound (`None`: the latency schedule every level tries
-    /// first), with their VGPR pressure.
+    /// first), with their VGPR pressure; bounds whose schedules are equal share one.
     schedules: ScheduleCache,
     /// The budget-independent part of allocating each schedule (preparation, webs, regalloc2
     /// runs by register count), shared by the budgets that allocate it.
@@ -297,14 +298,20 @@ impl Selected {
 }
 
 /// Schedules by (VGPR bound, verified).
-type ScheduleCache = std::sync::Mutex<
-    std::collections::HashMap<
-        (Option<u32>, bool),
-        std::sync::Arc<(crate::mir::MachineFunction, u32)>,
-    >,
->;
+type ScheduleCache =
+    std::sync::Mutex<std::collections::HashMap<(Option<u32>, bool), std::sync::Arc<Schedule>>>;
 
-/// Allocators by (schedule bound, checked).
+/// One schedule of a [`Selected`] kernel.
+#[derive(Debug)]
+struct Schedule {
+    mf: crate::mir::MachineFunction,
+    /// Its VGPR pressure ([`crate::schedule::vgpr_pressure`]).
+    pressure: u32,
+    /// The first bound that made this code: the key of its [`Allocator`].
+    first: Option<u32>,
+}
+
+/// Allocators by (first bound of the schedule, checked).
 type AllocatorCache = std::sync::Mutex<
     std::collections::HashMap<
         (Option<u32>, bool),
@@ -477,20 +484,36 @@ fn scheduled(
 }
 
 /// `sel`'s code scheduled with `vgpr_limit` (as [`scheduled`]) and its VGPR pressure, made
-/// once per bound for all the budgets compiled from `sel`.
+/// once per bound for all the budgets compiled from `sel`. A bound whose schedule equals one
+/// made before (bounds below what any order reaches give the same code) shares it, and so
+/// its [`Allocator`] and regalloc2 runs.
 fn scheduled_cached(
     sel: &Selected,
     vgpr_limit: Option<u32>,
     check: bool,
     t: &mut StageTimings,
-) -> Result<std::sync::Arc<(crate::mir::MachineFunction, u32)>, CompileError> {
+) -> Result<std::sync::Arc<Schedule>, CompileError> {
     let key = (vgpr_limit, check);
     if let Some(s) = sel.schedules.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(s);
     }
-    let s = scheduled(sel, vgpr_limit, check, t)?;
-    let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&s));
-    let s = std::sync::Arc::new((s, pressure));
+    let mf = scheduled(sel, vgpr_limit, check, t)?;
+    let same = sel.schedules.lock().ok().and_then(|c| {
+        c.iter()
+            .find(|((_, chk), s)| *chk == check && s.mf == mf)
+            .map(|(_, s)| s.clone())
+    });
+    let s = match same {
+        Some(s) => s,
+        None => {
+            let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&mf));
+            std::sync::Arc::new(Schedule {
+                mf,
+                pressure,
+                first: vgpr_limit,
+            })
+        }
+    };
     if let Ok(mut c) = sel.schedules.lock() {
         c.insert(key, s.clone());
     }
@@ -506,7 +529,7 @@ fn allocator(
     t: &mut StageTimings,
 ) -> Result<std::sync::Arc<Result<Allocator, RegallocError>>, CompileError> {
     let s = scheduled_cached(sel, bound, check, t)?;
-    let key = (bound, check);
+    let key = (s.first, check);
     let cached = sel
         .allocators
         .lock()
@@ -515,7 +538,7 @@ fn allocator(
     let a = match cached {
         Some(a) => a,
         None => {
-            let a = std::sync::Arc::new(timed(&mut t.regalloc, || Allocator::new(&s.0, check)));
+            let a = std::sync::Arc::new(timed(&mut t.regalloc, || Allocator::new(&s.mf, check)));
             if let Ok(mut c) = sel.allocators.lock() {
                 c.insert(key, a.clone());
             }
@@ -683,13 +706,16 @@ fn allocate_in_budget(
     };
     let mut guided = 0;
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
+    // Allocations made here, by the first bound of their schedule: a bound whose schedule
+    // equals an earlier one's has its allocation.
+    let mut made: Vec<(Option<u32>, Result<PhysFunction, CompileError>)> = Vec::new();
     while let Some(bound) = bounds.pop() {
         let last = bounds.is_empty();
         if bound.is_some() && !last && floor() > b {
             continue;
         }
-        let pressure = scheduled_cached(sel, bound, ra.run_checker, t)?.1;
-        if pressure > b && !last {
+        let schedule = scheduled_cached(sel, bound, ra.run_checker, t)?;
+        if schedule.pressure > b && !last {
             continue;
         }
         // The latency schedule's allocation without a budget, when it fits this one, is this
@@ -704,7 +730,14 @@ fn allocate_in_budget(
                 return unbudgeted(sel, &ra, t);
             }
         }
-        let q = allocated(sel, bound, &ra, t);
+        let q = match made.iter().find(|(f, _)| *f == schedule.first) {
+            Some((_, q)) => q.clone(),
+            None => {
+                let q = allocated(sel, bound, &ra, t);
+                made.push((schedule.first, q.clone()));
+                q
+            }
+        };
         let done = q.as_ref().is_ok_and(in_registers);
         if let (Some(at), Ok(p)) = (bound, &q) {
             if let Some(next) = guided_bound(at, p).filter(|_| !done && guided < GUIDED_BOUNDS) {

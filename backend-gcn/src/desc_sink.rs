@@ -25,22 +25,57 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::isa::Format;
 use crate::mir::{implicit, MBlock, MInst, MOpcode, MachineFunction, RegClass, Terminator, VReg};
 
-/// Where each vreg is read: `(block index, instruction index)`, `usize::MAX` for a terminator.
-fn readers(mf: &MachineFunction) -> HashMap<VReg, Vec<(usize, usize)>> {
-    let mut r: HashMap<VReg, Vec<(usize, usize)>> = HashMap::default();
-    for (b, bd) in mf.blocks.iter() {
-        for (k, i) in bd.insts.iter().enumerate() {
-            for u in i.uses() {
-                r.entry(u).or_default().push((b.index(), k));
-            }
-        }
-        for (_, args) in bd.term.successors() {
-            for &a in args {
-                r.entry(a).or_default().push((b.index(), usize::MAX));
-            }
-        }
+/// Where each vreg is read: `(block index, instruction index)`, `usize::MAX` for a terminator;
+/// all vregs' readers in one array (made after every move, so without a map or a list per vreg).
+struct Readers {
+    /// Vreg `v`'s readers are `at[start[v]..start[v + 1]]`, in code order.
+    start: Vec<u32>,
+    at: Vec<(usize, usize)>,
+}
+
+impl Readers {
+    /// `v`'s readers (`None` when there are none).
+    fn get(&self, v: &VReg) -> Option<&[(usize, usize)]> {
+        let r = &self.at[self.start[v.index()] as usize..self.start[v.index() + 1] as usize];
+        (!r.is_empty()).then_some(r)
     }
-    r
+}
+
+impl std::ops::Index<&VReg> for Readers {
+    type Output = [(usize, usize)];
+    fn index(&self, v: &VReg) -> &[(usize, usize)] {
+        self.get(v).unwrap_or(&[])
+    }
+}
+
+fn readers(mf: &MachineFunction) -> Readers {
+    // Every read in code order, `f` called with (vreg, block, instruction).
+    let each = |f: &mut dyn FnMut(VReg, usize, usize)| {
+        for (b, bd) in mf.blocks.iter() {
+            for (k, i) in bd.insts.iter().enumerate() {
+                for u in i.uses() {
+                    f(u, b.index(), k);
+                }
+            }
+            for (_, args) in bd.term.successors() {
+                for &a in args {
+                    f(a, b.index(), usize::MAX);
+                }
+            }
+        }
+    };
+    let mut start = vec![0u32; mf.vregs.len() + 1];
+    each(&mut |v, _, _| start[v.index() + 1] += 1);
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut next = start.clone();
+    let mut at = vec![(0, 0); *start.last().unwrap_or(&0) as usize];
+    each(&mut |v, b, k| {
+        at[next[v.index()] as usize] = (b, k);
+        next[v.index()] += 1;
+    });
+    Readers { start, at }
 }
 
 /// A 4-dword SGPR `Build`: a buffer descriptor.
@@ -90,11 +125,7 @@ fn scc_dead_at(insts: &[MInst], term: &Terminator, at: usize) -> bool {
 
 /// Instruction indices (ascending) of the entry block that only build the descriptor made at
 /// `build`: followed back through operands while every reader of every result is in the set.
-fn chain(
-    mf: &MachineFunction,
-    rd: &HashMap<VReg, Vec<(usize, usize)>>,
-    build: usize,
-) -> Vec<usize> {
+fn chain(mf: &MachineFunction, rd: &Readers, build: usize) -> Vec<usize> {
     let insts = &mf.blocks[mf.entry()].insts;
     let mut def_at: HashMap<VReg, usize> = HashMap::default();
     for (k, i) in insts.iter().enumerate() {

@@ -17,6 +17,8 @@
 //! of `.text` (tested for every library kernel on every target). To keep that true, a 32-bit
 //! literal that equals an inline constant is emitted as the inline constant: the value is the
 //! same, the code is shorter, and it is what the assembler would pick for the printed text.
+//! The text itself ([`Asm`]) is written when first read: a tuner compiling many candidates
+//! needs only the code object.
 
 use std::fmt::{self, Write as _};
 
@@ -173,13 +175,112 @@ pub struct Emitted {
     /// The loadable code object (ELF, code object v5).
     pub code_object: Vec<u8>,
     /// LLVM-syntax assembly: header comment, labels, instructions.
-    pub asm: String,
+    pub asm: Asm,
     /// The resource summary.
     pub header: KernelHeader,
     /// The kernel's machine code (its `.text`).
     pub code: Vec<u8>,
     /// Every emitted instruction with its byte offset in `code` (branches with resolved offsets).
     pub insts: Vec<(u32, Inst)>,
+}
+
+/// The assembly text of an emitted kernel (LLVM syntax: header comment, labels,
+/// instructions), written on first read from what emission kept; clones share it. Reads as a
+/// `&str` (`Deref`, `Display`).
+#[derive(Clone)]
+pub struct Asm(std::sync::Arc<AsmSource>);
+
+/// What [`Asm`] is written from.
+struct AsmSource {
+    target: Target,
+    header: KernelHeader,
+    /// Instructions in code order.
+    insts: Vec<Inst>,
+    /// The lines after the header, in order.
+    lines: Vec<AsmLine>,
+    text: std::sync::OnceLock<String>,
+}
+
+/// One line of the assembly after the header.
+enum AsmLine {
+    /// Block `b` starts: `.LBB<b>:` when a branch goes there, else a comment.
+    Block { b: usize, target: bool },
+    /// Instruction `i` of [`AsmSource::insts`].
+    Inst(usize),
+    /// A branch to block `b` (printed with its label).
+    Branch(Opcode, usize),
+}
+
+impl Asm {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        let s = &*self.0;
+        s.text.get_or_init(|| {
+            let mut asm = String::new();
+            for l in s.header.lines() {
+                let _ = writeln!(asm, "; {l}");
+            }
+            if is_label(&s.header.name) {
+                let _ = writeln!(asm, "{}:", s.header.name);
+            }
+            for line in &s.lines {
+                let _ = match *line {
+                    AsmLine::Block { b, target: true } => writeln!(asm, ".LBB{b}:"),
+                    AsmLine::Block { b, target: false } => writeln!(asm, "; %bb.{b}:"),
+                    AsmLine::Inst(i) => writeln!(asm, "\t{}", s.insts[i].display(s.target)),
+                    AsmLine::Branch(op, b) => {
+                        writeln!(asm, "\t{} .LBB{b}", op.info().name_on(s.target))
+                    }
+                };
+            }
+            asm
+        })
+    }
+}
+
+impl std::ops::Deref for Asm {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for Asm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Asm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for Asm {
+    fn eq(&self, other: &Asm) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Asm {}
+
+impl AsRef<str> for Asm {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<[u8]> for Asm {
+    fn as_ref(&self) -> &[u8] {
+        self.as_str().as_bytes()
+    }
+}
+
+impl From<Asm> for String {
+    fn from(a: Asm) -> String {
+        a.as_str().to_owned()
+    }
 }
 
 /// One item of the linear code before branch offsets are known.
@@ -405,10 +506,10 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
         }
     }
 
-    // 3. Encode branches, collect code and text.
+    // 3. Encode branches, collect code and the lines of the text.
     let mut code: Vec<u8> = Vec::with_capacity(pc as usize * 4);
     let mut insts: Vec<(u32, Inst)> = Vec::new();
-    let mut body = String::new();
+    let mut lines: Vec<AsmLine> = Vec::new();
     let mut cur_block = 0usize;
     for it in items {
         let here = (code.len() / 4) as i64;
@@ -418,14 +519,13 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
                 if b == 0 {
                     continue;
                 }
-                if branch_targets[b] {
-                    let _ = writeln!(body, ".LBB{b}:");
-                } else {
-                    let _ = writeln!(body, "; %bb.{b}:");
-                }
+                lines.push(AsmLine::Block {
+                    b,
+                    target: branch_targets[b],
+                });
             }
             Item::Inst(inst, words) => {
-                let _ = writeln!(body, "\t{}", inst.display(target));
+                lines.push(AsmLine::Inst(insts.len()));
                 for w in &words {
                     code.extend_from_slice(&w.to_le_bytes());
                 }
@@ -439,7 +539,7 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
                     inst: "s_endpgm".into(),
                     source,
                 })?;
-                let _ = writeln!(body, "\t{}", inst.display(target));
+                lines.push(AsmLine::Inst(insts.len()));
                 for w in &w {
                     code.extend_from_slice(&w.to_le_bytes());
                 }
@@ -461,7 +561,7 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
                     inst: format!("{inst:?}"),
                     source,
                 })?;
-                let _ = writeln!(body, "\t{} .LBB{}", op.info().name_on(target), t.as_u32());
+                lines.push(AsmLine::Branch(op, t.as_u32() as usize));
                 for w in &w {
                     code.extend_from_slice(&w.to_le_bytes());
                 }
@@ -540,14 +640,13 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
         code_bytes: code.len() as u32,
     };
 
-    let mut asm = String::new();
-    for l in header.lines() {
-        let _ = writeln!(asm, "; {l}");
-    }
-    if is_label(&name) {
-        let _ = writeln!(asm, "{name}:");
-    }
-    asm.push_str(&body);
+    let asm = Asm(std::sync::Arc::new(AsmSource {
+        target,
+        header: header.clone(),
+        insts: insts.iter().map(|(_, i)| i.clone()).collect(),
+        lines,
+        text: std::sync::OnceLock::new(),
+    }));
 
     Ok(Emitted {
         code_object,

@@ -331,7 +331,7 @@ pub struct KernelAbi {
 }
 
 /// A kernel in machine IR.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachineFunction {
     /// Dispatch interface.
     pub abi: KernelAbi,

@@ -236,8 +236,21 @@ pub struct Allocator {
     run_checker: bool,
     /// Registers regalloc2 starts the search with (`Float`, `Vector`).
     start: (u32, u32),
+    /// Most single-VGPR values live at once between instructions: no allocation that keeps
+    /// them all in registers ends its VGPR layout lower.
+    pres_f: u32,
     func: ra2::RaFunc,
     runs: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), RaRun>>,
+    /// The PRegs and slots each regalloc2 run used and its VGPR layout, by register counts.
+    layouts: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), std::sync::Arc<Laid>>>,
+}
+
+/// What [`Allocator::laid_out`] gives for one regalloc2 run: [`used_pregs`] and the
+/// [`vgprs::layout`] of its output.
+struct Laid {
+    used: [u64; 3],
+    slot_class: BTreeMap<usize, ra::RegClass>,
+    layout: vgprs::VgprLayout,
 }
 
 impl std::fmt::Debug for Allocator {
@@ -329,8 +342,10 @@ impl Allocator {
             probe_scratch,
             run_checker,
             start,
+            pres_f,
             func,
             runs: Default::default(),
+            layouts: Default::default(),
         })
     }
 
@@ -358,6 +373,27 @@ impl Allocator {
         r
     }
 
+    /// The used PRegs and VGPR layout of the run with `key`'s counts (output `out`), made once
+    /// per run for all budgets.
+    fn laid_out(&self, key: (u32, u32, u32), out: &ra::Output) -> std::sync::Arc<Laid> {
+        if let Some(l) = self.layouts.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return l;
+        }
+        let target = self.shape.target;
+        let waves = |top: u32| target.waves_per_simd_for_registers(self.shape.registers(top));
+        let (used, slot_class) = used_pregs(&self.func, out);
+        let layout = vgprs::layout(self, out, &used, &waves);
+        let l = std::sync::Arc::new(Laid {
+            used,
+            slot_class,
+            layout,
+        });
+        if let Ok(mut m) = self.layouts.lock() {
+            m.insert(key, l.clone());
+        }
+        l
+    }
+
     /// The SGPR singles regalloc2 gets under `sgpr_budget`: what the tuples leave in the
     /// probe layout.
     fn int_registers(&self, sgpr_budget: Option<u32>) -> u32 {
@@ -375,15 +411,19 @@ impl Allocator {
     ) -> Result<Option<(u32, u32, RaRun)>, RegallocError> {
         let shape = &self.shape;
         let target = shape.target;
+        // A layout keeping every single-VGPR value in a register ends at or above the most of
+        // them live at once: above the budget, the search cannot give an allocation that fits.
+        let fits = |top: u32| top <= shape.vgpr_cap(budget) && shape.registers(top) <= budget;
+        if !fits(self.pres_f) {
+            return Ok(None);
+        }
         let unbounded = shape.caps(target.register_file_per_lane())?;
-        // Always searched (its regalloc2 runs are kept for every budget): no cheap bound tells
-        // whether the packed layout (`vgprs`) of the unbudgeted allocation fits the budget.
+        // Searched whenever that bound does not rule it out (its regalloc2 runs are kept for
+        // every budget): only the packed layout (`vgprs`) tells whether it fits the budget.
         let (n_f, n_v, spilled, run) = search(self, n_int, self.start, &unbounded)?;
         if let Ok(out) = run.as_ref() {
-            let waves = |top: u32| target.waves_per_simd_for_registers(shape.registers(top));
-            let used = used_pregs(&self.func, out).0;
-            let top = u32::from(vgprs::layout(self, out, &used, &waves).top);
-            if !spilled && top <= shape.vgpr_cap(budget) && shape.registers(top) <= budget {
+            let top = u32::from(self.laid_out((n_int, n_f, n_v), out).layout.top);
+            if !spilled && fits(top) {
                 return Ok(Some((n_f, n_v, run)));
             }
         }
@@ -419,8 +459,6 @@ impl Allocator {
         let vgpr_cap = shape.vgpr_cap(budget);
         let (abi_n, aweb_size, n_temps) = (self.abi_n, shape.aweb_size, shape.n_temps);
         let func = &self.func;
-        // Occupancy of a VGPR layout ending at `top` (what the packed layouts are ranked by).
-        let waves = |top: u32| target.waves_per_simd_for_registers(shape.registers(top));
         // regalloc2 spreads values over every register it is given, so it gets the fewest
         // that avoid spills (see `search`): first as if there were no budget, so that a
         // kernel that fits in R registers gets the same allocation under every budget >= R;
@@ -448,16 +486,20 @@ impl Allocator {
                 .map_err(|e| RegallocError::Checker(format!("{e:?}")))?;
         }
 
-        // Which PRegs and slots were used.
-        let (used, slot_class) = used_pregs(func, out);
-
-        // VGPR layout: ABI singles, singles, pairs, tuple area, spare-VGPR slots.
-        let vgprs::VgprLayout {
-            float_map,
-            pair_map,
-            vweb_base,
-            top,
-        } = vgprs::layout(self, out, &used, &waves);
+        // Which PRegs and slots were used, and the VGPR layout: ABI singles, singles, pairs,
+        // tuple area (spare-VGPR slots go above).
+        let laid = self.laid_out((n_int, n_f, n_v), out);
+        let Laid {
+            used,
+            ref slot_class,
+            layout:
+                vgprs::VgprLayout {
+                    float_map,
+                    pair_map,
+                    vweb_base,
+                    top,
+                },
+        } = *laid;
         let mut top = top;
         if top as u32 > vgpr_cap {
             return Err(RegallocError::BudgetTooSmall {
@@ -467,7 +509,7 @@ impl Allocator {
         }
         // Slots.
         // Slots never live together share a location: locations are per color.
-        let color_of = slots::color(func, out, &slot_class);
+        let color_of = slots::color(func, out, slot_class);
         let color_class: BTreeMap<usize, ra::RegClass> =
             slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
         // Indexed by color (colors are numbered below the number of slots).

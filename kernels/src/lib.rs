@@ -128,6 +128,24 @@ impl Tuning {
     pub fn defaults(&self) -> Vec<u32> {
         self.params.iter().map(|p| p.values[0]).collect()
     }
+
+    /// Every combination of the declared values, one value per parameter (the defaults first).
+    pub fn choices(&self) -> Vec<Vec<u32>> {
+        let mut all = vec![Vec::new()];
+        for p in self.params {
+            all = all
+                .into_iter()
+                .flat_map(|c| {
+                    p.values.iter().map(move |&v| {
+                        let mut c = c.clone();
+                        c.push(v);
+                        c
+                    })
+                })
+                .collect();
+        }
+        all
+    }
 }
 
 static ALL: [KernelSpec; 13] = [
