@@ -474,6 +474,22 @@ fn hash_prologue_reads_rounds_from_outs_quad_and_builds_descriptors_after_the_co
 }
 
 #[test]
+fn reduce_sum_adds_its_last_64_sums_by_dpp_without_lds_or_barriers() {
+    // reduce_sum: 256 work-items, one LDS halving round across waves (128 sums), then the
+    // first wave adds its 64 by DPP: two barriers (after the tile is written and after the
+    // round) instead of the 9 of a full LDS tree, and no LDS store after the round's.
+    let f = (kjit_kernels::find("reduce_sum").unwrap().build)().unwrap();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert_eq!(a.matches("s_barrier").count(), 2, "{t}\n{a}");
+        assert_eq!(a.matches("ds_write_b32").count(), 2, "{t}\n{a}");
+        assert_eq!(a.matches("_dpp ").count(), 6, "{t}\n{a}");
+        assert!(!a.contains("s_cbranch_scc"), "{t}: no loop left\n{a}");
+    }
+}
+
+#[test]
 fn a_masked_index_selects_its_byte_offset_with_the_shift_and_add_folded() {
     // `dst[select(x < n, x + u, MAX)]` and `dst[select(x < n, x + u + w, MAX)]`: the byte
     // offset is one `v_add_lshl_u32` of the sum (an `s_add_u32` first for two uniform terms)
