@@ -266,8 +266,8 @@ pub fn sink_descriptors(mf: &mut MachineFunction) -> usize {
 /// Builds the entry block's descriptors late: the scalar ALU words of every descriptor (its
 /// [`chain`] but the `s_load`) and the constants only they read (the config-word pair) move,
 /// in their order, to right before the first other instruction that reads a descriptor or a
-/// word extracted from a loaded tuple the words are built over (a buffer's length for the
-/// `i < len` compare), or the block's end. By then the prologue's kernarg pointer, workgroup
+/// word extracted from a loaded tuple the words are built over, when that instruction reads
+/// such a word (a buffer's length for the `i < len` compare). By then the prologue's kernarg pointer, workgroup
 /// id and size have died, so the copies of words read after the build (the length, an
 /// argument loaded with it) and the config pair take their SGPRs instead of new ones. Returns
 /// how many instructions moved.
@@ -330,6 +330,11 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
                     .any(|u| descs.contains(&u) || extracted.contains(&u))
         })
         .unwrap_or(n);
+    // Only for a word read there (else the words stay where the schedule put them, between
+    // the address arithmetic it interleaved them with).
+    if to == n || !insts[to].uses().any(|u| extracted.contains(&u)) {
+        return 0;
+    }
     // Only what is before `to` moves (down); already in place if it is the run before `to`.
     set.retain(|&j| j < to);
     if set.iter().copied().eq(to - set.len()..to) {
