@@ -444,6 +444,55 @@ fn descriptor_words_are_computed_over_the_loaded_quad() {
 }
 
 #[test]
+fn hash_prologue_reads_rounds_from_outs_quad_and_builds_descriptors_after_the_compare() {
+    // hash_chain's arguments: seeds, table, out (pointer, length) and `rounds` right after
+    // out's length: one `s_load_dwordx4` holds out's pointer, length and `rounds`, so `rounds`
+    // is not loaded again (3 quads + the workgroup size: 4 loads). The descriptors are built
+    // after the `i < out.len()` compare has read the length and the workgroup id and size have
+    // died, whose SGPRs then take the copy of (length, rounds) and the mask: SGPRs within
+    // clang-19's + 8 (its twin: 14 on gfx942, 12 on gfx90a, 16 on gfx900).
+    let f = (kjit_kernels::find("hash_chain").unwrap().build)().unwrap();
+    for (t, clang) in [
+        (Target::Gfx942, 14),
+        (Target::Gfx90a, 12),
+        (Target::Gfx900, 16),
+    ] {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert_eq!(a.matches("s_load_dword").count(), 4, "{t}\n{a}");
+        assert!(!a.contains("0x2c\n"), "{t}: rounds loaded again\n{a}");
+        let cmp = a.find("v_cmp_lt_u32").expect("the i < len compare");
+        let last_build = a.rfind("s_or_b64 s[").expect("descriptor words");
+        assert!(
+            a[..cmp].matches("s_mov_b64 s[").count() <= 1,
+            "{t}: one copy of the length pair at most\n{a}"
+        );
+        assert!(last_build < a.find("s_cbranch_execz").unwrap(), "{t}\n{a}");
+        assert!(
+            k.header.sgprs <= clang + 8,
+            "{t}: {} SGPRs\n{a}",
+            k.header.sgprs
+        );
+    }
+}
+
+#[test]
+fn reduce_sum_adds_its_last_64_sums_by_dpp_without_lds_or_barriers() {
+    // reduce_sum: 256 work-items, one LDS halving round across waves (128 sums), then the
+    // first wave adds its 64 by DPP: two barriers (after the tile is written and after the
+    // round) instead of the 9 of a full LDS tree, and no LDS store after the round's.
+    let f = (kjit_kernels::find("reduce_sum").unwrap().build)().unwrap();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert_eq!(a.matches("s_barrier").count(), 2, "{t}\n{a}");
+        assert_eq!(a.matches("ds_write_b32").count(), 2, "{t}\n{a}");
+        assert_eq!(a.matches("_dpp ").count(), 6, "{t}\n{a}");
+        assert!(!a.contains("s_cbranch_scc"), "{t}: no loop left\n{a}");
+    }
+}
+
+#[test]
 fn a_masked_index_selects_its_byte_offset_with_the_shift_and_add_folded() {
     // `dst[select(x < n, x + u, MAX)]` and `dst[select(x < n, x + u + w, MAX)]`: the byte
     // offset is one `v_add_lshl_u32` of the sum (an `s_add_u32` first for two uniform terms)

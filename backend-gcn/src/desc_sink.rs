@@ -8,6 +8,12 @@
 //! the descriptor's first use (or the block's end when the first use is in a later block).
 //! Gives the same function with the moved instructions; nothing else changes order.
 //!
+//! Then every descriptor's words of the entry block are built late ([`builds_late`]): right
+//! before the first instruction that reads a descriptor or a word extracted from a tuple the
+//! words are built over (a buffer's length), after the prologue's kernarg pointer and
+//! workgroup id and size have died, so that copies of loaded words and the config pair reuse
+//! their SGPRs.
+//!
 //! Also: an `Extract` of SGPRs read after every other reader of its source tuple in the block
 //! goes right before the last of them ([`extracts_early`]), so the tuple dies there and a
 //! result may be computed over it (a buffer's length, read from the quad its descriptor is
@@ -115,6 +121,32 @@ fn scc_dead_at(insts: &[MInst], term: &Terminator, at: usize) -> bool {
     for i in &insts[at..] {
         if touches_scc(i) {
             return matches!(i.opcode, MOpcode::Isa(op) if op.info().format == Format::Sopc);
+        }
+    }
+    match term {
+        Terminator::Branch { cond, .. } => cond.reads() & implicit::SCC == 0,
+        _ => true,
+    }
+}
+
+/// Whether SCC is dead before instruction `at` of `insts` by what each instruction is known to
+/// do: the first one from `at` on that reads SCC (isel's implicit use, or an opcode that reads
+/// it) comes after one that writes it (isel's implicit def, or an `s_cmp`), or none reads it and
+/// the terminator does not. Finer than [`scc_dead_at`], for which every scalar ALU op reads it.
+fn scc_free_at(insts: &[MInst], term: &Terminator, at: usize) -> bool {
+    for i in &insts[at..] {
+        let (reads, writes) = match i.opcode {
+            MOpcode::Isa(op) => (
+                crate::isel::salu_reads_scc(op.info().name),
+                op.info().format == Format::Sopc,
+            ),
+            _ => (false, false),
+        };
+        if reads || i.implicit_uses & implicit::SCC != 0 {
+            return false;
+        }
+        if writes || i.implicit_defs & implicit::SCC != 0 {
+            return true;
         }
     }
     match term {
@@ -260,6 +292,124 @@ pub fn sink_descriptors(mf: &mut MachineFunction) -> usize {
         moved += 1;
     }
     moved
+}
+
+/// Builds the entry block's descriptors late: the scalar ALU words of every descriptor (its
+/// [`chain`] but the `s_load`) and the constants only they read (the config-word pair) move,
+/// in their order, to right before the first other instruction that reads a descriptor or a
+/// word extracted from a loaded tuple the words are built over, when that instruction reads
+/// such a word (a buffer's length for the `i < len` compare). By then the prologue's kernarg pointer, workgroup
+/// id and size have died, so the copies of words read after the build (the length, an
+/// argument loaded with it) and the config pair take their SGPRs instead of new ones. Returns
+/// how many instructions moved.
+pub fn builds_late(mf: &mut MachineFunction) -> usize {
+    let rd = readers(mf);
+    let entry = mf.entry();
+    let insts = &mf.blocks[entry].insts;
+    let n = insts.len();
+    let mut set: Vec<usize> = Vec::new();
+    for (k, i) in insts.iter().enumerate() {
+        if descriptor(mf, i).is_some() {
+            set.extend(
+                chain(mf, &rd, k)
+                    .into_iter()
+                    .filter(|&j| !is_smem(&insts[j])),
+            );
+        }
+    }
+    let in_entry = |d: VReg| rd.get(&d).is_some_and(|r| r.iter().all(|&(b, _)| b == 0));
+    let read_by_set = |d: VReg| {
+        rd.get(&d)
+            .is_some_and(|r| r.iter().all(|&(b, j)| b == 0 && set.contains(&j)))
+    };
+    let constants: Vec<usize> = (0..n)
+        .filter(|&k| {
+            let i = &insts[k];
+            matches!(i.opcode, MOpcode::Isa(op) if op.info().format == Format::Sop2)
+                && i.uses().next().is_none()
+                && i.implicit_uses == 0
+                && i.defs().all(|d| in_entry(d) && read_by_set(d))
+        })
+        .collect();
+    set.extend(constants);
+    set.sort_unstable();
+    set.dedup();
+    if set.is_empty() {
+        return 0;
+    }
+    // Tuples the words are built over, and the words extracted from them elsewhere.
+    let built_over: Vec<VReg> = set.iter().flat_map(|&j| insts[j].uses()).collect();
+    let extracted: Vec<VReg> = insts
+        .iter()
+        .enumerate()
+        .filter(|&(k, i)| {
+            !set.contains(&k)
+                && matches!(i.opcode, MOpcode::Extract(_))
+                && i.uses().any(|u| built_over.contains(&u))
+        })
+        .flat_map(|(_, i)| i.defs())
+        .collect();
+    let descs: Vec<VReg> = set
+        .iter()
+        .filter_map(|&j| descriptor(mf, &insts[j]))
+        .collect();
+    let to = (0..n)
+        .find(|&k| {
+            !set.contains(&k)
+                && insts[k]
+                    .uses()
+                    .any(|u| descs.contains(&u) || extracted.contains(&u))
+        })
+        .unwrap_or(n);
+    // Only for a word read there (else the words stay where the schedule put them, between
+    // the address arithmetic it interleaved them with).
+    if to == n || !insts[to].uses().any(|u| extracted.contains(&u)) {
+        return 0;
+    }
+    // Only what is before `to` moves (down); already in place if it is the run before `to`.
+    set.retain(|&j| j < to);
+    if set.iter().copied().eq(to - set.len()..to) {
+        return 0;
+    }
+    // Every operand from outside the set is defined before `to`.
+    let defined_before = |v: VReg| {
+        insts[..to]
+            .iter()
+            .enumerate()
+            .any(|(k, i)| !set.contains(&k) && i.defs().any(|d| d == v))
+            || set.iter().any(|&j| insts[j].defs().any(|d| d == v))
+    };
+    if !set.iter().all(|&j| insts[j].uses().all(defined_before)) {
+        return 0;
+    }
+    // Each moved SCC write is read by nothing, and `to` is not between an SCC write and
+    // its reader.
+    let term = &mf.blocks[entry].term;
+    let scc_ok = set
+        .iter()
+        .all(|&j| !touches_scc(&insts[j]) || scc_free_at(insts, term, j + 1))
+        && scc_free_at(insts, term, to);
+    if !scc_ok {
+        return 0;
+    }
+    let old = std::mem::take(&mut mf.blocks[entry].insts);
+    let mut moved = Vec::new();
+    let mut out = Vec::with_capacity(n);
+    let mut rest = Vec::new();
+    for (k, i) in old.into_iter().enumerate() {
+        if set.contains(&k) {
+            moved.push(i);
+        } else if k < to {
+            out.push(i);
+        } else {
+            rest.push(i);
+        }
+    }
+    let count = moved.len();
+    out.append(&mut moved);
+    out.append(&mut rest);
+    mf.blocks[entry].insts = out;
+    count
 }
 
 /// The block, index and new index of an `Extract` of an SGPR tuple that is read after every

@@ -1103,12 +1103,22 @@ fn place_singles(
     for (r, span) in w.dword_spans(RegClass::Sgpr) {
         occ[r].push(span);
     }
+    // Registers fixed before (the workgroup ids the hardware writes) are taken only while
+    // their values live: a single may use a workgroup id's SGPR after its last reader.
+    let mut fixed = SgprSet::default();
+    for h in bits(used).filter(|&h| int_map[h] != NO_REG) {
+        occ[int_map[h] as usize].push(&ivs[h]);
+        fixed.insert(int_map[h]);
+    }
     let mut order: Vec<usize> = bits(used).filter(|&h| int_map[h] == NO_REG).collect();
     order.sort_by_key(|&h| (ivs[h].start(), h));
     let mut given = Vec::new();
     for h in order {
         let r = (0..MAX_SGPRS)
-            .find(|&x| !blocked.contains(x) && occ[x as usize].iter().all(|o| !o.overlaps(&ivs[h])))
+            .find(|&x| {
+                (!blocked.contains(x) || fixed.contains(x))
+                    && occ[x as usize].iter().all(|o| !o.overlaps(&ivs[h]))
+            })
             .ok_or(RegallocError::OutOfRegisters {
                 file: "SGPR",
                 limit: MAX_SGPRS as u32,

@@ -141,9 +141,11 @@ impl Dags {
                 mf.blocks[b].insts = order.into_iter().filter_map(|k| slots[k].take()).collect();
             }
         }
-        // Descriptors built late where another's SGPRs come free first; extracts of SGPR
-        // tuples before their tuple's last other reader (which may then write over it).
+        // Descriptors loaded late where another's SGPRs come free first, and built late (after
+        // the prologue's scalars die); extracts of SGPR tuples before their tuple's last other
+        // reader (which may then write over it).
         crate::desc_sink::sink_descriptors(mf);
+        crate::desc_sink::builds_late(mf);
         crate::desc_sink::extracts_early(mf);
     }
 }

@@ -1,14 +1,20 @@
-//! LDS tree reduction: each workgroup sums its slice of the input.
+//! LDS tree reduction: each workgroup sums its slice of the input, the last wave's worth of
+//! partial sums by a wave reduction.
 
 use crate::*;
-use kjit_frontend::{Dim, KernelBuilder, Lds, Val};
+use kjit_frontend::{Dim, KernelBuilder, Lds, ReduceOp, Val};
 use kjit_ir::ElemType;
 
 /// Work-items per workgroup (a power of two).
 pub const BLOCK: u32 = 256;
 
-/// `partial[g] = sum of x[g*256 .. g*256+256]` (missing elements count as 0), by halving the
-/// active work-items each step, with a barrier between steps.
+/// Lanes of a wave: the last round of the tree is one wave's lanes, reduced without LDS.
+const WAVE: u32 = 64;
+
+/// `partial[g] = sum of x[g*256 .. g*256+256]` (missing elements count as 0). The rounds that
+/// span more than one wave halve the active work-items through LDS with a barrier after each
+/// (unrolled: `BLOCK` is a constant); the last 64 partial sums are the first wave's lanes, added
+/// by a wave reduction (DPP) without LDS or barriers.
 pub fn build() -> BuildResult {
     let k = KernelBuilder::new("reduce_sum");
     let x = k.buffer::<f32>("x");
@@ -17,9 +23,21 @@ pub fn build() -> BuildResult {
     let lid = k.local_id(Dim::X);
     k.store(&tile, lid, k.load(&x, k.global_id(Dim::X)));
     k.barrier();
-    tree_sum(&k, &tile, lid, k.lit(BLOCK / 2));
-    k.if_(lid.eq(k.lit(0u32)), || {
-        k.store(&partial, k.group_id(Dim::X), k.load(&tile, k.lit(0u32)));
+    let mut s = BLOCK / 2;
+    while s > WAVE {
+        k.if_(lid.lt(k.lit(s)), || {
+            let v = k.load(&tile, lid) + k.load(&tile, lid + s);
+            k.store(&tile, lid, v);
+        });
+        k.barrier();
+        s /= 2;
+    }
+    k.if_(lid.lt(k.lit(WAVE)), || {
+        let v = k.load(&tile, lid) + k.load(&tile, lid + WAVE);
+        let sum = k.wave_reduce(ReduceOp::Add, v);
+        k.if_(lid.eq(k.lit(0u32)), || {
+            k.store(&partial, k.group_id(Dim::X), sum);
+        });
     });
     k.finish()
 }
@@ -84,7 +102,7 @@ fn reference(c: &Case) -> Vec<BufferData> {
 /// The registry entry of `reduce_sum`.
 pub const REDUCE_SUM: KernelSpec = KernelSpec {
     name: "reduce_sum",
-    description: "per-workgroup sums of 256 elements by an LDS tree reduction",
+    description: "per-workgroup sums of 256 elements by an LDS tree reduction, the last 64 by a wave reduction",
     build,
     make_case: make,
     reference,

@@ -80,8 +80,9 @@ fn persistent_kernel_loops_and_reduction_uses_barriers() {
     let case = (spec.make_case)(1000, 3);
     let mut args = case.args.clone();
     let stats = run(&f, &case.launch, &mut args).unwrap();
-    // One barrier after the load and one per halving step (8), per workgroup.
-    assert_eq!(stats.barriers, 4 * 9, "{stats:?}");
+    // One barrier after the load and one after the halving round across waves (the first
+    // wave adds the last 64 sums without one), per workgroup.
+    assert_eq!(stats.barriers, 4 * 2, "{stats:?}");
     assert!(stats.divergent_branches > 0);
 }
 

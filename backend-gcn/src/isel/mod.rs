@@ -56,6 +56,7 @@ use crate::mir::{
 use crate::Target;
 
 pub use order::LoopInfo;
+pub(crate) use valu::salu_reads_scc;
 
 /// Why a function cannot be selected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -1459,7 +1460,11 @@ impl<'a> Isel<'a> {
                     // Address and length side by side: one `s_load_dwordx4` for both pairs.
                     let (addr, lp) = if slot.len_offset == slot.offset + 8 {
                         let q = self.s_load(slot.offset, 4);
-                        (self.extract(q, 0, 2), self.extract(q, 2, 2))
+                        let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 2));
+                        // A later argument in the pair's second word is read out of it.
+                        self.kernarg_loads.insert((slot.offset, 2), a);
+                        self.kernarg_loads.insert((slot.len_offset, 2), l);
+                        (a, l)
                     } else {
                         (self.s_load(slot.offset, 2), self.s_load(slot.len_offset, 2))
                     };
@@ -1597,6 +1602,21 @@ impl<'a> Isel<'a> {
             .kernarg
             .expect("prologue loads the kernarg pointer first");
         if let Some(&r) = self.kernarg_loads.get(&(offset, dwords)) {
+            return r;
+        }
+        // Words an earlier load already holds (a scalar argument right after a buffer's
+        // length, in the buffer's `s_load_dwordx4`): extracted, not loaded again. The
+        // narrowest such tuple, so the words die with the part that holds them.
+        let end = offset + 4 * dwords as u32;
+        let covering = self
+            .kernarg_loads
+            .iter()
+            .filter(|&(&(b, n), _)| b <= offset && end <= b + 4 * n as u32 && n > dwords)
+            .min_by_key(|&(&(b, n), _)| (n, b))
+            .map(|(&(b, _), &r)| (b, r));
+        if let Some((b, t)) = covering {
+            let r = self.extract(t, ((offset - b) / 4) as u8, dwords);
+            self.kernarg_loads.insert((offset, dwords), r);
             return r;
         }
         let r = self.new_vreg(RegClass::Sgpr, dwords);
