@@ -32,7 +32,7 @@
 use crate::*;
 use kjit_frontend::{
     f16, BuildError, Dim, Frag, FragElem, FragType, FragVar, KernelBuilder, KernelError, Lds,
-    MfmaOp, Val,
+    MfmaOp, Val, Var,
 };
 use kjit_ir::ElemType;
 use std::ops::{Add, Div, Mul, Rem};
@@ -317,8 +317,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
     // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
     // packed into fragments only when stored (so the packing waits for the loads after the
-    // step's MFMAs, not before).
-    let load_stage = |k0: Val<'_, u32>| -> Staged<'_> {
+    // step's MFMAs, not before). `full`: the step lies inside k and the rows and pieces are
+    // aligned (the interior loop), so every load reads and needs no range test.
+    let load_stage = |k0: Val<'_, u32>, full: bool| -> Staged<'_> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
         let b_vars: Vec<Vec<Vec<_>>> = (0..b_jobs)
             .map(|_| {
@@ -335,12 +336,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let rem = rest(k0);
         let room = |off: u32| rem.max(off) - off;
         for (&(base, off, lim), v) in a_at.iter().zip(&vars) {
-            let at = k.select(lim.lt(room(off)), base + k0, outside);
+            let at = match full {
+                true => base + k0,
+                false => k.select(lim.lt(room(off)), base + k0, outside),
+            };
             v.set(k.frag_load(&a, at, frag));
         }
         for (rows, vars) in b_at.iter().zip(&b_vars) {
             for (&(base, off, lim), pieces) in rows.iter().zip(vars) {
-                let at = k.select(lim.lt(room(off)), base + k0n, outside_b);
+                let at = match full {
+                    true => base + k0n,
+                    false => k.select(lim.lt(room(off)), base + k0n, outside_b),
+                };
                 for (p, v) in pieces.iter().enumerate() {
                     v.set(k.frag_load(&b, at + job_col(p as u32 * piece_len), piece));
                 }
@@ -447,7 +454,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             store();
         }
     };
-    let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>| {
+    // `aligned`: the rows and pieces are known to be aligned (the interior loop), so neither
+    // the unaligned paths nor their guards are needed.
+    let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>, aligned: bool| {
+        let guarded = |wraps: bool, packed: Val<'_, bool>, store: &dyn Fn()| {
+            guarded(wraps && !aligned, packed, store)
+        };
         guarded(a_wraps, a_packed, &|| {
             for q in 0..a_jobs {
                 store_a(q, oa, st.a[q as usize]);
@@ -465,6 +477,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 }
             }
         });
+        if aligned {
+            return;
+        }
         if kl > 1 {
             unaligned_a(k0, oa);
         }
@@ -491,10 +506,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> Offsets<'_> {
         (Some(stage * lens.0), Some(stage * lens.1))
     }
-    let first = load_stage(zero);
+    let first = load_stage(zero, false);
     let ahead = if double {
-        store_stage(&first, zero, (None, None));
-        load_stage(k.lit(t.bk))
+        store_stage(&first, zero, (None, None), false);
+        load_stage(k.lit(t.bk), false)
     } else {
         first
     };
@@ -511,85 +526,117 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // The stage step k0 is read from (0 or 1; always 0 with one stage).
     let stage = k.var_named("stage", zero);
     let t0 = k.var_named("k0", zero);
-    k.while_(
-        || t0.get().lt(kk),
-        || {
-            let k0 = t0.get();
-            let now = Staged::read(&staged_a, &staged_b);
-            let cur = stage.get();
-            let other = k.lit(1u32) - cur;
-            let next = if double {
-                k.barrier();
-                let early = t.early.then(|| load_stage(k0 + 2 * t.bk));
-                store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)));
-                early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk))
-            } else if t.early {
-                let next = load_stage(k0 + t.bk);
-                store_stage(&now, k0, (None, None));
-                k.barrier();
-                next
-            } else {
-                store_stage(&now, k0, (None, None));
-                k.barrier();
-                load_stage(k0 + t.bk)
-            };
-            let (oa, ob) = if double {
-                offsets(cur, (a_len, b_len))
-            } else {
-                (None, None)
-            };
-            // Every LDS read of the step before its MFMAs, so the reads of later sub-steps
-            // overlap the MFMAs of earlier ones.
-            let tile_row = |i: u32| {
-                layout
-                    .line_shift(i * 32)
-                    .expect("tile rows are whole spans")
-            };
-            let reads: Vec<(Vec<_>, Vec<_>)> = (0..subs as usize)
-                .map(|s| {
-                    let ((a_at, a_off), (b_at, b_off)) = (a_rd[s], b_rd[s]);
-                    let (a_at, b_at) = (shifted(a_at, oa), shifted(b_at, ob));
-                    let a_frags: Vec<_> = (0..tm)
-                        .map(|i| fragment(&k, &ta, a_at + (a_off + tile_row(i)), fin))
-                        .collect();
-                    let b_frags: Vec<_> = (0..tn)
-                        .map(|j| fragment(&k, &tb, b_at + (b_off + tile_row(j)), fin))
-                        .collect();
-                    (a_frags, b_frags)
-                })
-                .collect();
-            for (s, (a_frags, b_frags)) in reads.iter().enumerate() {
-                // One stage: every wave has its fragments once its reads are back, so the
-                // barrier that lets the next step's stores overwrite them comes before the
-                // last sub-step's MFMAs, which cover the wait for the other waves.
-                if !double && s + 1 == reads.len() {
-                    k.barrier();
-                }
-                for i in 0..tm {
-                    for j in 0..tn {
-                        let acc = accs[(i * tn + j) as usize];
-                        let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
-                            (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
-                            (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
-                            _ => unreachable!("both inputs have one shape"),
-                        };
-                        acc.set(d);
-                    }
-                }
+    // One k step. `fast`: the interior loop, where the step loaded here lies inside k and the
+    // rows and pieces are aligned, so its loads need no range test and its stores no
+    // unaligned path: the body is one basic block for the scheduler.
+    //
+    // A step's last sub-step's MFMAs are issued at the top of the next step (`carried`: its
+    // fragments, read before the step's second barrier, stay in registers), so they overlap
+    // that step's LDS stores instead of coming as a burst after the barrier. The step returns
+    // its last sub-step's fragments.
+    let issue = |a_frags: &[Input<'_, T>], b_frags: &[Input<'_, T>]| {
+        for i in 0..tm {
+            for j in 0..tn {
+                let acc = accs[(i * tn + j) as usize];
+                let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
+                    (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
+                    (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
+                    _ => unreachable!("both inputs have one shape"),
+                };
+                acc.set(d);
             }
-            for (v, f) in staged_a.iter().zip(&next.a) {
-                v.set(*f);
-            }
-            let vars = staged_b.iter().flatten().flatten();
-            for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
-                v.set(*x);
-            }
-            if double {
-                stage.set(other);
-            }
-            t0.set(k0 + t.bk);
-        },
-    );
+        }
+    };
+    let step = |fast: bool, carried: Option<&Carried<'_, T>>| -> Inputs<'_, T> {
+        if let Some(c) = carried {
+            let (a_frags, b_frags) = c.get();
+            issue(&a_frags, &b_frags);
+        }
+        let k0 = t0.get();
+        let now = Staged::read(&staged_a, &staged_b);
+        let cur = stage.get();
+        let other = k.lit(1u32) - cur;
+        let next = if double {
+            k.barrier();
+            let early = t.early.then(|| load_stage(k0 + 2 * t.bk, fast));
+            store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)), fast);
+            early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk, fast))
+        } else if t.early {
+            let next = load_stage(k0 + t.bk, fast);
+            store_stage(&now, k0, (None, None), fast);
+            k.barrier();
+            next
+        } else {
+            store_stage(&now, k0, (None, None), fast);
+            k.barrier();
+            load_stage(k0 + t.bk, fast)
+        };
+        let (oa, ob) = if double {
+            offsets(cur, (a_len, b_len))
+        } else {
+            (None, None)
+        };
+        // Every LDS read of the step before its MFMAs, so the reads of later sub-steps
+        // overlap the MFMAs of earlier ones.
+        let tile_row = |i: u32| {
+            layout
+                .line_shift(i * 32)
+                .expect("tile rows are whole spans")
+        };
+        let reads: Vec<(Vec<_>, Vec<_>)> = (0..subs as usize)
+            .map(|s| {
+                let ((a_at, a_off), (b_at, b_off)) = (a_rd[s], b_rd[s]);
+                let (a_at, b_at) = (shifted(a_at, oa), shifted(b_at, ob));
+                let a_frags: Vec<_> = (0..tm)
+                    .map(|i| fragment(&k, &ta, a_at + (a_off + tile_row(i)), fin))
+                    .collect();
+                let b_frags: Vec<_> = (0..tn)
+                    .map(|j| fragment(&k, &tb, b_at + (b_off + tile_row(j)), fin))
+                    .collect();
+                (a_frags, b_frags)
+            })
+            .collect();
+        let (last, rest) = reads.split_last().expect("a step has sub-steps");
+        for (a_frags, b_frags) in rest {
+            issue(a_frags, b_frags);
+        }
+        // One stage: every wave has its fragments once its reads are back, so the barrier
+        // that lets the next step's stores overwrite them comes before the last sub-step's
+        // MFMAs (in the next step), which cover the wait for the other waves.
+        if !double {
+            k.barrier();
+        }
+        for (v, f) in staged_a.iter().zip(&next.a) {
+            v.set(*f);
+        }
+        let vars = staged_b.iter().flatten().flatten();
+        for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
+            v.set(*x);
+        }
+        if double {
+            stage.set(other);
+        }
+        t0.set(k0 + t.bk);
+        last.clone()
+    };
+    // The interior loop runs while the step it loads (`stages` ahead) is a whole step of k,
+    // in blocks whose rows and columns lie inside a and b with aligned rows and pieces; the
+    // general loop takes the remaining steps (the last whole one and the partial one) and
+    // every step of edge and unaligned blocks. Only the uniform test differs per block.
+    let inside = (m0 + t.bm).le(m) & (n0 + t.bn).le(n);
+    let ahead_k = t.stages * t.bk;
+    let whole_k = kk - kk % t.bk;
+    let fast_end = whole_k.max(ahead_k) - ahead_k;
+    // The first step peeled (nothing carried into it; with k = 0 it reads zeros), then the
+    // loops, then the last step's carried MFMAs.
+    let carried = Carried::new(&k, &step(false, None));
+    let rotated = |fast: bool| carried.set(&step(fast, Some(&carried)));
+    k.if_(inside & a_packed & b_packed, || {
+        k.while_(|| t0.get().lt(fast_end), || rotated(true));
+    });
+    k.while_(|| t0.get().lt(kk), || rotated(false));
+    let (a_last, b_last) = carried.get();
+    issue(&a_last, &b_last);
     // The results: each lane's element `item` of accumulator (i, j) is c[row0 + o][col0 + 32j]
     // with `o = i·32 + (row offset of item)` a constant, so one per-lane index serves all
     // stores (plus the uniform `o·n`). A block inside c stores unchecked; an edge block checks
@@ -598,7 +645,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let row0 = m0 + wave_row + lane_row;
     let col0 = n0 + wave_col + lane_col;
     let at0 = row0 * n + col0;
-    let inside = (m0 + t.bm).le(m) & (n0 + t.bn).le(n);
     let row_room = k.select(row0.lt(m), m - row0, k.lit(0u32));
     let store_all = |checked: bool| {
         let col_ok: Vec<_> = (0..tn).map(|j| (col0 + j * 32).lt(n)).collect();
@@ -879,9 +925,72 @@ impl<'k> Staged<'k> {
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
+#[derive(Clone, Copy)]
 enum Input<'k, T> {
     Frag(Frag<'k>),
     One(Val<'k, T>),
+}
+
+/// A sub-step's MFMA inputs: the a-fragments of the wave tile's rows, the b-fragments of its
+/// columns.
+type Inputs<'k, T> = (Vec<Input<'k, T>>, Vec<Input<'k, T>>);
+
+/// A variable carrying an MFMA input across a loop's back edge.
+enum InputVar<'k, T: kjit_frontend::Num> {
+    Frag(FragVar<'k>),
+    One(Var<'k, T>),
+}
+
+impl<'k, T: kjit_frontend::Num> InputVar<'k, T> {
+    fn new(k: &'k KernelBuilder, x: &Input<'_, T>) -> Self {
+        match *x {
+            Input::Frag(f) => InputVar::Frag(k.frag_var(f)),
+            Input::One(v) => InputVar::One(k.var(v)),
+        }
+    }
+
+    fn get(&self) -> Input<'k, T> {
+        match self {
+            InputVar::Frag(v) => Input::Frag(v.get()),
+            InputVar::One(v) => Input::One(v.get()),
+        }
+    }
+
+    fn set(&self, x: &Input<'_, T>) {
+        match (self, x) {
+            (InputVar::Frag(v), Input::Frag(f)) => v.set(*f),
+            (InputVar::One(v), Input::One(x)) => v.set(*x),
+            _ => unreachable!("an input keeps its shape"),
+        }
+    }
+}
+
+/// The last sub-step's MFMA inputs of a step, carried into the next step (which issues their
+/// MFMAs first).
+struct Carried<'k, T: kjit_frontend::Num> {
+    a: Vec<InputVar<'k, T>>,
+    b: Vec<InputVar<'k, T>>,
+}
+
+impl<'k, T: kjit_frontend::Num> Carried<'k, T> {
+    fn new(k: &'k KernelBuilder, (a, b): &Inputs<'_, T>) -> Self {
+        let vars = |xs: &[Input<'_, T>]| xs.iter().map(|x| InputVar::new(k, x)).collect();
+        Carried {
+            a: vars(a),
+            b: vars(b),
+        }
+    }
+
+    fn get(&self) -> Inputs<'k, T> {
+        let vals = |vs: &[InputVar<'k, T>]| vs.iter().map(InputVar::get).collect();
+        (vals(&self.a), vals(&self.b))
+    }
+
+    fn set(&self, (a, b): &Inputs<'_, T>) {
+        for (v, x) in self.a.iter().zip(a).chain(self.b.iter().zip(b)) {
+            v.set(x);
+        }
+    }
 }
 
 fn fragment<'k, T: kjit_frontend::Num>(
