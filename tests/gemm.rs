@@ -235,3 +235,80 @@ fn gemm_loop_mfmas_are_interleaved_with_the_rest_of_the_step() {
         );
     }
 }
+
+/// The interior k loop (blocks inside c with aligned rows and pieces, steps whose loads lie
+/// inside k) and the general one that finishes each block: device == interpreter == the CPU
+/// reference on sizes whose k runs 2, 1 or 0 interior steps before a whole or partial last
+/// step, with edge blocks (n = 136) and unaligned rows (k = 98, not a multiple of 4) that
+/// must take the general loop. An interior loop that ran one step too far would load past a
+/// row's end of a (the next row's values) into the sum.
+#[test]
+fn interior_loop_and_k_tails_equal_the_interpreter() {
+    let dev = GcnEmulator::new();
+    for elem in [FragElem::F16, FragElem::Bf16] {
+        let spec = spec_of(elem);
+        let func = build_gemm("gemm", elem, DEFAULT_TILES).expect("builds");
+        let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+        for dims in [
+            (256, 136, 100),
+            (128, 128, 96),
+            (256, 128, 64),
+            (128, 256, 98),
+        ] {
+            let case = gemm_case(elem, DEFAULT_TILES, dims, 11);
+            let want = interpret(&func, &case);
+            check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
+                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
+            let out = run_case(&dev, &ck.code_object, &func, &case)
+                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
+            assert_eq!(
+                out.outputs[0],
+                *want[2].as_buffer().unwrap(),
+                "{elem:?} {dims:?}"
+            );
+        }
+    }
+}
+
+/// The interior k loop of the default f16 GEMM is one basic block with the step's 16 MFMAs,
+/// its LDS stores and reads and global loads, and no range test: no `v_cmp`/`v_cndmask`, at
+/// most one VALU per global load for its address besides the `v_perm_b32` packing of b (and
+/// the `v_mov_b32` that gather a `ds_write_b64`'s register pair, register allocation's).
+/// Before it, the loop's blocks were split by the unaligned-row branches and every load
+/// computed a compare and a select against the remaining k (about 36 VALU per step).
+#[test]
+fn the_interior_loop_is_one_block_without_range_tests() {
+    let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let mut blocks: Vec<Vec<&str>> = vec![vec![]];
+    for l in ck.asm.lines().map(str::trim) {
+        if l.starts_with(".LBB") || l.starts_with("; %bb") {
+            blocks.push(vec![]);
+        }
+        blocks.last_mut().unwrap().push(l);
+    }
+    let count = |b: &[&str], p: &str| b.iter().filter(|l| l.starts_with(p)).count();
+    let body = blocks
+        .iter()
+        .find(|b| count(b, "v_mfma") == 16 && count(b, "buffer_load") > 0)
+        .unwrap_or_else(|| panic!("no block with a whole step:\n{}", ck.asm));
+    let text = body.join("\n");
+    assert_eq!(count(body, "ds_read_b64"), 16, "{text}");
+    assert_eq!(count(body, "ds_write_b64"), 8, "{text}");
+    assert_eq!(count(body, "s_barrier"), 2, "{text}");
+    assert_eq!(count(body, "v_cmp") + count(body, "v_cndmask"), 0, "{text}");
+    let loads = count(body, "buffer_load");
+    let valu = body
+        .iter()
+        .filter(|l| l.starts_with("v_"))
+        .filter(|l| {
+            !["v_mfma", "v_perm", "v_mov"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .count();
+    assert!(
+        valu <= loads,
+        "{valu} VALU besides MFMAs and packing:\n{text}"
+    );
+}

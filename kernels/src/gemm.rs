@@ -506,13 +506,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> Offsets<'_> {
         (Some(stage * lens.0), Some(stage * lens.1))
     }
+    // The prologue stores step 0, loads step 1 and reads step 0; each loop iteration then
+    // does step k0's MFMAs (on the fragments read before) with step k0 + bk's stores, a
+    // barrier, step k0 + 2·bk's loads and step k0 + bk's reads.
     let first = load_stage(zero, false);
-    let ahead = if double {
-        store_stage(&first, zero, (None, None), false);
-        load_stage(k.lit(t.bk), false)
-    } else {
-        first
-    };
+    store_stage(&first, zero, (None, None), false);
+    k.barrier();
+    let ahead = load_stage(k.lit(t.bk), false);
     let staged_a: Vec<_> = ahead.a.iter().map(|&f| k.frag_var(f)).collect();
     let staged_b: Vec<Vec<Vec<_>>> = ahead
         .b
@@ -529,11 +529,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // One k step. `fast`: the interior loop, where the step loaded here lies inside k and the
     // rows and pieces are aligned, so its loads need no range test and its stores no
     // unaligned path: the body is one basic block for the scheduler.
-    //
-    // A step's last sub-step's MFMAs are issued at the top of the next step (`carried`: its
-    // fragments, read before the step's second barrier, stay in registers), so they overlap
-    // that step's LDS stores instead of coming as a burst after the barrier. The step returns
-    // its last sub-step's fragments.
     let issue = |a_frags: &[Input<'_, T>], b_frags: &[Input<'_, T>]| {
         for i in 0..tm {
             for j in 0..tn {
@@ -547,43 +542,17 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             }
         }
     };
-    let step = |fast: bool, carried: Option<&Carried<'_, T>>| -> Inputs<'_, T> {
-        if let Some(c) = carried {
-            let (a_frags, b_frags) = c.get();
-            issue(&a_frags, &b_frags);
-        }
-        let k0 = t0.get();
-        let now = Staged::read(&staged_a, &staged_b);
-        let cur = stage.get();
-        let other = k.lit(1u32) - cur;
-        let next = if double {
-            k.barrier();
-            let early = t.early.then(|| load_stage(k0 + 2 * t.bk, fast));
-            store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)), fast);
-            early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk, fast))
-        } else if t.early {
-            let next = load_stage(k0 + t.bk, fast);
-            store_stage(&now, k0, (None, None), fast);
-            k.barrier();
-            next
-        } else {
-            store_stage(&now, k0, (None, None), fast);
-            k.barrier();
-            load_stage(k0 + t.bk, fast)
-        };
-        let (oa, ob) = if double {
-            offsets(cur, (a_len, b_len))
-        } else {
-            (None, None)
-        };
-        // Every LDS read of the step before its MFMAs, so the reads of later sub-steps
-        // overlap the MFMAs of earlier ones.
+    // The step's LDS reads from the stage at (oa, ob), every sub-step's before any MFMA, and
+    // the MFMAs of its first [`LEAD_SUBS`] sub-steps; with one stage a barrier after them
+    // (every wave has its fragments: the stage may be overwritten). Returns the other
+    // sub-steps' inputs, whose MFMAs the next iteration issues.
+    let read_step = |(oa, ob)| {
         let tile_row = |i: u32| {
             layout
                 .line_shift(i * 32)
                 .expect("tile rows are whole spans")
         };
-        let reads: Vec<(Vec<_>, Vec<_>)> = (0..subs as usize)
+        let reads: Vec<Inputs<T>> = (0..subs as usize)
             .map(|s| {
                 let ((a_at, a_off), (b_at, b_off)) = (a_rd[s], b_rd[s]);
                 let (a_at, b_at) = (shifted(a_at, oa), shifted(b_at, ob));
@@ -596,16 +565,43 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 (a_frags, b_frags)
             })
             .collect();
-        let (last, rest) = reads.split_last().expect("a step has sub-steps");
-        for (a_frags, b_frags) in rest {
+        let (first, rest) = reads.split_at(LEAD_SUBS.min(reads.len()));
+        for (a_frags, b_frags) in first {
             issue(a_frags, b_frags);
         }
-        // One stage: every wave has its fragments once its reads are back, so the barrier
-        // that lets the next step's stores overwrite them comes before the last sub-step's
-        // MFMAs (in the next step), which cover the wait for the other waves.
         if !double {
             k.barrier();
         }
+        rest.to_vec()
+    };
+    let carried = Carried::new(&k, &read_step((None, None)));
+    // One loop iteration at step k0: step k0's MFMAs and step k0 + bk's LDS stores (into the
+    // other stage with two) in one stretch without a barrier, so the scheduler spreads the
+    // MFMAs among the stores and their packing (a wave issues in order: alone it keeps the
+    // matrix unit busy only with about seven other instructions between two MFMAs); a
+    // barrier; step k0 + 2·bk's global loads (after the barrier, so they reuse the registers
+    // the stores read: no copies that would wait for them) and step k0 + bk's reads. `early`
+    // issues the loads before the stores instead. `fast`: the interior loop, where the step
+    // loaded here lies inside k and the rows and pieces are aligned, so its loads need no
+    // range test and its stores no unaligned path: the body is one basic block.
+    let step = |fast: bool| {
+        let k0 = t0.get();
+        let now = Staged::read(&staged_a, &staged_b);
+        let cur = stage.get();
+        let other = k.lit(1u32) - cur;
+        let into = if double {
+            offsets(other, (a_len, b_len))
+        } else {
+            (None, None)
+        };
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        let early = t.early.then(|| load_stage(k0 + 2 * t.bk, fast));
+        store_stage(&now, k0 + t.bk, into, fast);
+        k.barrier();
+        let next = early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk, fast));
+        carried.set(&read_step(into));
         for (v, f) in staged_a.iter().zip(&next.a) {
             v.set(*f);
         }
@@ -617,26 +613,22 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             stage.set(other);
         }
         t0.set(k0 + t.bk);
-        last.clone()
     };
-    // The interior loop runs while the step it loads (`stages` ahead) is a whole step of k,
-    // in blocks whose rows and columns lie inside a and b with aligned rows and pieces; the
-    // general loop takes the remaining steps (the last whole one and the partial one) and
-    // every step of edge and unaligned blocks. Only the uniform test differs per block.
+    // The interior loop runs while the step it loads is a whole step of k, in blocks whose
+    // rows and columns lie inside a and b with aligned rows and pieces; the general loop
+    // while a step follows k0; the last step's MFMAs come after both. Only the uniform tests
+    // differ per block.
     let inside = (m0 + t.bm).le(m) & (n0 + t.bn).le(n);
-    let ahead_k = t.stages * t.bk;
     let whole_k = kk - kk % t.bk;
-    let fast_end = whole_k.max(ahead_k) - ahead_k;
-    // The first step peeled (nothing carried into it; with k = 0 it reads zeros), then the
-    // loops, then the last step's carried MFMAs.
-    let carried = Carried::new(&k, &step(false, None));
-    let rotated = |fast: bool| carried.set(&step(fast, Some(&carried)));
+    let fast_end = whole_k.max(2 * t.bk) - 2 * t.bk;
+    let last_k0 = kk.max(t.bk) - t.bk;
     k.if_(inside & a_packed & b_packed, || {
-        k.while_(|| t0.get().lt(fast_end), || rotated(true));
+        k.while_(|| t0.get().lt(fast_end), || step(true));
     });
-    k.while_(|| t0.get().lt(kk), || rotated(false));
-    let (a_last, b_last) = carried.get();
-    issue(&a_last, &b_last);
+    k.while_(|| t0.get().lt(last_k0), || step(false));
+    for (a_frags, b_frags) in &carried.get() {
+        issue(a_frags, b_frags);
+    }
     // The results: each lane's element `item` of accumulator (i, j) is c[row0 + o][col0 + 32j]
     // with `o = i·32 + (row offset of item)` a constant, so one per-lane index serves all
     // stores (plus the uniform `o·n`). A block inside c stores unchecked; an edge block checks
@@ -668,6 +660,10 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
 }
+
+/// Sub-steps of a step whose MFMAs issue right after its LDS reads, before the barrier that
+/// ends a loop iteration; the others' go with the next step's LDS stores.
+const LEAD_SUBS: usize = 1;
 
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
 /// below it, and blocks and tile rows are whole multiples of it.
@@ -935,6 +931,9 @@ enum Input<'k, T> {
 /// columns.
 type Inputs<'k, T> = (Vec<Input<'k, T>>, Vec<Input<'k, T>>);
 
+/// Variables carrying one sub-step's MFMA inputs.
+type InputVars<'k, T> = (Vec<InputVar<'k, T>>, Vec<InputVar<'k, T>>);
+
 /// A variable carrying an MFMA input across a loop's back edge.
 enum InputVar<'k, T: kjit_frontend::Num> {
     Frag(FragVar<'k>),
@@ -965,30 +964,30 @@ impl<'k, T: kjit_frontend::Num> InputVar<'k, T> {
     }
 }
 
-/// The last sub-step's MFMA inputs of a step, carried into the next step (which issues their
-/// MFMAs first).
+/// A step's MFMA inputs (every sub-step's), read from LDS at the end of one loop iteration
+/// and used by the MFMAs at the start of the next.
 struct Carried<'k, T: kjit_frontend::Num> {
-    a: Vec<InputVar<'k, T>>,
-    b: Vec<InputVar<'k, T>>,
+    subs: Vec<InputVars<'k, T>>,
 }
 
 impl<'k, T: kjit_frontend::Num> Carried<'k, T> {
-    fn new(k: &'k KernelBuilder, (a, b): &Inputs<'_, T>) -> Self {
+    fn new(k: &'k KernelBuilder, reads: &[Inputs<'_, T>]) -> Self {
         let vars = |xs: &[Input<'_, T>]| xs.iter().map(|x| InputVar::new(k, x)).collect();
         Carried {
-            a: vars(a),
-            b: vars(b),
+            subs: reads.iter().map(|(a, b)| (vars(a), vars(b))).collect(),
         }
     }
 
-    fn get(&self) -> Inputs<'k, T> {
+    fn get(&self) -> Vec<Inputs<'k, T>> {
         let vals = |vs: &[InputVar<'k, T>]| vs.iter().map(InputVar::get).collect();
-        (vals(&self.a), vals(&self.b))
+        self.subs.iter().map(|(a, b)| (vals(a), vals(b))).collect()
     }
 
-    fn set(&self, (a, b): &Inputs<'_, T>) {
-        for (v, x) in self.a.iter().zip(a).chain(self.b.iter().zip(b)) {
-            v.set(x);
+    fn set(&self, reads: &[Inputs<'_, T>]) {
+        for ((va, vb), (a, b)) in self.subs.iter().zip(reads) {
+            for (v, x) in va.iter().zip(a).chain(vb.iter().zip(b)) {
+                v.set(x);
+            }
         }
     }
 }
