@@ -663,7 +663,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
 
 /// Sub-steps of a step whose MFMAs issue right after its LDS reads, before the barrier that
 /// ends a loop iteration; the others' go with the next step's LDS stores.
-const LEAD_SUBS: usize = 1;
+const LEAD_SUBS: usize = 2;
 
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
 /// below it, and blocks and tile rows are whole multiples of it.
