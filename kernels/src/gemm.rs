@@ -6,18 +6,24 @@
 //! `v_mfma_f32_32x32x2_f32`). Per step of `bk` along k, the workgroup stages the a-block as
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
 //! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
-//! conflicts). The next step's blocks are loaded into registers before this step's MFMAs
-//! (software pipelining through registers). With one LDS stage: a barrier after the stores and
-//! one before the step's last MFMAs, once every wave has its fragments. With two (double
-//! buffering): step t + 1's blocks are stored into the other stage while step t is read, one
-//! barrier per step, twice the LDS. The lanes of each store are ordered so that every pass of
-//! the bank array hits each bank once (`Interleave`).
+//! conflicts). Software pipelining through registers: a loop iteration at step k0 issues step
+//! k0's MFMAs (on fragments read in the iteration before, except the first [`LEAD_SUBS`]
+//! sub-steps', issued there) together with step k0 + bk's LDS stores, then a barrier, step
+//! k0 + 2·bk's global loads (into the registers the stores just read) and step k0 + bk's LDS
+//! reads, then (one stage) a second barrier after the first `LEAD_SUBS` sub-steps' MFMAs.
+//! With two stages (double buffering) the stores go into the other stage and the second
+//! barrier is left out, for twice the LDS. The lanes of each store are ordered so that every
+//! pass of the bank array hits each bank once (`Interleave`).
 //!
 //! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
-//! loads it element by element into LDS behind a uniform branch in the same loop); b as dword
-//! pieces of two or four columns per lane and row, regrouped into k-fragments (`v_perm_b32`
-//! per dword of f16). Every per-lane index and limit is computed once before the loop; in the
-//! loop a load costs one compare against a uniform `k − k0`, one select, one add.
+//! loads it element by element into LDS behind a uniform branch); b as dword pieces of two or
+//! four columns per lane and row, regrouped into k-fragments (`v_perm_b32` per dword of f16).
+//! Every per-lane index and limit is computed once before the loop. Two loops: the interior
+//! one (blocks inside c, k and n aligned, while the step it loads is a whole step of k) is one
+//! basic block whose loads need no range test (one `v_add_lshl_u32` each); the general one
+//! (the last steps, every step of edge and unaligned blocks) tests each load against a
+//! uniform `k − k0` (a compare, a select) and takes the unaligned paths behind their
+//! uniform branches.
 //!
 //! Edges: only k is checked per load (a product from past k must not enter the sum); rows of a
 //! past m and columns of b past n feed only rows and columns of c that are never stored, and
@@ -493,14 +499,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // Sub-step s reads k-group `lg + s · kstep / kl`; tile row i is 32 lines further.
     let a_rd = layout.reads_at(t.bm, wave_row + lrow, lg, kstep / kl, subs);
     let b_rd = layout.reads_at(t.bn, wave_col + lrow, lg, kstep / kl, subs);
-    // Software pipelining: the next step's global loads are issued before this step's MFMAs,
-    // so their latency hides behind the matrix work. With one stage the step's blocks are
-    // stored, a barrier lets every wave read them, and a second barrier (before the step's
-    // last MFMAs) lets the next step overwrite them. With two, step t + 1's blocks go into the
-    // other stage while step t is read: one barrier per step (it orders both the stores of
-    // step t before its reads and the reads of step t - 1 before the stores of step t + 1).
-    // One k loop for every k: a k tail is masked by the loads' indices, unaligned a-rows go
-    // through `unaligned_a` (one loop copy keeps the register pressure of one).
+    // Software pipelining (module docs): the global loads run two steps ahead of the MFMAs
+    // and one ahead of the stores. With one stage the barrier after the stores lets every
+    // wave read them, and the one after the reads lets the next stores overwrite them. With
+    // two, the stores go into the other stage: one barrier per step (it orders both the
+    // stores of step t + 1 before its reads and the reads of step t before the stores of
+    // step t + 2). A k tail is masked by the general loop's load indices, unaligned a-rows
+    // go through `unaligned_a`.
     let double = t.stages == 2;
     // Element offsets of a stage in the a- and b-blocks.
     fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> Offsets<'_> {
@@ -662,7 +667,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
 }
 
 /// Sub-steps of a step whose MFMAs issue right after its LDS reads, before the barrier that
-/// ends a loop iteration; the others' go with the next step's LDS stores.
+/// ends a loop iteration; the others' go with the next step's LDS stores. Measured on the
+/// square problem (9728 × 4096 × 512, `mi300x` model, steps of 32: 4 sub-steps): 0 → 120,905
+/// cycles, 1 → 116,511, 2 → 115,962 (docs/performance-log.md).
 const LEAD_SUBS: usize = 2;
 
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
