@@ -33,6 +33,27 @@ fn interpret(func: &kjit::ir::Function, case: &Case) -> Vec<kjit::ir::interp::Ar
     args
 }
 
+/// Runs `case` on the software device for `t` and checks that c equals the interpreter's
+/// (`want`) bit for bit; `what` names the case in failures.
+fn assert_device_equals(
+    dev: &GcnEmulator,
+    func: &kjit::ir::Function,
+    case: &Case,
+    want: &[interp::Arg],
+    t: Target,
+    what: &str,
+) {
+    let ck = kjit::compile(func, t, &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{what} on {t}: {e}"));
+    let out =
+        run_case(dev, &ck.code_object, func, case).unwrap_or_else(|e| panic!("{what} on {t}: {e}"));
+    assert_eq!(
+        out.outputs[0],
+        *want[2].as_buffer().unwrap(),
+        "{what} on {t}"
+    );
+}
+
 /// Sizes (m, n, k): tile multiples and not, k not a multiple of the fragment length, odd n.
 const SIZES: [(u32, u32, u32); 3] = [(128, 128, 32), (70, 38, 75), (33, 65, 18)];
 
@@ -102,15 +123,8 @@ fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
                 let case = gemm_case(elem, tiles, dims, 3);
                 let want = interpret(&func, &case);
                 for t in [Target::Gfx942, Target::Gfx90a] {
-                    let ck = kjit::compile(&func, t, &CompileOptions::default())
-                        .unwrap_or_else(|e| panic!("{elem:?} on {t}: {e}"));
-                    let out = run_case(&dev, &ck.code_object, &func, &case)
-                        .unwrap_or_else(|e| panic!("{elem:?} {tiles:?} on {t}: {e}"));
-                    assert_eq!(
-                        out.outputs[0],
-                        *want[2].as_buffer().unwrap(),
-                        "{elem:?} {tiles:?} {dims:?} on {t}"
-                    );
+                    let what = format!("{elem:?} {tiles:?} {dims:?}");
+                    assert_device_equals(&dev, &func, &case, &want, t, &what);
                 }
             }
         }
@@ -267,7 +281,6 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
     for elem in [FragElem::F16, FragElem::Bf16] {
         let spec = spec_of(elem);
         let func = build_gemm("gemm", elem, DEFAULT_TILES).expect("builds");
-        let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
         for dims in [
             (256, 136, 100),
             (128, 128, 96),
@@ -278,13 +291,8 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
             let want = interpret(&func, &case);
             check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
                 .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
-            let out = run_case(&dev, &ck.code_object, &func, &case)
-                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
-            assert_eq!(
-                out.outputs[0],
-                *want[2].as_buffer().unwrap(),
-                "{elem:?} {dims:?}"
-            );
+            let what = format!("{elem:?} {dims:?}");
+            assert_device_equals(&dev, &func, &case, &want, Target::Gfx942, &what);
         }
     }
 }
