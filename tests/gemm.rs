@@ -13,7 +13,7 @@ use kjit::kernels::gemm::{
 };
 use kjit::kernels::{check, Case};
 use kjit::CompileOptions;
-use kjit_frontend::FragElem;
+use kjit_frontend::{f16, FragElem};
 use kjit_runtime::emu::gcn::GcnEmulator;
 
 const ELEMS: [FragElem; 3] = [FragElem::F16, FragElem::Bf16, FragElem::F32];
@@ -273,8 +273,9 @@ fn gemm_loop_mfmas_are_interleaved_with_the_rest_of_the_step() {
 /// inside k) and the general one that finishes each block: device == interpreter == the CPU
 /// reference on sizes whose k runs 2, 1 or 0 interior steps before a whole or partial last
 /// step, with edge blocks (n = 136) and unaligned rows (k = 98, not a multiple of 4) that
-/// must take the general loop. An interior loop that ran one step too far would load past a
-/// row's end of a (the next row's values) into the sum.
+/// must take the general loop. The input buffers are longer than the matrices, so an interior
+/// loop that ran one step too far (loading a partial step unchecked) would add products of
+/// the rows past k into c.
 #[test]
 fn interior_loop_and_k_tails_equal_the_interpreter() {
     let dev = GcnEmulator::new();
@@ -287,7 +288,14 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
             (256, 128, 64),
             (128, 256, 98),
         ] {
-            let case = gemm_case(elem, DEFAULT_TILES, dims, 11);
+            let mut case = gemm_case(elem, DEFAULT_TILES, dims, 11);
+            // Both inputs one step of ones longer than the matrices: past k, b's rows are
+            // then not out of range (reading 0) but ones, so a load past k shows in c.
+            for arg in &mut case.args[..2] {
+                if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
+                    v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
+                }
+            }
             let want = interpret(&func, &case);
             check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
                 .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
