@@ -668,9 +668,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
 
 /// Sub-steps of a step whose MFMAs issue right after its LDS reads, before the barrier that
 /// ends a loop iteration; the others' go with the next step's LDS stores. Measured on the
-/// square problem (9728 × 4096 × 512, `mi300x` model, steps of 32: 4 sub-steps): 0 → 120,905
-/// cycles, 1 → 116,511, 2 → 115,962 (docs/performance-log.md).
-const LEAD_SUBS: usize = 2;
+/// `mi300x` model (steps of 32: 4 sub-steps; square 9728 × 4096 × 512 / n = 64 cycles): 0 →
+/// 120,905 / 85,839, 1 → 116,511 / 87,713, 2 → 115,962 / 88,423, 3 → 116,222 / 86,997 with
+/// the fewest per-wave stalls (its square run lost 4.6 M SIMD-cycles more to the tail:
+/// docs/mfma-gemm.md, tail sensitivity).
+const LEAD_SUBS: usize = 3;
 
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
 /// below it, and blocks and tile rows are whole multiples of it.
