@@ -13,7 +13,7 @@ use kjit::kernels::gemm::{
 };
 use kjit::kernels::{check, Case};
 use kjit::CompileOptions;
-use kjit_frontend::FragElem;
+use kjit_frontend::{f16, FragElem};
 use kjit_runtime::emu::gcn::GcnEmulator;
 
 const ELEMS: [FragElem; 3] = [FragElem::F16, FragElem::Bf16, FragElem::F32];
@@ -31,6 +31,27 @@ fn interpret(func: &kjit::ir::Function, case: &Case) -> Vec<kjit::ir::interp::Ar
     let mut args = case.args.clone();
     interp::run(func, &case.launch, &mut args).expect("the interpreter runs");
     args
+}
+
+/// Runs `case` on the software device for `t` and checks that c equals the interpreter's
+/// (`want`) bit for bit; `what` names the case in failures.
+fn assert_device_equals(
+    dev: &GcnEmulator,
+    func: &kjit::ir::Function,
+    case: &Case,
+    want: &[interp::Arg],
+    t: Target,
+    what: &str,
+) {
+    let ck = kjit::compile(func, t, &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{what} on {t}: {e}"));
+    let out =
+        run_case(dev, &ck.code_object, func, case).unwrap_or_else(|e| panic!("{what} on {t}: {e}"));
+    assert_eq!(
+        out.outputs[0],
+        *want[2].as_buffer().unwrap(),
+        "{what} on {t}"
+    );
 }
 
 /// Sizes (m, n, k): tile multiples and not, k not a multiple of the fragment length, odd n.
@@ -102,15 +123,8 @@ fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
                 let case = gemm_case(elem, tiles, dims, 3);
                 let want = interpret(&func, &case);
                 for t in [Target::Gfx942, Target::Gfx90a] {
-                    let ck = kjit::compile(&func, t, &CompileOptions::default())
-                        .unwrap_or_else(|e| panic!("{elem:?} on {t}: {e}"));
-                    let out = run_case(&dev, &ck.code_object, &func, &case)
-                        .unwrap_or_else(|e| panic!("{elem:?} {tiles:?} on {t}: {e}"));
-                    assert_eq!(
-                        out.outputs[0],
-                        *want[2].as_buffer().unwrap(),
-                        "{elem:?} {tiles:?} {dims:?} on {t}"
-                    );
+                    let what = format!("{elem:?} {tiles:?} {dims:?}");
+                    assert_device_equals(&dev, &func, &case, &want, t, &what);
                 }
             }
         }
@@ -200,38 +214,130 @@ fn gemm_on_the_mi300x_model() {
     );
 }
 
+/// The instructions of the default f16 GEMM's interior loop body: the basic block with a whole
+/// step's 16 MFMAs and its global loads.
+fn interior_loop_body(asm: &str) -> Vec<&str> {
+    let mut blocks: Vec<Vec<&str>> = vec![vec![]];
+    for l in asm.lines().map(str::trim) {
+        if l.starts_with(".LBB") || l.starts_with("; %bb") {
+            blocks.push(vec![]);
+        }
+        blocks.last_mut().unwrap().push(l);
+    }
+    let count = |b: &[&str], p: &str| b.iter().filter(|l| l.starts_with(p)).count();
+    blocks
+        .into_iter()
+        .find(|b| count(b, "v_mfma") == 16 && count(b, "buffer_load") > 0)
+        .unwrap_or_else(|| panic!("no block with a whole step:\n{asm}"))
+}
+
 /// The loop's MFMAs are spread through the step, not issued in one burst after the rest
-/// (`schedule.rs`, `MatrixFeed`): a wave issues in order, so the matrix unit (32 cycles per
-/// `v_mfma_f32_32x32x8_f16`) idles while a burst's wave issues its other instructions. Before
-/// the step's last barrier, the first eight MFMAs each have at least four other instructions
-/// (`s_waitcnt` not counted) before the next MFMA; the burst schedule put four in a row.
+/// (`schedule.rs`, `MatrixFeed`, and the loop's order in `kernels/src/gemm.rs`): a wave
+/// issues in order, so the matrix unit (32 cycles per `v_mfma_f32_32x32x8_f16`) idles while
+/// a burst's wave issues its other instructions. Before the loop body's first barrier, the
+/// MFMAs carried over from the step before go among the next step's LDS stores: at least
+/// four `ds_write_b64` between the first and the last of them, and at least two other
+/// instructions (`s_waitcnt` not counted) between each of the first four. Before, the
+/// MFMAs after the step's second barrier came as one burst of four with no store between.
 #[test]
 fn gemm_loop_mfmas_are_interleaved_with_the_rest_of_the_step() {
     let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
     let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
-    let lines: Vec<&str> = ck.asm.lines().map(str::trim).collect();
-    let barriers: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].starts_with("s_barrier"))
-        .collect();
-    assert!(barriers.len() >= 2, "{}", ck.asm);
-    let step = &lines[barriers[0] + 1..barriers[1]];
-    let mfmas: Vec<usize> = step
+    let body = interior_loop_body(&ck.asm);
+    let barrier = body
         .iter()
-        .enumerate()
-        .filter(|(_, l)| l.starts_with("v_mfma"))
-        .map(|(i, _)| i)
+        .position(|l| l.starts_with("s_barrier"))
+        .expect("a barrier in the loop");
+    let stretch = &body[..barrier];
+    let mfmas: Vec<usize> = (0..stretch.len())
+        .filter(|&i| stretch[i].starts_with("v_mfma"))
         .collect();
-    assert!(mfmas.len() >= 9, "{}", ck.asm);
-    for w in mfmas[..9].windows(2) {
-        let between = step[w[0] + 1..w[1]]
+    let text = stretch.join("\n");
+    assert!(mfmas.len() >= 4, "{text}");
+    let (first, last) = (mfmas[0], *mfmas.last().unwrap());
+    let writes = stretch[first..last]
+        .iter()
+        .filter(|l| l.starts_with("ds_write"))
+        .count();
+    assert!(writes >= 4, "{writes} LDS stores among the MFMAs:\n{text}");
+    for w in mfmas[..4].windows(2) {
+        let between = stretch[w[0] + 1..w[1]]
             .iter()
             .filter(|l| !l.starts_with("s_waitcnt"))
             .count();
-        assert!(
-            between >= 4,
-            "MFMAs {} apart:\n{}",
-            between,
-            step.join("\n")
-        );
+        assert!(between >= 2, "MFMAs {between} apart:\n{text}");
     }
+}
+
+/// The interior k loop (blocks inside c with aligned rows and pieces, steps whose loads lie
+/// inside k) and the general one that finishes each block: device == interpreter == the CPU
+/// reference on sizes whose k runs 2, 1 or 0 interior steps before a whole or partial last
+/// step, with edge blocks (n = 136) and unaligned rows (k = 98, not a multiple of 4) that
+/// must take the general loop. The input buffers are longer than the matrices, so an interior
+/// loop that ran one step too far (loading a partial step unchecked) would add products of
+/// the rows past k into c.
+#[test]
+fn interior_loop_and_k_tails_equal_the_interpreter() {
+    let dev = GcnEmulator::new();
+    for elem in [FragElem::F16, FragElem::Bf16] {
+        let spec = spec_of(elem);
+        let func = build_gemm("gemm", elem, DEFAULT_TILES).expect("builds");
+        for dims in [
+            (256, 136, 100),
+            (128, 128, 96),
+            (256, 128, 64),
+            (128, 256, 98),
+        ] {
+            let mut case = gemm_case(elem, DEFAULT_TILES, dims, 11);
+            // Both inputs one step of ones longer than the matrices: past k, b's rows are
+            // then not out of range (reading 0) but ones, so a load past k shows in c.
+            for arg in &mut case.args[..2] {
+                if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
+                    v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
+                }
+            }
+            let want = interpret(&func, &case);
+            check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
+                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
+            let what = format!("{elem:?} {dims:?}");
+            assert_device_equals(&dev, &func, &case, &want, Target::Gfx942, &what);
+        }
+    }
+}
+
+/// The interior k loop of the default f16 GEMM is one basic block with the step's 16 MFMAs,
+/// its LDS stores and reads and global loads, and no range test: no `v_cmp`/`v_cndmask`, at
+/// most one VALU per global load for its address besides the `v_perm_b32` packing of b (and
+/// the `v_mov_b32` that gather a `ds_write_b64`'s register pair, register allocation's).
+/// Before it, the loop's blocks were split by the unaligned-row branches and every load
+/// computed a compare and a select against the remaining k (about 36 VALU per step).
+#[test]
+fn the_interior_loop_is_one_block_without_range_tests() {
+    let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let body = interior_loop_body(&ck.asm);
+    let count = |b: &[&str], p: &str| b.iter().filter(|l| l.starts_with(p)).count();
+    let text = body.join("\n");
+    assert_eq!(count(&body, "ds_read_b64"), 16, "{text}");
+    assert_eq!(count(&body, "ds_write_b64"), 8, "{text}");
+    assert_eq!(count(&body, "s_barrier"), 2, "{text}");
+    assert_eq!(
+        count(&body, "v_cmp") + count(&body, "v_cndmask"),
+        0,
+        "{text}"
+    );
+    let loads = count(&body, "buffer_load");
+    let valu = body
+        .iter()
+        .filter(|l| l.starts_with("v_"))
+        .filter(|l| {
+            !["v_mfma", "v_perm", "v_mov"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .count();
+    assert!(
+        valu <= loads,
+        "{valu} VALU besides MFMAs and packing:\n{text}"
+    );
 }

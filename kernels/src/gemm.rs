@@ -6,18 +6,24 @@
 //! `v_mfma_f32_32x32x2_f32`). Per step of `bk` along k, the workgroup stages the a-block as
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
 //! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
-//! conflicts). The next step's blocks are loaded into registers before this step's MFMAs
-//! (software pipelining through registers). With one LDS stage: a barrier after the stores and
-//! one before the step's last MFMAs, once every wave has its fragments. With two (double
-//! buffering): step t + 1's blocks are stored into the other stage while step t is read, one
-//! barrier per step, twice the LDS. The lanes of each store are ordered so that every pass of
-//! the bank array hits each bank once (`Interleave`).
+//! conflicts). Software pipelining through registers: a loop iteration at step k0 issues step
+//! k0's MFMAs (on fragments read in the iteration before, except the first [`LEAD_SUBS`]
+//! sub-steps', issued there) together with step k0 + bk's LDS stores, then a barrier, step
+//! k0 + 2·bk's global loads (into the registers the stores just read) and step k0 + bk's LDS
+//! reads, then (one stage) a second barrier after the first `LEAD_SUBS` sub-steps' MFMAs.
+//! With two stages (double buffering) the stores go into the other stage and the second
+//! barrier is left out, for twice the LDS. The lanes of each store are ordered so that every
+//! pass of the bank array hits each bank once (`Interleave`).
 //!
 //! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
-//! loads it element by element into LDS behind a uniform branch in the same loop); b as dword
-//! pieces of two or four columns per lane and row, regrouped into k-fragments (`v_perm_b32`
-//! per dword of f16). Every per-lane index and limit is computed once before the loop; in the
-//! loop a load costs one compare against a uniform `k − k0`, one select, one add.
+//! loads it element by element into LDS behind a uniform branch); b as dword pieces of two or
+//! four columns per lane and row, regrouped into k-fragments (`v_perm_b32` per dword of f16).
+//! Every per-lane index and limit is computed once before the loop. Two loops: the interior
+//! one (blocks inside c, k and n aligned, while the step it loads is a whole step of k) is one
+//! basic block whose loads need no range test (one `v_add_lshl_u32` each); the general one
+//! (the last steps, every step of edge and unaligned blocks) tests each load against a
+//! uniform `k − k0` (a compare, a select) and takes the unaligned paths behind their
+//! uniform branches.
 //!
 //! Edges: only k is checked per load (a product from past k must not enter the sum); rows of a
 //! past m and columns of b past n feed only rows and columns of c that are never stored, and
@@ -32,7 +38,7 @@
 use crate::*;
 use kjit_frontend::{
     f16, BuildError, Dim, Frag, FragElem, FragType, FragVar, KernelBuilder, KernelError, Lds,
-    MfmaOp, Val,
+    MfmaOp, Val, Var,
 };
 use kjit_ir::ElemType;
 use std::ops::{Add, Div, Mul, Rem};
@@ -317,8 +323,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
     // Global loads of the blocks at k0 (into registers): a-fragments as loaded, b-elements
     // packed into fragments only when stored (so the packing waits for the loads after the
-    // step's MFMAs, not before).
-    let load_stage = |k0: Val<'_, u32>| -> Staged<'_> {
+    // step's MFMAs, not before). `full`: the step lies inside k and the rows and pieces are
+    // aligned (the interior loop), so every load reads and needs no range test.
+    let load_stage = |k0: Val<'_, u32>, full: bool| -> Staged<'_> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
         let b_vars: Vec<Vec<Vec<_>>> = (0..b_jobs)
             .map(|_| {
@@ -335,12 +342,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let rem = rest(k0);
         let room = |off: u32| rem.max(off) - off;
         for (&(base, off, lim), v) in a_at.iter().zip(&vars) {
-            let at = k.select(lim.lt(room(off)), base + k0, outside);
+            let at = match full {
+                true => base + k0,
+                false => k.select(lim.lt(room(off)), base + k0, outside),
+            };
             v.set(k.frag_load(&a, at, frag));
         }
         for (rows, vars) in b_at.iter().zip(&b_vars) {
             for (&(base, off, lim), pieces) in rows.iter().zip(vars) {
-                let at = k.select(lim.lt(room(off)), base + k0n, outside_b);
+                let at = match full {
+                    true => base + k0n,
+                    false => k.select(lim.lt(room(off)), base + k0n, outside_b),
+                };
                 for (p, v) in pieces.iter().enumerate() {
                     v.set(k.frag_load(&b, at + job_col(p as u32 * piece_len), piece));
                 }
@@ -447,7 +460,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             store();
         }
     };
-    let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>| {
+    // `aligned`: the rows and pieces are known to be aligned (the interior loop), so neither
+    // the unaligned paths nor their guards are needed.
+    let store_stage = |st: &Staged<'_>, k0: Val<'_, u32>, (oa, ob): Offsets<'_>, aligned: bool| {
+        let guarded = |wraps: bool, packed: Val<'_, bool>, store: &dyn Fn()| {
+            guarded(wraps && !aligned, packed, store)
+        };
         guarded(a_wraps, a_packed, &|| {
             for q in 0..a_jobs {
                 store_a(q, oa, st.a[q as usize]);
@@ -465,6 +483,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 }
             }
         });
+        if aligned {
+            return;
+        }
         if kl > 1 {
             unaligned_a(k0, oa);
         }
@@ -478,26 +499,25 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // Sub-step s reads k-group `lg + s · kstep / kl`; tile row i is 32 lines further.
     let a_rd = layout.reads_at(t.bm, wave_row + lrow, lg, kstep / kl, subs);
     let b_rd = layout.reads_at(t.bn, wave_col + lrow, lg, kstep / kl, subs);
-    // Software pipelining: the next step's global loads are issued before this step's MFMAs,
-    // so their latency hides behind the matrix work. With one stage the step's blocks are
-    // stored, a barrier lets every wave read them, and a second barrier (before the step's
-    // last MFMAs) lets the next step overwrite them. With two, step t + 1's blocks go into the
-    // other stage while step t is read: one barrier per step (it orders both the stores of
-    // step t before its reads and the reads of step t - 1 before the stores of step t + 1).
-    // One k loop for every k: a k tail is masked by the loads' indices, unaligned a-rows go
-    // through `unaligned_a` (one loop copy keeps the register pressure of one).
+    // Software pipelining (module docs): the global loads run two steps ahead of the MFMAs
+    // and one ahead of the stores. With one stage the barrier after the stores lets every
+    // wave read them, and the one after the reads lets the next stores overwrite them. With
+    // two, the stores go into the other stage: one barrier per step (it orders both the
+    // stores of step t + 1 before its reads and the reads of step t before the stores of
+    // step t + 2). A k tail is masked by the general loop's load indices, unaligned a-rows
+    // go through `unaligned_a`.
     let double = t.stages == 2;
     // Element offsets of a stage in the a- and b-blocks.
     fn offsets(stage: Val<'_, u32>, lens: (u32, u32)) -> Offsets<'_> {
         (Some(stage * lens.0), Some(stage * lens.1))
     }
-    let first = load_stage(zero);
-    let ahead = if double {
-        store_stage(&first, zero, (None, None));
-        load_stage(k.lit(t.bk))
-    } else {
-        first
-    };
+    // The prologue stores step 0, loads step 1 and reads step 0; each loop iteration then
+    // does step k0's MFMAs (on the fragments read before) with step k0 + bk's stores, a
+    // barrier, step k0 + 2·bk's loads and step k0 + bk's reads.
+    let first = load_stage(zero, false);
+    store_stage(&first, zero, (None, None), false);
+    k.barrier();
+    let ahead = load_stage(k.lit(t.bk), false);
     let staged_a: Vec<_> = ahead.a.iter().map(|&f| k.frag_var(f)).collect();
     let staged_b: Vec<Vec<Vec<_>>> = ahead
         .b
@@ -511,85 +531,109 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // The stage step k0 is read from (0 or 1; always 0 with one stage).
     let stage = k.var_named("stage", zero);
     let t0 = k.var_named("k0", zero);
-    k.while_(
-        || t0.get().lt(kk),
-        || {
-            let k0 = t0.get();
-            let now = Staged::read(&staged_a, &staged_b);
-            let cur = stage.get();
-            let other = k.lit(1u32) - cur;
-            let next = if double {
-                k.barrier();
-                let early = t.early.then(|| load_stage(k0 + 2 * t.bk));
-                store_stage(&now, k0 + t.bk, offsets(other, (a_len, b_len)));
-                early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk))
-            } else if t.early {
-                let next = load_stage(k0 + t.bk);
-                store_stage(&now, k0, (None, None));
-                k.barrier();
-                next
-            } else {
-                store_stage(&now, k0, (None, None));
-                k.barrier();
-                load_stage(k0 + t.bk)
-            };
-            let (oa, ob) = if double {
-                offsets(cur, (a_len, b_len))
-            } else {
-                (None, None)
-            };
-            // Every LDS read of the step before its MFMAs, so the reads of later sub-steps
-            // overlap the MFMAs of earlier ones.
-            let tile_row = |i: u32| {
-                layout
-                    .line_shift(i * 32)
-                    .expect("tile rows are whole spans")
-            };
-            let reads: Vec<(Vec<_>, Vec<_>)> = (0..subs as usize)
-                .map(|s| {
-                    let ((a_at, a_off), (b_at, b_off)) = (a_rd[s], b_rd[s]);
-                    let (a_at, b_at) = (shifted(a_at, oa), shifted(b_at, ob));
-                    let a_frags: Vec<_> = (0..tm)
-                        .map(|i| fragment(&k, &ta, a_at + (a_off + tile_row(i)), fin))
-                        .collect();
-                    let b_frags: Vec<_> = (0..tn)
-                        .map(|j| fragment(&k, &tb, b_at + (b_off + tile_row(j)), fin))
-                        .collect();
-                    (a_frags, b_frags)
-                })
-                .collect();
-            for (s, (a_frags, b_frags)) in reads.iter().enumerate() {
-                // One stage: every wave has its fragments once its reads are back, so the
-                // barrier that lets the next step's stores overwrite them comes before the
-                // last sub-step's MFMAs, which cover the wait for the other waves.
-                if !double && s + 1 == reads.len() {
-                    k.barrier();
-                }
-                for i in 0..tm {
-                    for j in 0..tn {
-                        let acc = accs[(i * tn + j) as usize];
-                        let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
-                            (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
-                            (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
-                            _ => unreachable!("both inputs have one shape"),
-                        };
-                        acc.set(d);
-                    }
-                }
+    // One k step. `fast`: the interior loop, where the step loaded here lies inside k and the
+    // rows and pieces are aligned, so its loads need no range test and its stores no
+    // unaligned path: the body is one basic block for the scheduler.
+    let issue = |a_frags: &[Input<'_, T>], b_frags: &[Input<'_, T>]| {
+        for i in 0..tm {
+            for j in 0..tn {
+                let acc = accs[(i * tn + j) as usize];
+                let d = match (&a_frags[i as usize], &b_frags[j as usize]) {
+                    (Input::Frag(x), Input::Frag(y)) => k.mfma(op, *x, *y, acc.get()),
+                    (Input::One(x), Input::One(y)) => k.mfma(op, *x, *y, acc.get()),
+                    _ => unreachable!("both inputs have one shape"),
+                };
+                acc.set(d);
             }
-            for (v, f) in staged_a.iter().zip(&next.a) {
-                v.set(*f);
-            }
-            let vars = staged_b.iter().flatten().flatten();
-            for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
-                v.set(*x);
-            }
-            if double {
-                stage.set(other);
-            }
-            t0.set(k0 + t.bk);
-        },
-    );
+        }
+    };
+    // The step's LDS reads from the stage at (oa, ob), every sub-step's before any MFMA, and
+    // the MFMAs of its first [`LEAD_SUBS`] sub-steps; with one stage a barrier after them
+    // (every wave has its fragments: the stage may be overwritten). Returns the other
+    // sub-steps' inputs, whose MFMAs the next iteration issues.
+    let read_step = |(oa, ob)| {
+        let tile_row = |i: u32| {
+            layout
+                .line_shift(i * 32)
+                .expect("tile rows are whole spans")
+        };
+        let reads: Vec<Inputs<T>> = (0..subs as usize)
+            .map(|s| {
+                let ((a_at, a_off), (b_at, b_off)) = (a_rd[s], b_rd[s]);
+                let (a_at, b_at) = (shifted(a_at, oa), shifted(b_at, ob));
+                let a_frags: Vec<_> = (0..tm)
+                    .map(|i| fragment(&k, &ta, a_at + (a_off + tile_row(i)), fin))
+                    .collect();
+                let b_frags: Vec<_> = (0..tn)
+                    .map(|j| fragment(&k, &tb, b_at + (b_off + tile_row(j)), fin))
+                    .collect();
+                (a_frags, b_frags)
+            })
+            .collect();
+        let (first, rest) = reads.split_at(LEAD_SUBS.min(reads.len()));
+        for (a_frags, b_frags) in first {
+            issue(a_frags, b_frags);
+        }
+        if !double {
+            k.barrier();
+        }
+        rest.to_vec()
+    };
+    let carried = Carried::new(&k, &read_step((None, None)));
+    // One loop iteration at step k0: step k0's MFMAs and step k0 + bk's LDS stores (into the
+    // other stage with two) in one stretch without a barrier, so the scheduler spreads the
+    // MFMAs among the stores and their packing (a wave issues in order: alone it keeps the
+    // matrix unit busy only with about seven other instructions between two MFMAs); a
+    // barrier; step k0 + 2·bk's global loads (after the barrier, so they reuse the registers
+    // the stores read: no copies that would wait for them) and step k0 + bk's reads. `early`
+    // issues the loads before the stores instead. `fast`: the interior loop, where the step
+    // loaded here lies inside k and the rows and pieces are aligned, so its loads need no
+    // range test and its stores no unaligned path: the body is one basic block.
+    let step = |fast: bool| {
+        let k0 = t0.get();
+        let now = Staged::read(&staged_a, &staged_b);
+        let cur = stage.get();
+        let other = k.lit(1u32) - cur;
+        let into = if double {
+            offsets(other, (a_len, b_len))
+        } else {
+            (None, None)
+        };
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        let early = t.early.then(|| load_stage(k0 + 2 * t.bk, fast));
+        store_stage(&now, k0 + t.bk, into, fast);
+        k.barrier();
+        let next = early.unwrap_or_else(|| load_stage(k0 + 2 * t.bk, fast));
+        carried.set(&read_step(into));
+        for (v, f) in staged_a.iter().zip(&next.a) {
+            v.set(*f);
+        }
+        let vars = staged_b.iter().flatten().flatten();
+        for (v, x) in vars.zip(next.b.iter().flatten().flatten()) {
+            v.set(*x);
+        }
+        if double {
+            stage.set(other);
+        }
+        t0.set(k0 + t.bk);
+    };
+    // The interior loop runs while the step it loads is a whole step of k, in blocks whose
+    // rows and columns lie inside a and b with aligned rows and pieces; the general loop
+    // while a step follows k0; the last step's MFMAs come after both. Only the uniform tests
+    // differ per block.
+    let inside = (m0 + t.bm).le(m) & (n0 + t.bn).le(n);
+    let whole_k = kk - kk % t.bk;
+    let fast_end = whole_k.max(2 * t.bk) - 2 * t.bk;
+    let last_k0 = kk.max(t.bk) - t.bk;
+    k.if_(inside & a_packed & b_packed, || {
+        k.while_(|| t0.get().lt(fast_end), || step(true));
+    });
+    k.while_(|| t0.get().lt(last_k0), || step(false));
+    for (a_frags, b_frags) in &carried.get() {
+        issue(a_frags, b_frags);
+    }
     // The results: each lane's element `item` of accumulator (i, j) is c[row0 + o][col0 + 32j]
     // with `o = i·32 + (row offset of item)` a constant, so one per-lane index serves all
     // stores (plus the uniform `o·n`). A block inside c stores unchecked; an edge block checks
@@ -598,7 +642,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let row0 = m0 + wave_row + lane_row;
     let col0 = n0 + wave_col + lane_col;
     let at0 = row0 * n + col0;
-    let inside = (m0 + t.bm).le(m) & (n0 + t.bn).le(n);
     let row_room = k.select(row0.lt(m), m - row0, k.lit(0u32));
     let store_all = |checked: bool| {
         let col_ok: Vec<_> = (0..tn).map(|j| (col0 + j * 32).lt(n)).collect();
@@ -622,6 +665,14 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
 }
+
+/// Sub-steps of a step whose MFMAs issue right after its LDS reads, before the barrier that
+/// ends a loop iteration; the others' go with the next step's LDS stores. Measured on the
+/// `mi300x` model (steps of 32: 4 sub-steps; square 9728 × 4096 × 512 / n = 64 cycles): 0 →
+/// 120,905 / 85,839, 1 → 116,511 / 87,713, 2 → 115,962 / 88,423, 3 → 116,222 / 86,997 with
+/// the fewest per-wave stalls (its square run lost 4.6 M SIMD-cycles more to the tail:
+/// docs/mfma-gemm.md, tail sensitivity).
+const LEAD_SUBS: usize = 3;
 
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
 /// below it, and blocks and tile rows are whole multiples of it.
@@ -879,9 +930,75 @@ impl<'k> Staged<'k> {
 }
 
 /// One MFMA input read from an LDS tile: a packed fragment, or one f32.
+#[derive(Clone, Copy)]
 enum Input<'k, T> {
     Frag(Frag<'k>),
     One(Val<'k, T>),
+}
+
+/// A sub-step's MFMA inputs: the a-fragments of the wave tile's rows, the b-fragments of its
+/// columns.
+type Inputs<'k, T> = (Vec<Input<'k, T>>, Vec<Input<'k, T>>);
+
+/// Variables carrying one sub-step's MFMA inputs.
+type InputVars<'k, T> = (Vec<InputVar<'k, T>>, Vec<InputVar<'k, T>>);
+
+/// A variable carrying an MFMA input across a loop's back edge.
+enum InputVar<'k, T: kjit_frontend::Num> {
+    Frag(FragVar<'k>),
+    One(Var<'k, T>),
+}
+
+impl<'k, T: kjit_frontend::Num> InputVar<'k, T> {
+    fn new(k: &'k KernelBuilder, x: &Input<'_, T>) -> Self {
+        match *x {
+            Input::Frag(f) => InputVar::Frag(k.frag_var(f)),
+            Input::One(v) => InputVar::One(k.var(v)),
+        }
+    }
+
+    fn get(&self) -> Input<'k, T> {
+        match self {
+            InputVar::Frag(v) => Input::Frag(v.get()),
+            InputVar::One(v) => Input::One(v.get()),
+        }
+    }
+
+    fn set(&self, x: &Input<'_, T>) {
+        match (self, x) {
+            (InputVar::Frag(v), Input::Frag(f)) => v.set(*f),
+            (InputVar::One(v), Input::One(x)) => v.set(*x),
+            _ => unreachable!("an input keeps its shape"),
+        }
+    }
+}
+
+/// A step's MFMA inputs (every sub-step's), read from LDS at the end of one loop iteration
+/// and used by the MFMAs at the start of the next.
+struct Carried<'k, T: kjit_frontend::Num> {
+    subs: Vec<InputVars<'k, T>>,
+}
+
+impl<'k, T: kjit_frontend::Num> Carried<'k, T> {
+    fn new(k: &'k KernelBuilder, reads: &[Inputs<'_, T>]) -> Self {
+        let vars = |xs: &[Input<'_, T>]| xs.iter().map(|x| InputVar::new(k, x)).collect();
+        Carried {
+            subs: reads.iter().map(|(a, b)| (vars(a), vars(b))).collect(),
+        }
+    }
+
+    fn get(&self) -> Vec<Inputs<'k, T>> {
+        let vals = |vs: &[InputVar<'k, T>]| vs.iter().map(InputVar::get).collect();
+        self.subs.iter().map(|(a, b)| (vals(a), vals(b))).collect()
+    }
+
+    fn set(&self, reads: &[Inputs<'_, T>]) {
+        for ((va, vb), (a, b)) in self.subs.iter().zip(reads) {
+            for (v, x) in va.iter().zip(a).chain(vb.iter().zip(b)) {
+                v.set(x);
+            }
+        }
+    }
 }
 
 fn fragment<'k, T: kjit_frontend::Num>(

@@ -1861,6 +1861,16 @@ pub(crate) fn entry_lds_indices(
                 mem: Mem::Lds(a),
                 index,
                 ..
+            }
+            | InstData::FragLoad {
+                mem: Mem::Lds(a),
+                index,
+                ..
+            }
+            | InstData::FragStore {
+                mem: Mem::Lds(a),
+                index,
+                ..
             }) = func.insts[i]
             else {
                 continue;

@@ -254,8 +254,8 @@ pub(crate) struct Isel<'a> {
     pub(crate) divisors: rustc_hash::FxHashSet<Value>,
     /// Reciprocals of uniform divisors made in the entry block (SGPRs, valid everywhere).
     pub(crate) recips: HashMap<Value, VReg>,
-    /// Divergent entry-block values that index LDS in other blocks, with the byte shifts
-    /// ([`lower::entry_lds_indices`]).
+    /// Divergent entry-block values that index LDS (elements or fragments) in other blocks,
+    /// with the byte shifts ([`lower::entry_lds_indices`]).
     pub(crate) lds_indices: HashMap<Value, Vec<u32>>,
     /// Their byte offsets, made once in the entry block under the launch EXEC (valid
     /// everywhere): a loop's LDS reads shift no invariant index per iteration.
