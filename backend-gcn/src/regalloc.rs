@@ -494,12 +494,14 @@ impl Allocator {
             ref slot_class,
             layout:
                 vgprs::VgprLayout {
-                    float_map,
+                    ref alloc_vgpr,
+                    ref edit_vgpr,
                     pair_map,
                     vweb_base,
                     top,
                 },
         } = *laid;
+        let (alloc_vgpr, edit_vgpr) = (alloc_vgpr.clone(), edit_vgpr.clone());
         let mut top = top;
         if top as u32 > vgpr_cap {
             return Err(RegallocError::BudgetTooSmall {
@@ -635,7 +637,8 @@ impl Allocator {
             func,
             out,
             int_map,
-            float_map,
+            alloc_vgpr,
+            edit_vgpr,
             pair_map,
             vweb_base,
             web_ix: {
@@ -1138,7 +1141,9 @@ struct Ctx<'a> {
     out: &'a ra::Output,
     /// Register of each `Int`/`Float`/`Vector` PReg (by `hw_enc`): SGPR, VGPR, first VGPR.
     int_map: [u16; 64],
-    float_map: [u16; 64],
+    /// VGPR of each `Float` allocation and edit side (`vgprs::VgprLayout`).
+    alloc_vgpr: Vec<u16>,
+    edit_vgpr: Vec<[u16; 2]>,
     pair_map: [u16; 64],
     vweb_base: u16,
     /// `w.web_of` as a dense table by vreg index (`u32::MAX`: not a web vreg), so that emitting
@@ -1176,10 +1181,11 @@ impl Ctx<'_> {
         self.slot_loc[s].unwrap_or(SlotLoc::Scratch(0))
     }
 
-    fn preg(&self, r: PReg) -> Operand {
+    /// Register `r`, a `Float` PReg being on `vgpr` there (its values have VGPRs of their own).
+    fn preg(&self, r: PReg, vgpr: u16) -> Operand {
         match r.class() {
             ra::RegClass::Int => Operand::s(self.int_map[r.hw_enc()]),
-            ra::RegClass::Float => Operand::v(self.float_map[r.hw_enc()]),
+            ra::RegClass::Float => Operand::v(vgpr),
             ra::RegClass::Vector => Operand::vr(self.pair_map[r.hw_enc()], 2),
         }
     }
@@ -1333,20 +1339,22 @@ impl Ctx<'_> {
         }
     }
 
-    fn edit(&self, e: &Edit, body: &mut Vec<Inst>, usage: &mut RegUsage) {
+    /// Edit number `ix`, `e`.
+    fn edit(&self, ix: usize, e: &Edit, body: &mut Vec<Inst>, usage: &mut RegUsage) {
         let Edit::Move { from, to } = *e;
+        let [vf, vt] = self.edit_vgpr[ix];
         match (from.as_reg(), to.as_reg()) {
             (Some(f), Some(t)) => {
-                if f == t {
+                if self.preg(f, vf) == self.preg(t, vt) {
                     return;
                 }
                 usage.moves += 1;
                 match f.class() {
                     ra::RegClass::Int => {
-                        body.push(mov(Opcode::SMovB32, self.preg(t), self.preg(f)))
+                        body.push(mov(Opcode::SMovB32, self.preg(t, vt), self.preg(f, vf)))
                     }
                     ra::RegClass::Float => {
-                        body.push(mov(Opcode::VMovB32, self.preg(t), self.preg(f)))
+                        body.push(mov(Opcode::VMovB32, self.preg(t, vt), self.preg(f, vf)))
                     }
                     ra::RegClass::Vector => {
                         let (a, b) = (self.pair_map[f.hw_enc()], self.pair_map[t.hw_enc()]);
@@ -1359,26 +1367,32 @@ impl Ctx<'_> {
             (Some(f), None) => {
                 usage.spill_insts += 1;
                 let slot = self.slot_at(to.as_stack().map(|s| s.index()).unwrap_or(0));
-                self.slot_access(self.preg(f), slot, true, body);
+                self.slot_access(self.preg(f, vf), slot, true, body);
             }
             (None, Some(t)) => {
                 usage.spill_insts += 1;
                 let slot = self.slot_at(from.as_stack().map(|s| s.index()).unwrap_or(0));
-                self.slot_access(self.preg(t), slot, false, body);
+                self.slot_access(self.preg(t, vt), slot, false, body);
             }
             (None, None) => {}
         }
     }
 
-    fn flush(&self, edits: &[(ProgPoint, Edit)], out: &mut Vec<Inst>, usage: &mut RegUsage) {
+    /// Edits `ix..` (`edits`).
+    fn flush(
+        &self,
+        (ix, edits): (usize, &[(ProgPoint, Edit)]),
+        out: &mut Vec<Inst>,
+        usage: &mut RegUsage,
+    ) {
         if edits.is_empty() {
             return;
         }
         let start = out.len();
         let mut vector = false;
-        for (_, e) in edits {
+        for (k, (_, e)) in edits.iter().enumerate() {
             vector |= self.is_vector_edit(e);
-            self.edit(e, out, usage);
+            self.edit(ix + k, e, out, usage);
         }
         self.wrap_at(out, start, vector && self.point_partial(edits[0].0));
     }
@@ -1461,7 +1475,7 @@ impl Ctx<'_> {
                     while *e < edits.len() && edits[*e].0 <= pt {
                         *e += 1;
                     }
-                    &edits[s..*e]
+                    (s, &edits[s..*e])
                 };
                 let before = take(&mut e, ProgPoint::before(inst));
                 self.flush(before, &mut insts, usage);
@@ -1505,12 +1519,13 @@ impl Ctx<'_> {
         let mi = &self.p.mf.blocks[MBlock::new(bi)].insts[k];
         let allocs = self.out.inst_allocs(ra::Inst::new(gi as usize));
         let ra_map = self.func.map.get(gi as usize);
+        let first = self.out.inst_alloc_offsets[gi as usize] as usize;
         let operand = |i: usize, v: crate::mir::VReg| -> Result<Operand, RegallocError> {
             match ra_map[i] {
                 Some(x) => {
                     let a: Allocation = allocs[x as usize];
                     if let Some(r) = a.as_reg() {
-                        return Ok(self.preg(r));
+                        return Ok(self.preg(r, self.alloc_vgpr[first + x as usize]));
                     }
                     match a
                         .as_stack()

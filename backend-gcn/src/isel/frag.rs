@@ -247,9 +247,24 @@ impl Isel<'_> {
         // v_perm_b32 d, s0, s1, sel: selector bytes 0-3 take bytes of s1, 4-7 of s0.
         let (bl, bh) = (2 * (il % 2), 4 + 2 * (ih % 2));
         let sel = bl | (bl + 1) << 8 | bh << 16 | (bh + 1) << 24;
-        // The selector in an SGPR: gfx9's VOP3 takes no literal, and one SGPR is allowed.
-        let sel = self.s_mov32(sel);
+        let sel = self.perm_selector(sel);
         Some(self.v("v_perm_b32", &[Src::R(wh), Src::R(wl), Src::R(sel)]))
+    }
+
+    /// The SGPR holding `v_perm_b32` selector `sel` (gfx9's VOP3 takes no literal; one SGPR
+    /// operand is allowed): made once, at the end of the entry block, which dominates every
+    /// use, so a loop reads it instead of rematerialising it per step. SALU moves ignore EXEC
+    /// and leave SCC alone, so the entry block's end is a valid place whatever it ends with.
+    fn perm_selector(&mut self, sel: u32) -> VReg {
+        if let Some(&r) = self.perm_selectors.get(&sel) {
+            return r;
+        }
+        let cur = self.cur;
+        self.cur = self.mf.entry();
+        let r = self.s_mov32(sel);
+        self.cur = cur;
+        self.perm_selectors.insert(sel, r);
+        r
     }
 
     fn frag_extract(&mut self, ty: FragType, v: VReg, item: u32) -> VReg {

@@ -263,6 +263,10 @@ pub(crate) struct Isel<'a> {
     /// Per-block cache of divisions: (dividend, divisor, signed) -> (quotient, remainder),
     /// valid under the current EXEC (cleared with `addr_cache`).
     pub(crate) divrem_cache: HashMap<(Value, Value, bool), (VReg, VReg)>,
+    /// `v_perm_b32` selectors by value: one `s_mov_b32` at the end of the entry block, valid
+    /// everywhere (gfx9's VOP3 takes no literal, and rematerialising them per use cost two
+    /// SALU instructions per perm inside loops).
+    pub(crate) perm_selectors: HashMap<u32, VReg>,
 }
 
 impl<'a> Isel<'a> {
@@ -367,6 +371,7 @@ impl<'a> Isel<'a> {
             lds_indices,
             entry_offsets: HashMap::default(),
             divrem_cache: HashMap::default(),
+            perm_selectors: HashMap::default(),
         })
     }
 

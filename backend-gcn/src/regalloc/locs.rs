@@ -21,7 +21,18 @@ pub struct Ev {
     /// the edits after it at `2i + 1`; the defs of an instruction that `late_def` names at
     /// `2i + 1` too.
     pub pos: u32,
+    /// What made it: an operand (its index in `Output::allocs`), or a side of an edit
+    /// ([`edit_origin`]).
+    pub origin: u32,
 }
+
+/// [`Ev::origin`] of the source (`to` false) or destination of edit `e` (`Output::edits`).
+pub fn edit_origin(e: usize, to: bool) -> u32 {
+    EDIT_ORIGIN | (2 * e as u32 + u32::from(to))
+}
+
+/// Set in the [`Ev::origin`] of an edit's side.
+pub const EDIT_ORIGIN: u32 = 1 << 31;
 
 /// The accesses of every block to the locations `key` numbers (`None`: not tracked).
 /// `late_def(i)`: instruction `i` reads all its sources before it writes a result, so its
@@ -36,13 +47,14 @@ pub fn events(
     let nb = func.num_blocks();
     let mut evs: Vec<Vec<Ev>> = vec![Vec::new(); nb];
     let mut e = 0usize;
-    let edit_evs = |ed: &Edit, pos: u32, v: &mut Vec<Ev>| {
-        let Edit::Move { from, to } = *ed;
+    let edit_evs = |e: usize, pos: u32, v: &mut Vec<Ev>| {
+        let Edit::Move { from, to } = out.edits[e].1;
         if let Some(loc) = key(from) {
             v.push(Ev {
                 write: false,
                 loc,
                 pos,
+                origin: edit_origin(e, false),
             });
         }
         if let Some(loc) = key(to) {
@@ -50,6 +62,7 @@ pub fn events(
                 write: true,
                 loc,
                 pos,
+                origin: edit_origin(e, true),
             });
         }
     };
@@ -64,14 +77,15 @@ pub fn events(
                 && out.edits[e].0.inst() == i
                 && out.edits[e].0.pos() == InstPosition::Before
             {
-                edit_evs(&out.edits[e].1, pos, ev);
+                edit_evs(e, pos, ev);
                 e += 1;
             }
             let allocs = out.inst_allocs(i);
+            let first = out.inst_alloc_offsets[i.index()];
             let ops = func.inst_operands(i);
             let def_pos = if late_def(i.index()) { pos + 1 } else { pos };
             for want in [ra::OperandKind::Use, ra::OperandKind::Def] {
-                for (op, a) in ops.iter().zip(allocs) {
+                for (k, (op, a)) in ops.iter().zip(allocs).enumerate() {
                     if op.kind() == want {
                         if let Some(loc) = key(*a) {
                             let write = want == ra::OperandKind::Def;
@@ -79,6 +93,7 @@ pub fn events(
                                 write,
                                 loc,
                                 pos: if write { def_pos } else { pos },
+                                origin: first + k as u32,
                             });
                         }
                     }
@@ -88,7 +103,7 @@ pub fn events(
                 && out.edits[e].0.inst() == i
                 && out.edits[e].0.pos() == InstPosition::After
             {
-                edit_evs(&out.edits[e].1, pos + 1, ev);
+                edit_evs(e, pos + 1, ev);
                 e += 1;
             }
         }

@@ -20,6 +20,17 @@
 //! hinted register is free placed first (tuple copies before regalloc2's moves). Of the two,
 //! the one with the most waves per SIMD, then the fewest copies left, then the fewest VGPRs is
 //! kept, and only when it ends below the dense layout.
+//!
+//! A PReg holds many values over the kernel, and its live intervals are their union: a PReg
+//! live across a loop has few holes, so placing whole PRegs leaves registers idle (hash_rounds:
+//! 83 locations live at most, 92 VGPRs). So a `Float` PReg's values are placed apart where they
+//! can be: each *segment* — from a write to the last read before the next write, inside one
+//! block and not live out of it — is an item of its own for the first fit and the hints, and
+//! the rest of the PReg (what crosses block boundaries) is one item. A segment has no CFG edge,
+//! so its VGPR may differ from the rest's without a move; writes at the position of the PReg's
+//! previous event (tied and reused operands, an instruction's read and write) continue the
+//! segment. The work-item id PRegs are not split (their first value arrives in `v0`..`v2`).
+//! Operands and regalloc2's moves then name VGPRs per occurrence (`alloc_vgpr`, `edit_vgpr`).
 
 use regalloc2 as ra;
 
@@ -30,13 +41,17 @@ use super::ra2::RaFunc;
 use super::webs::{Intervals, Webs};
 use super::{bits, locs, NO_REG};
 use crate::mir::{MOpcode, MOperand, RegClass};
+use locs::EDIT_ORIGIN;
 
 /// VGPRs a layout may use (the architectural VGPRs of one lane).
 const MAX_VGPRS: usize = 256;
 
 /// Where regalloc2's used `Float` and `Vector` PRegs and the VGPR tuple area go.
 pub struct VgprLayout {
-    pub float_map: [u16; 64],
+    /// VGPR of each `Float` allocation (by index in `Output::allocs`; `NO_REG` for others).
+    pub alloc_vgpr: Vec<u16>,
+    /// VGPR of each edit's source and destination that is a `Float` PReg (`NO_REG` else).
+    pub edit_vgpr: Vec<[u16; 2]>,
     pub pair_map: [u16; 64],
     pub vweb_base: u16,
     /// One past the last VGPR of the layout (spare-VGPR slots go above).
@@ -51,20 +66,169 @@ pub fn layout(
     used: &[u64; 3],
     waves: &dyn Fn(u32) -> u32,
 ) -> VgprLayout {
-    let dense = dense(used, a.abi_n, a.vweb_size);
     let packing = Packing::new(a, out, used);
-    let key = |(l, misses): &(VgprLayout, usize)| {
-        (std::cmp::Reverse(waves(l.top as u32)), *misses, l.top)
-    };
+    let dense = packing.dense();
+    let key =
+        |(l, misses): &(Placement, usize)| (std::cmp::Reverse(waves(l.top as u32)), *misses, l.top);
     let packed = [false, true]
         .into_iter()
         .filter_map(|hinted_first| packing.place(hinted_first))
         .min_by_key(key)
         .map(|(l, _)| l);
-    match packed {
+    let chosen = match packed {
         Some(l) if l.top < dense.top => l,
         _ => dense,
+    };
+    let at = |item: u32| match item {
+        NO_ITEM => NO_REG,
+        i => chosen.item_vgpr[i as usize],
+    };
+    let mut pair_map = [NO_REG; 64];
+    pair_map.copy_from_slice(&chosen.item_vgpr[64..SEGS]);
+    VgprLayout {
+        alloc_vgpr: packing.segs.alloc_item.iter().map(|&i| at(i)).collect(),
+        edit_vgpr: packing
+            .segs
+            .edit_item
+            .iter()
+            .map(|&[f, t]| [at(f), at(t)])
+            .collect(),
+        pair_map,
+        vweb_base: chosen.vweb_base,
+        top: chosen.top,
     }
+}
+
+/// Item numbers of the layouts: the part of `Float` PReg `h` that crosses blocks is `h`,
+/// `Vector` PReg `h` is `64 + h`, segment `k` of a `Float` PReg is `SEGS + k`.
+const SEGS: usize = 128;
+
+/// No item (an allocation that is not a `Float` PReg).
+const NO_ITEM: u32 = u32::MAX;
+
+/// The `Float` PRegs' values split into items (module doc).
+struct Segments {
+    /// Per allocation (`Output::allocs`): its item, `NO_ITEM` if not a `Float` PReg.
+    alloc_item: Vec<u32>,
+    /// Per edit: the items of its source and destination.
+    edit_item: Vec<[u32; 2]>,
+    /// PReg of each segment.
+    preg: Vec<u16>,
+    /// Per event ([`Segments::ix`]): bit 0 when it is its item's first at its position, bit 1
+    /// when its last. A copy's registers may meet at the copy only when it ends the source
+    /// there and begins the destination (no other write at that position).
+    edge: Vec<u8>,
+}
+
+impl Segments {
+    /// Index of an event origin in `edge`.
+    fn ix(&self, origin: u32) -> usize {
+        if origin & EDIT_ORIGIN != 0 {
+            self.alloc_item.len() + (origin & !EDIT_ORIGIN) as usize
+        } else {
+            origin as usize
+        }
+    }
+    /// Whether the event from `origin` is the last (`last`) or first of its item there.
+    fn edge(&self, origin: u32, last: bool) -> bool {
+        self.edge[self.ix(origin)] & (1 << u8::from(last)) != 0
+    }
+}
+
+/// The events of regalloc2's VGPR PRegs (`Float` `h` at `h`, `Vector` `h` at `64 + h`) with
+/// the `Float` PRegs' block-local segments (from `abi_n` on) renumbered as items, and the
+/// items of every operand and edit.
+fn segments(func: &RaFunc, out: &ra::Output, abi_n: u32) -> (Vec<Vec<locs::Ev>>, Segments) {
+    let mut evs = locs::events(
+        func,
+        out,
+        |a| {
+            a.as_reg().and_then(|r| match r.class() {
+                ra::RegClass::Float => Some(r.hw_enc()),
+                ra::RegClass::Vector => Some(64 + r.hw_enc()),
+                ra::RegClass::Int => None,
+            })
+        },
+        |_| false,
+    );
+    let live_in = locs::live_in(func, &evs, SEGS);
+    let mut preg: Vec<u16> = Vec::new();
+    for (b, bevs) in evs.iter_mut().enumerate() {
+        let live_out = locs::live_out(func, &live_in, b, SEGS);
+        // The segment each PReg's events belong to so far in the block (`None`: the part
+        // that crosses blocks), and the position of its last event.
+        let mut cur: [Option<usize>; 64] = [None; 64];
+        let mut last = [(u32::MAX, false); 64];
+        for ev in bevs.iter_mut() {
+            let x = ev.loc;
+            if x >= 64 || (x as u32) < abi_n {
+                continue;
+            }
+            // A write continues the segment only where the instruction itself read the PReg.
+            let operand = ev.origin & EDIT_ORIGIN == 0;
+            if ev.write && last[x] != (ev.pos, true) {
+                cur[x] = Some(SEGS + preg.len());
+                preg.push(x as u16);
+            }
+            last[x] = (ev.pos, operand);
+            if let Some(k) = cur[x] {
+                ev.loc = k;
+            }
+        }
+        // A segment open at the end of a block whose PReg is live out crosses blocks.
+        for (x, k) in cur.iter().enumerate() {
+            if let Some(k) = *k {
+                if live_out.contains(x) {
+                    for ev in bevs.iter_mut().filter(|e| e.loc == k) {
+                        ev.loc = x;
+                    }
+                }
+            }
+        }
+    }
+    let mut segs = Segments {
+        alloc_item: vec![NO_ITEM; out.allocs.len()],
+        edit_item: vec![[NO_ITEM; 2]; out.edits.len()],
+        preg,
+        edge: vec![0; out.allocs.len() + 2 * out.edits.len()],
+    };
+    let mut seen: std::collections::HashMap<usize, u32> = Default::default();
+    for bevs in &evs {
+        for (bit, order) in [(1u8, false), (2, true)] {
+            seen.clear();
+            let mut mark = |ev: &locs::Ev| {
+                if seen.insert(ev.loc, ev.pos) != Some(ev.pos) {
+                    let i = segs.ix(ev.origin);
+                    segs.edge[i] |= bit;
+                }
+            };
+            if order {
+                bevs.iter().rev().for_each(&mut mark);
+            } else {
+                bevs.iter().for_each(&mut mark);
+            }
+        }
+    }
+    for ev in evs.iter().flatten() {
+        if (64..SEGS).contains(&ev.loc) {
+            continue;
+        }
+        let item = ev.loc as u32;
+        if ev.origin & EDIT_ORIGIN != 0 {
+            let o = (ev.origin & !EDIT_ORIGIN) as usize;
+            segs.edit_item[o / 2][o % 2] = item;
+        } else {
+            segs.alloc_item[ev.origin as usize] = item;
+        }
+    }
+    (evs, segs)
+}
+
+/// A layout's VGPR per item (`Vector` PRegs at `64..SEGS`), tuple area and end.
+struct Placement {
+    item_vgpr: Vec<u16>,
+    vweb_base: u16,
+    top: u16,
 }
 
 /// A register a single would rather share: a dword of a pair or of the tuple area, or another
@@ -76,23 +240,33 @@ enum Hint {
     Single(usize),
 }
 
-/// Per `Float` PReg, the registers its copies go to or come from (module doc), with the
-/// position of the copy.
-fn hints(p: &Prepared, func: &RaFunc, out: &ra::Output, w: &Webs) -> Vec<Vec<(Hint, u32)>> {
-    let mut hints: Vec<Vec<(Hint, u32)>> = vec![Vec::new(); 64];
-    let reg = |a: ra::Allocation| a.as_reg().map(|r| (r.class(), r.hw_enc()));
+/// Per item, the registers its copies go to or come from (module doc), with the position
+/// of the copy.
+fn hints(
+    p: &Prepared,
+    func: &RaFunc,
+    out: &ra::Output,
+    w: &Webs,
+    segs: &Segments,
+) -> Vec<Vec<(Hint, u32, Option<bool>)>> {
+    let mut hints: Vec<Vec<(Hint, u32, Option<bool>)>> = vec![Vec::new(); SEGS + segs.preg.len()];
     for (b, bd) in p.mf.blocks.iter() {
         for (k, mi) in bd.insts.iter().enumerate() {
             let gi = p.first_inst[b.index()] as usize + k;
+            let first = out.inst_alloc_offsets[gi] as usize;
             let allocs = out.inst_allocs(ra::Inst::new(gi));
             let map = func.map.get(gi);
-            // Where operand `i` (vreg `v`) is: a PReg, or the tuple area's dword.
+            // Where operand `i` (vreg `v`) is: an item, or the tuple area's dword.
             let at = |i: usize, v: crate::mir::VReg| -> Option<Hint> {
                 match map[i] {
-                    Some(x) => match reg(allocs[x as usize])? {
-                        (ra::RegClass::Float, h) => Some(Hint::Single(h)),
-                        (ra::RegClass::Vector, h) => Some(Hint::Pair(h, 0)),
-                        (ra::RegClass::Int, _) => None,
+                    Some(x) => match allocs[x as usize].as_reg()?.class() {
+                        ra::RegClass::Float => {
+                            Some(Hint::Single(segs.alloc_item[first + x as usize] as usize))
+                        }
+                        ra::RegClass::Vector => {
+                            Some(Hint::Pair(64 + allocs[x as usize].as_reg()?.hw_enc(), 0))
+                        }
+                        ra::RegClass::Int => None,
                     },
                     None => {
                         let web = &w.webs[*w.web_of.get(&v)?];
@@ -105,10 +279,23 @@ fn hints(p: &Prepared, func: &RaFunc, out: &ra::Output, w: &Webs) -> Vec<Vec<(Hi
                 Hint::Area(r) => Hint::Area(r + d),
                 s => s,
             };
-            let mut link = |a: Option<Hint>, b: Option<Hint>| {
-                if let (Some(Hint::Single(x)), Some(t)) | (Some(t), Some(Hint::Single(x))) = (a, b)
-                {
-                    hints[x].push((t, 2 * gi as u32));
+            // The copy's event of operand `i` ends its item there (`last`) or begins it; a
+            // tuple-area dword has no events (its web is not written at the copy).
+            let edge = |i: usize, last: bool| match map[i] {
+                Some(x) => segs.edge((first + x as usize) as u32, last),
+                None => true,
+            };
+            // Copy from operand `s` (`src`) to operand `d` (`dst`; for a Build, `s` is a part).
+            let mut link = |d: usize, s: usize, src: Option<Hint>, dst: Option<Hint>| {
+                let ok = edge(s, true) && edge(d, false);
+                if let (Some(src), Some(dst)) = (src, dst) {
+                    let pos = 2 * gi as u32;
+                    if let Hint::Single(x) = src {
+                        hints[x].push((dst, pos, ok.then_some(true)));
+                    }
+                    if let Hint::Single(x) = dst {
+                        hints[x].push((src, pos, ok.then_some(false)));
+                    }
                 }
             };
             match (mi.opcode, mi.ops.as_slice()) {
@@ -117,7 +304,7 @@ fn hints(p: &Prepared, func: &RaFunc, out: &ra::Output, w: &Webs) -> Vec<Vec<(Hi
                     let mut dw = 0u16;
                     for (i, o) in parts.iter().enumerate() {
                         if let MOperand::Use(u) = *o {
-                            link(at(i + 1, u), Some(offset(tuple, dw)));
+                            link(0, i + 1, at(i + 1, u), Some(offset(tuple, dw)));
                             dw += p.mf.vregs[u].dwords as u16;
                         }
                     }
@@ -125,43 +312,47 @@ fn hints(p: &Prepared, func: &RaFunc, out: &ra::Output, w: &Webs) -> Vec<Vec<(Hi
                 (MOpcode::Extract(k), [MOperand::Def(d), MOperand::Use(s)])
                     if p.mf.vregs[*d].dwords == 1 =>
                 {
-                    link(at(0, *d), at(1, *s).map(|t| offset(t, k as u16)));
+                    link(0, 1, at(1, *s).map(|t| offset(t, k as u16)), at(0, *d));
                 }
                 _ => {}
             }
         }
     }
-    for (at, ra::Edit::Move { from, to }) in &out.edits {
-        if let (Some((ra::RegClass::Float, a)), Some((ra::RegClass::Float, b))) =
-            (reg(*from), reg(*to))
-        {
+    for (e, (at, _)) in out.edits.iter().enumerate() {
+        let [a, b] = segs.edit_item[e];
+        if a != NO_ITEM && b != NO_ITEM {
+            let (a, b) = (a as usize, b as usize);
             let pos = 2 * at.inst().index() as u32 + u32::from(at.pos() == ra::InstPosition::After);
-            hints[a].push((Hint::Single(b), pos));
-            hints[b].push((Hint::Single(a), pos));
+            let ok = segs.edge(locs::edit_origin(e, false), true)
+                && segs.edge(locs::edit_origin(e, true), false);
+            hints[a].push((Hint::Single(b), pos, ok.then_some(true)));
+            hints[b].push((Hint::Single(a), pos, ok.then_some(false)));
         }
     }
     hints
 }
 
-/// ABI singles keep their numbers, other singles follow densely, then even-aligned pairs,
-/// then the tuple area (aligned to 4).
-fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32) -> VgprLayout {
-    let mut float_map = [NO_REG; 64];
+/// ABI singles keep their numbers, other singles follow densely (a PReg's segments on its
+/// register), then even-aligned pairs, then the tuple area (aligned to 4).
+fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placement {
+    let mut item_vgpr = vec![NO_REG; SEGS + segs.preg.len()];
     let mut next = abi_n as u16;
     for h in bits(used[ra::RegClass::Float as usize]) {
         if (h as u32) < abi_n {
-            float_map[h] = h as u16;
+            item_vgpr[h] = h as u16;
         } else {
-            float_map[h] = next;
+            item_vgpr[h] = next;
             next += 1;
         }
     }
+    for (k, &h) in segs.preg.iter().enumerate() {
+        item_vgpr[SEGS + k] = item_vgpr[h as usize];
+    }
     let mut top = next.max(abi_n as u16);
-    let mut pair_map = [NO_REG; 64];
     if used[ra::RegClass::Vector as usize] != 0 {
         top = top.next_multiple_of(2);
         for h in bits(used[ra::RegClass::Vector as usize]) {
-            pair_map[h] = top;
+            item_vgpr[64 + h] = top;
             top += 2;
         }
     }
@@ -169,9 +360,8 @@ fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32) -> VgprLayout {
     if vweb_size > 0 {
         top = vweb_base + vweb_size as u16;
     }
-    VgprLayout {
-        float_map,
-        pair_map,
+    Placement {
+        item_vgpr,
         vweb_base,
         top,
     }
@@ -210,26 +400,19 @@ struct Packing<'a> {
     used: &'a [u64; 3],
     abi_n: u32,
     vweb_size: u32,
-    /// Live intervals of `Float` PReg `h` at `h`, of `Vector` PReg `h` at `64 + h`.
+    /// Live intervals per item.
     ivs: Vec<Intervals>,
+    segs: Segments,
     /// Per register of the tuple area: where any web on it is live.
     area: Vec<Intervals>,
-    hints: Vec<Vec<(Hint, u32)>>,
+    hints: Vec<Vec<(Hint, u32, Option<bool>)>>,
 }
 
 impl<'a> Packing<'a> {
     fn new(a: &super::Allocator, out: &ra::Output, used: &'a [u64; 3]) -> Packing<'a> {
         let (func, w) = (&a.func, &a.w);
-        let evs = locs::events(func, out, |a| {
-            a.as_reg().and_then(|r| match r.class() {
-                ra::RegClass::Float => Some(r.hw_enc()),
-                ra::RegClass::Vector => Some(64 + r.hw_enc()),
-                ra::RegClass::Int => None,
-            })
-        },
-            |_| false,
-        );
-        let ivs = locs::intervals(func, &evs, 128);
+        let (evs, segs) = segments(func, out, a.abi_n);
+        let ivs = locs::intervals(func, &evs, SEGS + segs.preg.len());
         let mut area = vec![Intervals::default(); a.vweb_size as usize];
         for (r, span) in w.dword_spans(RegClass::Vgpr) {
             area[r].0.extend_from_slice(&span.0);
@@ -237,20 +420,26 @@ impl<'a> Packing<'a> {
         for r in &mut area {
             r.normalize();
         }
+        let hints = hints(&a.p, func, out, w, &segs);
         Packing {
             used,
             abi_n: a.abi_n,
             vweb_size: a.vweb_size,
             ivs,
+            segs,
             area,
-            hints: hints(&a.p, func, out, w),
+            hints,
         }
+    }
+
+    fn dense(&self) -> Placement {
+        dense(self.used, self.abi_n, self.vweb_size, &self.segs)
     }
 
     /// First fit over the live intervals with the hints (module doc), the singles whose
     /// hinted register is free first when `hinted_first`; with the number of hinted singles
     /// that got none of their registers (`None`: past the file).
-    fn place(&self, hinted_first: bool) -> Option<(VgprLayout, usize)> {
+    fn place(&self, hinted_first: bool) -> Option<(Placement, usize)> {
         let Packing {
             used,
             abi_n,
@@ -258,16 +447,16 @@ impl<'a> Packing<'a> {
             ref ivs,
             ref area,
             ref hints,
+            ..
         } = *self;
         let mut occ = Occupancy {
             regs: vec![Vec::new(); MAX_VGPRS],
             top: abi_n as usize,
         };
-        let mut float_map = [NO_REG; 64];
-        let mut pair_map = [NO_REG; 64];
+        let mut item_vgpr = vec![NO_REG; ivs.len()];
         let used_f = used[ra::RegClass::Float as usize];
         for h in bits(used_f).filter(|&h| (h as u32) < abi_n) {
-            float_map[h] = h as u16;
+            item_vgpr[h] = h as u16;
             occ.take(h, &[&ivs[h]]);
         }
         let mut vweb_base = 0;
@@ -277,18 +466,24 @@ impl<'a> Packing<'a> {
             occ.take(base, &lives);
             vweb_base = base as u16;
         }
-        let by_start = |mask: u64, off: usize| {
-            let mut order: Vec<usize> = bits(mask).collect();
-            order.sort_by_key(|&h| (ivs[off + h].start(), h));
-            order
-        };
-        for h in by_start(used[ra::RegClass::Vector as usize], 64) {
-            let l = &ivs[64 + h];
+        let by_start = |items: &mut Vec<usize>| items.sort_by_key(|&x| (ivs[x].start(), x));
+        let mut pairs: Vec<usize> = bits(used[ra::RegClass::Vector as usize])
+            .map(|h| 64 + h)
+            .collect();
+        by_start(&mut pairs);
+        for x in pairs {
+            let l = &ivs[x];
             let base = occ.first_fit(&[l, l], 2)?;
             occ.take(base, &[l, l]);
-            pair_map[h] = base as u16;
+            item_vgpr[x] = base as u16;
         }
-        let singles = by_start(used_f, 0);
+        // The PRegs' parts that cross blocks (none when all their values are segments), and
+        // the segments.
+        let mut singles: Vec<usize> = bits(used_f)
+            .chain(SEGS..ivs.len())
+            .filter(|&x| !ivs[x].0.is_empty())
+            .collect();
+        by_start(&mut singles);
         let mut misses = 0;
         // With `hinted_first`, the singles whose hinted register is free go first: those copied to
         // or from a pair or the tuple area (placed already), then those of regalloc2's moves.
@@ -301,41 +496,38 @@ impl<'a> Packing<'a> {
             .iter()
             .flat_map(|p| singles.iter().map(move |&h| (p, h)))
         {
-            if float_map[h] != NO_REG {
+            if item_vgpr[h] != NO_REG {
                 continue;
             }
             let l = &ivs[h];
             // The hinted registers placed so far, with what lives there for the copy.
-            let wanted = hints[h].iter().filter_map(|&(t, pos)| {
+            let wanted = hints[h].iter().filter_map(|&(t, pos, ok)| {
                 if pass == Pass::TupleHints && matches!(t, Hint::Single(_)) {
                     return None;
                 }
                 let (r, live) = match t {
-                    Hint::Pair(x, o) if pair_map[x] != NO_REG => {
-                        ((pair_map[x] + o) as usize, &ivs[64 + x])
+                    Hint::Pair(x, o) if item_vgpr[x] != NO_REG => {
+                        ((item_vgpr[x] + o) as usize, &ivs[x])
                     }
                     Hint::Area(r) if vweb_size > 0 => {
                         (vweb_base as usize + r as usize, &area[r as usize])
                     }
-                    Hint::Single(x) if float_map[x] != NO_REG => (float_map[x] as usize, &ivs[x]),
+                    Hint::Single(x) if item_vgpr[x] != NO_REG => (item_vgpr[x] as usize, &ivs[x]),
                     _ => return None,
                 };
-                Some((r, live, pos))
+                Some((r, live, pos, ok))
             });
             // Free but for the copy's own source or destination, which may meet `l` only at the
             // copy.
             let hinted = wanted
                 .clone()
-                .find(|&(r, live, pos)| {
-                    occ.regs[r].iter().all(|o| {
-                        if std::ptr::eq(*o, live) {
-                            meets_at_most_at(o, l, pos)
-                        } else {
-                            !o.overlaps(l)
-                        }
+                .find(|&(r, live, pos, ok)| {
+                    occ.regs[r].iter().all(|o| match ok {
+                        Some(src) if std::ptr::eq(*o, live) => copy_meets(o, l, pos, src),
+                        _ => !o.overlaps(l),
                     })
                 })
-                .map(|(r, _, _)| r);
+                .map(|(r, _, _, _)| r);
             if hinted.is_none() && pass != Pass::All {
                 continue;
             }
@@ -344,15 +536,14 @@ impl<'a> Packing<'a> {
             }
             let base = hinted.or_else(|| occ.first_fit(&[l], 1))?;
             occ.take(base, &[l]);
-            float_map[h] = base as u16;
+            item_vgpr[h] = base as u16;
         }
-        let layout = VgprLayout {
-            float_map,
-            pair_map,
+        let placement = Placement {
+            item_vgpr,
             vweb_base,
             top: occ.top as u16,
         };
-        Some((layout, misses))
+        Some((placement, misses))
     }
 }
 
@@ -367,12 +558,15 @@ enum Pass {
     All,
 }
 
-/// Whether `a` and `b` have no position in common but `pos`.
-fn meets_at_most_at(a: &Intervals, b: &Intervals, pos: u32) -> bool {
-    a.0.iter().all(|&(a0, a1)| {
-        b.0.iter().all(|&(b0, b1)| {
-            let (lo, hi) = (a0.max(b0), a1.min(b1));
-            lo > hi || (lo == pos && hi == pos)
+/// Whether `partner` and `me`, copied one to the other at `pos` (from `me` when `me_src`),
+/// may share a register: they have no position in common but `pos`, where the source ends
+/// and the destination begins (with [`Segments::edge`]: nothing else of either is there).
+fn copy_meets(partner: &Intervals, me: &Intervals, pos: u32, me_src: bool) -> bool {
+    partner.0.iter().all(|&(p0, p1)| {
+        me.0.iter().all(|&(m0, m1)| {
+            let (lo, hi) = (p0.max(m0), p1.min(m1));
+            let (src_end, dst_start) = if me_src { (m1, p0) } else { (p1, m0) };
+            lo > hi || (lo == pos && hi == pos && src_end == pos && dst_start == pos)
         })
     })
 }
