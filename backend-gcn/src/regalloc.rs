@@ -422,9 +422,33 @@ impl Allocator {
         // every budget): only the packed layout (`vgprs`) tells whether it fits the budget.
         let (n_f, n_v, spilled, run) = search(self, n_int, self.start, &unbounded)?;
         if let Ok(out) = run.as_ref() {
-            let top = u32::from(self.laid_out((n_int, n_f, n_v), out).layout.top);
+            let laid = self.laid_out((n_int, n_f, n_v), out);
+            let top = u32::from(laid.layout.top);
             if !spilled && fits(top) {
                 return Ok(Some((n_f, n_v, run)));
+            }
+            // Slots in spare VGPRs are registers: when every slot is a VGPR one and they all
+            // fit above the layout inside the budget (then no scratch temporaries are kept
+            // free: see `allocate`), the allocation is the one without a budget too.
+            if spilled
+                && laid
+                    .slot_class
+                    .values()
+                    .all(|&c| vgpr_slot_dwords(c).is_some())
+            {
+                let color_of = slots::color(&self.func, out, &laid.slot_class);
+                let colors: BTreeMap<usize, ra::RegClass> = laid
+                    .slot_class
+                    .iter()
+                    .map(|(s, c)| (color_of[s], *c))
+                    .collect();
+                let mut end = top as u16;
+                for dw in colors.values().filter_map(|&c| vgpr_slot_dwords(c)) {
+                    end = end.next_multiple_of(dw) + dw;
+                }
+                if fits(u32::from(end)) {
+                    return Ok(Some((n_f, n_v, run)));
+                }
             }
         }
         Ok(None)
@@ -520,19 +544,27 @@ impl Allocator {
         let mut sgpr_slots: Vec<usize> = Vec::new();
         let vec_slots: Vec<(usize, u16)> = color_class
             .iter()
-            .filter_map(|(&s, &c)| match c {
-                ra::RegClass::Int => {
+            .filter_map(|(&s, &c)| {
+                let dw = vgpr_slot_dwords(c);
+                if dw.is_none() {
                     sgpr_slots.push(s);
-                    None
                 }
-                ra::RegClass::Float => Some((s, 1)),
-                ra::RegClass::Vector => Some((s, 2)),
+                dw.map(|dw| (s, dw))
             })
             .collect();
         let mut pending: Vec<(usize, u16)> = Vec::new();
+        // Room for the scratch temporaries is kept only when some slot cannot be a VGPR.
+        let all_end = vec_slots
+            .iter()
+            .fold(top, |t, &(_, dw)| t.next_multiple_of(dw) + dw);
+        let keep = if all_end as u32 <= vgpr_cap {
+            0
+        } else {
+            n_temps
+        };
         for &(s, dw) in &vec_slots {
             let base = top.next_multiple_of(dw);
-            if (base + dw) as u32 + n_temps <= vgpr_cap {
+            if (base + dw) as u32 + keep <= vgpr_cap {
                 slot_loc[s] = Some(SlotLoc::Vgpr(base));
                 top = base + dw;
             } else {
@@ -885,6 +917,15 @@ fn search(
         if grow_v {
             n_v = (n_v + n_v / 4 + 1).min(caps.n_v);
         }
+    }
+}
+
+/// Dwords of a spill slot of class `c` that can live in spare VGPRs (`None`: an SGPR slot).
+fn vgpr_slot_dwords(c: ra::RegClass) -> Option<u16> {
+    match c {
+        ra::RegClass::Int => None,
+        ra::RegClass::Float => Some(1),
+        ra::RegClass::Vector => Some(2),
     }
 }
 
