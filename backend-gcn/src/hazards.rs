@@ -39,7 +39,8 @@
 //!
 //! The MFMA rules and their numbers live in [`mfma_hazards`] (shared with the software device's
 //! checker); pass counts come from the opcode table. At a join, an MFMA record keeps the
-//! producer with the longer waits ([`MfmaKind::worse`]).
+//! producer with the longer waits ([`MfmaKind::worse`]). MFMA writes and non-MFMA VALU writes
+//! keep separate stamps, and neither ends the other's window (as in LLVM).
 //!
 //! [`mfma_hazards`]: crate::mfma_hazards
 
