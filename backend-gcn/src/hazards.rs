@@ -39,7 +39,8 @@
 //!
 //! The MFMA rules and their numbers live in [`mfma_hazards`] (shared with the software device's
 //! checker); pass counts come from the opcode table. At a join, an MFMA record keeps the
-//! producer with the longer waits ([`MfmaKind::worse`]).
+//! producer with the longer waits ([`MfmaKind::worse`]). MFMA writes and non-MFMA VALU writes
+//! keep separate stamps, and neither ends the other's window (as in LLVM).
 //!
 //! [`mfma_hazards`]: crate::mfma_hazards
 
@@ -594,16 +595,19 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
                     }
                 }
             } else {
-                // The latest producer of the unit decides; MFMA results have their own rules.
-                d.valu_vgpr[c] = if mfma { NEVER } else { now };
                 d.trans_vgpr[c] = if f.trans { now } else { NEVER };
                 d.dstsel_vgpr[c] = if f.partial { now } else { NEVER };
+                // An MFMA write and a VALU write keep their own stamps: a later write of the
+                // other kind does not end a rule's window (LLVM's `getWaitStatesSinceDef`
+                // looks back for the last def of that kind, over any defs in between), so a
+                // store of a register a `v_mov` refilled right after an MFMA wrote it still
+                // waits out the MFMA's memory-read rule.
                 if mfma {
                     d.mfma_write[c] = now;
                     d.mfma_write_kind[c] = kind;
                     d.mfma_write_range[c] = dst_range.unwrap_or((u16::MAX, 0));
                 } else {
-                    d.mfma_write[c] = NEVER;
+                    d.valu_vgpr[c] = now;
                 }
             }
         }

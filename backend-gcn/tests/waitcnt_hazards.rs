@@ -365,6 +365,46 @@ fn mfma_rules_by_pair_and_target() {
     assert_eq!(both(vec![vadd(9, 0, 1), dgemm, load]), (1, 0));
 }
 
+/// A later write of the other kind does not end a rule's window (LLVM's `getWaitStatesSinceDef`
+/// looks back for the last def of the rule's kind over any defs in between): the register
+/// assignment that refills an MFMA result with a `v_mov` before storing it, or lets an MFMA
+/// overwrite a VALU result, must not lose a wait.
+#[test]
+fn a_write_in_between_does_not_end_an_mfma_window() {
+    let (a, c) = (Target::Gfx90a, Target::Gfx942);
+    let both = |insts: Vec<Inst>| (waits(a, insts.clone()), waits(c, insts));
+    // DGEMM 16x16 writes v[0:7]; v_mov v0/v1 refill v[0:1] from v[2:3] (11 wait states: VALU
+    // read and WAW); the store of v[0:1] still needs the DGEMM's memory-read 18, so 18 - 2
+    // (the two v_movs) = 16 wait states in all.
+    let dgemm = Inst::new(
+        Opcode::VMfmaF64_16x16x4F64,
+        &[O::vr(0, 8), O::vr(16, 2), O::vr(18, 2), O::vr(0, 8)],
+    );
+    let mov = |d, s| Inst::new(Opcode::VMovB32, &[O::v(d), O::v(s)]);
+    let mut store = Inst::new(
+        Opcode::BufferStoreDwordx2,
+        &[O::vr(0, 2), O::v(20), O::sr(4, 4), O::InlineInt(0)],
+    );
+    store.mods.offen = true;
+    assert_eq!(
+        both(vec![dgemm.clone(), mov(0, 2), mov(1, 3)]),
+        (11, 11),
+        "the v_movs alone"
+    );
+    assert_eq!(both(vec![dgemm, mov(0, 2), mov(1, 3), store]), (16, 16));
+    // A VALU writes v9, an MFMA overwrites v[8:11], the next MFMA reads v[8:11] as the same
+    // SrcC: the VALU's 2 before an MFMA read still count (gfx90a: 1 s_nop; gfx942: the 2 of
+    // the 2-pass SrcC rule cover it).
+    assert_eq!(
+        both(vec![
+            vadd(9, 0, 1),
+            mfma4(O::vr(8, 4), O::vr(12, 4)),
+            mfma4(O::vr(8, 4), O::vr(8, 4))
+        ]),
+        (1, 2)
+    );
+}
+
 #[test]
 fn wide_store_data_overwritten_by_valu() {
     let store = |soff: Operand| {

@@ -360,17 +360,18 @@ fn missing_mfma_wait_states_are_reported() {
         ("// NOP_H", "hazard: v20", "(WAW)", CDNA),
         ("// NOP_I", "hazard: v24", "it is read too early", CDNA),
         ("// NOP_J", "hazard: exec_lo", "masks an MFMA", CDNA),
+        ("// NOP_K", "hazard: v32", "it is read too early", CDNA),
     ];
     let want: Vec<u32> = (0..128).map(|i| i * 10 + 4).collect();
     for &t in CDNA {
-        let Some(good) = assemble_sized("ws_mfma", t, 2, None, 32) else {
+        let Some(good) = assemble_sized("ws_mfma", t, 2, None, 40) else {
             return;
         };
         let out = run_in_out(&good, "ws_mfma", RunConfig::default())
             .unwrap_or_else(|e| panic!("ws_mfma {t} with its s_nops: {e}"));
         assert_eq!(out, want, "ws_mfma {t}");
         for (marker, register, detail, needs) in cases {
-            let bad = assemble_sized("ws_mfma", t, 2, Some(marker), 32).unwrap();
+            let bad = assemble_sized("ws_mfma", t, 2, Some(marker), 40).unwrap();
             let run = run_in_out(&bad, "ws_mfma", RunConfig::default());
             if !needs.contains(&t) {
                 assert_eq!(run.unwrap(), want, "{marker} {t}: no wait needed");

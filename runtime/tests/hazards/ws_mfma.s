@@ -40,6 +40,15 @@ ws_mfma:
   v_mfma_f32_4x4x4f16 v[24:27], v[4:5], v[4:5], v[12:15]
   s_nop 4 // NOP_I
   ds_write_b32 v1, v24
+// K: a VALU refills a DGEMM result after the WAW wait (11, 16x16), then an LDS write reads
+// it: the DGEMM's memory-read wait (18) still counts from the DGEMM (LLVM looks back for the
+// MFMA def over the VALU def in between), 6 more.
+  v_mfma_f64_16x16x4f64 v[32:39], v[4:5], v[4:5], 0
+  s_nop 7
+  s_nop 2
+  v_mov_b32 v32, 0
+  s_nop 5 // NOP_K
+  ds_write_b32 v1, v32
 // F: v_accvgpr_write, then an MFMA reads the AGPR as SrcC: 2.
   v_accvgpr_write_b32 a16, 0
   v_accvgpr_write_b32 a17, 0
