@@ -254,15 +254,14 @@ fn shape_name(s: TwinShape) -> String {
 /// kjit's `gemm` at its tuning point `bm = 256, bn = 64` (four waves along m, as the twin's
 /// [`TALL`] shape), for the n = 64 problem: the default 128-wide tiles would compute twice
 /// the MFMAs the product needs. `early`: the problem is bound by a's loads and its 608
-/// workgroups are two per CU whatever the registers, so the next step's loads go first; `lead`
-/// 0: every sub-step's MFMAs after the last barrier, in the stretch of the loads (87,601 cycles
-/// against 88,139 at the default 3, docs/mfma-gemm.md). The square problem runs the default
-/// tiles ([`DEFAULT_TILES`]: 128 x 128).
+/// workgroups are two per CU whatever the registers, so the next step's loads go first (and
+/// the interior loop takes two steps per iteration, `kernels/src/gemm.rs`). `lead` stays 3:
+/// with two steps per iteration 86,922 cycles against 87,779 at 0 (docs/mfma-gemm.md). The
+/// square problem runs the default tiles ([`DEFAULT_TILES`]: 128 x 128).
 const KJIT_TALL: GemmTiles = GemmTiles {
     bm: 256,
     bn: 64,
     early: true,
-    lead: 0,
     ..DEFAULT_TILES
 };
 

@@ -637,7 +637,21 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let fast_end = whole_k.max(2 * t.bk) - 2 * t.bk;
     let last_k0 = kk.max(t.bk) - t.bk;
     k.if_(inside & a_packed & b_packed, || {
-        k.while_(|| t0.get().lt(fast_end), || step(true));
+        if t.early {
+            // Two steps per iteration: the loads of each go into registers other than the
+            // ones its stores read, and at the back edge into the ones the first step's
+            // stores read (dead by then): no copies at the loop end, whose wait for the loads
+            // issued in the same iteration would undo `early`.
+            k.while_(
+                || (t0.get() + t.bk).lt(fast_end),
+                || {
+                    step(true);
+                    step(true);
+                },
+            );
+        } else {
+            k.while_(|| t0.get().lt(fast_end), || step(true));
+        }
     });
     k.while_(|| t0.get().lt(last_k0), || step(false));
     for (a_frags, b_frags) in &carried.get() {
