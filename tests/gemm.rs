@@ -87,9 +87,11 @@ fn tile_choices(elem: FragElem) -> [GemmTiles; 5] {
         SMALL,
         SMALL_DOUBLE,
         GemmTiles { bk, ..DOUBLE_WIDE },
-        // The next step's loads before this step's stores (the n = 64 tiles' choice).
+        // The next step's loads before this step's stores and every sub-step's MFMAs after
+        // the last barrier (the n = 64 tiles' choice).
         GemmTiles {
             early: true,
+            lead: 0,
             ..SMALL
         },
     ]
@@ -176,7 +178,7 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
 
 /// TFLOP/s of the GEMM on the `mi300x` timing model for a problem that gives every one of the
 /// 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024; inputs
-/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early]]`).
+/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early[,lead]]]`).
 /// Ignored (minutes of software MFMA): `cargo test --release --test gemm -- --ignored --nocapture`.
 #[test]
 #[ignore]

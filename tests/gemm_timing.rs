@@ -254,8 +254,10 @@ fn shape_name(s: TwinShape) -> String {
 /// kjit's `gemm` at its tuning point `bm = 256, bn = 64` (four waves along m, as the twin's
 /// [`TALL`] shape), for the n = 64 problem: the default 128-wide tiles would compute twice
 /// the MFMAs the product needs. `early`: the problem is bound by a's loads and its 608
-/// workgroups are two per CU whatever the registers, so the next step's loads go first. The square problem runs the default tiles
-/// ([`DEFAULT_TILES`]: 128 x 128).
+/// workgroups are two per CU whatever the registers, so the next step's loads go first (and
+/// the interior loop takes two steps per iteration, `kernels/src/gemm.rs`). `lead` stays 3:
+/// with two steps per iteration 86,922 cycles against 87,779 at 0 (docs/mfma-gemm.md). The
+/// square problem runs the default tiles ([`DEFAULT_TILES`]: 128 x 128).
 const KJIT_TALL: GemmTiles = GemmTiles {
     bm: 256,
     bn: 64,
@@ -275,8 +277,8 @@ fn tile_of(t: GemmTiles) -> [usize; 2] {
 fn kjit_gemm(t: GemmTiles) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
     let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
-    let func =
-        (tuning.build)(&[t.bm, t.bn, t.bk, t.wn, t.stages, t.early as u32]).expect("gemm builds");
+    let func = (tuning.build)(&[t.bm, t.bn, t.bk, t.wn, t.stages, t.early as u32, t.lead])
+        .expect("gemm builds");
     let k = kjit::compile(&func, Target::Gfx942, &CompileOptions::default())
         .unwrap_or_else(|e| panic!("gemm: {e}"));
     Some(k.code_object)
@@ -299,7 +301,7 @@ fn kjit_row(
     )
 }
 
-/// kjit's tiles `bm,bn,bk[,wn,stages[,early]]` from environment variable `var`, else `default`
+/// kjit's tiles `bm,bn,bk[,wn,stages[,early[,lead]]]` from environment variable `var`, else `default`
 /// (`GemmTiles::parse`).
 fn tiles_from_env(var: &str, default: GemmTiles) -> GemmTiles {
     std::env::var(var)
@@ -415,7 +417,7 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 
 /// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
 /// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes,
-/// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages[,early]]` kjit's tiles on the n = 64 problem,
+/// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages[,early[,lead]]]` kjit's tiles on the n = 64 problem,
 /// `KJIT_GEMM_SQUARE_TILES` (same form) on the square one, `KJIT_GEMM_ONLY=kjit` leaves
 /// out Triton and the twin;
 /// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions).

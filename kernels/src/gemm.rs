@@ -7,10 +7,10 @@
 //! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
 //! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
 //! conflicts). Software pipelining through registers: a loop iteration at step k0 issues step
-//! k0's MFMAs (on fragments read in the iteration before, except the first [`LEAD_SUBS`]
+//! k0's MFMAs (on fragments read in the iteration before, except the first `lead`
 //! sub-steps', issued there) together with step k0 + bk's LDS stores, then a barrier, step
 //! k0 + 2·bk's global loads (into the registers the stores just read) and step k0 + bk's LDS
-//! reads, then (one stage) a second barrier after the first `LEAD_SUBS` sub-steps' MFMAs.
+//! reads, then (one stage) a second barrier after the first `lead` sub-steps' MFMAs.
 //! With two stages (double buffering) the stores go into the other stage and the second
 //! barrier is left out, for twice the LDS. The lanes of each store are ordered so that every
 //! pass of the bank array hits each bank once (`Interleave`).
@@ -32,8 +32,9 @@
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
 //! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers; two stages of
-//! f16/bf16 are unpadded k-group planes, `Layout`) and `early` (the next step's global loads
-//! before this step's LDS stores).
+//! f16/bf16 are unpadded k-group planes, `Layout`), `early` (the next step's global loads
+//! before this step's LDS stores) and `lead` (sub-steps whose MFMAs precede the iteration's
+//! last barrier).
 
 use crate::*;
 use kjit_frontend::{
@@ -73,6 +74,12 @@ pub struct GemmTiles {
     /// step's blocks more in registers. Pays where the loads are the bound and the registers
     /// are free (n = 64 with 256 × 64 blocks: two workgroups per CU whatever the registers).
     pub early: bool,
+    /// Sub-steps of a step whose MFMAs issue right after its LDS reads, before the barrier
+    /// that ends a loop iteration (at most the step's sub-steps); the others' go with the next
+    /// step's LDS stores. More fill the wait at that barrier with MFMAs (the square problem's
+    /// bound: 3); fewer leave the first stretch more MFMAs to hide the loads behind (the
+    /// n = 64 problem, bound by a's loads: 0). Measured: docs/mfma-gemm.md.
+    pub lead: u32,
 }
 
 impl GemmTiles {
@@ -81,7 +88,7 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages[,early]]` (the optional ones default to
+    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead]]]` (the optional ones default to
     /// [`DEFAULT_TILES`]'s; `early` is 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
@@ -89,9 +96,9 @@ impl GemmTiles {
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=6).contains(&v.len()) || v.get(5).is_some_and(|&e| e > 1) {
+        if !(3..=7).contains(&v.len()) || v.get(5).is_some_and(|&e| e > 1) {
             return Err(format!(
-                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)]]"
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead]]]"
             ));
         }
         let d = DEFAULT_TILES;
@@ -102,6 +109,7 @@ impl GemmTiles {
             wn: v.get(3).copied().unwrap_or(d.wn),
             stages: v.get(4).copied().unwrap_or(d.stages),
             early: v.get(5).map_or(d.early, |&e| e == 1),
+            lead: v.get(6).copied().unwrap_or(d.lead),
         })
     }
 
@@ -122,6 +130,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     wn: 64,
     stages: 1,
     early: false,
+    lead: 3,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -548,7 +557,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
     };
     // The step's LDS reads from the stage at (oa, ob), every sub-step's before any MFMA, and
-    // the MFMAs of its first [`LEAD_SUBS`] sub-steps; with one stage a barrier after them
+    // the MFMAs of its first `t.lead` sub-steps; with one stage a barrier after them
     // (every wave has its fragments: the stage may be overwritten). Returns the other
     // sub-steps' inputs, whose MFMAs the next iteration issues.
     let read_step = |(oa, ob)| {
@@ -570,7 +579,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 (a_frags, b_frags)
             })
             .collect();
-        let (first, rest) = reads.split_at(LEAD_SUBS.min(reads.len()));
+        let (first, rest) = reads.split_at((t.lead as usize).min(reads.len()));
         for (a_frags, b_frags) in first {
             issue(a_frags, b_frags);
         }
@@ -628,7 +637,21 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let fast_end = whole_k.max(2 * t.bk) - 2 * t.bk;
     let last_k0 = kk.max(t.bk) - t.bk;
     k.if_(inside & a_packed & b_packed, || {
-        k.while_(|| t0.get().lt(fast_end), || step(true));
+        if t.early {
+            // Two steps per iteration: the loads of each go into registers other than the
+            // ones its stores read, and at the back edge into the ones the first step's
+            // stores read (dead by then): no copies at the loop end, whose wait for the loads
+            // issued in the same iteration would undo `early`.
+            k.while_(
+                || (t0.get() + t.bk).lt(fast_end),
+                || {
+                    step(true);
+                    step(true);
+                },
+            );
+        } else {
+            k.while_(|| t0.get().lt(fast_end), || step(true));
+        }
     });
     k.while_(|| t0.get().lt(last_k0), || step(false));
     for (a_frags, b_frags) in &carried.get() {
@@ -665,14 +688,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
 }
-
-/// Sub-steps of a step whose MFMAs issue right after its LDS reads, before the barrier that
-/// ends a loop iteration; the others' go with the next step's LDS stores. Measured on the
-/// `mi300x` model (steps of 32: 4 sub-steps; square 9728 × 4096 × 512 / n = 64 cycles): 0 →
-/// 120,905 / 85,839, 1 → 116,511 / 87,713, 2 → 115,962 / 88,423, 3 → 116,222 / 86,997 with
-/// the fewest per-wave stalls (its square run lost 4.6 M SIMD-cycles more to the tail:
-/// docs/mfma-gemm.md, tail sensitivity).
-const LEAD_SUBS: usize = 3;
 
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
 /// below it, and blocks and tile rows are whole multiples of it.
@@ -1103,6 +1118,10 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "early",
         values: &[0, 1],
     },
+    TuneParam {
+        name: "lead",
+        values: &[3, 0, 1, 2],
+    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -1116,6 +1135,7 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
     TILE_PARAMS[3],
     TILE_PARAMS[4],
     TILE_PARAMS[5],
+    TILE_PARAMS[6],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -1126,6 +1146,7 @@ fn tiles(p: &[u32]) -> GemmTiles {
         wn: p[3],
         stages: p[4],
         early: p[5] == 1,
+        lead: p[6],
     }
 }
 
