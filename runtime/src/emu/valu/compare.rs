@@ -63,8 +63,9 @@ impl FloatPred {
             Gt => a > b,
             Lg => a < b || a > b,
             Ge => a >= b,
-            O => a == a && b == b,
-            U => a != a || b != b,
+            // Ordered: neither is NaN, so the two compare.
+            O => a.partial_cmp(&b).is_some(),
+            U => a.partial_cmp(&b).is_none(),
             Nge => !(a >= b),
             Nlg => !(a < b || a > b),
             Ngt => !(a > b),
