@@ -106,6 +106,24 @@ fn check_u32_pairs(
     }
 }
 
+/// Device against interpreter for a kernel `(dst: [u32; 64], n: u32)` on one wave, per `n`.
+fn check_u32_sizes(
+    dev: &kjit_runtime::emu::GcnEmulator,
+    k: &kjit::CompiledKernel,
+    f: &kjit_ir::Function,
+    t: Target,
+    sizes: &[u32],
+) {
+    for &n in sizes {
+        let args = vec![
+            kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
+            Arg::U32(n),
+        ];
+        let (got, want) = device_and_interpreter(dev, k, f, args, 64, 0);
+        assert_eq!(got, want, "{t} n={n}");
+    }
+}
+
 fn asm(f: &kjit_ir::Function, t: Target) -> String {
     compile(f, t, &CompileOptions::default())
         .unwrap()
@@ -205,14 +223,7 @@ fn a_divergent_if_sets_exec_with_a_v_cmpx_of_its_compare() {
         assert_eq!(k.asm.matches("v_cmpx_lt_u32").count(), 1, "{t}\n{}", k.asm);
         assert!(!k.asm.contains("s_and_b64 exec"), "{t}\n{}", k.asm);
         assert!(!k.asm.contains("s_mov_b64 exec, s["), "{t}\n{}", k.asm);
-        for n in [0u32, 37, 64] {
-            let args = vec![
-                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
-                Arg::U32(n),
-            ];
-            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
-            assert_eq!(got, want, "{t} n={n}");
-        }
+        check_u32_sizes(&dev, &k, &f, t, &[0u32, 37, 64]);
     }
 }
 
@@ -582,14 +593,7 @@ fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
         let a = &k.asm;
         let (_, looped) = a.split_once(".LBB").expect("a loop label");
         assert!(!looped.contains("v_lshlrev_b32"), "{t}\n{a}");
-        for n in [0u32, 1, 5] {
-            let args = vec![
-                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 64),
-                Arg::U32(n),
-            ];
-            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
-            assert_eq!(got, want, "{t} n={n}");
-        }
+        check_u32_sizes(&dev, &k, &f, t, &[0u32, 1, 5]);
     }
 }
 
