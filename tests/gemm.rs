@@ -133,19 +133,23 @@ fn device_equals_the_interpreter_on_gfx942_and_gfx90a() {
     }
 }
 
+/// kjit's software device timing its launches on the `mi300x` model.
+fn timed_on_mi300x() -> GcnEmulator {
+    let model = kjit::backend_gcn::machine::machine_by_name("mi300x").unwrap();
+    GcnEmulator::with_config(kjit_runtime::emu::RunConfig {
+        timing: Some(model),
+        ..Default::default()
+    })
+}
+
 /// Two LDS stages of the default f16 blocks are unpadded k-group planes (`Layout::Planes` in
 /// `kernels/src/gemm.rs`): 32 KiB, so two workgroups fit a CU's 64 KiB, and on the `mi300x`
 /// model no LDS port ever waits for bank conflicts (padded rows would take 36 KiB, plain
 /// unpadded rows conflict 8 ways on the fragment reads).
 #[test]
 fn two_stages_fit_two_workgroups_and_have_no_bank_conflicts() {
-    use kjit_runtime::emu::RunConfig;
     use kjit_runtime::timing::StallCause;
-    let model = kjit::backend_gcn::machine::machine_by_name("mi300x").unwrap();
-    let dev = GcnEmulator::with_config(RunConfig {
-        timing: Some(model),
-        ..RunConfig::default()
-    });
+    let dev = timed_on_mi300x();
     let tiles = GemmTiles {
         stages: 2,
         ..DEFAULT_TILES
@@ -183,12 +187,7 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
 #[test]
 #[ignore]
 fn gemm_on_the_mi300x_model() {
-    use kjit_runtime::emu::RunConfig;
-    let model = kjit::backend_gcn::machine::machine_by_name("mi300x").unwrap();
-    let dev = GcnEmulator::with_config(RunConfig {
-        timing: Some(model),
-        ..RunConfig::default()
-    });
+    let dev = timed_on_mi300x();
     let kdim: u32 = std::env::var("KJIT_GEMM_K")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -203,7 +202,14 @@ fn gemm_on_the_mi300x_model() {
         Err(_) => default_tiles(elem),
     };
     let func = build_gemm("gemm", elem, tiles).unwrap();
-    let ck = kjit::compile(&func, model.target, &CompileOptions::default()).unwrap();
+    let ck = kjit::compile(
+        &func,
+        kjit::backend_gcn::machine::machine_by_name("mi300x")
+            .unwrap()
+            .target,
+        &CompileOptions::default(),
+    )
+    .unwrap();
     println!("{}", ck.header.lines().join("\n"));
     let case = gemm_case(elem, tiles, (2048, 2432, kdim), 1);
     let out = run_case(&dev, &ck.code_object, &func, &case).expect("runs");
