@@ -855,12 +855,12 @@ impl<'f> DeviceSim<'f> {
                 100.0 * p.idle as f64 / p.samples.max(1) as f64
             );
             let mut combos: Vec<_> = p.combos.into_iter().collect();
-            combos.sort_by(|a, b| b.1.cmp(&a.1));
+            combos.sort_by_key(|(k, n)| (std::cmp::Reverse(*n), k.clone()));
             for (k, n) in combos.iter().take(25) {
                 eprintln!("  {:6.2}%  {k}", 100.0 * *n as f64 / p.idle.max(1) as f64);
             }
             let mut at: Vec<_> = p.at.into_iter().collect();
-            at.sort_by(|a, b| b.1.cmp(&a.1));
+            at.sort_by_key(|&(k, n)| (std::cmp::Reverse(n), k));
             for ((i, st), n) in at.iter().take(40) {
                 eprintln!(
                     "  {:6.2}% {:12} {:5x} {}",
