@@ -283,6 +283,51 @@ fn impossible_occupancy_is_a_clear_error() {
     );
 }
 
+/// gemm_f32 at occupancy 4 on gfx942 (a VGPR+AGPR budget of 128): no order of its code keeps
+/// fewer VGPRs live than the budget, and the order bounded to fit it runs out of SGPRs. The
+/// error names the VGPR budget as the cause (it said only "out of SGPRs (limit 102)"), with
+/// the SGPR failure as the detail.
+#[test]
+fn a_vgpr_budget_too_small_is_named_when_another_file_runs_out() {
+    use kjit_backend_gcn::compile::CompileError;
+    use kjit_backend_gcn::regalloc::RegallocError;
+    let spec = kjit_kernels::matrix()
+        .iter()
+        .find(|s| s.name == "gemm_f32")
+        .expect("gemm_f32 is a matrix kernel");
+    let func = (spec.build)().expect("builds");
+    let t = kjit_backend_gcn::Target::Gfx942;
+    let opts = CompileOptions {
+        occupancy: Some(4),
+        ..Default::default()
+    };
+    let e = compile(&func, t, &opts).unwrap_err();
+    let CompileError::Regalloc(RegallocError::VgprBudgetTooSmall {
+        budget,
+        floor,
+        cause,
+        ..
+    }) = &e
+    else {
+        panic!("not a VGPR budget error: {e}");
+    };
+    assert_eq!(*budget, t.registers_for_waves_per_simd(4), "{e}");
+    assert!(*floor > *budget, "{e}");
+    assert!(
+        matches!(**cause, RegallocError::OutOfRegisters { file: "SGPR", .. }),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("VGPR budget 128 is too small"), "{text}");
+    assert!(text.contains("out of SGPRs"), "{text}");
+    // The level below (a budget of 168) compiles.
+    let opts = CompileOptions {
+        occupancy: Some(3),
+        ..Default::default()
+    };
+    assert!(compile(&func, t, &opts).is_ok());
+}
+
 /// Allocation time per library kernel (printed; `cargo test --test vgpr_budget -- --ignored --nocapture`).
 #[test]
 #[ignore]

@@ -705,7 +705,9 @@ fn allocate_in_budget(
             .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf))
     };
     let mut guided = 0;
+    // The best allocation so far, and the bound of its schedule.
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
+    let mut best_bound = None;
     // Allocations made here, by the first bound of their schedule: a bound whose schedule
     // equals an earlier one's has its allocation.
     let mut made: Vec<(Option<u32>, Result<PhysFunction, CompileError>)> = Vec::new();
@@ -754,12 +756,39 @@ fn allocate_in_budget(
         };
         if better || done {
             best = Some(q);
+            best_bound = bound;
         }
         if done {
             break;
         }
     }
-    with_peepholes(best.expect("the last schedule is always allocated"), t)
+    let best = best.expect("the last schedule is always allocated");
+    with_peepholes(budget_error(best, b, best_bound, floor), t)
+}
+
+/// `r`, with a failure of the schedule bounded to `bound` under VGPR budget `b` (one made only
+/// because the budget is below the latency schedule's pressure) named as the budget's: the
+/// error of the other register file alone (the bounded order's SGPR tuples not fitting, say)
+/// would not say what to change.
+fn budget_error(
+    r: Result<PhysFunction, CompileError>,
+    b: u32,
+    bound: Option<u32>,
+    floor: impl FnOnce() -> u32,
+) -> Result<PhysFunction, CompileError> {
+    match (r, bound) {
+        (Err(CompileError::Regalloc(cause)), Some(bound))
+            if !matches!(cause, RegallocError::BudgetTooSmall { .. }) =>
+        {
+            Err(CompileError::Regalloc(RegallocError::VgprBudgetTooSmall {
+                budget: b,
+                floor: floor(),
+                bound,
+                cause: Box::new(cause),
+            }))
+        }
+        (r, _) => r,
+    }
 }
 
 /// The allocation `opts`' budgets get from `sel` (with the post-allocation peepholes).
