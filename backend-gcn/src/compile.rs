@@ -828,9 +828,10 @@ fn occupancy_target(sel: &Selected) -> u32 {
 ///
 /// The latency schedule spends VGPRs to hoist loads; that is worth waves per SIMD only where
 /// the hoisting keeps loads in flight. When its allocation without a budget reaches fewer
-/// waves (by its VGPRs) than [`occupancy_target`], the levels above it are compiled from the
-/// target down, each as `--occupancy` would (schedules bounded by the level's budget), and the
-/// first that gives up nothing is taken: nothing more in scratch or AGPR slots, no more
+/// waves (by its VGPRs) than [`occupancy_target`], the levels above it are compiled, each as
+/// `--occupancy` would (schedules bounded by the level's budget): the next level first (when
+/// that gives up something, the search stops), then from the target down; the highest that
+/// gives up nothing is taken: nothing more in scratch or AGPR slots, no more
 /// instructions and `s_waitcnt`s, and at every loop depth at least as many loads left in
 /// flight by its waits ([`WaitProfile`]). hash_chain's lookups form one dependence chain (all
 /// its waits are `vmcnt(0)` in either schedule): gfx942 level 7, 64 VGPRs and 8 waves instead
@@ -860,23 +861,30 @@ fn default_allocation(
             WaitProfile::of(&late(p.clone(), t).phys, &sel.mf)
         };
         let baseline = profile(&free, t);
-        for w in (reached + 1..=goal).rev() {
+        let level = |w: u32, t: &mut StageTimings| -> Result<Option<PhysFunction>, CompileError> {
             let b = occupancy_budgets(target, w)?;
             let ra = RegallocOptions {
                 vgpr_budget: Some(b.vgprs),
                 sgpr_budget: b.sgprs,
                 run_checker: check,
             };
-            let Ok(p) = allocate_monotonic(sel, b.vgprs, &ra, t) else {
-                continue;
-            };
-            if memory_spills(&p) <= memory_spills(&free)
-                && profile(&p, t).gives_up_nothing_against(&baseline)
-            {
+            Ok(allocate_monotonic(sel, b.vgprs, &ra, t).ok().filter(|p| {
+                memory_spills(p) <= memory_spills(&free)
+                    && profile(p, t).gives_up_nothing_against(&baseline)
+            }))
+        };
+        // The first level up: a kernel whose loads in flight need the latency schedule's VGPRs
+        // (hash_rounds) loses them there already, and pays for one level only. Then from
+        // the target down, the first level that gives up nothing.
+        let Some(first) = level(reached + 1, t)? else {
+            return Ok((free, None));
+        };
+        for w in (reached + 2..=goal).rev() {
+            if let Some(p) = level(w, t)? {
                 return Ok((p, Some(w)));
             }
         }
-        Ok((free, None))
+        Ok((first, Some(reached + 1)))
     })
 }
 
