@@ -802,25 +802,36 @@ fn back_allocated(
     allocate_monotonic(sel, b, &ra, t)
 }
 
-/// The occupancy the default compile aims for: the most waves per SIMD the kernel's VGPRs
+/// The occupancy the default compile aims for, when the latency schedule's allocation reaching
+/// `reached` waves per SIMD (by its VGPRs) falls short of it: the most waves the kernel's VGPRs
 /// allow under the schedule that needs fewest ([`crate::schedule::vgpr_pressure_floor`]), not
-/// above what its LDS and workgroup size allow. Like Mesa ACO's `schedule_program`, the target
-/// comes from the kernel's register demand before scheduling; unlike ACO's, the latency
-/// schedule is not allowed to trade waves for hoisting unless that buys loads in flight
-/// ([`default_allocation`]).
-fn occupancy_target(sel: &Selected) -> u32 {
+/// above what its LDS and workgroup size allow ([`lds_occupancy`]). Like Mesa ACO's
+/// `schedule_program`, the target comes from the kernel's register demand before scheduling;
+/// unlike ACO's, the latency schedule trades waves for hoisting only where that buys loads in
+/// flight ([`default_allocation`]). `None` when `reached` is enough (the floor, a liveness
+/// pass, is then not computed).
+fn occupancy_target(sel: &Selected, reached: u32) -> Option<u32> {
+    let by_lds = lds_occupancy(sel).waves_per_simd;
+    if reached >= by_lds {
+        return None;
+    }
     let floor = *sel
         .floor
         .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf));
+    let goal = by_lds.min(sel.target.waves_per_simd_for_registers(floor));
+    (goal > reached).then_some(goal)
+}
+
+/// The occupancy the kernel's LDS and workgroup size allow, whatever its registers.
+fn lds_occupancy(sel: &Selected) -> crate::codeobj::descriptor::Occupancy {
     let abi = &sel.mf.abi;
     crate::codeobj::descriptor::Occupancy::from_counts(
         sel.target,
-        floor,
+        0,
         0,
         abi.lds_bytes,
         Some(abi.meta.max_flat_workgroup_size.max(1)),
     )
-    .waves_per_simd
 }
 
 /// The default compile's allocation (with the post-allocation peepholes), and the occupancy
@@ -853,10 +864,9 @@ fn default_allocation(
         let free = unbudgeted(sel, &ra, t)?;
         let target = sel.target;
         let reached = target.waves_per_simd_for_registers(free.usage.budget_registers());
-        let goal = occupancy_target(sel);
-        if reached >= goal {
+        let Some(goal) = occupancy_target(sel, reached) else {
             return Ok((free, None));
-        }
+        };
         let profile = |p: &PhysFunction, t: &mut StageTimings| {
             WaitProfile::of(&late(p.clone(), t).phys, &sel.mf)
         };
@@ -1036,14 +1046,7 @@ fn check_lds_occupancy(sel: &Selected, opts: &CompileOptions) -> Result<(), Comp
     let Some(w) = opts.occupancy else {
         return Ok(());
     };
-    let abi = &sel.mf.abi;
-    let occ = crate::codeobj::descriptor::Occupancy::from_counts(
-        sel.target,
-        0,
-        0,
-        abi.lds_bytes,
-        Some(abi.meta.max_flat_workgroup_size.max(1)),
-    );
+    let occ = lds_occupancy(sel);
     if occ.waves_per_simd < w {
         return Err(CompileError::OccupancyUnreachable {
             occupancy: w,
