@@ -271,25 +271,17 @@ type UnbudgetedCache = std::sync::Mutex<
 type FinishedCache = std::sync::Mutex<Vec<(PhysFunction, CompiledKernel)>>;
 
 impl Clone for Selected {
+    /// The same selected code with empty caches.
     fn clone(&self) -> Selected {
         Selected {
-            mf: self.mf.clone(),
-            target: self.target,
             timings: self.timings,
-            allocations: AllocationCache::default(),
-            dags: Default::default(),
-            floor: Default::default(),
-            schedules: ScheduleCache::default(),
-            allocators: AllocatorCache::default(),
-            unbudgeted: UnbudgetedCache::default(),
-            finished: FinishedCache::default(),
-            default: DefaultCache::default(),
+            ..Selected::from_mir(self.mf.clone())
         }
     }
 }
 
 impl Selected {
-    /// Selected code from machine IR made elsewhere (tests' random programs).
+    /// Selected code from machine IR (isel's, or tests' random programs), with empty caches.
     pub fn from_mir(mf: crate::mir::MachineFunction) -> Selected {
         Selected {
             target: mf.abi.target,
@@ -378,17 +370,8 @@ fn front(
         verify_mir(&mf, "instruction selection", t)?;
     }
     Ok(Selected {
-        mf,
-        target,
         timings: *t,
-        allocations: AllocationCache::default(),
-        dags: Default::default(),
-        floor: Default::default(),
-        schedules: ScheduleCache::default(),
-        allocators: AllocatorCache::default(),
-        unbudgeted: UnbudgetedCache::default(),
-        finished: FinishedCache::default(),
-        default: DefaultCache::default(),
+        ..Selected::from_mir(mf)
     })
 }
 
