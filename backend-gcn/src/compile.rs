@@ -681,7 +681,7 @@ fn ladder_below(target: Target, b: u32) -> Option<u32> {
 /// default compile's level search ([`default_allocation`]) refuses such a level without the
 /// rest of its allocations (hash_chain at gfx942 level 8: bound 56 schedules 115 live VGPRs and
 /// keeps 54 dwords in scratch; its guided bound 2 schedules 115 again, and its allocation, a
-/// spilling regalloc2 run that cost a sixth of the default compile, is not made). A scheduling
+/// spilling regalloc2 run that cost an eighth of the default compile, is not made). A scheduling
 /// error answers `false` (the allocation then reports it).
 fn surely_in_memory(sel: &Selected, b: u32, ra: &RegallocOptions, t: &mut StageTimings) -> bool {
     let check = ra.run_checker;
