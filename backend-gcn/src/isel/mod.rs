@@ -32,6 +32,7 @@
 //! inside a loop its uses are outside of.
 
 mod dce;
+mod ds_pairs;
 mod exec_fold;
 mod frag;
 mod idiv;
@@ -410,6 +411,7 @@ impl<'a> Isel<'a> {
         ssa::remove_trivial_params(&mut self.mf);
         dce::eliminate_dead_code(&mut self.mf);
         exec_fold::fold_exec_masks(&mut self.mf);
+        ds_pairs::pair_lds_accesses(&mut self.mf);
         Ok(())
     }
 

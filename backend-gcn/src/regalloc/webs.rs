@@ -54,7 +54,8 @@ impl Intervals {
         }
         false
     }
-    fn merge(&mut self, o: &Intervals) {
+    /// Adds every position of `o`.
+    pub fn merge(&mut self, o: &Intervals) {
         self.0.extend_from_slice(&o.0);
         self.normalize();
     }
