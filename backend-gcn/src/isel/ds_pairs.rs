@@ -127,7 +127,9 @@ pub(crate) fn pair_lds_accesses(mf: &mut MachineFunction) -> usize {
     }
     let mut hoisted = Vec::new();
     for b in mf.blocks.keys().collect::<Vec<_>>() {
-        for write in [false, true] {
+        // Writes are not paired: a merged write in gemm_f32 (tuning parameters of
+        // `tests/tuning_params.rs`) raced another wave's write on the device; not analysed.
+        for write in [false] {
             let insts = std::mem::take(&mut mf.blocks[b].insts);
             let mut plan = Plan::new(insts.len(), &reads);
             let mut window: Vec<Access> = Vec::new();
