@@ -37,7 +37,8 @@ struct Encoded {
 
 /// The two-address encoding of byte offsets `a < b` from one address, if one exists.
 fn encode(a: u32, b: u32) -> Option<Encoded> {
-    let field = |x: u32, unit: u32| (x % unit == 0 && x / unit <= 255).then_some((x / unit) as u8);
+    let field =
+        |x: u32, unit: u32| (x.is_multiple_of(unit) && x / unit <= 255).then_some((x / unit) as u8);
     if let (Some(offset0), Some(offset1)) = (field(a, 4), field(b, 4)) {
         return Some(Encoded {
             st64: false,
