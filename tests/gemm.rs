@@ -277,6 +277,37 @@ fn gemm_loop_mfmas_are_interleaved_with_the_rest_of_the_step() {
     }
 }
 
+/// The loop's global loads are spread among its MFMAs, one per MFMA gap (`MatrixFeed` in
+/// `schedule.rs`): the CU's vector memory unit serves its 12 waves one load after the other,
+/// so a wave whose loads came in one run after the barrier waited there with its MFMAs
+/// behind them (a wave issues in order) while the matrix unit idled. Before, the 12 loads
+/// followed the step's first barrier with at most one MFMA among them.
+#[test]
+fn gemm_loop_loads_are_spread_among_the_mfmas() {
+    let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let body = interior_loop_body(&ck.asm);
+    let text = body.join("\n");
+    let at = |p: &str| -> Vec<usize> {
+        (0..body.len())
+            .filter(|&i| body[i].starts_with(p))
+            .collect()
+    };
+    let (loads, mfmas) = (at("buffer_load"), at("v_mfma"));
+    assert_eq!(loads.len(), 12, "{text}");
+    let last_mfma = *mfmas.last().unwrap();
+    for w in loads.windows(2) {
+        if w[1] < last_mfma {
+            assert!(
+                mfmas.iter().any(|&m| w[0] < m && m < w[1]),
+                "loads at {} and {} with no MFMA between:\n{text}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+}
+
 /// The interior k loop (blocks inside c with aligned rows and pieces, steps whose loads lie
 /// inside k) and the general one that finishes each block: device == interpreter == the CPU
 /// reference on sizes whose k runs 2, 1 or 0 interior steps before a whole or partial last

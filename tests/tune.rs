@@ -417,11 +417,15 @@ fn cli_tunes_caches_plots_and_compiles_tuned() {
 /// The latency-bound register-heavy hash (`hash_chain`: 56 words of state, every lookup's
 /// index from the previous lookup) on a problem that fills mi25's 256 SIMDs at 3 waves each:
 /// more waves hide the lookups' latency until the level whose budget no longer holds the state,
-/// which spills to scratch inside the round loop. So the best budget is neither the default
-/// compile (its latency schedule spreads to one wave per SIMD) nor the highest occupancy, the
-/// winner keeps the state in registers, and the next level up spills it to scratch.
+/// which spills to scratch inside the round loop. So the best level is neither the latency
+/// schedule's (2 waves, 119 VGPRs: what the default compile was before its occupancy policy)
+/// nor the highest. The default compile now finds it by itself (`compile::default_allocation`:
+/// its lookups' waits leave no load in flight in either schedule): it is the best candidate
+/// (every level its 68 VGPRs fit compiles to its code), a level strictly between 2 and the
+/// maximum, keeps the state in registers, and the next level up spills it to scratch and is
+/// slower.
 #[test]
-fn hash_chain_best_budget_is_in_between() {
+fn hash_chain_best_level_is_in_between_and_the_default_finds_it() {
     let spec = kjit_kernels::find("hash_chain").unwrap();
     let mut job = Job::from_library(spec, 256 * 3 * 64, 1);
     let case = job.case;
@@ -438,16 +442,15 @@ fn hash_chain_best_budget_is_in_between() {
     let r = tune(&job, &opts, &mut |_, _| {}).expect("tunes");
     eprintln!("{}", table(&r));
     let best = r.best().expect("a winner");
-    let level = best
-        .occupancy
-        .expect("the winner is an occupancy level, not the default");
     let default = &r.candidates[0];
+    assert_eq!(default.occupancy, None, "{}", table(&r));
+    assert_eq!(best.cycles, default.cycles, "{}", table(&r));
+    let level = default.reached_occupancy;
     assert!(
-        level > default.reached_occupancy && level < Target::Gfx900.max_waves_per_simd(),
+        level > 2 && level < Target::Gfx900.max_waves_per_simd(),
         "{}",
         table(&r)
     );
-    assert!(best.speedup.unwrap() > 1.2, "{}", table(&r));
     assert_eq!(best.spills_scratch, 0, "{}", table(&r));
     let next = r
         .candidates

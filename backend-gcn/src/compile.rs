@@ -252,7 +252,15 @@ pub struct Selected {
     /// (every level a kernel fits without a budget, say) get the same waits, wait states and
     /// code, so those stages run once per allocation.
     finished: FinishedCache,
+    /// The default compile's allocation ([`default_allocation`]) by `checked`, with the
+    /// occupancy level it was taken from (`None`: the latency schedule's without a budget).
+    default: DefaultCache,
 }
+
+/// Default allocations by `checked`.
+type DefaultCache = std::sync::Mutex<
+    std::collections::HashMap<bool, Result<(PhysFunction, Option<u32>), CompileError>>,
+>;
 
 /// Allocations without a VGPR budget by (SGPR budget, checked).
 type UnbudgetedCache = std::sync::Mutex<
@@ -275,6 +283,7 @@ impl Clone for Selected {
             allocators: AllocatorCache::default(),
             unbudgeted: UnbudgetedCache::default(),
             finished: FinishedCache::default(),
+            default: DefaultCache::default(),
         }
     }
 }
@@ -293,6 +302,7 @@ impl Selected {
             allocators: AllocatorCache::default(),
             unbudgeted: UnbudgetedCache::default(),
             finished: FinishedCache::default(),
+            default: DefaultCache::default(),
         }
     }
 }
@@ -378,6 +388,7 @@ fn front(
         allocators: AllocatorCache::default(),
         unbudgeted: UnbudgetedCache::default(),
         finished: FinishedCache::default(),
+        default: DefaultCache::default(),
     })
 }
 
@@ -705,7 +716,9 @@ fn allocate_in_budget(
             .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf))
     };
     let mut guided = 0;
+    // The best allocation so far, and the bound of its schedule.
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
+    let mut best_bound = None;
     // Allocations made here, by the first bound of their schedule: a bound whose schedule
     // equals an earlier one's has its allocation.
     let mut made: Vec<(Option<u32>, Result<PhysFunction, CompileError>)> = Vec::new();
@@ -754,12 +767,39 @@ fn allocate_in_budget(
         };
         if better || done {
             best = Some(q);
+            best_bound = bound;
         }
         if done {
             break;
         }
     }
-    with_peepholes(best.expect("the last schedule is always allocated"), t)
+    let best = best.expect("the last schedule is always allocated");
+    with_peepholes(budget_error(best, b, best_bound, floor), t)
+}
+
+/// `r`, with a failure of the schedule bounded to `bound` under VGPR budget `b` (one made only
+/// because the budget is below the latency schedule's pressure) named as the budget's: the
+/// error of the other register file alone (the bounded order's SGPR tuples not fitting, say)
+/// would not say what to change.
+fn budget_error(
+    r: Result<PhysFunction, CompileError>,
+    b: u32,
+    bound: Option<u32>,
+    floor: impl FnOnce() -> u32,
+) -> Result<PhysFunction, CompileError> {
+    match (r, bound) {
+        (Err(CompileError::Regalloc(cause)), Some(bound))
+            if !matches!(cause, RegallocError::BudgetTooSmall { .. }) =>
+        {
+            Err(CompileError::Regalloc(RegallocError::VgprBudgetTooSmall {
+                budget: b,
+                floor: floor(),
+                bound,
+                cause: Box::new(cause),
+            }))
+        }
+        (r, _) => r,
+    }
 }
 
 /// The allocation `opts`' budgets get from `sel` (with the post-allocation peepholes).
@@ -775,9 +815,175 @@ fn back_allocated(
         sgpr_budget: occ_sgprs,
         run_checker: opts.check,
     };
-    match vgpr_budget {
-        None => unbudgeted(sel, &ra, t),
-        Some(b) => allocate_monotonic(sel, b, &ra, t),
+    let (default, _) = default_allocation(sel, opts.check, t)?;
+    let Some(b) = vgpr_budget else {
+        return Ok(default);
+    };
+    // A budget the default compile fits in gets its code: a kernel that fits in R registers
+    // compiles the same, in registers, under every budget >= R.
+    let u = &default.usage;
+    let fits = u.budget_registers() <= b
+        && occ_sgprs.is_none_or(|s| u.sgprs <= s)
+        && memory_spills(&default) == (0, 0);
+    if fits {
+        return Ok(default);
+    }
+    allocate_monotonic(sel, b, &ra, t)
+}
+
+/// The occupancy the default compile aims for, when the latency schedule's allocation reaching
+/// `reached` waves per SIMD (by its VGPRs) falls short of it: the most waves the kernel's VGPRs
+/// allow under the schedule that needs fewest ([`crate::schedule::vgpr_pressure_floor`]), not
+/// above what its LDS and workgroup size allow ([`lds_occupancy`]). Like Mesa ACO's
+/// `schedule_program`, the target comes from the kernel's register demand before scheduling;
+/// unlike ACO's, the latency schedule trades waves for hoisting only where that buys loads in
+/// flight ([`default_allocation`]). `None` when `reached` is enough (the floor, a liveness
+/// pass, is then not computed).
+fn occupancy_target(sel: &Selected, reached: u32) -> Option<u32> {
+    let by_lds = lds_occupancy(sel).waves_per_simd;
+    if reached >= by_lds {
+        return None;
+    }
+    let floor = *sel
+        .floor
+        .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf));
+    let goal = by_lds.min(sel.target.waves_per_simd_for_registers(floor));
+    (goal > reached).then_some(goal)
+}
+
+/// The occupancy the kernel's LDS and workgroup size allow, whatever its registers.
+fn lds_occupancy(sel: &Selected) -> crate::codeobj::descriptor::Occupancy {
+    let abi = &sel.mf.abi;
+    crate::codeobj::descriptor::Occupancy::from_counts(
+        sel.target,
+        0,
+        0,
+        abi.lds_bytes,
+        Some(abi.meta.max_flat_workgroup_size.max(1)),
+    )
+}
+
+/// The default compile's allocation (with the post-allocation peepholes), and the occupancy
+/// level it was compiled at (`None`: the latency schedule's allocation without a budget).
+///
+/// The latency schedule spends VGPRs to hoist loads; that is worth waves per SIMD only where
+/// the hoisting keeps loads in flight. When its allocation without a budget reaches fewer
+/// waves (by its VGPRs) than [`occupancy_target`], the levels above it are compiled, each as
+/// `--occupancy` would (schedules bounded by the level's budget): the next level first (when
+/// that gives up something, the search stops), then from the target down; the highest that
+/// gives up nothing is taken: nothing more in scratch or AGPR slots, no more
+/// instructions and `s_waitcnt`s, and at every loop depth at least as many loads left in
+/// flight by its waits ([`WaitProfile`]). hash_chain's lookups form one dependence chain (all
+/// its waits are `vmcnt(0)` in either schedule): gfx942 level 7, 64 VGPRs and 8 waves instead
+/// of 119 and 4, the same 793 instructions. hash_rounds' 40 independent gathers of a round are
+/// in flight together only in the latency schedule, which it keeps. Made once per
+/// [`Selected`] kernel; a kernel whose latency schedule already reaches the target (every
+/// small kernel) pays for nothing more.
+fn default_allocation(
+    sel: &Selected,
+    check: bool,
+    t: &mut StageTimings,
+) -> Result<(PhysFunction, Option<u32>), CompileError> {
+    memo(&sel.default, check, || {
+        let ra = RegallocOptions {
+            vgpr_budget: None,
+            sgpr_budget: None,
+            run_checker: check,
+        };
+        let free = unbudgeted(sel, &ra, t)?;
+        let target = sel.target;
+        let reached = target.waves_per_simd_for_registers(free.usage.budget_registers());
+        let Some(goal) = occupancy_target(sel, reached) else {
+            return Ok((free, None));
+        };
+        let profile = |p: &PhysFunction, t: &mut StageTimings| {
+            WaitProfile::of(&late(p.clone(), t).phys, &sel.mf)
+        };
+        let baseline = profile(&free, t);
+        let level = |w: u32, t: &mut StageTimings| -> Result<Option<PhysFunction>, CompileError> {
+            let b = occupancy_budgets(target, w)?;
+            let ra = RegallocOptions {
+                vgpr_budget: Some(b.vgprs),
+                sgpr_budget: b.sgprs,
+                run_checker: check,
+            };
+            Ok(allocate_monotonic(sel, b.vgprs, &ra, t).ok().filter(|p| {
+                memory_spills(p) <= memory_spills(&free)
+                    && profile(p, t).gives_up_nothing_against(&baseline)
+            }))
+        };
+        // The first level up: a kernel whose loads in flight need the latency schedule's VGPRs
+        // (hash_rounds) loses them there already, and pays for one level only. Then from
+        // the target down, the first level that gives up nothing.
+        let Some(first) = level(reached + 1, t)? else {
+            return Ok((free, None));
+        };
+        for w in (reached + 2..=goal).rev() {
+            if let Some(p) = level(w, t)? {
+                return Ok((p, Some(w)));
+            }
+        }
+        Ok((first, Some(reached + 1)))
+    })
+}
+
+/// The occupancy level the default compile of `sel` was compiled at (its code is that
+/// level's: `--occupancy` with it compiles the same), or `None` when it is the latency
+/// schedule's allocation without a budget ([`default_allocation`]).
+pub fn default_level(sel: &Selected, check: bool) -> Result<Option<u32>, CompileError> {
+    let mut t = sel.timings;
+    Ok(default_allocation(sel, check, &mut t)?.1)
+}
+
+/// What a wave of allocated code (with its waits) issues and waits for: how
+/// [`default_allocation`] tells whether a bounded schedule gave up latency hiding.
+#[derive(Debug)]
+struct WaitProfile {
+    /// Instructions.
+    instructions: usize,
+    /// `s_waitcnt` instructions.
+    waits: usize,
+    /// By loop depth: loads the waits leave in flight (`vmcnt`, `lgkmcnt`: their counts
+    /// summed over the waits that wait on them).
+    in_flight: Vec<(u64, u64)>,
+}
+
+impl WaitProfile {
+    /// The profile of `p`, whose blocks are `mf`'s (blocks added by edge splitting, after
+    /// them, count at depth 0).
+    fn of(p: &PhysFunction, mf: &crate::mir::MachineFunction) -> WaitProfile {
+        let depths: Vec<usize> = mf.blocks.values().map(|b| b.loop_depth as usize).collect();
+        let mut w = WaitProfile {
+            instructions: 0,
+            waits: 0,
+            in_flight: vec![(0, 0); depths.iter().max().map_or(1, |d| d + 1)],
+        };
+        for (i, b) in p.blocks.iter().enumerate() {
+            let d = depths.get(i).copied().unwrap_or(0);
+            w.instructions += b.insts.len();
+            for wait in b
+                .insts
+                .iter()
+                .filter_map(|i| crate::waitcnt::Wait::of_inst(i, p.abi.target))
+            {
+                w.waits += 1;
+                w.in_flight[d].0 += wait.vm.map_or(0, u64::from);
+                w.in_flight[d].1 += wait.lgkm.map_or(0, u64::from);
+            }
+        }
+        w
+    }
+
+    /// No more instructions or waits than `other`, and at every loop depth at least its loads
+    /// in flight at the waits.
+    fn gives_up_nothing_against(&self, other: &WaitProfile) -> bool {
+        self.instructions <= other.instructions
+            && self.waits <= other.waits
+            && self
+                .in_flight
+                .iter()
+                .zip(&other.in_flight)
+                .all(|(a, b)| a.0 >= b.0 && a.1 >= b.1)
     }
 }
 
@@ -869,14 +1075,7 @@ fn check_lds_occupancy(sel: &Selected, opts: &CompileOptions) -> Result<(), Comp
     let Some(w) = opts.occupancy else {
         return Ok(());
     };
-    let abi = &sel.mf.abi;
-    let occ = crate::codeobj::descriptor::Occupancy::from_counts(
-        sel.target,
-        0,
-        0,
-        abi.lds_bytes,
-        Some(abi.meta.max_flat_workgroup_size.max(1)),
-    );
+    let occ = lds_occupancy(sel);
     if occ.waves_per_simd < w {
         return Err(CompileError::OccupancyUnreachable {
             occupancy: w,

@@ -115,6 +115,20 @@ pub enum RegallocError {
         /// Its limit.
         limit: u32,
     },
+    /// A VGPR budget below what the code keeps live made the allocator try a schedule bounded
+    /// to fit it, and that schedule failed for another reason (its SGPR tuples, say): the
+    /// budget is the cause, the other file only where it showed.
+    #[error("VGPR budget {budget} is too small for this kernel: any order of its code keeps at least {floor} VGPRs live, and the order bounded to {bound} live VGPRs to fit the budget fails: {cause}")]
+    VgprBudgetTooSmall {
+        /// The budget asked for.
+        budget: u32,
+        /// The least VGPR pressure of any schedule (`schedule::vgpr_pressure_floor`).
+        floor: u32,
+        /// The VGPR bound of the schedule that failed.
+        bound: u32,
+        /// How it failed.
+        cause: Box<RegallocError>,
+    },
     /// regalloc2 refused the function.
     #[error("regalloc2: {0}")]
     Regalloc2(String),

@@ -37,7 +37,10 @@
 //! [`MFMA_QUEUE`] MFMAs ready, first one an MFMA reads, such as the next fragments' LDS
 //! reads); once it is free, an MFMA whose operands are
 //! ready goes before other instructions. A wave issues in order, so MFMAs in one burst leave
-//! the unit idle while the rest of the step issues.
+//! the unit idle while the rest of the step issues. While MFMAs are left, at most one
+//! vector-memory instruction that no MFMA waits for (a later step's prefetch) goes between
+//! two MFMAs: the CU's vector memory unit serves its waves' loads one after the other, so a
+//! run of loads waits there with the MFMAs behind it.
 //!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
@@ -312,6 +315,8 @@ struct Node {
     /// An MFMA: cycles it holds the SIMD's matrix unit (the opcode's `timing.busy`; 0 for
     /// everything else).
     matrix_busy: u32,
+    /// A vector-memory instruction (it takes the CU's vector memory unit).
+    vmem: bool,
 }
 
 fn is_vector(op: Opcode) -> bool {
@@ -350,6 +355,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
         forwards: matches!(i.opcode, MOpcode::Extract(_)),
         slow_result: false,
         matrix_busy: 0,
+        vmem: false,
     };
     let bits = |b: u8, out: &mut Vec<usize>| {
         if b & implicit::EXEC != 0 {
@@ -422,6 +428,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
     };
     match fmt {
         Format::Mubuf | Format::Mtbuf | Format::Global | Format::Scratch => {
+            n.vmem = true;
             n.global = vm_kind;
             n.latency = if vm_kind == Mem::Load { 200 } else { 4 };
             if i.mods.lds {
@@ -429,6 +436,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
             }
         }
         Format::Flat => {
+            n.vmem = true;
             n.global = vm_kind;
             n.lds = vm_kind;
             n.latency = if vm_kind == Mem::Load { 200 } else { 4 };
@@ -560,6 +568,8 @@ struct BlockDag {
     /// Per node: cycles an MFMA holds the matrix unit, 0 for other nodes (empty: the block
     /// has no MFMA).
     matrix_busy: Vec<u32>,
+    /// Per node: a vector-memory instruction (empty: the block has no MFMA).
+    vmem: Vec<bool>,
 }
 
 /// Builds the DAG of one block (`t`: the function's per-vreg tables, clear on entry and on
@@ -591,6 +601,7 @@ fn block_dag(
         lgkm_reads: Vec::new(),
         latency: Vec::new(),
         matrix_busy: Vec::new(),
+        vmem: Vec::new(),
     };
     if n < 3 {
         return dag;
@@ -776,6 +787,7 @@ fn block_dag(
     dag.latency = nodes.iter().map(|nd| nd.latency.max(1)).collect();
     if nodes.iter().any(|nd| nd.matrix_busy > 0) {
         dag.matrix_busy = nodes.iter().map(|nd| nd.matrix_busy).collect();
+        dag.vmem = nodes.iter().map(|nd| nd.vmem).collect();
     }
     dag
 }
@@ -954,6 +966,12 @@ struct MatrixFeed<'a> {
     /// Per node: the cycle its operands are ready (the latest of its predecessors' issue
     /// plus latency).
     ready_at: Vec<u64>,
+    /// MFMAs not yet issued.
+    mfmas_left: usize,
+    /// Per node: an MFMA depends on it (directly or through others).
+    reaches_mfma: Vec<bool>,
+    /// A vector-memory instruction issued since the last MFMA.
+    vmem_since_mfma: bool,
 }
 
 impl<'a> MatrixFeed<'a> {
@@ -963,6 +981,16 @@ impl<'a> MatrixFeed<'a> {
             clock: 0,
             unit_free: 0,
             ready_at: vec![0; dag.nodes],
+            mfmas_left: dag.matrix_busy.iter().filter(|&&b| b > 0).count(),
+            reaches_mfma: {
+                // Edges go forward in the block's order.
+                let mut r = vec![false; dag.nodes];
+                for k in (0..dag.nodes).rev() {
+                    r[k] = dag.matrix_busy[k] > 0 || dag.succs[k].iter().any(|&s| r[s]);
+                }
+                r
+            },
+            vmem_since_mfma: false,
         }
     }
 
@@ -981,6 +1009,31 @@ impl<'a> MatrixFeed<'a> {
     /// few MFMAs ready, first one an MFMA reads (the next MFMAs' LDS reads); once it is
     /// free, the best MFMA whose operands are ready rather than another instruction.
     fn pick(&self, ready: &[usize], at: usize, ok: impl Fn(usize) -> bool) -> usize {
+        let i = self.pick_unit(ready, at, &ok);
+        let k = ready[i];
+        let spread = self.dag.vmem[k] && !self.reaches_mfma[k] && self.vmem_since_mfma;
+        if !spread || self.mfmas_left == 0 {
+            return i;
+        }
+        // One vector-memory instruction per MFMA while MFMAs are left (those no MFMA waits
+        // for: the next step's loads): the CU's vector memory unit serves every wave of the
+        // CU, so a run of loads waits for it, and the MFMAs behind them (a wave issues in
+        // order) leave the matrix unit idle.
+        let busy = self.clock < self.unit_free;
+        let other = |want_mfma: bool| {
+            ready
+                .iter()
+                .rposition(|&k| !self.dag.vmem[k] && self.is_mfma(k) == want_mfma && ok(k))
+        };
+        match busy {
+            true => other(false).or_else(|| other(true)),
+            false => other(true).or_else(|| other(false)),
+        }
+        .unwrap_or(i)
+    }
+
+    /// [`pick`](Self::pick) for the matrix unit alone.
+    fn pick_unit(&self, ready: &[usize], at: usize, ok: impl Fn(usize) -> bool) -> usize {
         let busy = self.clock < self.unit_free;
         let want_mfma = !busy;
         // Few MFMAs left to issue: the next ones' operands first, so they are back when
@@ -1013,6 +1066,10 @@ impl<'a> MatrixFeed<'a> {
         if self.is_mfma(k) {
             start = start.max(self.unit_free);
             self.unit_free = start + self.dag.matrix_busy[k] as u64;
+            self.mfmas_left -= 1;
+            self.vmem_since_mfma = false;
+        } else if self.dag.vmem[k] {
+            self.vmem_since_mfma = true;
         }
         for &s in succs {
             self.ready_at[s] = self.ready_at[s].max(start + self.dag.latency[k] as u64);

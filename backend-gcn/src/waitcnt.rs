@@ -275,22 +275,19 @@ fn conflicting(slots: &[u8; REGIONS], r: usize) -> u8 {
 
 /// Ages the entries of `slots` by one operation; an entry with `max` younger ones is complete.
 fn age(slots: &mut [u8], max: u8) {
+    // Without branches, so that it vectorizes (it runs over every register unit for every
+    // memory instruction): `NONE` saturates and stays `NONE`, as every count is below it.
     for x in slots.iter_mut() {
-        if *x != NONE {
-            *x += 1;
-            if *x >= max {
-                *x = NONE;
-            }
-        }
+        let y = x.saturating_add(1);
+        *x = if y >= max { NONE } else { y };
     }
 }
 
 /// Retires the entries of `slots` a wait for `n` completes.
 fn retire(slots: &mut [u8], n: u8) {
+    // `NONE` is at least `n`: setting it again changes nothing (and the loop vectorizes).
     for x in slots.iter_mut() {
-        if *x != NONE && *x >= n {
-            *x = NONE;
-        }
+        *x = if *x >= n { NONE } else { *x };
     }
 }
 

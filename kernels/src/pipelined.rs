@@ -220,6 +220,17 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let origins: Vec<_> = (0..stages.max(1))
         .map(|_| (k.var(k.lit(0i32)), k.var(k.lit(0i32))))
         .collect();
+    // `width * rr` for each tile row, made once before the loop: each copy's and each store's
+    // index is then one add of an invariant SGPR to the row's first index (one
+    // `v_add_lshl_u32`), not a shift-and-add chain rebuilt per tile.
+    // Row 0 adds nothing (a constant 0 made here would be an opaque value in the loop).
+    let steps: Vec<_> = (0..STENCIL_ROWS + 2)
+        .map(|rr| (rr > 0).then(|| width * rr))
+        .collect();
+    let row_below = |x, rr: u32| match steps[rr as usize] {
+        Some(step) => x + step,
+        None => x,
+    };
     p.run(
         |t| (g + t * grid).lt(tiles),
         |s, t| {
@@ -230,7 +241,7 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
             // does, and a divergent `x + y` index is one `v_add_lshl_u32`).
             let first = ((row0 - 1i32) * w + col0 + lid.cast::<i32>()).cast::<u32>();
             for rr in 0..STENCIL_ROWS + 2 {
-                let index = first + width * rr;
+                let index = row_below(first, rr);
                 s.copy(&k, &tile, slot + rr * STENCIL_BLOCK, &input, index);
             }
         },
@@ -238,8 +249,6 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
             let (row0, col0) = (origins[s.index()].0.get(), origins[s.index()].1.get());
             let c = col0 + lid.cast::<i32>();
             let buf = s.buffer(&tile);
-            let left = lid.max(1u32) - 1u32;
-            let right = lid.min(STENCIL_BLOCK - 2) + 1u32;
             // Lanes 1..=254 own a column; theirs is never left of the grid (`col0 >= -1`), and
             // output rows never above it, so a store needs only `c < w` and `r < h`. A range
             // `1 <= x <= n - 2` is one unsigned compare `x - 1 < n - 2` (for `n` in 0..2, `n - 2`
@@ -264,11 +273,15 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
                     column[rr as usize + 1],
                     column[rr as usize + 2],
                 );
-                let l = k.load(buf, left + mid);
-                let rt = k.load(buf, right + mid);
+                // Neighbours at `lid - 1` and `lid + 1` with no clamp: for lanes 0 and 255
+                // (which store nothing) they are the last word of the row above and the first
+                // of the row below, still inside the tile, so every lane reads the one `lid * 4`
+                // offset VGPR with a constant offset.
+                let l = k.load(buf, lid + (mid - 1));
+                let rt = k.load(buf, lid + (mid + 1));
                 let interior = (r - 1i32).cast::<u32>().lt(height - 2u32) & inner_column;
                 let v = k.select(interior, (up + down + l + rt) * 0.25f32, centre);
-                let idx = k.select(own, (base + w * rr as i32).cast::<u32>(), outside);
+                let idx = k.select(own, row_below(base.cast::<u32>(), rr), outside);
                 k.store(&out, idx, v);
             }
         },

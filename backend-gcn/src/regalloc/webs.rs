@@ -54,10 +54,31 @@ impl Intervals {
         }
         false
     }
-    /// Adds every position of `o`.
+    /// Adds every position of `o`: one pass over both when they are sorted (as they are,
+    /// normalized or touching only), what [`Intervals::normalize`] gives for their union.
     pub fn merge(&mut self, o: &Intervals) {
-        self.0.extend_from_slice(&o.0);
-        self.normalize();
+        let (a, b) = (&self.0, &o.0);
+        if !(a.is_sorted() && b.is_sorted()) {
+            self.0.extend_from_slice(&o.0);
+            self.normalize();
+            return;
+        }
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let next = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+                i += 1;
+                a[i - 1]
+            } else {
+                j += 1;
+                b[j - 1]
+            };
+            match out.last_mut() {
+                Some(l) if next.0 <= l.1 + 1 => l.1 = l.1.max(next.1),
+                _ => out.push(next),
+            }
+        }
+        self.0 = out;
     }
     /// First position.
     pub fn start(&self) -> u32 {
@@ -157,24 +178,49 @@ pub fn build(
     // end earlier (the pairs extracted from a loaded quad each land in their own half).
     let mut dword_ivs: HashMap<VReg, Vec<Intervals>> = HashMap::default();
     let mut in_place = Vec::new();
+    // First def / last use within the block being walked, per vreg and per vreg dword
+    // (`UNSET`: none), and the vregs given one, to list and clear at the block's end: dense
+    // tables made once instead of hash maps per block.
+    const UNSET: u32 = u32::MAX;
+    let mut first = vec![UNSET; mf.vregs.len()];
+    let mut last = vec![UNSET; mf.vregs.len()];
+    let mut dword_at = Vec::with_capacity(mf.vregs.len() + 1);
+    let mut total = 0usize;
+    for (_, d) in mf.vregs.iter() {
+        dword_at.push(total);
+        total += d.dwords as usize;
+    }
+    let mut dword_last = vec![UNSET; total];
+    let mut touched: Vec<VReg> = Vec::new();
     for (b, bd) in mf.blocks.iter() {
         let bi = b.index();
         let start = 2 * p.first_inst[bi];
         let end = 2 * p.term_inst(bi) + 1;
-        // first def / last use within this block
-        let mut first: HashMap<VReg, u32> = HashMap::default();
-        let mut last: HashMap<VReg, u32> = HashMap::default();
-        let mut dword_last: HashMap<(VReg, u16), u32> = HashMap::default();
+        for &v in &touched {
+            first[v.index()] = UNSET;
+            last[v.index()] = UNSET;
+            let at = dword_at[v.index()];
+            dword_last[at..at + mf.vregs[v].dwords as usize].fill(UNSET);
+        }
+        touched.clear();
+        // Dword `j` of `v` read at `pos` (dwords past `v`'s own are never looked up).
+        let read_dword = |dword_last: &mut Vec<u32>, v: VReg, j: u16, pos: u32| {
+            if j < mf.vregs[v].dwords as u16 {
+                dword_last[dword_at[v.index()] + j as usize] = pos;
+            }
+        };
         for &v in &bd.params {
             if is_web(v) {
-                first.insert(v, start);
+                first[v.index()] = start;
+                touched.push(v);
             }
         }
         for (k, inst) in bd.insts.iter().enumerate() {
             let i = p.first_inst[bi] + k as u32;
             for v in inst.uses() {
                 if is_web(v) {
-                    last.insert(v, 2 * i);
+                    last[v.index()] = 2 * i;
+                    touched.push(v);
                     let read = match (inst.opcode, inst.ops.first()) {
                         (MOpcode::Extract(x), Some(MOperand::Def(d))) => {
                             x as u16..x as u16 + mf.vregs[*d].dwords as u16
@@ -182,7 +228,7 @@ pub fn build(
                         _ => 0..mf.vregs[v].dwords as u16,
                     };
                     for j in read {
-                        dword_last.insert((v, j), 2 * i);
+                        read_dword(&mut dword_last, v, j, 2 * i);
                     }
                 }
             }
@@ -202,8 +248,9 @@ pub fn build(
                 }
             }
             for v in inst.defs() {
-                if is_web(v) {
-                    first.entry(v).or_insert(dpos);
+                if is_web(v) && first[v.index()] == UNSET {
+                    first[v.index()] = dpos;
+                    touched.push(v);
                 }
             }
         }
@@ -211,14 +258,15 @@ pub fn build(
         for (_, args) in bd.term.successors() {
             for &a in args {
                 if is_web(a) {
-                    last.insert(a, 2 * t);
+                    last[a.index()] = 2 * t;
+                    touched.push(a);
                     for j in 0..mf.vregs[a].dwords as u16 {
-                        dword_last.insert((a, j), 2 * t);
+                        read_dword(&mut dword_last, a, j, 2 * t);
                     }
                 }
             }
         }
-        let mut seen: Vec<VReg> = first.keys().chain(last.keys()).copied().collect();
+        let mut seen: Vec<VReg> = touched.clone();
         for v in lv.live_in[bi].iter().chain(lv.live_out[bi].iter()) {
             let v = VReg::new(v);
             if is_web(v) {
@@ -231,16 +279,17 @@ pub fn build(
             let s = if lv.live_in[bi].contains(v.index()) {
                 start
             } else {
-                match first.get(&v) {
-                    Some(&d) => d,
-                    None => continue,
+                match first[v.index()] {
+                    UNSET => continue,
+                    d => d,
                 }
             };
             let live_out = lv.live_out[bi].contains(v.index());
+            let last_or = |x: u32| if x == UNSET { s } else { x };
             let e = if live_out {
                 end
             } else {
-                last.get(&v).copied().unwrap_or(s).max(s)
+                last_or(last[v.index()]).max(s)
             };
             ivs.entry(v).or_default().add(s, e);
             let n = mf.vregs[v].dwords as usize;
@@ -251,7 +300,7 @@ pub fn build(
                 let e = if live_out {
                     end
                 } else {
-                    dword_last.get(&(v, j as u16)).copied().unwrap_or(s).max(s)
+                    last_or(dword_last[dword_at[v.index()] + j]).max(s)
                 };
                 iv.add(s, e);
             }

@@ -107,6 +107,18 @@ pub struct DeviceSim<'f> {
     lines: Vec<u64>,
     turns: u64,
     recycled: Vec<GroupTrace>,
+    idle_probe: Option<IdleProbe>,
+}
+
+/// Diagnostic (`KJIT_TIMING_MATRIX_IDLE=1`): every 16 cycles, per SIMD whose matrix unit is
+/// free, the states of its waves (a CU's state only changes at its own turns).
+#[derive(Default)]
+struct IdleProbe {
+    last: Vec<u64>,
+    samples: u64,
+    idle: u64,
+    combos: std::collections::HashMap<String, u64>,
+    at: std::collections::HashMap<(usize, &'static str), u64>,
 }
 
 impl<'f> DeviceSim<'f> {
@@ -159,6 +171,12 @@ impl<'f> DeviceSim<'f> {
             lines: Vec::new(),
             turns: 0,
             recycled: Vec::new(),
+            idle_probe: std::env::var("KJIT_TIMING_MATRIX_IDLE")
+                .ok()
+                .map(|_| IdleProbe {
+                    last: vec![0; m.cus as usize],
+                    ..Default::default()
+                }),
         }
     }
 
@@ -471,6 +489,9 @@ impl<'f> DeviceSim<'f> {
     /// One issue turn of CU `cu` at cycle `t` (SIMD `t mod 4`). Cached bounds of the other
     /// SIMDs' waves stay valid: units only get busier, so they remain lower bounds.
     fn turn(&mut self, cu: usize, t: u64) {
+        if self.idle_probe.is_some() {
+            self.probe_idle(cu, t);
+        }
         let simd = (t % 4) as usize;
         let mut used = [false; CATEGORIES];
         let mut k = 0;
@@ -493,6 +514,63 @@ impl<'f> DeviceSim<'f> {
         }
         self.refresh_simd(cu, simd, t);
         self.wake_cu(cu);
+    }
+
+    fn probe_idle(&mut self, cu: usize, t: u64) {
+        let mut p = self.idle_probe.take().expect("probe");
+        let mut at = (p.last[cu] / 16 + 1) * 16;
+        while at <= t {
+            for s in 0..4 {
+                let sd = &self.cus[cu].simds[s];
+                if sd.waves.is_empty() {
+                    continue;
+                }
+                p.samples += 1;
+                if sd.mfma_free > at {
+                    continue;
+                }
+                p.idle += 1;
+                let mut states: Vec<String> = Vec::new();
+                for &id in &sd.waves {
+                    let w = &self.waves[id as usize];
+                    let Some(step) = w.step else {
+                        states.push("none".into());
+                        continue;
+                    };
+                    let inst = step.inst as usize;
+                    let kind = self.facts[inst].kind;
+                    let st: &'static str = if w.at_barrier {
+                        "barrier"
+                    } else if w.ready_at > at {
+                        match w.cause {
+                            StallCause::VmcntWait => "wait_vm",
+                            StallCause::LgkmcntWait => "wait_lgkm",
+                            StallCause::Barrier => "barrier_rel",
+                            StallCause::Dependency => "wait_dep",
+                            StallCause::IcacheMiss => "icache",
+                            _ => "wait_other",
+                        }
+                    } else {
+                        match kind {
+                            Kind::Mfma => "mfma_ready",
+                            Kind::Vmem { .. } => "vmem_next",
+                            Kind::Lds { .. } => "lds_next",
+                            Kind::Valu => "valu_next",
+                            Kind::Salu | Kind::Smem => "salu_next",
+                            Kind::Waitcnt { .. } => "waitcnt_next",
+                            _ => "other_next",
+                        }
+                    };
+                    *p.at.entry((inst, st)).or_default() += 1;
+                    states.push(st.into());
+                }
+                states.sort();
+                *p.combos.entry(states.join(",")).or_default() += 1;
+            }
+            at += 16;
+        }
+        p.last[cu] = t;
+        self.idle_probe = Some(p);
     }
 
     fn try_issue(&mut self, cu: usize, id: u32, t: u64, used: &mut [bool; CATEGORIES]) {
@@ -768,6 +846,30 @@ impl<'f> DeviceSim<'f> {
         let end = self.end.max(1);
         if std::env::var("KJIT_TIMING_DEBUG").is_ok() {
             eprintln!("turns {} instructions {}", self.turns, self.instructions);
+        }
+        if let Some(p) = self.idle_probe.take() {
+            eprintln!(
+                "matrix idle: {} of {} SIMD samples with waves ({:.1}%)",
+                p.idle,
+                p.samples,
+                100.0 * p.idle as f64 / p.samples.max(1) as f64
+            );
+            let mut combos: Vec<_> = p.combos.into_iter().collect();
+            combos.sort_by_key(|(k, n)| (std::cmp::Reverse(*n), k.clone()));
+            for (k, n) in combos.iter().take(25) {
+                eprintln!("  {:6.2}%  {k}", 100.0 * *n as f64 / p.idle.max(1) as f64);
+            }
+            let mut at: Vec<_> = p.at.into_iter().collect();
+            at.sort_by_key(|&(k, n)| (std::cmp::Reverse(n), k));
+            for ((i, st), n) in at.iter().take(40) {
+                eprintln!(
+                    "  {:6.2}% {:12} {:5x} {}",
+                    100.0 * *n as f64 / p.idle.max(1) as f64,
+                    st,
+                    self.facts[*i].pc,
+                    self.facts[*i].text
+                );
+            }
         }
         for c in &mut self.cus {
             for s in &mut c.simds {
