@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use crate::emit::{emit, EmitError};
-use crate::isel::{select, IselError};
+use crate::isel::{pair_lds_accesses, select_unpaired, IselError};
 use crate::mir_verify::MirVerifyError;
 use crate::phys::PhysFunction;
 use crate::regalloc::{Allocator, RegallocError, RegallocOptions};
@@ -373,22 +373,38 @@ fn front(
     } else {
         func
     };
-    let mf = timed(&mut t.isel, || select(func, target))?;
+    let unpaired = timed(&mut t.isel, || select_unpaired(func, target))?;
+    let mut paired = unpaired.clone();
+    let pairs = timed(&mut t.isel, || pair_lds_accesses(&mut paired));
     if opts.check {
-        verify_mir(&mf, "instruction selection", t)?;
+        verify_mir(&paired, "instruction selection", t)?;
     }
-    Ok(Selected {
-        mf,
-        target,
+    let selected = |mf, t: &StageTimings| Selected {
         timings: *t,
-        allocations: AllocationCache::default(),
-        dags: Default::default(),
-        floor: Default::default(),
-        schedules: ScheduleCache::default(),
-        allocators: AllocatorCache::default(),
-        unbudgeted: UnbudgetedCache::default(),
-        finished: FinishedCache::default(),
-        default: DefaultCache::default(),
+        ..Selected::from_mir(mf)
+    };
+    if pairs == 0 {
+        return Ok(selected(paired, t));
+    }
+    // LDS pairs are kept when the default compile with them is no longer and no wider than
+    // without: where the allocator cannot read a pair's halves in place it moves them
+    // (matmul_pipelined's `a` halves, one `v_mov` per pair). Each side's caches keep the
+    // default compile made here.
+    let (with, without) = (selected(paired, t), selected(unpaired, t));
+    let default = CompileOptions {
+        occupancy: None,
+        vgpr_budget: None,
+        ..*opts
+    };
+    let size = |s: &Selected| {
+        compile_selected(s, &default)
+            .ok()
+            .map(|k| (k.header.instructions, k.header.vgprs))
+    };
+    Ok(match (size(&with), size(&without)) {
+        (Some(a), Some(b)) if a.0 > b.0 || a.1 > b.1 => without,
+        (None, Some(_)) => without,
+        _ => with,
     })
 }
 

@@ -117,7 +117,7 @@ fn between(inst: &MInst) -> Between {
 }
 
 /// Pairs the LDS dword reads and writes of every block (module doc); returns how many pairs.
-pub(crate) fn pair_lds_accesses(mf: &mut MachineFunction) -> usize {
+pub fn pair_lds_accesses(mf: &mut MachineFunction) -> usize {
     let mut pairs = 0;
     let mut reads = vec![0u32; mf.vregs.len()];
     for (_, bd) in mf.blocks.iter() {

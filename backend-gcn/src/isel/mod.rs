@@ -56,6 +56,7 @@ use crate::mir::{
 };
 use crate::Target;
 
+pub use ds_pairs::pair_lds_accesses;
 pub use order::LoopInfo;
 pub(crate) use valu::salu_reads_scc;
 
@@ -83,6 +84,14 @@ pub(crate) enum Var {
 
 /// Selects machine instructions for `func` on `target`.
 pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselError> {
+    let mut mf = select_unpaired(func, target)?;
+    pair_lds_accesses(&mut mf);
+    Ok(mf)
+}
+
+/// [`select`] without its last step, the LDS pairs of [`pair_lds_accesses`]: the compile
+/// keeps the pairs only where they give no longer and no wider code (`compile::front`).
+pub fn select_unpaired(func: &Function, target: Target) -> Result<MachineFunction, IselError> {
     kjit_ir::verify(func).map_err(|e| IselError::Invalid(e.to_string()))?;
     let mut s = Isel::new(func, target)?;
     s.run()?;
@@ -411,7 +420,6 @@ impl<'a> Isel<'a> {
         ssa::remove_trivial_params(&mut self.mf);
         dce::eliminate_dead_code(&mut self.mf);
         exec_fold::fold_exec_masks(&mut self.mf);
-        ds_pairs::pair_lds_accesses(&mut self.mf);
         Ok(())
     }
 
