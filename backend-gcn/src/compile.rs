@@ -396,16 +396,29 @@ fn front(
         vgpr_budget: None,
         ..*opts
     };
-    let size = |s: &Selected| {
-        compile_selected(s, &default)
-            .ok()
-            .map(|k| (k.header.instructions, k.header.vgprs))
+    let mut size = |s: &Selected| {
+        let k = compile_selected(s, &default).ok()?;
+        // The trial compiles count in their stages (a default compile of the kept side
+        // then reuses its allocation and finished kernel).
+        for (a, b) in [
+            (&mut t.schedule, k.timings.schedule),
+            (&mut t.regalloc, k.timings.regalloc),
+            (&mut t.waitcnt, k.timings.waitcnt),
+            (&mut t.hazards, k.timings.hazards),
+            (&mut t.emit, k.timings.emit),
+        ] {
+            *a += b;
+        }
+        Some((k.header.instructions, k.header.vgprs))
     };
-    Ok(match (size(&with), size(&without)) {
+    let (a, b) = (size(&with), size(&without));
+    let mut kept = match (a, b) {
         (Some(a), Some(b)) if a.0 > b.0 || a.1 > b.1 => without,
         (None, Some(_)) => without,
         _ => with,
-    })
+    };
+    kept.timings = *t;
+    Ok(kept)
 }
 
 fn to_phys(
