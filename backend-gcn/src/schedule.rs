@@ -160,27 +160,57 @@ pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
     let sizes = vgpr_sizes(mf);
     let size = |v: VReg| sizes[v.index()];
     let mut most = 0;
+    // Dwords of a live VGPR pair that are still to be read (bit `k`): an `Extract` of one
+    // dword reads only its dword, and the allocator lays the single on it (a `ds_read2_b32`'s
+    // halves are counted once, not as a pair and two singles).
+    let mut dwords = vec![0u8; mf.vregs.len()];
     for (b, bd) in mf.blocks.iter() {
         let mut live = live_at_end(&lv, b, bd);
+        for v in live.iter() {
+            dwords[v] = 3;
+        }
         let mut n: u32 = live.iter().map(|v| sizes[v]).sum();
         most = most.max(n);
         for inst in bd.insts.iter().rev() {
             for d in inst.defs() {
                 if !live.contains(d.index()) {
                     live.insert(d.index());
+                    dwords[d.index()] = 3;
                     n += size(d);
                 }
             }
             most = most.max(n);
             for d in inst.defs() {
                 live.remove(d.index());
-                n -= size(d);
+                n -= match size(d) {
+                    2 => dwords[d.index()].count_ones(),
+                    s => s,
+                };
             }
-            for u in inst.uses() {
-                if !live.contains(u.index()) {
-                    live.insert(u.index());
-                    n += size(u);
+            let half = match (inst.opcode, inst.ops.as_slice()) {
+                (MOpcode::Extract(k), [MOperand::Def(d), MOperand::Use(_)]) if size(*d) == 1 => {
+                    Some(1u8 << k)
                 }
+                _ => None,
+            };
+            for u in inst.uses() {
+                let want = match (half, size(u)) {
+                    (Some(bit), 2) => bit,
+                    (_, 2) => 3,
+                    _ => {
+                        if live.insert_new(u.index()) {
+                            n += size(u);
+                        }
+                        continue;
+                    }
+                };
+                let have = if live.insert_new(u.index()) {
+                    0
+                } else {
+                    dwords[u.index()]
+                };
+                n += (want & !have).count_ones();
+                dwords[u.index()] = have | want;
             }
             most = most.max(n);
         }
@@ -276,6 +306,8 @@ struct Node {
     latency: u32,
     /// An LDS or scalar-memory load: counted by `lgkmcnt`.
     lgkm_load: bool,
+    /// An `Extract`: its result is part of its source (a reader of it reads the source's load).
+    forwards: bool,
     /// An ALU result not ready for the next instruction: the opcode's latency on the target
     /// is above a pass's 4 cycles (`v_mul_lo_u32`, MFMA, transcendentals), so a dependent
     /// instruction right after it waits.
@@ -320,6 +352,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
         live_in: matches!(i.opcode, MOpcode::LiveIn(_)),
         latency: 0,
         lgkm_load: false,
+        forwards: matches!(i.opcode, MOpcode::Extract(_)),
         slow_result: false,
         matrix_busy: 0,
         vmem: false,
@@ -618,8 +651,15 @@ fn block_dag(
         for v in &nd.uses {
             if let Some(d) = t.def_at[v.index()] {
                 edge(d, k, &mut succs, &mut npred);
-                if nodes[d].lgkm_load && !nd.lgkm_load && !lgkm_reads[k].contains(&d) {
-                    lgkm_reads[k].push(d);
+                let loads = match (nodes[d].lgkm_load, nodes[d].forwards) {
+                    (true, _) => vec![d],
+                    (false, true) => lgkm_reads[d].clone(),
+                    _ => Vec::new(),
+                };
+                for d in loads {
+                    if !nd.lgkm_load && !lgkm_reads[k].contains(&d) {
+                        lgkm_reads[k].push(d);
+                    }
                 }
             }
         }
@@ -876,7 +916,7 @@ impl BlockDag {
             }
             if self.lgkm_load[k] {
                 seq[k] = issued;
-                issued += 1;
+                issued += self.def_size[k].max(1) as usize;
             }
             if limit.is_some() {
                 live = (live as i64 + ds[k]).max(0) as u32;
