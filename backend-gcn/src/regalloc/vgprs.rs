@@ -156,7 +156,12 @@ fn segments(
     );
     let live_in = locs::live_in(func, &evs, SEGS);
     let mut preg: Vec<u16> = Vec::new();
+    let entry = ra::Function::entry_block(func).index();
     for (b, bevs) in evs.iter_mut().enumerate() {
+        // The work-item id PRegs keep their numbers where the dispatcher's values are (the
+        // entry block and what crosses blocks); regalloc2's later values in them are segments
+        // like any other's (matmul_pipelined's extracted `a` halves, kept on v0 otherwise).
+        let fixed = if b == entry { abi_n } else { 0 };
         let live_out = locs::live_out(func, &live_in, b, SEGS);
         // The segment each PReg's events belong to so far in the block (`None`: the part
         // that crosses blocks), and the position of its last event.
@@ -164,7 +169,7 @@ fn segments(
         let mut last = [(u32::MAX, false); SEGS];
         for ev in bevs.iter_mut() {
             let x = ev.loc;
-            if (x as u32) < abi_n {
+            if (x as u32) < fixed {
                 continue;
             }
             // A write continues the segment only where the instruction itself read the PReg.
