@@ -24,7 +24,8 @@
 //! Priority: the longest latency path to the end of the block (loads weigh most), then the
 //! original order, so instructions that only feed the terminator (its SCC/VCC/EXEC producers)
 //! stay last. LDS and scalar loads are counted by `lgkmcnt`, which holds at most 15: a load is
-//! back once 15 later ones have issued (issuing the 16th waits for the oldest). A ready
+//! back once 15 later ones have issued (issuing the 16th waits for the oldest) or once an
+//! instruction reading it has gone (it waited: the second reader of a `ds_read2_b32`). A ready
 //! instruction whose loads are all back in that sense needs no wait, so it goes before another
 //! such load: hoisting more would hold more VGPRs for no latency hidden (matmul's 32 reads of
 //! a tile step were all issued first). A short ALU tail (no load, MFMA or slow-result op at or
@@ -563,6 +564,8 @@ struct BlockDag {
     lgkm_load: Vec<bool>,
     /// Per node that is not such a load: the such loads of the block whose results it reads.
     lgkm_reads: Vec<Vec<usize>>,
+    /// Per node: an `Extract` (no instruction of its own, so it waits for nothing).
+    forwards: Vec<bool>,
     /// Per node: the latency its successors wait for, in the DAG's cycles.
     latency: Vec<u32>,
     /// Per node: cycles an MFMA holds the matrix unit, 0 for other nodes (empty: the block
@@ -599,6 +602,7 @@ fn block_dag(
         frees: Vec::new(),
         lgkm_load: Vec::new(),
         lgkm_reads: Vec::new(),
+        forwards: Vec::new(),
         latency: Vec::new(),
         matrix_busy: Vec::new(),
         vmem: Vec::new(),
@@ -784,6 +788,7 @@ fn block_dag(
     dag.height = height;
     dag.lgkm_load = nodes.iter().map(|nd| nd.lgkm_load).collect();
     dag.lgkm_reads = lgkm_reads;
+    dag.forwards = nodes.iter().map(|nd| nd.forwards).collect();
     dag.latency = nodes.iter().map(|nd| nd.latency.max(1)).collect();
     if nodes.iter().any(|nd| nd.matrix_busy > 0) {
         dag.matrix_busy = nodes.iter().map(|nd| nd.matrix_busy).collect();
@@ -869,11 +874,14 @@ impl BlockDag {
         };
         // Per scheduled LDS/scalar load: how many such loads were scheduled before it.
         let mut seq: Vec<usize> = vec![0; n];
+        // Per LDS/scalar load: a scheduled instruction read its result, so it waited for it.
+        let mut waited: Vec<bool> = vec![false; n];
         let mut matrix = (!self.matrix_busy.is_empty()).then(|| MatrixFeed::new(self));
         let mut issued = 0usize;
         while !ready.is_empty() {
             // A load is known back once `lgkmcnt`'s range of later loads has issued (the
-            // counter cannot count more, so issuing them waited for it). While a ready
+            // counter cannot count more, so issuing them waited for it) or an instruction
+            // reading it went before (it waited: a `ds_read2_b32`'s second half). While a ready
             // non-load reads only loads known back, it needs no `s_waitcnt`: it goes before
             // another such load, which would only hold a VGPR longer.
             let free_consumer = issued > LGKMCNT_MAX as usize
@@ -883,7 +891,7 @@ impl BlockDag {
                     !loads.is_empty()
                         && loads
                             .iter()
-                            .all(|&d| issued - seq[d] > LGKMCNT_MAX as usize)
+                            .all(|&d| waited[d] || issued - seq[d] > LGKMCNT_MAX as usize)
                 });
             let allowed = |k: usize| !(free_consumer && self.lgkm_load[k]);
             let fits = |k: usize| limit.is_none_or(|l| live as i64 + ds[k].max(0) <= l as i64);
@@ -913,6 +921,11 @@ impl BlockDag {
             let k = ready.remove(at);
             if let Some(m) = &mut matrix {
                 m.issue(k, &self.succs[k]);
+            }
+            if !self.forwards[k] {
+                for &d in &self.lgkm_reads[k] {
+                    waited[d] = true;
+                }
             }
             if self.lgkm_load[k] {
                 seq[k] = issued;
