@@ -71,8 +71,12 @@ pub fn layout(
     let dense = packing.dense();
     let key =
         |(l, misses): &(Placement, usize)| (std::cmp::Reverse(waves(l.top as u32)), *misses, l.top);
+    // Grouped placements only where some pair has singles to group (else they are the
+    // ungrouped ones again).
+    let any_group = packing.grouped.iter().any(|g| !g.is_empty());
     let packed = [(true, false), (true, true), (false, false), (false, true)]
         .into_iter()
+        .filter(|&(grouped, _)| any_group || !grouped)
         .filter_map(|(grouped, hinted_first)| packing.place(grouped, hinted_first))
         .min_by_key(key)
         .map(|(l, _)| l);
