@@ -534,7 +534,6 @@ impl Allocator {
                 vgprs::VgprLayout {
                     ref alloc_vgpr,
                     ref edit_vgpr,
-                    pair_map,
                     vweb_base,
                     top,
                 },
@@ -685,7 +684,6 @@ impl Allocator {
             int_map,
             alloc_vgpr,
             edit_vgpr,
-            pair_map,
             vweb_base,
             web_ix: {
                 let mut ix = vec![u32::MAX; p.mf.vregs.len()];
@@ -1196,10 +1194,9 @@ struct Ctx<'a> {
     out: &'a ra::Output,
     /// Register of each `Int`/`Float`/`Vector` PReg (by `hw_enc`): SGPR, VGPR, first VGPR.
     int_map: [u16; 64],
-    /// VGPR of each `Float` allocation and edit side (`vgprs::VgprLayout`).
+    /// First VGPR of each `Float`/`Vector` allocation and edit side (`vgprs::VgprLayout`).
     alloc_vgpr: Vec<u16>,
     edit_vgpr: Vec<[u16; 2]>,
-    pair_map: [u16; 64],
     vweb_base: u16,
     /// `w.web_of` as a dense table by vreg index (`u32::MAX`: not a web vreg), so that emitting
     /// a tuple operand does not hash.
@@ -1236,12 +1233,13 @@ impl Ctx<'_> {
         self.slot_loc[s].unwrap_or(SlotLoc::Scratch(0))
     }
 
-    /// Register `r`, a `Float` PReg being on `vgpr` there (its values have VGPRs of their own).
+    /// Register `r`, a `Float`/`Vector` PReg being on `vgpr` there (its values have VGPRs of
+    /// their own).
     fn preg(&self, r: PReg, vgpr: u16) -> Operand {
         match r.class() {
             ra::RegClass::Int => Operand::s(self.int_map[r.hw_enc()]),
             ra::RegClass::Float => Operand::v(vgpr),
-            ra::RegClass::Vector => Operand::vr(self.pair_map[r.hw_enc()], 2),
+            ra::RegClass::Vector => Operand::vr(vgpr, 2),
         }
     }
 
@@ -1412,7 +1410,7 @@ impl Ctx<'_> {
                         body.push(mov(Opcode::VMovB32, self.preg(t, vt), self.preg(f, vf)))
                     }
                     ra::RegClass::Vector => {
-                        let (a, b) = (self.pair_map[f.hw_enc()], self.pair_map[t.hw_enc()]);
+                        let (a, b) = (vf, vt);
                         for k in 0..2 {
                             body.push(mov(Opcode::VMovB32, Operand::v(b + k), Operand::v(a + k)));
                         }
