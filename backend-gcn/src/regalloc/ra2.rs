@@ -236,12 +236,12 @@ impl RaFunc {
         let mut seen = vec![usize::MAX; nb];
         let mut stack = Vec::new();
         // Block b is on a cycle when a walk from its successors comes back to it.
-        for b in 0..nb {
+        for (b, on_cycle) in on.iter_mut().enumerate() {
             stack.clear();
             stack.extend(self.succs.get(b).iter().map(|s| s.index()));
             while let Some(x) = stack.pop() {
                 if x == b {
-                    on[b] = true;
+                    *on_cycle = true;
                     break;
                 }
                 if seen[x] != b {
