@@ -374,8 +374,9 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
 
 /// The interior k loop of the default f16 GEMM is one basic block with the step's 16 MFMAs,
 /// its LDS stores and reads and global loads, and no range test: no `v_cmp`/`v_cndmask`, at
-/// most one VALU per global load for its address besides the `v_perm_b32` packing of b (and
-/// the `v_mov_b32` that gather a `ds_write_b64`'s register pair, register allocation's).
+/// most one VALU per global load for its address besides the `v_perm_b32` packing of b, the
+/// `v_mov_b32` that gather a `ds_write_b64`'s register pair (register allocation's) and the
+/// XOR and shift of each later sub-step's LDS read index (k-group planes).
 /// Before it, the loop's blocks were split by the unaligned-row branches and every load
 /// computed a compare and a select against the remaining k (about 36 VALU per step).
 #[test]
@@ -394,6 +395,10 @@ fn the_interior_loop_is_one_block_without_range_tests() {
         "{text}"
     );
     let loads = count(&body, "buffer_load");
+    // The planes' read index of sub-steps 1..4 of each block is its XOR with the sub-step's
+    // key, shifted to bytes (`Layout::reads_at`).
+    let keyed_reads = count(&body, "v_xor_b32");
+    assert!(keyed_reads <= 6, "{text}");
     let valu = body
         .iter()
         .filter(|l| l.starts_with("v_"))
@@ -404,7 +409,7 @@ fn the_interior_loop_is_one_block_without_range_tests() {
         })
         .count();
     assert!(
-        valu <= loads,
+        valu <= loads + 2 * keyed_reads,
         "{valu} VALU besides MFMAs and packing:\n{text}"
     );
 }
