@@ -308,6 +308,34 @@ fn gemm_loop_loads_are_spread_among_the_mfmas() {
     }
 }
 
+/// The interior loop carries its prefetched a-fragments across the back edge in the
+/// registers their loads wrote: no `v_mov_b32` and no `s_waitcnt vmcnt` after the body's last
+/// barrier, and at most the 2 `v_mov_b32` that gather one `ds_write_b64` pair of b in the
+/// body. Before (`loop_slack` in `backend-gcn/src/regalloc.rs`), regalloc2 had exactly as
+/// many register pairs as are live at once, split two carried fragments and moved them at
+/// both ends of the body: 10 `v_mov_b32`, the last 4 behind a `vmcnt(9)` that waited for
+/// the loads issued in the same iteration.
+#[test]
+fn gemm_loop_carries_its_prefetched_fragments_without_copies() {
+    let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let body = interior_loop_body(&ck.asm);
+    let text = body.join("\n");
+    let last_barrier = body
+        .iter()
+        .rposition(|l| l.starts_with("s_barrier"))
+        .expect("a barrier in the loop");
+    let tail = &body[last_barrier..];
+    assert!(
+        !tail
+            .iter()
+            .any(|l| l.starts_with("v_mov") || l.starts_with("s_waitcnt vmcnt")),
+        "copies or a load wait at the loop end:\n{text}"
+    );
+    let copies = body.iter().filter(|l| l.starts_with("v_mov")).count();
+    assert!(copies <= 2, "{copies} copies in the loop:\n{text}");
+}
+
 /// The interior k loop (blocks inside c with aligned rows and pieces, steps whose loads lie
 /// inside k) and the general one that finishes each block: device == interpreter == the CPU
 /// reference on sizes whose k runs 2, 1 or 0 interior steps before a whole or partial last
@@ -346,8 +374,9 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
 
 /// The interior k loop of the default f16 GEMM is one basic block with the step's 16 MFMAs,
 /// its LDS stores and reads and global loads, and no range test: no `v_cmp`/`v_cndmask`, at
-/// most one VALU per global load for its address besides the `v_perm_b32` packing of b (and
-/// the `v_mov_b32` that gather a `ds_write_b64`'s register pair, register allocation's).
+/// most one VALU per global load for its address besides the `v_perm_b32` packing of b, the
+/// `v_mov_b32` that gather a `ds_write_b64`'s register pair (register allocation's) and the
+/// XOR and shift of each later sub-step's LDS read index (k-group planes).
 /// Before it, the loop's blocks were split by the unaligned-row branches and every load
 /// computed a compare and a select against the remaining k (about 36 VALU per step).
 #[test]
@@ -366,6 +395,10 @@ fn the_interior_loop_is_one_block_without_range_tests() {
         "{text}"
     );
     let loads = count(&body, "buffer_load");
+    // The planes' read index of sub-steps 1..4 of each block is its XOR with the sub-step's
+    // key, shifted to bytes (`Layout::reads_at`).
+    let keyed_reads = count(&body, "v_xor_b32");
+    assert!(keyed_reads <= 6, "{text}");
     let valu = body
         .iter()
         .filter(|l| l.starts_with("v_"))
@@ -376,7 +409,7 @@ fn the_interior_loop_is_one_block_without_range_tests() {
         })
         .count();
     assert!(
-        valu <= loads,
+        valu <= loads + 2 * keyed_reads,
         "{valu} VALU besides MFMAs and packing:\n{text}"
     );
 }

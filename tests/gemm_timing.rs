@@ -274,13 +274,16 @@ fn tile_of(t: GemmTiles) -> [usize; 2] {
 /// kernel library has it (`kjit_kernels::find`), built through its tuning entry (the default
 /// build at the default point). Its launch is [`GemmLaunch::kjit_abi`] at the same tiles: a
 /// wrong assumption about them fails the reference check.
-fn kjit_gemm(t: GemmTiles) -> Option<Vec<u8>> {
+fn kjit_gemm(t: GemmTiles, occupancy: Option<u32>) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
     let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
     let func = (tuning.build)(&[t.bm, t.bn, t.bk, t.wn, t.stages, t.early as u32, t.lead])
         .expect("gemm builds");
-    let k = kjit::compile(&func, Target::Gfx942, &CompileOptions::default())
-        .unwrap_or_else(|e| panic!("gemm: {e}"));
+    let opts = CompileOptions {
+        occupancy,
+        ..CompileOptions::default()
+    };
+    let k = kjit::compile(&func, Target::Gfx942, &opts).unwrap_or_else(|e| panic!("gemm: {e}"));
     Some(k.code_object)
 }
 
@@ -343,14 +346,19 @@ fn compare(skinny: GemmProblem, square: Option<(GemmProblem, &[TwinShape])>) -> 
         ));
     }
     let tall_tiles = tiles_from_env("KJIT_GEMM_TALL", KJIT_TALL);
-    if let Some(code) = kjit_gemm(tall_tiles) {
+    if let Some(code) = kjit_gemm(tall_tiles, None) {
         rows.push(kjit_row(&dev, (&code, tall_tiles), &skinny, &d));
     }
     drop(d);
     if let Some((sq, shapes)) = square {
         let d = data(&sq);
         let tiles = tiles_from_env("KJIT_GEMM_SQUARE_TILES", DEFAULT_TILES);
-        if let Some(code) = kjit_gemm(tiles) {
+        // `--occupancy` for the square problem's kernel (default: the default compile's).
+        let occupancy = std::env::var("KJIT_GEMM_SQUARE_OCCUPANCY").ok().map(|w| {
+            w.parse()
+                .expect("KJIT_GEMM_SQUARE_OCCUPANCY: waves per SIMD")
+        });
+        if let Some(code) = kjit_gemm(tiles, occupancy) {
             rows.push(kjit_row(&dev, (&code, tiles), &sq, &d));
         }
         for &shape in shapes.iter().filter(|_| others) {
@@ -447,7 +455,7 @@ fn timed_gemm_repeats_whatever_the_host_threads_and_placement() {
         seed: 5,
     };
     let t = DEFAULT_TILES;
-    let code = kjit_gemm(t).unwrap();
+    let code = kjit_gemm(t, None).unwrap();
     let launch = GemmLaunch::kjit_abi("gemm", &p, tile_of(t), t.threads()).unwrap();
     let time = |threads: usize, dev: &GcnEmulator| {
         let pool = rayon::ThreadPoolBuilder::new()

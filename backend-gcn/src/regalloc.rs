@@ -921,7 +921,11 @@ fn search(
         let grow_f = spill_f && n_f < caps.n_f;
         let grow_v = spill_v && n_v < caps.n_v;
         if !grow_f && !grow_v {
-            return Ok((n_f, n_v, spill_f || spill_v, run));
+            if spill_f || spill_v {
+                return Ok((n_f, n_v, true, run));
+            }
+            let (n_f, n_v, run) = loop_slack(a, n_int, (n_f, n_v), caps, run);
+            return Ok((n_f, n_v, false, run));
         }
         if grow_f {
             n_f = (n_f + n_f / 4 + 1).min(caps.n_f);
@@ -930,6 +934,77 @@ fn search(
             n_v = (n_v + n_v / 4 + 1).min(caps.n_v);
         }
     }
+}
+
+/// A spill-free run at `counts` (`run`), or one with a register more in a class whose
+/// values regalloc2 moved between registers inside loops, when that one moves fewer there,
+/// spills nothing and its VGPR layout ends no higher. A loop's live ranges are arcs on a
+/// circle (a value carried across the back edge is live at both ends of the body): colouring
+/// them can need one register more than the most that overlap, and with exactly that many
+/// regalloc2 splits a carried value and moves it at the back edge, where the move may wait
+/// for a load issued in the same iteration (the gemm's prefetched a-fragments:
+/// docs/mfma-gemm.md). The layout places PRegs by live intervals, so a spare one costs no
+/// VGPR unless it is used.
+fn loop_slack(
+    a: &Allocator,
+    n_int: u32,
+    (n_f, n_v): (u32, u32),
+    caps: &Caps,
+    run: RaRun,
+) -> (u32, u32, RaRun) {
+    let Ok(out) = run.as_ref() else {
+        return (n_f, n_v, run);
+    };
+    if out.edits.is_empty() {
+        return (n_f, n_v, run);
+    }
+    let blocks = a.func.in_loop();
+    let mut in_loop = vec![false; ra::Function::num_insts(&a.func)];
+    for (b, &(s, e)) in a.func.ranges.iter().enumerate() {
+        in_loop[s as usize..e as usize].fill(blocks[b]);
+    }
+    let moves = |out: &ra::Output| loop_moves(out, &in_loop);
+    let top = |(f, v): (u32, u32), out: &ra::Output| a.laid_out((n_int, f, v), out).layout.top;
+    // Each class in turn, on top of the best run so far.
+    let mut best = ((n_f, n_v), run);
+    for class in 0..2 {
+        let Ok(out) = best.1.as_ref() else { break };
+        let (f, v) = best.0;
+        let wider = if class == 0 { (f + 1, v) } else { (f, v + 1) };
+        if moves(out)[class] == 0 || wider.0 > caps.n_f || wider.1 > caps.n_v {
+            continue;
+        }
+        let tried = a.run(n_int, wider.0, wider.1);
+        let better = tried.as_ref().as_ref().is_ok_and(|o| {
+            o.num_spillslots == 0
+                && moves(o)[class] < moves(out)[class]
+                && top(wider, o) <= top(best.0, out)
+        });
+        if better {
+            best = (wider, tried);
+        }
+    }
+    (best.0 .0, best.0 .1, best.1)
+}
+
+/// regalloc2's register-to-register moves inside loop instructions (`in_loop`), per class
+/// (`Float`, `Vector`).
+fn loop_moves(out: &ra::Output, in_loop: &[bool]) -> [usize; 2] {
+    let mut n = [0; 2];
+    for (at, Edit::Move { from, to }) in &out.edits {
+        let (Some(f), Some(_)) = (from.as_reg(), to.as_reg()) else {
+            continue;
+        };
+        if !in_loop.get(at.inst().index()).copied().unwrap_or(false) {
+            continue;
+        }
+        match f.class() {
+            ra::RegClass::Float => n[0] += 1,
+            ra::RegClass::Vector => n[1] += 1,
+            ra::RegClass::Int => {}
+        }
+    }
+    n
 }
 
 /// Dwords of a spill slot of class `c` that can live in spare VGPRs (`None`: an SGPR slot).

@@ -3,11 +3,13 @@
 //!
 //! A workgroup computes a `bm × bn` block of `c` with `bm/wm · bn/wn` waves, each a `wm × wn`
 //! tile as a grid of 32×32 MFMA accumulators (`v_mfma_f32_32x32x8_{f16,bf16}`,
-//! `v_mfma_f32_32x32x2_f32`). Per step of `bk` along k, the workgroup stages the a-block as
-//! `[bm][bk+pad]` and the b-block transposed as `[bn][bk+pad]` in LDS (k contiguous, so every
-//! MFMA input fragment is one `ds_read_b64`; the pad makes those reads free of bank
-//! conflicts). Software pipelining through registers: a loop iteration at step k0 issues step
-//! k0's MFMAs (on fragments read in the iteration before, except the first `lead`
+//! `v_mfma_f32_32x32x2_f32`). Per step of `bk` along k, the workgroup stages the a-block and
+//! the b-block transposed in LDS as k-fragments (k contiguous, so every MFMA input fragment
+//! is one `ds_read_b64`): f16/bf16 steps of up to 32 as unpadded k-group planes whose XOR
+//! keeps the reads and stores free of bank conflicts (16 KiB for 128 × 128 × 32: four
+//! workgroups per CU), others as `[bm][bk+pad]` and `[bn][bk+pad]` rows, the pad doing the
+//! same (`Layout`). Software pipelining through registers: a loop iteration at step k0
+//! issues step k0's MFMAs (on fragments read in the iteration before, except the first `lead`
 //! sub-steps', issued there) together with step k0 + bk's LDS stores, then a barrier, step
 //! k0 + 2·bk's global loads (into the registers the stores just read) and step k0 + bk's LDS
 //! reads, then (one stage) a second barrier after the first `lead` sub-steps' MFMAs.
@@ -31,8 +33,7 @@
 //! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
-//! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers; two stages of
-//! f16/bf16 are unpadded k-group planes, `Layout`), `early` (the next step's global loads
+//! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers), `early` (the next step's global loads
 //! before this step's LDS stores) and `lead` (sub-steps whose MFMAs precede the iteration's
 //! last barrier).
 
@@ -568,7 +569,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         };
         let reads: Vec<Inputs<T>> = (0..subs as usize)
             .map(|s| {
-                let ((a_at, a_off), (b_at, b_off)) = (a_rd[s], b_rd[s]);
+                let ((a_at, a_key, a_off), (b_at, b_key, b_off)) = (a_rd[s], b_rd[s]);
+                let (a_at, b_at) = (keyed(a_at, a_key), keyed(b_at, b_key));
                 let (a_at, b_at) = (shifted(a_at, oa), shifted(b_at, ob));
                 let a_frags: Vec<_> = (0..tm)
                     .map(|i| fragment(&k, &ta, a_at + (a_off + tile_row(i)), fin))
@@ -711,12 +713,13 @@ enum Layout {
 }
 
 impl Layout {
-    /// Planes for two stages of 8-byte fragments (f16, bf16) with at most [`SPAN`] k-groups,
-    /// else padded lines. With one stage the padded lines measured faster (square problem on
-    /// the `mi300x` model: 117,635 cycles against 119,005 with planes: the planes' reads need
-    /// one per-lane address per sub-step, and 18 KiB already fit three workgroups per CU).
+    /// Planes for 8-byte fragments (f16, bf16) with at most [`SPAN`] k-groups, else padded
+    /// lines. One stage of 128 × 128 × 32 planes is 16 KiB (padded: 18 KiB), so four
+    /// workgroups fit a CU and, at 123 VGPRs, 4 waves per SIMD instead of 3 (square problem on
+    /// the `mi300x` model: docs/mfma-gemm.md, "Now (branch g18u)"; at 3 waves, when the 125
+    /// VGPRs did not fit 4, the padded lines measured faster).
     fn choose(elem: FragElem, t: GemmTiles, kl: u32) -> Layout {
-        if t.stages == 2 && kl * elem.bytes() == 8 && t.bk / kl <= SPAN {
+        if kl * elem.bytes() == 8 && t.bk / kl <= SPAN {
             Layout::Planes { bk: t.bk, kl }
         } else {
             Layout::Padded {
@@ -787,9 +790,14 @@ impl Layout {
     }
 
     /// A lane's MFMA input reads of each of `subs` sub-steps: line `line`, k-group
-    /// `lg + s · per_sub` in sub-step s, as a per-lane index and a constant (per-lane values
-    /// made once before the loop: one for padded lines, one per sub-step for planes, whose
-    /// XOR key changes with the k-group).
+    /// `lg + s · per_sub` (`lg < per_sub`, both powers of two) in sub-step s, as a per-lane
+    /// index made once before the loop, an XOR key for it (where the read is made) and a
+    /// constant. Padded lines: one index, no key. Planes: the sub-step's XOR key
+    /// `s · per_sub` on the line is `s · per_sub · kl` on the index `(lg · lines + (line ^ lg))
+    /// · kl` when `lines` is a power of two (`lg · lines` then lies above the XOR's bits), so
+    /// one index serves every sub-step for one `v_xor_b32` per read base and sub-step (four
+    /// per-lane indices per block before: 6 VGPRs of the 4-waves budget); else one index per
+    /// sub-step.
     fn reads_at<'k>(
         &self,
         lines: u32,
@@ -797,16 +805,22 @@ impl Layout {
         lg: Val<'k, u32>,
         per_sub: u32,
         subs: u32,
-    ) -> Vec<(Val<'k, u32>, u32)> {
+    ) -> Vec<(Val<'k, u32>, u32, u32)> {
         match *self {
             Layout::Padded { stride, kl } => {
                 let at = line * stride + lg * kl;
-                (0..subs).map(|s| (at, s * per_sub * kl)).collect()
+                (0..subs).map(|s| (at, 0, s * per_sub * kl)).collect()
+            }
+            Layout::Planes { kl, .. } if lines.is_power_of_two() => {
+                let at = (lg * lines + (line ^ lg)) * kl;
+                (0..subs)
+                    .map(|s| (at, s * per_sub * kl, s * per_sub * lines * kl))
+                    .collect()
             }
             Layout::Planes { kl, .. } => (0..subs)
                 .map(|s| {
                     let g = lg + s * per_sub;
-                    ((lg * lines + (line ^ g)) * kl, s * per_sub * lines * kl)
+                    ((lg * lines + (line ^ g)) * kl, 0, s * per_sub * lines * kl)
                 })
                 .collect(),
         }
@@ -815,6 +829,14 @@ impl Layout {
 
 /// Element offsets of an LDS stage in the a- and b-blocks; `None` for the first stage.
 type Offsets<'k> = (Option<Val<'k, u32>>, Option<Val<'k, u32>>);
+
+/// A read index XORed with a sub-step's key (`Layout::reads_at`; 0: none).
+fn keyed(at: Val<'_, u32>, key: u32) -> Val<'_, u32> {
+    match key {
+        0 => at,
+        _ => at ^ key,
+    }
+}
 
 /// `x` plus a stage's offset, if it has one (the first stage's is left out: the optimizer
 /// does not fold `x + 0`, which cost an add and a shift per LDS store in the loop).

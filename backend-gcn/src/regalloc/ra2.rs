@@ -228,6 +228,32 @@ pub fn build(p: &Prepared) -> RaFunc {
     }
 }
 
+impl RaFunc {
+    /// Per block: whether it lies on a cycle of the CFG (a loop body, run many times).
+    pub fn in_loop(&self) -> Vec<bool> {
+        let nb = self.ranges.len();
+        let mut on = vec![false; nb];
+        let mut seen = vec![usize::MAX; nb];
+        let mut stack = Vec::new();
+        // Block b is on a cycle when a walk from its successors comes back to it.
+        for (b, on_cycle) in on.iter_mut().enumerate() {
+            stack.clear();
+            stack.extend(self.succs.get(b).iter().map(|s| s.index()));
+            while let Some(x) = stack.pop() {
+                if x == b {
+                    *on_cycle = true;
+                    break;
+                }
+                if seen[x] != b {
+                    seen[x] = b;
+                    stack.extend(self.succs.get(x).iter().map(|s| s.index()));
+                }
+            }
+        }
+        on
+    }
+}
+
 impl Function for RaFunc {
     fn num_insts(&self) -> usize {
         self.ends.len()
