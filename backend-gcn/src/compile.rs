@@ -634,7 +634,7 @@ fn allocate_ladder(
     ra: &RegallocOptions,
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
-    let own = allocate_in_budget(sel, b, ra, t);
+    let own = allocate_in_budget(sel, b, ra, &[], t);
     let spills_to_memory = match &own {
         Ok(p) => memory_spills(p) > (0, 0),
         Err(_) => true,
@@ -665,11 +665,13 @@ fn allocate_ladder(
 /// (`schedule_limits`): the first that needs no memory or AGPR slots wins (the most latency
 /// hiding the occupancy target leaves room for), else the one that spills least. A schedule
 /// with more VGPRs live at once than the budget cannot keep them in registers: it is not
-/// allocated unless nothing else is left.
+/// allocated unless nothing else is left. With bounds in `only`, those alone (highest first:
+/// the default compile's fewer-VGPRs check, [`default_allocation`]).
 fn allocate_in_budget(
     sel: &Selected,
     b: u32,
     ra: &RegallocOptions,
+    only: &[u32],
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
     let spills = |p: &PhysFunction| {
@@ -687,10 +689,14 @@ fn allocate_in_budget(
         ..*ra
     };
     // Bounds still to try, highest first (popped from the end).
-    let mut bounds: Vec<Option<u32>> = std::iter::once(None)
-        .chain(schedule_limits(b).into_iter().map(Some))
-        .rev()
-        .collect();
+    let mut bounds: Vec<Option<u32>> = if only.is_empty() {
+        std::iter::once(None)
+            .chain(schedule_limits(b).into_iter().map(Some))
+            .rev()
+            .collect()
+    } else {
+        only.iter().rev().map(|&l| Some(l)).collect()
+    };
     // No schedule has less pressure than the floor: above the budget, only the last bound is
     // scheduled (and allocated, as it always is). The latency schedule, which every budget
     // tries first, is made anyway.
@@ -820,8 +826,9 @@ fn back_allocated(
 /// above what its LDS and workgroup size allow ([`lds_occupancy`]). Like Mesa ACO's
 /// `schedule_program`, the target comes from the kernel's register demand before scheduling;
 /// unlike ACO's, the latency schedule trades waves for hoisting only where that buys loads in
-/// flight ([`default_allocation`]). `None` when `reached` is enough (the floor, a liveness
-/// pass, is then not computed).
+/// flight ([`default_allocation`]). `None` when `reached` is what the LDS and workgroup size
+/// allow (the floor, a liveness pass, is then not computed); at most `reached` when the VGPRs
+/// allow no more waves.
 fn occupancy_target(sel: &Selected, reached: u32) -> Option<u32> {
     let by_lds = lds_occupancy(sel).waves_per_simd;
     if reached >= by_lds {
@@ -830,8 +837,7 @@ fn occupancy_target(sel: &Selected, reached: u32) -> Option<u32> {
     let floor = *sel
         .floor
         .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf));
-    let goal = by_lds.min(sel.target.waves_per_simd_for_registers(floor));
-    (goal > reached).then_some(goal)
+    Some(by_lds.min(sel.target.waves_per_simd_for_registers(floor)))
 }
 
 /// The occupancy the kernel's LDS and workgroup size allow, whatever its registers.
@@ -856,7 +862,9 @@ fn lds_occupancy(sel: &Selected) -> crate::codeobj::descriptor::Occupancy {
 /// that gives up something, the search stops), then from the target down; the highest that
 /// gives up nothing is taken: nothing more in scratch or AGPR slots, no more
 /// instructions and `s_waitcnt`s, and at every loop depth at least as many loads left in
-/// flight by its waits ([`WaitProfile`]). hash_chain's lookups form one dependence chain (all
+/// flight by its waits ([`WaitProfile`]). When the next level gives up something, the
+/// schedules bounded by the reached level's budget are tried, and one that gives up nothing
+/// with fewer VGPRs is taken (the same waves, less register file). hash_chain's lookups form one dependence chain (all
 /// its waits are `vmcnt(0)` in either schedule): gfx942 level 7, 64 VGPRs and 8 waves instead
 /// of 119 and 4, the same 793 instructions. hash_rounds' 40 independent gathers of a round are
 /// in flight together only in the latency schedule, which it keeps. Made once per
@@ -895,18 +903,49 @@ fn default_allocation(
                     && profile(p, t).gives_up_nothing_against(&baseline)
             }))
         };
+        // At the level taken, a schedule bounded below the level's highest bound (the first of
+        // the lower ones that keeps every value in a register), when it gives up nothing and
+        // needs fewer VGPRs, is the better code for the same waves (hash_chain on gfx900: its latency schedule, 73 VGPRs live at once, fits
+        // occupancy 3 in registers once the spill slots share the layout's holes; the bounded
+        // one keeps 64 live with the same waits).
+        let fewer = |w: u32, cur: (PhysFunction, Option<u32>), t: &mut StageTimings| {
+            let Ok(b) = occupancy_budgets(target, w) else {
+                return cur;
+            };
+            let ra = RegallocOptions {
+                vgpr_budget: Some(b.vgprs),
+                sgpr_budget: b.sgprs,
+                run_checker: check,
+            };
+            let limits = schedule_limits(b.vgprs);
+            let low = &limits[limits.len().min(1)..];
+            let bounded = allocate_in_budget(sel, b.vgprs, &ra, low, t)
+                .ok()
+                .filter(|p| {
+                    p.usage.vgprs < cur.0.usage.vgprs
+                        && memory_spills(p) <= memory_spills(&free)
+                        && profile(p, t).gives_up_nothing_against(&baseline)
+                });
+            match bounded {
+                Some(p) => (p, Some(w)),
+                None => cur,
+            }
+        };
+        if goal <= reached {
+            return Ok(fewer(reached, (free.clone(), None), t));
+        }
         // The first level up: a kernel whose loads in flight need the latency schedule's VGPRs
         // (hash_rounds) loses them there already, and pays for one level only. Then from
         // the target down, the first level that gives up nothing.
         let Some(first) = level(reached + 1, t)? else {
-            return Ok((free, None));
+            return Ok(fewer(reached, (free.clone(), None), t));
         };
         for w in (reached + 2..=goal).rev() {
             if let Some(p) = level(w, t)? {
-                return Ok((p, Some(w)));
+                return Ok(fewer(w, (p, Some(w)), t));
             }
         }
-        Ok((first, Some(reached + 1)))
+        Ok(fewer(reached + 1, (first, Some(reached + 1)), t))
     })
 }
 
