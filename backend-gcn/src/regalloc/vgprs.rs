@@ -26,11 +26,16 @@
 //! 83 locations live at most, 92 VGPRs). So a `Float` PReg's values are placed apart where they
 //! can be: each *segment* — from a write to the last read before the next write, inside one
 //! block and not live out of it — is an item of its own for the first fit and the hints, and
-//! the rest of the PReg (what crosses block boundaries) is one item. A segment has no CFG edge,
+//! what crosses block boundaries is one item per web (the segments a PReg is live out of a
+//! block in and into its successors in, joined over the CFG edges). A segment has no CFG edge,
 //! so its VGPR may differ from the rest's without a move; writes at the position of the PReg's
 //! previous event (tied and reused operands, an instruction's read and write) continue the
 //! segment. The work-item id PRegs are not split (their first value arrives in `v0`..`v2`).
 //! Operands and regalloc2's moves then name VGPRs per occurrence (`alloc_vgpr`, `edit_vgpr`).
+//!
+//! Spill slots in spare VGPRs are registers too; [`layout_with_slots`] packs the single-VGPR
+//! slots' values (split the same way) among the PRegs' instead of one VGPR per slot color above
+//! the layout, so a slot takes the holes a PReg leaves (hash_rounds 92 → 83 VGPRs).
 
 use regalloc2 as ra;
 
