@@ -115,7 +115,16 @@ fn dump_ir_and_optimized_ir() {
 fn a_lower_budget_changes_the_header_not_the_result() {
     let (ok, full, err) = kjit(&["dump", "matmul", "--target", "gfx90a"]);
     assert!(ok, "{err}");
-    let (ok, low, err) = kjit(&["dump", "matmul", "--target", "gfx90a", "--vgpr-budget", "8"]);
+    // 12: the tile step's `ds_read2_b32` pairs raise the smallest budget the allocator
+    // accepts (one instruction's operands, the spill temporaries and a pair) from 8 to 11.
+    let (ok, low, err) = kjit(&[
+        "dump",
+        "matmul",
+        "--target",
+        "gfx90a",
+        "--vgpr-budget",
+        "12",
+    ]);
     assert!(ok, "{err}");
     let vgprs = |s: &str| -> u32 {
         s.lines()
@@ -125,15 +134,15 @@ fn a_lower_budget_changes_the_header_not_the_result() {
             .parse()
             .unwrap()
     };
-    assert!(vgprs(&low) <= 8, "{low}");
-    assert!(vgprs(&full) > 8, "{full}");
+    assert!(vgprs(&low) <= 12, "{low}");
+    assert!(vgprs(&full) > 12, "{full}");
     let (ok, out, err) = kjit(&[
         "run",
         "matmul",
         "--target",
         "gfx90a",
         "--vgpr-budget",
-        "8",
+        "12",
         "--device",
         "emu",
         "-n",

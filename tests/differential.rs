@@ -13,7 +13,7 @@ use kjit_runtime::emu::gcn::GcnEmulator;
 fn sizes(name: &str) -> Vec<usize> {
     match name {
         "matmul" | "matmul_pipelined" => vec![5, 17, 33],
-        "hash_rounds" | "hash_chain" => vec![1, 67, 300],
+        "hash_rounds" | "hash_chain" | "hash_lanes" => vec![1, 67, 300],
         "softmax" | "seed_2d" | "stencil_pipelined" => vec![3, 70, 201],
         _ => vec![1, 67, 1000, 4099],
     }
@@ -123,6 +123,11 @@ fn hash_chain() {
 }
 
 #[test]
+fn hash_lanes() {
+    run_kernel("hash_lanes");
+}
+
+#[test]
 fn vector_add_pipelined() {
     run_kernel("vector_add_pipelined");
 }
@@ -150,6 +155,7 @@ fn every_library_kernel_is_covered() {
         "matmul",
         "hash_rounds",
         "hash_chain",
+        "hash_lanes",
         "vector_add_pipelined",
         "matmul_pipelined",
         "stencil_pipelined",

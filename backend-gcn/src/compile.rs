@@ -297,6 +297,13 @@ impl Selected {
             default: DefaultCache::default(),
         }
     }
+
+    /// [`crate::schedule::vgpr_pressure_floor`] of the selected code, computed on first use.
+    fn pressure_floor(&self) -> u32 {
+        *self
+            .floor
+            .get_or_init(|| crate::schedule::vgpr_pressure_floor(&self.mf))
+    }
 }
 
 /// Schedules by (VGPR bound, verified).
@@ -639,10 +646,7 @@ fn allocate_ladder(
         Ok(p) => memory_spills(p) > (0, 0),
         Err(_) => true,
     };
-    let below = (1..=sel.target.max_waves_per_simd())
-        .map(|w| sel.target.registers_for_waves_per_simd(w))
-        .find(|&l| l < b);
-    match below {
+    match ladder_below(sel.target, b) {
         Some(l) if spills_to_memory => {
             let smaller = RegallocOptions {
                 vgpr_budget: Some(l),
@@ -656,6 +660,65 @@ fn allocate_ladder(
         }
         _ => own,
     }
+}
+
+/// The next budget below `b` on the target's occupancy ladder, where [`allocate_ladder`] looks
+/// when `b`'s own allocation keeps values in memory.
+fn ladder_below(target: Target, b: u32) -> Option<u32> {
+    (1..=target.max_waves_per_simd())
+        .map(|w| target.registers_for_waves_per_simd(w))
+        .find(|&l| l < b)
+}
+
+/// Whether [`allocate_monotonic`] under VGPR budget `b` (and `ra`'s SGPR budget) surely keeps
+/// values in memory or fails, told with as few allocations as [`allocate_in_budget`]'s rules
+/// allow: when neither the latency schedule nor any bound of [`schedule_limits`] has at most
+/// `b` VGPRs live (the floor, or each schedule's pressure, says so), only the last bound is
+/// allocated, and after it only guided bounds ([`guided_bound`]) can still reach the budget.
+/// Their schedules are made; an allocation only where it may guide a further bound: a schedule
+/// `p` dwords above the budget keeps at least `p` dwords in memory (at least 1), so its guided
+/// bound is at most its own less that. The same holds for the ladder's budgets below. The
+/// default compile's level search ([`default_allocation`]) refuses such a level without the
+/// rest of its allocations (hash_chain at gfx942 level 8: bound 56 schedules 115 live VGPRs and
+/// keeps 54 dwords in scratch; its guided bound 2 schedules 115 again, and its allocation, a
+/// spilling regalloc2 run that cost an eighth of the default compile, is not made). A scheduling
+/// error answers `false` (the allocation then reports it).
+fn surely_in_memory(sel: &Selected, b: u32, ra: &RegallocOptions, t: &mut StageTimings) -> bool {
+    let check = ra.run_checker;
+    let over = |bound: Option<u32>, t: &mut StageTimings| {
+        scheduled_cached(sel, bound, check, t).map_or(None, |s| (s.pressure > b).then_some(s))
+    };
+    let limits = schedule_limits(b);
+    if sel.pressure_floor() <= b
+        && !std::iter::once(None)
+            .chain(limits.iter().copied().map(Some))
+            .all(|bound| over(bound, t).is_some())
+    {
+        return false;
+    }
+    let ra = RegallocOptions {
+        vgpr_budget: Some(b),
+        ..*ra
+    };
+    let (mut at, mut guided) = (*limits.last().expect("at least one bound"), 0);
+    if over(Some(at), t).is_none() {
+        return false;
+    }
+    let mut q = allocated(sel, Some(at), &ra, t);
+    while let Ok(p) = &q {
+        let Some(next) = guided_bound(at, p).filter(|_| guided < GUIDED_BOUNDS) else {
+            break;
+        };
+        let Some(s) = over(Some(next), t) else {
+            return false;
+        };
+        guided += 1;
+        if guided == GUIDED_BOUNDS || next <= (s.pressure - b).max(1) {
+            break;
+        }
+        (at, q) = (next, allocated(sel, Some(next), &ra, t));
+    }
+    ladder_below(sel.target, b).is_none_or(|l| surely_in_memory(sel, l, &ra, t))
 }
 
 /// The allocation under VGPR budget `b` alone. The latency schedule first, so that a kernel
@@ -700,10 +763,7 @@ fn allocate_in_budget(
     // No schedule has less pressure than the floor: above the budget, only the last bound is
     // scheduled (and allocated, as it always is). The latency schedule, which every budget
     // tries first, is made anyway.
-    let floor = || {
-        *sel.floor
-            .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf))
-    };
+    let floor = || sel.pressure_floor();
     let mut guided = 0;
     // The best allocation so far, and the bound of its schedule.
     let mut best: Option<Result<PhysFunction, CompileError>> = None;
@@ -834,9 +894,7 @@ fn occupancy_target(sel: &Selected, reached: u32) -> Option<u32> {
     if reached >= by_lds {
         return None;
     }
-    let floor = *sel
-        .floor
-        .get_or_init(|| crate::schedule::vgpr_pressure_floor(&sel.mf));
+    let floor = sel.pressure_floor();
     Some(by_lds.min(sel.target.waves_per_simd_for_registers(floor)))
 }
 
@@ -860,12 +918,13 @@ fn lds_occupancy(sel: &Selected) -> crate::codeobj::descriptor::Occupancy {
 /// waves (by its VGPRs) than [`occupancy_target`], the levels above it are compiled, each as
 /// `--occupancy` would (schedules bounded by the level's budget): the next level first (when
 /// that gives up something, the search stops), then from the target down; the highest that
-/// gives up nothing is taken: nothing more in scratch or AGPR slots, no more
+/// gives up nothing is taken: nothing more in scratch or AGPR slots (a level that
+/// [`surely_in_memory`] is refused without allocating it), no more
 /// instructions and `s_waitcnt`s, and at every loop depth at least as many loads left in
 /// flight by its waits ([`WaitProfile`]). When the next level gives up something, the
 /// schedules bounded by the reached level's budget are tried, and one that gives up nothing
-/// with fewer VGPRs is taken (the same waves, less register file). hash_chain's lookups form one dependence chain (all
-/// its waits are `vmcnt(0)` in either schedule): gfx942 level 7, 64 VGPRs and 8 waves instead
+/// with fewer VGPRs is taken (the same waves, less register file). hash_chain's lookups form
+/// one dependence chain (all its waits are `vmcnt(0)` in either schedule): gfx942 level 7, 64 VGPRs and 8 waves instead
 /// of 119 and 4, the same 793 instructions. hash_rounds' 40 independent gathers of a round are
 /// in flight together only in the latency schedule, which it keeps. Made once per
 /// [`Selected`] kernel; a kernel whose latency schedule already reaches the target (every
@@ -898,6 +957,10 @@ fn default_allocation(
                 sgpr_budget: b.sgprs,
                 run_checker: check,
             };
+            // Nothing in memory is what `free` keeps: a level that surely spills gives up that.
+            if memory_spills(&free) == (0, 0) && surely_in_memory(sel, b.vgprs, &ra, t) {
+                return Ok(None);
+            }
             Ok(allocate_monotonic(sel, b.vgprs, &ra, t).ok().filter(|p| {
                 memory_spills(p) <= memory_spills(&free)
                     && profile(p, t).gives_up_nothing_against(&baseline)

@@ -551,7 +551,6 @@ impl Allocator {
         let vgprs::VgprLayout {
             ref alloc_vgpr,
             ref edit_vgpr,
-            pair_map,
             vweb_base,
             top,
             ref slot_vgpr,
@@ -710,7 +709,6 @@ impl Allocator {
             int_map,
             alloc_vgpr,
             edit_vgpr,
-            pair_map,
             vweb_base,
             web_ix: {
                 let mut ix = vec![u32::MAX; p.mf.vregs.len()];
@@ -1238,10 +1236,9 @@ struct Ctx<'a> {
     out: &'a ra::Output,
     /// Register of each `Int`/`Float`/`Vector` PReg (by `hw_enc`): SGPR, VGPR, first VGPR.
     int_map: [u16; 64],
-    /// VGPR of each `Float` allocation and edit side (`vgprs::VgprLayout`).
+    /// First VGPR of each `Float`/`Vector` allocation and edit side (`vgprs::VgprLayout`).
     alloc_vgpr: Vec<u16>,
     edit_vgpr: Vec<[u16; 2]>,
-    pair_map: [u16; 64],
     vweb_base: u16,
     /// `w.web_of` as a dense table by vreg index (`u32::MAX`: not a web vreg), so that emitting
     /// a tuple operand does not hash.
@@ -1287,12 +1284,13 @@ impl Ctx<'_> {
         self.slot_at(a.as_stack().map(|s| s.index()).unwrap_or(0))
     }
 
-    /// Register `r`, a `Float` PReg being on `vgpr` there (its values have VGPRs of their own).
+    /// Register `r`, a `Float`/`Vector` PReg being on `vgpr` there (its values have VGPRs of
+    /// their own).
     fn preg(&self, r: PReg, vgpr: u16) -> Operand {
         match r.class() {
             ra::RegClass::Int => Operand::s(self.int_map[r.hw_enc()]),
             ra::RegClass::Float => Operand::v(vgpr),
-            ra::RegClass::Vector => Operand::vr(self.pair_map[r.hw_enc()], 2),
+            ra::RegClass::Vector => Operand::vr(vgpr, 2),
         }
     }
 
@@ -1463,7 +1461,7 @@ impl Ctx<'_> {
                         body.push(mov(Opcode::VMovB32, self.preg(t, vt), self.preg(f, vf)))
                     }
                     ra::RegClass::Vector => {
-                        let (a, b) = (self.pair_map[f.hw_enc()], self.pair_map[t.hw_enc()]);
+                        let (a, b) = (vf, vt);
                         for k in 0..2 {
                             body.push(mov(Opcode::VMovB32, Operand::v(b + k), Operand::v(a + k)));
                         }

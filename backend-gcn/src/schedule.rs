@@ -24,7 +24,8 @@
 //! Priority: the longest latency path to the end of the block (loads weigh most), then the
 //! original order, so instructions that only feed the terminator (its SCC/VCC/EXEC producers)
 //! stay last. LDS and scalar loads are counted by `lgkmcnt`, which holds at most 15: a load is
-//! back once 15 later ones have issued (issuing the 16th waits for the oldest). A ready
+//! back once 15 later ones have issued (issuing the 16th waits for the oldest) or once an
+//! instruction reading it has gone (it waited: the second reader of a `ds_read2_b32`). A ready
 //! instruction whose loads are all back in that sense needs no wait, so it goes before another
 //! such load: hoisting more would hold more VGPRs for no latency hidden (matmul's 32 reads of
 //! a tile step were all issued first). A short ALU tail (no load, MFMA or slow-result op at or
@@ -160,27 +161,57 @@ pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
     let sizes = vgpr_sizes(mf);
     let size = |v: VReg| sizes[v.index()];
     let mut most = 0;
+    // Dwords of a live VGPR pair that are still to be read (bit `k`): an `Extract` of one
+    // dword reads only its dword, and the allocator lays the single on it (a `ds_read2_b32`'s
+    // halves are counted once, not as a pair and two singles).
+    let mut dwords = vec![0u8; mf.vregs.len()];
     for (b, bd) in mf.blocks.iter() {
         let mut live = live_at_end(&lv, b, bd);
+        for v in live.iter() {
+            dwords[v] = 3;
+        }
         let mut n: u32 = live.iter().map(|v| sizes[v]).sum();
         most = most.max(n);
         for inst in bd.insts.iter().rev() {
             for d in inst.defs() {
                 if !live.contains(d.index()) {
                     live.insert(d.index());
+                    dwords[d.index()] = 3;
                     n += size(d);
                 }
             }
             most = most.max(n);
             for d in inst.defs() {
                 live.remove(d.index());
-                n -= size(d);
+                n -= match size(d) {
+                    2 => dwords[d.index()].count_ones(),
+                    s => s,
+                };
             }
-            for u in inst.uses() {
-                if !live.contains(u.index()) {
-                    live.insert(u.index());
-                    n += size(u);
+            let half = match (inst.opcode, inst.ops.as_slice()) {
+                (MOpcode::Extract(k), [MOperand::Def(d), MOperand::Use(_)]) if size(*d) == 1 => {
+                    Some(1u8 << k)
                 }
+                _ => None,
+            };
+            for u in inst.uses() {
+                let want = match (half, size(u)) {
+                    (Some(bit), 2) => bit,
+                    (_, 2) => 3,
+                    _ => {
+                        if live.insert_new(u.index()) {
+                            n += size(u);
+                        }
+                        continue;
+                    }
+                };
+                let have = if live.insert_new(u.index()) {
+                    0
+                } else {
+                    dwords[u.index()]
+                };
+                n += (want & !have).count_ones();
+                dwords[u.index()] = have | want;
             }
             most = most.max(n);
         }
@@ -276,6 +307,8 @@ struct Node {
     latency: u32,
     /// An LDS or scalar-memory load: counted by `lgkmcnt`.
     lgkm_load: bool,
+    /// An `Extract`: its result is part of its source (a reader of it reads the source's load).
+    forwards: bool,
     /// An ALU result not ready for the next instruction: the opcode's latency on the target
     /// is above a pass's 4 cycles (`v_mul_lo_u32`, MFMA, transcendentals), so a dependent
     /// instruction right after it waits.
@@ -320,6 +353,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
         live_in: matches!(i.opcode, MOpcode::LiveIn(_)),
         latency: 0,
         lgkm_load: false,
+        forwards: matches!(i.opcode, MOpcode::Extract(_)),
         slow_result: false,
         matrix_busy: 0,
         vmem: false,
@@ -530,6 +564,8 @@ struct BlockDag {
     lgkm_load: Vec<bool>,
     /// Per node that is not such a load: the such loads of the block whose results it reads.
     lgkm_reads: Vec<Vec<usize>>,
+    /// Per node: an `Extract` (no instruction of its own, so it waits for nothing).
+    forwards: Vec<bool>,
     /// Per node: the latency its successors wait for, in the DAG's cycles.
     latency: Vec<u32>,
     /// Per node: cycles an MFMA holds the matrix unit, 0 for other nodes (empty: the block
@@ -566,6 +602,7 @@ fn block_dag(
         frees: Vec::new(),
         lgkm_load: Vec::new(),
         lgkm_reads: Vec::new(),
+        forwards: Vec::new(),
         latency: Vec::new(),
         matrix_busy: Vec::new(),
         vmem: Vec::new(),
@@ -618,8 +655,15 @@ fn block_dag(
         for v in &nd.uses {
             if let Some(d) = t.def_at[v.index()] {
                 edge(d, k, &mut succs, &mut npred);
-                if nodes[d].lgkm_load && !nd.lgkm_load && !lgkm_reads[k].contains(&d) {
-                    lgkm_reads[k].push(d);
+                let loads = match (nodes[d].lgkm_load, nodes[d].forwards) {
+                    (true, _) => vec![d],
+                    (false, true) => lgkm_reads[d].clone(),
+                    _ => Vec::new(),
+                };
+                for d in loads {
+                    if !nd.lgkm_load && !lgkm_reads[k].contains(&d) {
+                        lgkm_reads[k].push(d);
+                    }
                 }
             }
         }
@@ -744,6 +788,7 @@ fn block_dag(
     dag.height = height;
     dag.lgkm_load = nodes.iter().map(|nd| nd.lgkm_load).collect();
     dag.lgkm_reads = lgkm_reads;
+    dag.forwards = nodes.iter().map(|nd| nd.forwards).collect();
     dag.latency = nodes.iter().map(|nd| nd.latency.max(1)).collect();
     if nodes.iter().any(|nd| nd.matrix_busy > 0) {
         dag.matrix_busy = nodes.iter().map(|nd| nd.matrix_busy).collect();
@@ -829,11 +874,14 @@ impl BlockDag {
         };
         // Per scheduled LDS/scalar load: how many such loads were scheduled before it.
         let mut seq: Vec<usize> = vec![0; n];
+        // Per LDS/scalar load: a scheduled instruction read its result, so it waited for it.
+        let mut waited: Vec<bool> = vec![false; n];
         let mut matrix = (!self.matrix_busy.is_empty()).then(|| MatrixFeed::new(self));
         let mut issued = 0usize;
         while !ready.is_empty() {
             // A load is known back once `lgkmcnt`'s range of later loads has issued (the
-            // counter cannot count more, so issuing them waited for it). While a ready
+            // counter cannot count more, so issuing them waited for it) or an instruction
+            // reading it went before (it waited: a `ds_read2_b32`'s second half). While a ready
             // non-load reads only loads known back, it needs no `s_waitcnt`: it goes before
             // another such load, which would only hold a VGPR longer.
             let free_consumer = issued > LGKMCNT_MAX as usize
@@ -843,7 +891,7 @@ impl BlockDag {
                     !loads.is_empty()
                         && loads
                             .iter()
-                            .all(|&d| issued - seq[d] > LGKMCNT_MAX as usize)
+                            .all(|&d| waited[d] || issued - seq[d] > LGKMCNT_MAX as usize)
                 });
             let allowed = |k: usize| !(free_consumer && self.lgkm_load[k]);
             let fits = |k: usize| limit.is_none_or(|l| live as i64 + ds[k].max(0) <= l as i64);
@@ -874,9 +922,14 @@ impl BlockDag {
             if let Some(m) = &mut matrix {
                 m.issue(k, &self.succs[k]);
             }
+            if !self.forwards[k] {
+                for &d in &self.lgkm_reads[k] {
+                    waited[d] = true;
+                }
+            }
             if self.lgkm_load[k] {
                 seq[k] = issued;
-                issued += 1;
+                issued += self.def_size[k].max(1) as usize;
             }
             if limit.is_some() {
                 live = (live as i64 + ds[k]).max(0) as u32;

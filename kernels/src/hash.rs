@@ -33,21 +33,21 @@ fn rot(j: usize) -> u32 {
 }
 
 /// Initial state word `j` from the work-item's seed.
-fn init(seed: u32, j: usize) -> u32 {
+pub(crate) fn init(seed: u32, j: usize) -> u32 {
     seed.wrapping_mul(0x9e37_79b1_u32.wrapping_add(2 * j as u32)) ^ j as u32
 }
 
 /// The hash of a final state: `h0` xor every word times an odd constant.
-fn fold_state(h0: u32, s: &[u32]) -> u32 {
+pub(crate) fn fold_state(h0: u32, s: &[u32]) -> u32 {
     s.iter()
         .enumerate()
         .fold(h0, |h, (j, &v)| h ^ v.wrapping_mul(2 * j as u32 + 1))
 }
 
-/// The frame both hashes share: arguments `seeds`, `table`, `out`, `rounds`; every work-item
+/// The frame the hashes share (`hash_lanes` too): arguments `seeds`, `table`, `out`, `rounds`; every work-item
 /// `i < out.len()` starts `words` state words from `seeds[i]` ([`init`]), runs `rounds` through
 /// `body` (which returns the hash's initial value), and stores the [`fold_state`] of the state.
-fn hash_kernel(
+pub(crate) fn hash_kernel(
     name: &str,
     words: usize,
     body: impl for<'k> FnOnce(
@@ -82,9 +82,9 @@ fn hash_kernel(
     k.finish()
 }
 
-/// Inputs of both hashes: `n` random seeds, a random table of `table` words, `rounds`, and
+/// Inputs of the hashes: `n` random seeds, a random table of `table` words, `rounds`, and
 /// workgroups of `block` work-items.
-fn hash_case(n: usize, seed: u64, table: usize, rounds: u32, block: u32) -> Case {
+pub(crate) fn hash_case(n: usize, seed: u64, table: usize, rounds: u32, block: u32) -> Case {
     let mut r = rng(seed);
     let seeds: Vec<u32> = (0..n).map(|_| r.random()).collect();
     let table: Vec<u32> = (0..table).map(|_| r.random()).collect();
@@ -106,7 +106,7 @@ fn hash_case(n: usize, seed: u64, table: usize, rounds: u32, block: u32) -> Case
 }
 
 /// The expected `out` of a hash case, from the CPU `hash(seed, table, rounds)`.
-fn hashes(c: &Case, hash: fn(u32, &[u32], u32) -> u32) -> Vec<BufferData> {
+pub(crate) fn hashes(c: &Case, hash: fn(u32, &[u32], u32) -> u32) -> Vec<BufferData> {
     let (seeds, table, rounds) = (u32s(c, 0), u32s(c, 1), u32_arg(c, 3));
     vec![BufferData::U32(
         seeds.iter().map(|&s| hash(s, table, rounds)).collect(),

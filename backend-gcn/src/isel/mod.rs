@@ -32,6 +32,7 @@
 //! inside a loop its uses are outside of.
 
 mod dce;
+mod ds_pairs;
 mod exec_fold;
 mod frag;
 mod idiv;
@@ -55,6 +56,7 @@ use crate::mir::{
 };
 use crate::Target;
 
+use ds_pairs::pair_lds_accesses;
 pub use order::LoopInfo;
 pub(crate) use valu::salu_reads_scc;
 
@@ -85,6 +87,7 @@ pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselEr
     kjit_ir::verify(func).map_err(|e| IselError::Invalid(e.to_string()))?;
     let mut s = Isel::new(func, target)?;
     s.run()?;
+    pair_lds_accesses(&mut s.mf);
     Ok(s.mf)
 }
 

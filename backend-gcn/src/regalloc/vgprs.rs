@@ -23,14 +23,19 @@
 //!
 //! A PReg holds many values over the kernel, and its live intervals are their union: a PReg
 //! live across a loop has few holes, so placing whole PRegs leaves registers idle (hash_rounds:
-//! 83 locations live at most, 92 VGPRs). So a `Float` PReg's values are placed apart where they
-//! can be: each *segment* — from a write to the last read before the next write, inside one
+//! 83 locations live at most, 92 VGPRs). So a `Float` or `Vector` PReg's values are placed apart
+//! where they can be: each *segment* — from a write to the last read before the next write, inside one
 //! block and not live out of it — is an item of its own for the first fit and the hints, and
 //! what crosses block boundaries is one item per web (the segments a PReg is live out of a
 //! block in and into its successors in, joined over the CFG edges). A segment has no CFG edge,
 //! so its VGPR may differ from the rest's without a move; writes at the position of the PReg's
 //! previous event (tied and reused operands, an instruction's read and write) continue the
-//! segment. The work-item id PRegs are not split (their first value arrives in `v0`..`v2`).
+//! segment. The work-item id PRegs keep their numbers in the entry block, where the
+//! dispatcher's values arrive in `v0`..`v2` (and over the CFG edges that value's web crosses);
+//! regalloc2's other values in them are segments like any other's. A pair's two dwords are live
+//! apart (a one-dword `Extract` frees its half), and a pair may be placed with the singles
+//! copied into or out of its dwords (sub-register coalescing, [`group_singles`]); results of an
+//! untied instruction are late defs ([`late_defs`]), so they may take a source dying there.
 //! Operands and regalloc2's moves then name VGPRs per occurrence (`alloc_vgpr`, `edit_vgpr`).
 //!
 //! Spill slots in spare VGPRs are registers too; [`layout_with_slots`] packs the single-VGPR
@@ -53,11 +58,12 @@ const MAX_VGPRS: usize = 256;
 
 /// Where regalloc2's used `Float` and `Vector` PRegs and the VGPR tuple area go.
 pub struct VgprLayout {
-    /// VGPR of each `Float` allocation (by index in `Output::allocs`; `NO_REG` for others).
+    /// First VGPR of each `Float` or `Vector` allocation (by index in `Output::allocs`;
+    /// `NO_REG` for others).
     pub alloc_vgpr: Vec<u16>,
-    /// VGPR of each edit's source and destination that is a `Float` PReg (`NO_REG` else).
+    /// First VGPR of each edit's source and destination that is a `Float` or `Vector` PReg
+    /// (`NO_REG` else).
     pub edit_vgpr: Vec<[u16; 2]>,
-    pub pair_map: [u16; 64],
     pub vweb_base: u16,
     /// One past the last VGPR of the layout (spare-VGPR slots go above).
     pub top: u16,
@@ -99,17 +105,18 @@ pub fn layout_with_slots(
     packing.best(waves).map(|l| packing.finish(&l))
 }
 
-/// Item numbers of the layouts: the part of `Float` PReg `h` that is not split (the
-/// work-item id PRegs) is `h`, `Vector` PReg `h` is `64 + h`, spill slot `s` (when slots are
-/// packed) is location `SEGS + s`, and segment `k` is item `Segments::base + k`.
+/// Item numbers of the layouts: work-item id PReg `h`'s values in the entry block (with the
+/// webs joined to them) are item `h`; as locations, `Float` PReg `h` is `h`, `Vector` PReg `h`
+/// is `64 + h` (the dense layout's registers), spill slot `s` (when slots are packed) is
+/// `SEGS + s`; segment `k` is item `Segments::base + k`.
 const SEGS: usize = 128;
 
-/// No item (an allocation that is not a `Float` PReg).
+/// No item (an allocation that is not a VGPR PReg).
 const NO_ITEM: u32 = u32::MAX;
 
-/// The `Float` PRegs' values (and the packed slots') split into items (module doc).
+/// The VGPR PRegs' values (and the packed slots') split into items (module doc).
 struct Segments {
-    /// Per allocation (`Output::allocs`): its item, `NO_ITEM` if not a `Float` PReg or a packed
+    /// Per allocation (`Output::allocs`): its item, `NO_ITEM` if not a VGPR PReg or a packed
     /// slot.
     alloc_item: Vec<u32>,
     /// Per edit: the items of its source and destination.
@@ -153,19 +160,24 @@ fn root(parent: &mut [u32], mut x: u32) -> u32 {
 }
 
 /// The events of regalloc2's VGPR PRegs (`Float` `h` at `h`, `Vector` `h` at `64 + h`) and of
-/// the spill slots `slots` marks (at `SEGS + s`), with the `Float` PRegs' (from `abi_n` on) and
-/// the slots' values renumbered as segment items, and the items of every operand and edit.
+/// the spill slots `slots` marks (at `SEGS + s`), with their values renumbered as segment
+/// items, and the items of every operand and edit. An instruction that `late` marks writes its
+/// results after its reads ([`late_defs`]).
 ///
 /// Inside a block, a write starts a new segment (unless the same instruction read the
 /// location: tied and reused operands continue it). Across blocks, the segment a location is
 /// live out of a block in and the one it is live into each successor in are one item (a web
 /// over the CFG edges): no edge needs a move, and a PReg's values that never meet over an edge
-/// (the state a loop reads and the one it writes for the next round) are placed apart.
+/// (the state a loop reads and the one it writes for the next round) are placed apart. The
+/// work-item id PRegs (below `abi_n`) are one segment in the entry block, where the
+/// dispatcher's values are, and its webs keep the PReg's own item; their other values are
+/// segments like any other's (matmul_pipelined's extracted `a` halves, kept on v0 otherwise).
 fn segments(
     func: &RaFunc,
     out: &ra::Output,
     abi_n: u32,
     slots: &[bool],
+    late: &[bool],
 ) -> (Vec<Vec<locs::Ev>>, Segments) {
     let n_loc = SEGS + slots.len();
     let mut evs = locs::events(
@@ -182,26 +194,33 @@ fn segments(
                 .filter(|s| slots.get(s.index()).copied().unwrap_or(false))
                 .map(|s| SEGS + s.index()),
         },
-        |_| false,
+        |i| late[i],
     );
-    let split = |x: usize| x >= SEGS || (x < 64 && x as u32 >= abi_n);
     let live_in = locs::live_in(func, &evs, n_loc);
     let nb = evs.len();
+    let entry = ra::Function::entry_block(func).index();
     // Segments (numbered from 0 here), with the location of each, and per block the segment
     // each location is live in at the start and at the end.
     let mut preg: Vec<u16> = Vec::new();
+    // The entry block's work-item id segments: their webs are the PRegs' own items.
+    let mut fixed: Vec<u32> = Vec::new();
     let mut ends: Vec<Vec<(usize, u32, u32)>> = vec![Vec::new(); nb];
     let mut cur: Vec<Option<u32>> = vec![None; n_loc];
     let mut last: Vec<(u32, bool)> = vec![(u32::MAX, false); n_loc];
     for (b, bevs) in evs.iter_mut().enumerate() {
         let live_out = locs::live_out(func, &live_in, b, n_loc);
+        let is_fixed = |x: usize| b == entry && (x as u32) < abi_n;
         let mut touched: Vec<usize> = Vec::new();
-        let new_seg = |x: usize, preg: &mut Vec<u16>| {
+        let mut new_seg = |x: usize, preg: &mut Vec<u16>| {
             preg.push(x as u16);
-            (preg.len() - 1) as u32
+            let k = (preg.len() - 1) as u32;
+            if is_fixed(x) {
+                fixed.push(k);
+            }
+            k
         };
         let mut starts: Vec<(usize, u32)> = Vec::new();
-        for x in live_in[b].iter().filter(|&x| split(x)) {
+        for x in live_in[b].iter() {
             let k = new_seg(x, &mut preg);
             cur[x] = Some(k);
             starts.push((x, k));
@@ -209,18 +228,15 @@ fn segments(
         }
         for ev in bevs.iter_mut() {
             let x = ev.loc;
-            if !split(x) {
-                continue;
-            }
             let operand = ev.origin & EDIT_ORIGIN == 0;
-            if cur[x].is_none() || (ev.write && last[x] != (ev.pos, true)) {
+            if cur[x].is_none() || (ev.write && last[x] != (ev.pos, true) && !is_fixed(x)) {
                 cur[x] = Some(new_seg(x, &mut preg));
                 touched.push(x);
             }
             last[x] = (ev.pos, operand);
             ev.loc = n_loc + cur[x].map_or(0, |k| k as usize);
         }
-        for x in live_out.iter().filter(|&x| split(x)) {
+        for x in live_out.iter() {
             let k = match cur[x] {
                 Some(k) => k,
                 None => new_seg(x, &mut preg),
@@ -252,21 +268,24 @@ fn segments(
             }
         }
     }
+    // Item of each root: the PReg's own for a web with a fixed segment, else a new one.
     let base = n_loc;
     let mut number = vec![u32::MAX; preg.len()];
+    for &k in &fixed {
+        let r = root(&mut parent, k) as usize;
+        number[r] = u32::from(preg[k as usize]);
+    }
     let mut item_preg: Vec<u16> = Vec::new();
     for k in 0..preg.len() as u32 {
         let r = root(&mut parent, k) as usize;
         if number[r] == u32::MAX {
-            number[r] = item_preg.len() as u32;
+            number[r] = (base + item_preg.len()) as u32;
             item_preg.push(preg[r]);
         }
     }
     for ev in evs.iter_mut().flatten() {
-        if ev.loc >= base {
-            let r = root(&mut parent, (ev.loc - base) as u32) as usize;
-            ev.loc = base + number[r] as usize;
-        }
+        let r = root(&mut parent, (ev.loc - base) as u32) as usize;
+        ev.loc = number[r] as usize;
     }
     let mut segs = Segments {
         alloc_item: vec![NO_ITEM; out.allocs.len()],
@@ -293,9 +312,6 @@ fn segments(
         }
     }
     for ev in evs.iter().flatten() {
-        if (64..SEGS).contains(&ev.loc) {
-            continue;
-        }
         let item = ev.loc as u32;
         if ev.origin & EDIT_ORIGIN != 0 {
             let o = (ev.origin & !EDIT_ORIGIN) as usize;
@@ -323,16 +339,22 @@ enum Hint {
     Single(usize),
 }
 
+/// A single's copy to or from a register: where, the copy's position, and (when the copy may
+/// make the two meet there, [`Segments::edge`]) whether the single is the copy's source.
+type HintAt = (Hint, u32, Option<bool>);
+
 /// Per item, the registers its copies go to or come from (module doc), with the position
-/// of the copy.
+/// of the copy; and per allocation (`Output::allocs`), the dwords of a pair it reads (bit
+/// `j`: dword `j`), 0 for all (an `Extract` of one dword reads only that one).
 fn hints(
     p: &Prepared,
     func: &RaFunc,
     out: &ra::Output,
     w: &Webs,
     segs: &Segments,
-) -> Vec<Vec<(Hint, u32, Option<bool>)>> {
-    let mut hints: Vec<Vec<(Hint, u32, Option<bool>)>> = vec![Vec::new(); segs.items()];
+) -> (Vec<Vec<HintAt>>, Vec<u8>) {
+    let mut hints: Vec<Vec<HintAt>> = vec![Vec::new(); segs.items()];
+    let mut half_reads = vec![0u8; out.allocs.len()];
     for (b, bd) in p.mf.blocks.iter() {
         for (k, mi) in bd.insts.iter().enumerate() {
             let gi = p.first_inst[b.index()] as usize + k;
@@ -347,7 +369,7 @@ fn hints(
                             Some(Hint::Single(segs.alloc_item[first + x as usize] as usize))
                         }
                         ra::RegClass::Vector => {
-                            Some(Hint::Pair(64 + allocs[x as usize].as_reg()?.hw_enc(), 0))
+                            Some(Hint::Pair(segs.alloc_item[first + x as usize] as usize, 0))
                         }
                         ra::RegClass::Int => None,
                     },
@@ -395,7 +417,11 @@ fn hints(
                 (MOpcode::Extract(k), [MOperand::Def(d), MOperand::Use(s)])
                     if p.mf.vregs[*d].dwords == 1 =>
                 {
-                    link(0, 1, at(1, *s).map(|t| offset(t, k as u16)), at(0, *d));
+                    let src = at(1, *s);
+                    if let (Some(Hint::Pair(..)), Some(x)) = (src, map[1]) {
+                        half_reads[first + x as usize] = 1 << k;
+                    }
+                    link(0, 1, src.map(|t| offset(t, k as u16)), at(0, *d));
                 }
                 _ => {}
             }
@@ -412,7 +438,7 @@ fn hints(
             hints[b].push((Hint::Single(a), pos, ok.then_some(false)));
         }
     }
-    hints
+    (hints, half_reads)
 }
 
 /// ABI singles keep their numbers, other singles follow densely (a PReg's segments on its
@@ -428,17 +454,18 @@ fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placem
             next += 1;
         }
     }
-    for (k, &h) in segs.preg.iter().enumerate() {
-        if (h as usize) < SEGS {
-            item_vgpr[segs.base + k] = item_vgpr[h as usize];
-        }
-    }
     let mut top = next.max(abi_n as u16);
     if used[ra::RegClass::Vector as usize] != 0 {
         top = top.next_multiple_of(2);
         for h in bits(used[ra::RegClass::Vector as usize]) {
             item_vgpr[64 + h] = top;
             top += 2;
+        }
+    }
+    // A PReg's segments on its register (the slots' have none here).
+    for (k, &h) in segs.preg.iter().enumerate() {
+        if (h as usize) < SEGS {
+            item_vgpr[segs.base + k] = item_vgpr[h as usize];
         }
     }
     let vweb_base = top.next_multiple_of(4);
@@ -490,7 +517,18 @@ struct Packing<'a> {
     segs: Segments,
     /// Per register of the tuple area: where any web on it is live.
     area: Vec<Intervals>,
-    hints: Vec<Vec<(Hint, u32, Option<bool>)>>,
+    hints: Vec<Vec<HintAt>>,
+    /// The pair items (`Vector` PRegs' crossing parts and segments), in order of first
+    /// position, and each item's index among them (`u32::MAX`: not a pair).
+    pairs: Vec<usize>,
+    pair_ix: Vec<u32>,
+    /// Per pair, where each of its two dwords is live (a one-dword `Extract` reads only its
+    /// dword, so a half that is extracted first is free from there on).
+    halves: Vec<[Intervals; 2]>,
+    /// Per pair, its halves with the singles copied into or out of them that can share their
+    /// registers ([`group_singles`]), and those singles with the dword they go on.
+    groups: Vec<[Intervals; 2]>,
+    grouped: Vec<Vec<(usize, u16)>>,
 }
 
 impl<'a> Packing<'a> {
@@ -501,7 +539,7 @@ impl<'a> Packing<'a> {
         slots: &[bool],
     ) -> Packing<'a> {
         let (func, w) = (&a.func, &a.w);
-        let (evs, segs) = segments(func, out, a.abi_n, slots);
+        let (evs, segs) = segments(func, out, a.abi_n, slots, &late_defs(a));
         let ivs = locs::intervals(func, &evs, segs.items());
         let mut area = vec![Intervals::default(); a.vweb_size as usize];
         for (r, span) in w.dword_spans(RegClass::Vgpr) {
@@ -510,7 +548,15 @@ impl<'a> Packing<'a> {
         for r in &mut area {
             r.normalize();
         }
-        let hints = hints(&a.p, func, out, w, &segs);
+        let (hints, half_reads) = hints(&a.p, func, out, w, &segs);
+        let mut pairs = items(&segs, &ivs, true);
+        pairs.sort_by_key(|&x| (ivs[x].start(), x));
+        let mut pair_ix = vec![u32::MAX; ivs.len()];
+        for (i, &x) in pairs.iter().enumerate() {
+            pair_ix[x] = i as u32;
+        }
+        let halves = halves(func, &evs, &pair_ix, &half_reads, pairs.len());
+        let (groups, grouped) = group_singles(a.abi_n, &ivs, &hints, &pair_ix, &halves);
         Packing {
             used,
             abi_n: a.abi_n,
@@ -519,6 +565,11 @@ impl<'a> Packing<'a> {
             segs,
             area,
             hints,
+            pairs,
+            pair_ix,
+            halves,
+            groups,
+            grouped,
         }
     }
 
@@ -526,15 +577,19 @@ impl<'a> Packing<'a> {
         dense(self.used, self.abi_n, self.vweb_size, &self.segs)
     }
 
-    /// The better of the two packings (module doc): most waves, then fewest copies left, then
+    /// The best of the packings (module doc): most waves, then fewest copies left, then
     /// fewest VGPRs.
     fn best(&self, waves: &dyn Fn(u32) -> u32) -> Option<Placement> {
         let key = |(l, misses): &(Placement, usize)| {
             (std::cmp::Reverse(waves(l.top as u32)), *misses, l.top)
         };
-        [false, true]
+        // Grouped placements only where some pair has singles to group (else they are the
+        // ungrouped ones again).
+        let any_group = self.grouped.iter().any(|g| !g.is_empty());
+        [(true, false), (true, true), (false, false), (false, true)]
             .into_iter()
-            .filter_map(|hinted_first| self.place(hinted_first))
+            .filter(|&(grouped, _)| any_group || !grouped)
+            .filter_map(|(grouped, hinted_first)| self.place(grouped, hinted_first))
             .min_by_key(key)
             .map(|(l, _)| l)
     }
@@ -546,8 +601,6 @@ impl<'a> Packing<'a> {
             NO_ITEM => NO_REG,
             i => chosen.item_vgpr[i as usize],
         };
-        let mut pair_map = [NO_REG; 64];
-        pair_map.copy_from_slice(&chosen.item_vgpr[64..SEGS]);
         let mut slot_vgpr = vec![NO_REG; segs.base - SEGS];
         for (k, &x) in segs.preg.iter().enumerate() {
             if let Some(v) = slot_vgpr.get_mut((x as usize).wrapping_sub(SEGS)) {
@@ -563,7 +616,6 @@ impl<'a> Packing<'a> {
                 .iter()
                 .map(|&[f, t]| [at(f), at(t)])
                 .collect(),
-            pair_map,
             vweb_base: chosen.vweb_base,
             top: chosen.top,
             slot_vgpr,
@@ -571,9 +623,10 @@ impl<'a> Packing<'a> {
     }
 
     /// First fit over the live intervals with the hints (module doc), the singles whose
-    /// hinted register is free first when `hinted_first`; with the number of hinted singles
-    /// that got none of their registers (`None`: past the file).
-    fn place(&self, hinted_first: bool) -> Option<(Placement, usize)> {
+    /// hinted register is free first when `hinted_first`, each pair placed with the singles
+    /// that share its registers when `grouped`; with the number of hinted singles that got
+    /// none of their registers (`None`: past the file).
+    fn place(&self, grouped: bool, hinted_first: bool) -> Option<(Placement, usize)> {
         let Packing {
             used,
             abi_n,
@@ -581,8 +634,10 @@ impl<'a> Packing<'a> {
             ref ivs,
             ref area,
             ref hints,
+            ref pair_ix,
             ..
         } = *self;
+
         let mut occ = Occupancy {
             regs: vec![Vec::new(); MAX_VGPRS],
             top: abi_n as usize,
@@ -600,24 +655,40 @@ impl<'a> Packing<'a> {
             occ.take(base, &lives);
             vweb_base = base as u16;
         }
-        let by_start = |items: &mut Vec<usize>| items.sort_by_key(|&x| (ivs[x].start(), x));
-        let mut pairs: Vec<usize> = bits(used[ra::RegClass::Vector as usize])
-            .map(|h| 64 + h)
-            .collect();
-        by_start(&mut pairs);
-        for x in pairs {
-            let l = &ivs[x];
-            let base = occ.first_fit(&[l, l], 2)?;
-            occ.take(base, &[l, l]);
+        // Per pair: placed with its singles. A group goes where the pair alone would not end
+        // lower (a long-lived single can push it up; then the singles take their chances).
+        let mut with_group = vec![false; self.pairs.len()];
+        for (i, &x) in self.pairs.iter().enumerate() {
+            let [h0, h1] = &self.halves[i];
+            let mut base = occ.first_fit(&[h0, h1], 2)?;
+            if grouped && !self.grouped[i].is_empty() {
+                let [g0, g1] = &self.groups[i];
+                let g = occ.first_fit(&[g0, g1], 2)?;
+                if g + 2 <= occ.top.max(base + 2) {
+                    base = g;
+                    with_group[i] = true;
+                    for &(s, j) in &self.grouped[i] {
+                        item_vgpr[s] = base as u16 + j;
+                    }
+                }
+            }
+            let lives = if with_group[i] {
+                &self.groups[i]
+            } else {
+                &self.halves[i]
+            };
+            occ.take(base, &[&lives[0], &lives[1]]);
             item_vgpr[x] = base as u16;
         }
-        // The PRegs' parts that cross blocks (none when all their values are segments), and
-        // the segments.
-        let mut singles: Vec<usize> = bits(used_f)
-            .chain(self.segs.base..ivs.len())
-            .filter(|&x| !ivs[x].0.is_empty())
-            .collect();
-        by_start(&mut singles);
+        let pair_lives = |i: usize| {
+            if with_group[i] {
+                &self.groups[i]
+            } else {
+                &self.halves[i]
+            }
+        };
+        let mut singles = items(&self.segs, ivs, false);
+        singles.sort_by_key(|&x| (ivs[x].start(), x));
         let mut misses = 0;
         // With `hinted_first`, the singles whose hinted register is free go first: those copied to
         // or from a pair or the tuple area (placed already), then those of regalloc2's moves.
@@ -640,9 +711,10 @@ impl<'a> Packing<'a> {
                     return None;
                 }
                 let (r, live) = match t {
-                    Hint::Pair(x, o) if item_vgpr[x] != NO_REG => {
-                        ((item_vgpr[x] + o) as usize, &ivs[x])
-                    }
+                    Hint::Pair(x, o) if item_vgpr[x] != NO_REG => (
+                        (item_vgpr[x] + o) as usize,
+                        &pair_lives(pair_ix[x] as usize)[o as usize],
+                    ),
                     Hint::Area(r) if vweb_size > 0 => {
                         (vweb_base as usize + r as usize, &area[r as usize])
                     }
@@ -679,6 +751,148 @@ impl<'a> Packing<'a> {
         };
         Some((placement, misses))
     }
+}
+
+/// Per instruction (regalloc2's numbering): a real instruction whose VGPR results are all
+/// late defs without a tie, so (as regalloc2 allows) a result may take the register of a
+/// source that dies there: `v_fma_f32 v0, v1, v2, v0` keeps a sum in one VGPR.
+fn late_defs(a: &super::Allocator) -> Vec<bool> {
+    use ra::Function as _;
+    let mut late = vec![false; a.func.num_insts()];
+    for (b, bd) in a.p.mf.blocks.iter() {
+        for (k, mi) in bd.insts.iter().enumerate() {
+            let gi = a.p.first_inst[b.index()] as usize + k;
+            late[gi] = matches!(mi.opcode, MOpcode::Isa(_))
+                && mi.tied.is_none()
+                && a.func.inst_operands(ra::Inst::new(gi)).iter().all(|o| {
+                    o.kind() == ra::OperandKind::Use
+                        || (o.pos() == ra::OperandPos::Late
+                            && !matches!(o.constraint(), ra::OperandConstraint::Reuse(_)))
+                });
+        }
+    }
+    late
+}
+
+/// The segment items of the pairs (`pairs`) or of the singles (every VGPR value but the
+/// work-item ids' in the entry block, which keep their PRegs' items, is in a segment).
+fn items(segs: &Segments, ivs: &[Intervals], pairs: bool) -> Vec<usize> {
+    (0..segs.preg.len())
+        .filter(|&k| (64..SEGS).contains(&usize::from(segs.preg[k])) == pairs)
+        .map(|k| segs.base + k)
+        .filter(|&x| !ivs[x].0.is_empty())
+        .collect()
+}
+
+/// Where each dword of each pair (by `pair_ix`) is live: the pairs' events (`evs`, by item)
+/// per dword, a read by a one-dword `Extract` (`half_reads`) on its dword only.
+fn halves(
+    func: &RaFunc,
+    evs: &[Vec<locs::Ev>],
+    pair_ix: &[u32],
+    half_reads: &[u8],
+    n: usize,
+) -> Vec<[Intervals; 2]> {
+    let dword_evs: Vec<Vec<locs::Ev>> = evs
+        .iter()
+        .map(|bevs| {
+            let mut out = Vec::new();
+            for ev in bevs {
+                let Some(&i) = pair_ix.get(ev.loc).filter(|&&i| i != u32::MAX) else {
+                    continue;
+                };
+                let mask = match ev.origin {
+                    o if !ev.write && o & EDIT_ORIGIN == 0 && half_reads[o as usize] != 0 => {
+                        half_reads[o as usize]
+                    }
+                    _ => 3,
+                };
+                for j in (0..2).filter(|j| mask & (1 << j) != 0) {
+                    out.push(locs::Ev {
+                        loc: 2 * i as usize + j,
+                        ..*ev
+                    });
+                }
+            }
+            out
+        })
+        .collect();
+    let mut ivs = locs::intervals(func, &dword_evs, 2 * n).into_iter();
+    (0..n)
+        .map(|_| {
+            [
+                ivs.next().unwrap_or_default(),
+                ivs.next().unwrap_or_default(),
+            ]
+        })
+        .collect()
+}
+
+/// Sub-register coalescing: per pair, the singles copied into or out of one of its dwords
+/// (`Build`, `Extract`) whose live intervals meet that dword's only at the copy
+/// ([`copy_meets`]) and no other single's taken for it; each single goes with the first pair
+/// (in order of first position) that takes it. Gives per pair the union of each dword's
+/// intervals with its singles', and the singles with their dword.
+#[allow(clippy::type_complexity)]
+fn group_singles(
+    abi_n: u32,
+    ivs: &[Intervals],
+    hints: &[Vec<HintAt>],
+    pair_ix: &[u32],
+    halves: &[[Intervals; 2]],
+) -> (Vec<[Intervals; 2]>, Vec<Vec<(usize, u16)>>) {
+    let mut partners: Vec<Vec<(u32, usize, u16, bool)>> = vec![Vec::new(); halves.len()];
+    for (s, hs) in hints.iter().enumerate() {
+        for &(h, pos, ok) in hs {
+            if let (Hint::Pair(x, j @ 0..=1), Some(me_src)) = (h, ok) {
+                if let Some(p) = partners.get_mut(pair_ix[x] as usize) {
+                    p.push((pos, s, j, me_src));
+                }
+            }
+        }
+    }
+    // The work-item id registers stay where the dispatcher puts them.
+    let mut taken: Vec<bool> = (0..ivs.len()).map(|x| x < abi_n as usize).collect();
+    let mut groups = halves.to_vec();
+    let mut grouped: Vec<Vec<(usize, u16)>> = vec![Vec::new(); halves.len()];
+    for (i, ps) in partners.iter_mut().enumerate() {
+        ps.sort_unstable();
+        // Whether single `s` can join dword `j` meeting `partner` at the copy at `pos` only
+        // (none of the dword's other values or singles live with it).
+        let joins =
+            |s: usize, j: u16, partner: &Intervals, pos, me_src, grouped: &[(usize, u16)]| {
+                copy_meets(partner, &ivs[s], pos, me_src)
+                    && (std::ptr::eq(partner, &halves[i][j as usize])
+                        || !halves[i][j as usize].overlaps(&ivs[s]))
+                    && grouped.iter().all(|&(t, k)| {
+                        k != j || std::ptr::eq(partner, &ivs[t]) || !ivs[t].overlaps(&ivs[s])
+                    })
+            };
+        let mut work = Vec::new();
+        for &(pos, s, j, me_src) in ps.iter() {
+            if !taken[s] && joins(s, j, &halves[i][j as usize], pos, me_src, &grouped[i]) {
+                taken[s] = true;
+                grouped[i].push((s, j));
+                work.push((s, j));
+            }
+        }
+        // Then the singles regalloc2 moves the grouped ones to or from (a value it split).
+        while let Some((s, j)) = work.pop() {
+            for &(h, pos, ok) in &hints[s] {
+                if let (Hint::Single(t), Some(s_src)) = (h, ok) {
+                    if !taken[t] && joins(t, j, &ivs[s], pos, !s_src, &grouped[i]) {
+                        taken[t] = true;
+                        grouped[i].push((t, j));
+                        work.push((t, j));
+                    }
+                }
+            }
+        }
+        for &(s, j) in &grouped[i] {
+            groups[i][j as usize].merge(&ivs[s]);
+        }
+    }
+    (groups, grouped)
 }
 
 /// Which singles a pass of [`packed`] places.

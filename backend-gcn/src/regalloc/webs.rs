@@ -56,7 +56,7 @@ impl Intervals {
     }
     /// Adds every position of `o`: one pass over both when they are sorted (as they are,
     /// normalized or touching only), what [`Intervals::normalize`] gives for their union.
-    fn merge(&mut self, o: &Intervals) {
+    pub fn merge(&mut self, o: &Intervals) {
         let (a, b) = (&self.0, &o.0);
         if !(a.is_sorted() && b.is_sorted()) {
             self.0.extend_from_slice(&o.0);

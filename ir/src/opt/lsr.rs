@@ -356,13 +356,14 @@ pub fn reduce_strength(func: &mut Function) -> usize {
     let loops = find_loops(func, &cfg, &dom);
     let uni = Uniformity::compute(func);
     let mut added = 0;
+    // The kernel after DCE without a rewrite, until one is kept: made once for the loops
+    // whose trials are rejected (the gemm's k loops), not once per loop.
+    let mut base: Option<Function> = None;
     for l in &loops {
         let Some(pre) = l.preheader else { continue };
         let [latch] = l.latches[..] else { continue };
         let in_loop =
             |f: &Function| -> usize { l.blocks.iter().map(|&b| f.blocks[b].insts.len()).sum() };
-        // The loop's and the kernel's sizes after DCE without the rewrite, until one is kept.
-        let mut base: Option<(usize, usize)> = None;
         for iv in inductions(func, l, pre, latch) {
             // Tried on a copy, cleaned up as the optimizer will: kept only when the loop gets
             // shorter and the kernel no longer (a single product of a uniform counter is one
@@ -374,11 +375,12 @@ pub fn reduce_strength(func: &mut Function) -> usize {
             }
             super::gvn::number_values(&mut trial);
             super::dce::remove_dead_code(&mut trial);
-            let (base_loop, base_all) = *base.get_or_insert_with(|| {
+            let b = base.get_or_insert_with(|| {
                 let mut b = func.clone();
                 super::dce::remove_dead_code(&mut b);
-                (in_loop(&b), b.inst_count())
+                b
             });
+            let (base_loop, base_all) = (in_loop(b), b.inst_count());
             if in_loop(&trial) < base_loop && trial.inst_count() <= base_all {
                 *func = trial;
                 added += n;
