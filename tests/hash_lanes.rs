@@ -1,8 +1,8 @@
 //! `hash_lanes` (`kernels/src/hash_lanes.rs`): four interleaved lookup chains over 80 words of
 //! state per work-item. Its compiled code gives the CPU reference's hashes on every target.
-//! That `kjit tune` finds an occupancy level beating its default compile (neither the
-//! default's nor the maximum) is `the_tuner_beats_the_default_with_a_level_in_between` in
-//! `tests/tune.rs`.
+//! That its default compile reaches the occupancy level the tuner used to find above it (since
+//! the VGPR layout packs spill slots among the values) is
+//! `hash_lanes_default_reaches_the_level_the_tuner_found` in `tests/tune.rs`.
 
 use kjit::exec::run_case;
 use kjit::{compile, CompileOptions};

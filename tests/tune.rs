@@ -471,16 +471,16 @@ fn hash_chain_best_level_is_in_between_and_the_default_finds_it() {
 }
 
 /// `hash_lanes` (`kernels/src/hash_lanes.rs`: 4 interleaved lookup chains over 80 words of
-/// state) on mi25 (256 SIMDs) with enough work-items for 2 waves on every SIMD (n = 32768, 2 rounds to
-/// keep the model runs short): the default compile is the latency schedule (170 VGPRs, 1 wave;
-/// the policy refuses level 2's bounded schedule, which takes a few more instructions), level 2
-/// keeps the state in 118 VGPRs and runs 2 waves, and every level from 3 on spills the state to
-/// scratch inside the round loop. The tuner's winner must be a level (not the default compile's
-/// code), with more waves than the default and no scratch, at least 1.25x faster than the
-/// default on the model (1.62x measured), and the highest reachable level must spill to scratch
-/// and be slower than the winner. A tuner that returned the default fails the first asserts.
+/// state) on mi25 (256 SIMDs) with enough work-items for 2 waves on every SIMD (n = 32768, 2
+/// rounds to keep the model runs short). Before the VGPR layout packed spill slots among the
+/// values (`regalloc/vgprs.rs`, issue 15) the default compile was the latency schedule at 170
+/// VGPRs and 1 wave, and the tuner's level 2 beat it 1.62x; now that schedule fits 114 VGPRs,
+/// so the default compile reaches 2 waves itself and is the best candidate (every level its
+/// VGPRs fit compiles to its code), above 1 wave and without scratch, while the highest
+/// reachable level spills the state to scratch and is slower. A default that fell back to 1
+/// wave, or a layout that put the slots back above the values, fails the first asserts.
 #[test]
-fn the_tuner_beats_the_default_with_a_level_in_between() {
+fn hash_lanes_default_reaches_the_level_the_tuner_found() {
     let r = tune_hash_on_mi25("hash_lanes", 2);
     let t = table(&r);
     // Every candidate that ran gave the reference's hashes (levels 9 and 10 are unreachable).
@@ -493,16 +493,10 @@ fn the_tuner_beats_the_default_with_a_level_in_between() {
     let default = &r.candidates[0];
     assert_eq!(default.occupancy, None, "{t}");
     let best = r.best().expect("a winner");
-    let level = best.occupancy.expect("the winner is an occupancy level");
-    assert!(best.reached_occupancy > default.reached_occupancy, "{t}");
+    assert_eq!(best.cycles, default.cycles, "{t}");
     assert!(
-        best.vgprs < default.vgprs && best.spills_scratch == 0,
+        default.reached_occupancy >= 2 && default.spills_scratch == 0,
         "{t}"
-    );
-    let (b, d) = (best.cycles.unwrap(), default.cycles.unwrap());
-    assert!(
-        b * 5 <= d * 4,
-        "best {b} cycles against the default's {d}\n{t}"
     );
     let top = r
         .candidates
@@ -510,9 +504,9 @@ fn the_tuner_beats_the_default_with_a_level_in_between() {
         .filter(|c| c.cycles.is_some())
         .max_by_key(|c| c.occupancy)
         .unwrap();
-    assert!(top.occupancy > Some(level), "{t}");
+    assert!(top.occupancy > Some(default.reached_occupancy), "{t}");
     assert!(
-        top.spills_scratch > 0 && top.cycles.unwrap() > b,
+        top.spills_scratch > 0 && top.cycles > default.cycles,
         "the highest level should spill and lose\n{t}"
     );
 }

@@ -641,7 +641,7 @@ fn allocate_ladder(
     ra: &RegallocOptions,
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
-    let own = allocate_in_budget(sel, b, ra, t);
+    let own = allocate_in_budget(sel, b, ra, &[], t);
     let spills_to_memory = match &own {
         Ok(p) => memory_spills(p) > (0, 0),
         Err(_) => true,
@@ -728,11 +728,13 @@ fn surely_in_memory(sel: &Selected, b: u32, ra: &RegallocOptions, t: &mut StageT
 /// (`schedule_limits`): the first that needs no memory or AGPR slots wins (the most latency
 /// hiding the occupancy target leaves room for), else the one that spills least. A schedule
 /// with more VGPRs live at once than the budget cannot keep them in registers: it is not
-/// allocated unless nothing else is left.
+/// allocated unless nothing else is left. With bounds in `only`, those alone (highest first:
+/// the default compile's fewer-VGPRs check, [`default_allocation`]).
 fn allocate_in_budget(
     sel: &Selected,
     b: u32,
     ra: &RegallocOptions,
+    only: &[u32],
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
     let spills = |p: &PhysFunction| {
@@ -750,10 +752,14 @@ fn allocate_in_budget(
         ..*ra
     };
     // Bounds still to try, highest first (popped from the end).
-    let mut bounds: Vec<Option<u32>> = std::iter::once(None)
-        .chain(schedule_limits(b).into_iter().map(Some))
-        .rev()
-        .collect();
+    let mut bounds: Vec<Option<u32>> = if only.is_empty() {
+        std::iter::once(None)
+            .chain(schedule_limits(b).into_iter().map(Some))
+            .rev()
+            .collect()
+    } else {
+        only.iter().rev().map(|&l| Some(l)).collect()
+    };
     // No schedule has less pressure than the floor: above the budget, only the last bound is
     // scheduled (and allocated, as it always is). The latency schedule, which every budget
     // tries first, is made anyway.
@@ -880,16 +886,16 @@ fn back_allocated(
 /// above what its LDS and workgroup size allow ([`lds_occupancy`]). Like Mesa ACO's
 /// `schedule_program`, the target comes from the kernel's register demand before scheduling;
 /// unlike ACO's, the latency schedule trades waves for hoisting only where that buys loads in
-/// flight ([`default_allocation`]). `None` when `reached` is enough (the floor, a liveness
-/// pass, is then not computed).
+/// flight ([`default_allocation`]). `None` when `reached` is what the LDS and workgroup size
+/// allow (the floor, a liveness pass, is then not computed); at most `reached` when the VGPRs
+/// allow no more waves.
 fn occupancy_target(sel: &Selected, reached: u32) -> Option<u32> {
     let by_lds = lds_occupancy(sel).waves_per_simd;
     if reached >= by_lds {
         return None;
     }
     let floor = sel.pressure_floor();
-    let goal = by_lds.min(sel.target.waves_per_simd_for_registers(floor));
-    (goal > reached).then_some(goal)
+    Some(by_lds.min(sel.target.waves_per_simd_for_registers(floor)))
 }
 
 /// The occupancy the kernel's LDS and workgroup size allow, whatever its registers.
@@ -915,8 +921,10 @@ fn lds_occupancy(sel: &Selected) -> crate::codeobj::descriptor::Occupancy {
 /// gives up nothing is taken: nothing more in scratch or AGPR slots (a level that
 /// [`surely_in_memory`] is refused without allocating it), no more
 /// instructions and `s_waitcnt`s, and at every loop depth at least as many loads left in
-/// flight by its waits ([`WaitProfile`]). hash_chain's lookups form one dependence chain (all
-/// its waits are `vmcnt(0)` in either schedule): gfx942 level 7, 64 VGPRs and 8 waves instead
+/// flight by its waits ([`WaitProfile`]). When the next level gives up something, the
+/// schedules bounded by the reached level's budget are tried, and one that gives up nothing
+/// with fewer VGPRs is taken (the same waves, less register file). hash_chain's lookups form
+/// one dependence chain (all its waits are `vmcnt(0)` in either schedule): gfx942 level 7, 64 VGPRs and 8 waves instead
 /// of 119 and 4, the same 793 instructions. hash_rounds' 40 independent gathers of a round are
 /// in flight together only in the latency schedule, which it keeps. Made once per
 /// [`Selected`] kernel; a kernel whose latency schedule already reaches the target (every
@@ -958,18 +966,57 @@ fn default_allocation(
                     && profile(p, t).gives_up_nothing_against(&baseline)
             }))
         };
+        // At the level taken, when its code keeps values in spill slots, a schedule bounded
+        // below the level's highest bound (the first of the lower ones that keeps every value
+        // in a register), when it gives up nothing and needs fewer VGPRs, is the better code
+        // for the same waves (hash_chain on gfx900: its latency schedule, 73 VGPRs live at once, fits
+        // occupancy 3 in registers once the spill slots share the layout's holes; the bounded
+        // one keeps 64 live with the same waits).
+        let fewer = |w: u32, cur: (PhysFunction, Option<u32>), t: &mut StageTimings| {
+            // Only code with values in spill slots: regalloc2's class overflowed, so a lower
+            // bound can take VGPRs; a code without slots keeps its schedule (hash_chain on
+            // gfx942: bound 59 instead of 56 at level 7, 61 VGPRs instead of 64, was 2.4% slower
+            // on the mi300x model at the same 8 waves).
+            if cur.0.usage.spills_to_vgprs == 0 {
+                return cur;
+            }
+            let Ok(b) = occupancy_budgets(target, w) else {
+                return cur;
+            };
+            let ra = RegallocOptions {
+                vgpr_budget: Some(b.vgprs),
+                sgpr_budget: b.sgprs,
+                run_checker: check,
+            };
+            let limits = schedule_limits(b.vgprs);
+            let low = &limits[limits.len().min(1)..];
+            let bounded = allocate_in_budget(sel, b.vgprs, &ra, low, t)
+                .ok()
+                .filter(|p| {
+                    p.usage.vgprs < cur.0.usage.vgprs
+                        && memory_spills(p) <= memory_spills(&free)
+                        && profile(p, t).gives_up_nothing_against(&baseline)
+                });
+            match bounded {
+                Some(p) => (p, Some(w)),
+                None => cur,
+            }
+        };
+        if goal <= reached {
+            return Ok(fewer(reached, (free.clone(), None), t));
+        }
         // The first level up: a kernel whose loads in flight need the latency schedule's VGPRs
         // (hash_rounds) loses them there already, and pays for one level only. Then from
         // the target down, the first level that gives up nothing.
         let Some(first) = level(reached + 1, t)? else {
-            return Ok((free, None));
+            return Ok(fewer(reached, (free.clone(), None), t));
         };
         for w in (reached + 2..=goal).rev() {
             if let Some(p) = level(w, t)? {
-                return Ok((p, Some(w)));
+                return Ok(fewer(w, (p, Some(w)), t));
             }
         }
-        Ok((first, Some(reached + 1)))
+        Ok(fewer(reached + 1, (first, Some(reached + 1)), t))
     })
 }
 

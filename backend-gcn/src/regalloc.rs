@@ -265,6 +265,9 @@ struct Laid {
     used: [u64; 3],
     slot_class: BTreeMap<usize, ra::RegClass>,
     layout: vgprs::VgprLayout,
+    /// The layout with the spill slots among the PRegs' values, when every VGPR slot is a
+    /// single and that ends below `layout` with the slots' colors above it.
+    with_slots: Option<vgprs::VgprLayout>,
 }
 
 impl std::fmt::Debug for Allocator {
@@ -397,10 +400,24 @@ impl Allocator {
         let waves = |top: u32| target.waves_per_simd_for_registers(self.shape.registers(top));
         let (used, slot_class) = used_pregs(&self.func, out);
         let layout = vgprs::layout(self, out, &used, &waves);
+        let singles = || slot_class.values().filter(|&&c| c == ra::RegClass::Float);
+        let with_slots = if singles().next().is_some()
+            && slot_class.values().all(|&c| c != ra::RegClass::Vector)
+        {
+            let mut slots = vec![false; out.num_spillslots];
+            for (&s, _) in slot_class.iter().filter(|e| *e.1 == ra::RegClass::Float) {
+                slots[s] = true;
+            }
+            let above = slots_above(&self.func, out, &slot_class, layout.top);
+            vgprs::layout_with_slots(self, out, &used, &slots, &waves).filter(|l| l.top < above)
+        } else {
+            None
+        };
         let l = std::sync::Arc::new(Laid {
             used,
             slot_class,
             layout,
+            with_slots,
         });
         if let Ok(mut m) = self.layouts.lock() {
             m.insert(key, l.clone());
@@ -450,16 +467,10 @@ impl Allocator {
                     .values()
                     .all(|&c| vgpr_slot_dwords(c).is_some())
             {
-                let color_of = slots::color(&self.func, out, &laid.slot_class);
-                let colors: BTreeMap<usize, ra::RegClass> = laid
-                    .slot_class
-                    .iter()
-                    .map(|(s, c)| (color_of[s], *c))
-                    .collect();
-                let mut end = top as u16;
-                for dw in colors.values().filter_map(|&c| vgpr_slot_dwords(c)) {
-                    end = end.next_multiple_of(dw) + dw;
-                }
+                let end = match &laid.with_slots {
+                    Some(l) => l.top,
+                    None => slots_above(&self.func, out, &laid.slot_class, top as u16),
+                };
                 if fits(u32::from(end)) {
                     return Ok(Some((n_f, n_v, run)));
                 }
@@ -527,17 +538,23 @@ impl Allocator {
         // Which PRegs and slots were used, and the VGPR layout: ABI singles, singles, pairs,
         // tuple area (spare-VGPR slots go above).
         let laid = self.laid_out((n_int, n_f, n_v), out);
+        // The slots go among the PRegs' values when all of them fit there.
+        let packed_slots = laid
+            .with_slots
+            .as_ref()
+            .filter(|l| u32::from(l.top) <= vgpr_cap);
         let Laid {
             used,
             ref slot_class,
-            layout:
-                vgprs::VgprLayout {
-                    ref alloc_vgpr,
-                    ref edit_vgpr,
-                    vweb_base,
-                    top,
-                },
+            ..
         } = *laid;
+        let vgprs::VgprLayout {
+            ref alloc_vgpr,
+            ref edit_vgpr,
+            vweb_base,
+            top,
+            ref slot_vgpr,
+        } = *packed_slots.unwrap_or(&laid.layout);
         let (alloc_vgpr, edit_vgpr) = (alloc_vgpr.clone(), edit_vgpr.clone());
         let mut top = top;
         if top as u32 > vgpr_cap {
@@ -549,8 +566,12 @@ impl Allocator {
         // Slots.
         // Slots never live together share a location: locations are per color.
         let color_of = slots::color(func, out, slot_class);
-        let color_class: BTreeMap<usize, ra::RegClass> =
-            slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
+        let packed = |s: &usize| slot_vgpr.get(*s).is_some_and(|&v| v != NO_REG);
+        let color_class: BTreeMap<usize, ra::RegClass> = slot_class
+            .iter()
+            .filter(|(s, _)| !packed(s))
+            .map(|(s, c)| (color_of[s], *c))
+            .collect();
         // Indexed by color (colors are numbered below the number of slots).
         let mut slot_loc: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
         let mut scratch_bytes = 0u32;
@@ -671,7 +692,11 @@ impl Allocator {
         }
         let mut by_slot: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
         for (&s, &k) in &color_of {
-            by_slot[s] = slot_loc[k];
+            by_slot[s] = if packed(&s) {
+                Some(SlotLoc::Vgpr(slot_vgpr[s]))
+            } else {
+                slot_loc[k]
+            };
         }
         let slot_loc = by_slot;
 
@@ -1007,6 +1032,23 @@ fn loop_moves(out: &ra::Output, in_loop: &[bool]) -> [usize; 2] {
     n
 }
 
+/// Where the spill slots' colors end when each takes spare VGPRs above VGPR `top`.
+fn slots_above(
+    func: &ra2::RaFunc,
+    out: &ra::Output,
+    slot_class: &BTreeMap<usize, ra::RegClass>,
+    top: u16,
+) -> u16 {
+    let color_of = slots::color(func, out, slot_class);
+    let colors: BTreeMap<usize, ra::RegClass> =
+        slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
+    let mut end = top;
+    for dw in colors.values().filter_map(|&c| vgpr_slot_dwords(c)) {
+        end = end.next_multiple_of(dw) + dw;
+    }
+    end
+}
+
 /// Dwords of a spill slot of class `c` that can live in spare VGPRs (`None`: an SGPR slot).
 fn vgpr_slot_dwords(c: ra::RegClass) -> Option<u16> {
     match c {
@@ -1308,6 +1350,15 @@ impl Ctx<'_> {
         self.slot_loc[s].unwrap_or(SlotLoc::Scratch(0))
     }
 
+    /// Where an edit's slot side `a` is: the VGPR the layout gave this occurrence (`vgpr`, a
+    /// slot placed among the PRegs' values), else the slot's location.
+    fn edit_slot(&self, a: Allocation, vgpr: u16) -> SlotLoc {
+        if vgpr != NO_REG {
+            return SlotLoc::Vgpr(vgpr);
+        }
+        self.slot_at(a.as_stack().map(|s| s.index()).unwrap_or(0))
+    }
+
     /// Register `r`, a `Float`/`Vector` PReg being on `vgpr` there (its values have VGPRs of
     /// their own).
     fn preg(&self, r: PReg, vgpr: u16) -> Operand {
@@ -1493,14 +1544,18 @@ impl Ctx<'_> {
                 }
             }
             (Some(f), None) => {
-                usage.spill_insts += 1;
-                let slot = self.slot_at(to.as_stack().map(|s| s.index()).unwrap_or(0));
-                self.slot_access(self.preg(f, vf), slot, true, body);
+                let slot = self.edit_slot(to, vt);
+                if slot != SlotLoc::Vgpr(vf) || f.class() != ra::RegClass::Float {
+                    usage.spill_insts += 1;
+                    self.slot_access(self.preg(f, vf), slot, true, body);
+                }
             }
             (None, Some(t)) => {
-                usage.spill_insts += 1;
-                let slot = self.slot_at(from.as_stack().map(|s| s.index()).unwrap_or(0));
-                self.slot_access(self.preg(t, vt), slot, false, body);
+                let slot = self.edit_slot(from, vf);
+                if slot != SlotLoc::Vgpr(vt) || t.class() != ra::RegClass::Float {
+                    usage.spill_insts += 1;
+                    self.slot_access(self.preg(t, vt), slot, false, body);
+                }
             }
             (None, None) => {}
         }
@@ -1652,8 +1707,12 @@ impl Ctx<'_> {
             match ra_map[i] {
                 Some(x) => {
                     let a: Allocation = allocs[x as usize];
+                    let vgpr = self.alloc_vgpr[first + x as usize];
                     if let Some(r) = a.as_reg() {
-                        return Ok(self.preg(r, self.alloc_vgpr[first + x as usize]));
+                        return Ok(self.preg(r, vgpr));
+                    }
+                    if vgpr != NO_REG {
+                        return Ok(Operand::v(vgpr));
                     }
                     match a
                         .as_stack()

@@ -1,5 +1,5 @@
-//! `hash_lanes`: a register-heavy hash whose best occupancy is neither the default compile's
-//! nor the maximum. Every work-item hashes [`LANES`] interleaved streams (like a cipher or
+//! `hash_lanes`: a register-heavy hash whose best occupancy is neither the lowest nor the
+//! maximum. Every work-item hashes [`LANES`] interleaved streams (like a cipher or
 //! checksum kernel that keeps several independent blocks per work-item to have more than one
 //! lookup in flight), each with [`WORDS`] u32 words of state and its own dependence chain:
 //! `t = table[(t ^ s[j]) & 63]`, `s[j] = rotl(s[j] + t, ...)`. A step issues one lookup per
@@ -10,7 +10,9 @@
 //! The latency schedule spends VGPRs to keep the four chains' lookups apart (gfx942: 171
 //! VGPRs, 2 waves); schedules bounded to 3 or 4 waves cost a few more instructions, which the
 //! default compile's occupancy policy refuses (`docs/backend.md`), and the tuner measures
-//! what those waves are worth (`docs/tune.md`, "The register-heavy kernels").
+//! what those waves are worth (`docs/tune.md`, "The register-heavy kernels"). Since the VGPR
+//! layout packs spill slots among the values (issue 15), the latency schedule fits 114 VGPRs
+//! (4 waves on gfx942) and the default compile is the best level.
 
 use crate::hash::{fold_state, hash_case, hash_kernel, hashes, init};
 use crate::*;

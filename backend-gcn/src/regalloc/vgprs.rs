@@ -23,14 +23,24 @@
 //!
 //! A PReg holds many values over the kernel, and its live intervals are their union: a PReg
 //! live across a loop has few holes, so placing whole PRegs leaves registers idle (hash_rounds:
-//! 83 locations live at most, 92 VGPRs). So a `Float` PReg's values are placed apart where they
-//! can be: each *segment* — from a write to the last read before the next write, inside one
+//! 83 locations live at most, 92 VGPRs). So a `Float` or `Vector` PReg's values are placed apart
+//! where they can be: each *segment* — from a write to the last read before the next write, inside one
 //! block and not live out of it — is an item of its own for the first fit and the hints, and
-//! the rest of the PReg (what crosses block boundaries) is one item. A segment has no CFG edge,
+//! what crosses block boundaries is one item per web (the segments a PReg is live out of a
+//! block in and into its successors in, joined over the CFG edges). A segment has no CFG edge,
 //! so its VGPR may differ from the rest's without a move; writes at the position of the PReg's
 //! previous event (tied and reused operands, an instruction's read and write) continue the
-//! segment. The work-item id PRegs are not split (their first value arrives in `v0`..`v2`).
+//! segment. The work-item id PRegs keep their numbers in the entry block, where the
+//! dispatcher's values arrive in `v0`..`v2` (and over the CFG edges that value's web crosses);
+//! regalloc2's other values in them are segments like any other's. A pair's two dwords are live
+//! apart (a one-dword `Extract` frees its half), and a pair may be placed with the singles
+//! copied into or out of its dwords (sub-register coalescing, [`group_singles`]); results of an
+//! untied instruction are late defs ([`late_defs`]), so they may take a source dying there.
 //! Operands and regalloc2's moves then name VGPRs per occurrence (`alloc_vgpr`, `edit_vgpr`).
+//!
+//! Spill slots in spare VGPRs are registers too; [`layout_with_slots`] packs the single-VGPR
+//! slots' values (split the same way) among the PRegs' instead of one VGPR per slot color above
+//! the layout, so a slot takes the holes a PReg leaves (hash_rounds 92 → 83 VGPRs).
 
 use regalloc2 as ra;
 
@@ -57,6 +67,9 @@ pub struct VgprLayout {
     pub vweb_base: u16,
     /// One past the last VGPR of the layout (spare-VGPR slots go above).
     pub top: u16,
+    /// A VGPR of each spill slot placed among the items ([`layout_with_slots`]; `NO_REG` for
+    /// the others): its values may have others (`alloc_vgpr`, `edit_vgpr` name them).
+    pub slot_vgpr: Vec<u16>,
 }
 
 /// The best of the dense and the packed layouts (module doc) of `out`'s VGPR PRegs (`used`:
@@ -67,54 +80,50 @@ pub fn layout(
     used: &[u64; 3],
     waves: &dyn Fn(u32) -> u32,
 ) -> VgprLayout {
-    let packing = Packing::new(a, out, used);
+    let packing = Packing::new(a, out, used, &[]);
     let dense = packing.dense();
-    let key =
-        |(l, misses): &(Placement, usize)| (std::cmp::Reverse(waves(l.top as u32)), *misses, l.top);
-    // Grouped placements only where some pair has singles to group (else they are the
-    // ungrouped ones again).
-    let any_group = packing.grouped.iter().any(|g| !g.is_empty());
-    let packed = [(true, false), (true, true), (false, false), (false, true)]
-        .into_iter()
-        .filter(|&(grouped, _)| any_group || !grouped)
-        .filter_map(|(grouped, hinted_first)| packing.place(grouped, hinted_first))
-        .min_by_key(key)
-        .map(|(l, _)| l);
-    let chosen = match packed {
+    let chosen = match packing.best(waves) {
         Some(l) if l.top < dense.top => l,
         _ => dense,
     };
-    let at = |item: u32| match item {
-        NO_ITEM => NO_REG,
-        i => chosen.item_vgpr[i as usize],
-    };
-    VgprLayout {
-        alloc_vgpr: packing.segs.alloc_item.iter().map(|&i| at(i)).collect(),
-        edit_vgpr: packing
-            .segs
-            .edit_item
-            .iter()
-            .map(|&[f, t]| [at(f), at(t)])
-            .collect(),
-        vweb_base: chosen.vweb_base,
-        top: chosen.top,
-    }
+    packing.finish(&chosen)
 }
 
-/// Item numbers of the layouts: the part of `Float` PReg `h` that crosses blocks is `h`,
-/// `Vector` PReg `h` is `64 + h`, segment `k` of a `Float` PReg is `SEGS + k`.
+/// The packed layout with the single-VGPR spill slots `slots` marks placed among the items
+/// (`None`: past the file). Slots in spare VGPRs are registers read in place; placed above the
+/// layout, each color of slots takes a VGPR for the whole kernel, while here a slot's values
+/// take holes that the PRegs leave (hash_rounds: 64 PRegs + 28 slot colors = 92 VGPRs, 83
+/// with the slots among them), and a spill or reload whose two sides share a VGPR disappears.
+pub fn layout_with_slots(
+    a: &super::Allocator,
+    out: &ra::Output,
+    used: &[u64; 3],
+    slots: &[bool],
+    waves: &dyn Fn(u32) -> u32,
+) -> Option<VgprLayout> {
+    let packing = Packing::new(a, out, used, slots);
+    packing.best(waves).map(|l| packing.finish(&l))
+}
+
+/// Item numbers of the layouts: work-item id PReg `h`'s values in the entry block (with the
+/// webs joined to them) are item `h`; as locations, `Float` PReg `h` is `h`, `Vector` PReg `h`
+/// is `64 + h` (the dense layout's registers), spill slot `s` (when slots are packed) is
+/// `SEGS + s`; segment `k` is item `Segments::base + k`.
 const SEGS: usize = 128;
 
-/// No item (an allocation that is not a `Float` PReg).
+/// No item (an allocation that is not a VGPR PReg).
 const NO_ITEM: u32 = u32::MAX;
 
-/// The `Float` PRegs' values split into items (module doc).
+/// The VGPR PRegs' values (and the packed slots') split into items (module doc).
 struct Segments {
-    /// Per allocation (`Output::allocs`): its item, `NO_ITEM` if not a `Float` PReg.
+    /// Per allocation (`Output::allocs`): its item, `NO_ITEM` if not a VGPR PReg or a packed
+    /// slot.
     alloc_item: Vec<u32>,
     /// Per edit: the items of its source and destination.
     edit_item: Vec<[u32; 2]>,
-    /// PReg of each segment.
+    /// First segment item: `SEGS` plus the spill slots' locations.
+    base: usize,
+    /// Location (PReg, or `SEGS + slot`) of each segment.
     preg: Vec<u16>,
     /// Per event ([`Segments::ix`]): bit 0 when it is its item's first at its position, bit 1
     /// when its last. A copy's registers may meet at the copy only when it ends the source
@@ -135,73 +144,154 @@ impl Segments {
     fn edge(&self, origin: u32, last: bool) -> bool {
         self.edge[self.ix(origin)] & (1 << u8::from(last)) != 0
     }
+    /// Number of items (locations, then segments).
+    fn items(&self) -> usize {
+        self.base + self.preg.len()
+    }
 }
 
-/// The events of regalloc2's VGPR PRegs (`Float` `h` at `h`, `Vector` `h` at `64 + h`) with
-/// the `Float` PRegs' block-local segments (from `abi_n` on) renumbered as items, and the
-/// items of every operand and edit.
+/// Union-find root of `x` (path halving).
+fn root(parent: &mut [u32], mut x: u32) -> u32 {
+    while parent[x as usize] != x {
+        parent[x as usize] = parent[parent[x as usize] as usize];
+        x = parent[x as usize];
+    }
+    x
+}
+
+/// The events of regalloc2's VGPR PRegs (`Float` `h` at `h`, `Vector` `h` at `64 + h`) and of
+/// the spill slots `slots` marks (at `SEGS + s`), with their values renumbered as segment
+/// items, and the items of every operand and edit. An instruction that `late` marks writes its
+/// results after its reads ([`late_defs`]).
+///
+/// Inside a block, a write starts a new segment (unless the same instruction read the
+/// location: tied and reused operands continue it). Across blocks, the segment a location is
+/// live out of a block in and the one it is live into each successor in are one item (a web
+/// over the CFG edges): no edge needs a move, and a PReg's values that never meet over an edge
+/// (the state a loop reads and the one it writes for the next round) are placed apart. The
+/// work-item id PRegs (below `abi_n`) are one segment in the entry block, where the
+/// dispatcher's values are, and its webs keep the PReg's own item; their other values are
+/// segments like any other's (matmul_pipelined's extracted `a` halves, kept on v0 otherwise).
 fn segments(
     func: &RaFunc,
     out: &ra::Output,
     abi_n: u32,
+    slots: &[bool],
     late: &[bool],
 ) -> (Vec<Vec<locs::Ev>>, Segments) {
+    let n_loc = SEGS + slots.len();
     let mut evs = locs::events(
         func,
         out,
-        |a| {
-            a.as_reg().and_then(|r| match r.class() {
+        |a| match a.as_reg() {
+            Some(r) => match r.class() {
                 ra::RegClass::Float => Some(r.hw_enc()),
                 ra::RegClass::Vector => Some(64 + r.hw_enc()),
                 ra::RegClass::Int => None,
-            })
+            },
+            None => a
+                .as_stack()
+                .filter(|s| slots.get(s.index()).copied().unwrap_or(false))
+                .map(|s| SEGS + s.index()),
         },
         |i| late[i],
     );
-    let live_in = locs::live_in(func, &evs, SEGS);
-    let mut preg: Vec<u16> = Vec::new();
+    let live_in = locs::live_in(func, &evs, n_loc);
+    let nb = evs.len();
     let entry = ra::Function::entry_block(func).index();
+    // Segments (numbered from 0 here), with the location of each, and per block the segment
+    // each location is live in at the start and at the end.
+    let mut preg: Vec<u16> = Vec::new();
+    // The entry block's work-item id segments: their webs are the PRegs' own items.
+    let mut fixed: Vec<u32> = Vec::new();
+    let mut ends: Vec<Vec<(usize, u32, u32)>> = vec![Vec::new(); nb];
+    let mut cur: Vec<Option<u32>> = vec![None; n_loc];
+    let mut last: Vec<(u32, bool)> = vec![(u32::MAX, false); n_loc];
     for (b, bevs) in evs.iter_mut().enumerate() {
-        // The work-item id PRegs keep their numbers where the dispatcher's values are (the
-        // entry block and what crosses blocks); regalloc2's later values in them are segments
-        // like any other's (matmul_pipelined's extracted `a` halves, kept on v0 otherwise).
-        let fixed = if b == entry { abi_n } else { 0 };
-        let live_out = locs::live_out(func, &live_in, b, SEGS);
-        // The segment each PReg's events belong to so far in the block (`None`: the part
-        // that crosses blocks), and the position of its last event.
-        let mut cur: [Option<usize>; SEGS] = [None; SEGS];
-        let mut last = [(u32::MAX, false); SEGS];
+        let live_out = locs::live_out(func, &live_in, b, n_loc);
+        let is_fixed = |x: usize| b == entry && (x as u32) < abi_n;
+        let mut touched: Vec<usize> = Vec::new();
+        let mut new_seg = |x: usize, preg: &mut Vec<u16>| {
+            preg.push(x as u16);
+            let k = (preg.len() - 1) as u32;
+            if is_fixed(x) {
+                fixed.push(k);
+            }
+            k
+        };
+        let mut starts: Vec<(usize, u32)> = Vec::new();
+        for x in live_in[b].iter() {
+            let k = new_seg(x, &mut preg);
+            cur[x] = Some(k);
+            starts.push((x, k));
+            touched.push(x);
+        }
         for ev in bevs.iter_mut() {
             let x = ev.loc;
-            if (x as u32) < fixed {
-                continue;
-            }
-            // A write continues the segment only where the instruction itself read the PReg.
             let operand = ev.origin & EDIT_ORIGIN == 0;
-            if ev.write && last[x] != (ev.pos, true) {
-                cur[x] = Some(SEGS + preg.len());
-                preg.push(x as u16);
+            if cur[x].is_none() || (ev.write && last[x] != (ev.pos, true) && !is_fixed(x)) {
+                cur[x] = Some(new_seg(x, &mut preg));
+                touched.push(x);
             }
             last[x] = (ev.pos, operand);
-            if let Some(k) = cur[x] {
-                ev.loc = k;
+            ev.loc = n_loc + cur[x].map_or(0, |k| k as usize);
+        }
+        for x in live_out.iter() {
+            let k = match cur[x] {
+                Some(k) => k,
+                None => new_seg(x, &mut preg),
+            };
+            let s = starts.iter().find(|e| e.0 == x).map_or(u32::MAX, |e| e.1);
+            ends[b].push((x, s, k));
+        }
+        for x in touched {
+            cur[x] = None;
+            last[x] = (u32::MAX, false);
+        }
+        // Starts of locations live in but not out are kept for the edges too.
+        for (x, k) in starts {
+            if !live_out.contains(x) {
+                ends[b].push((x, k, u32::MAX));
             }
         }
-        // A segment open at the end of a block whose PReg is live out crosses blocks.
-        for (x, k) in cur.iter().enumerate() {
-            if let Some(k) = *k {
-                if live_out.contains(x) {
-                    for ev in bevs.iter_mut().filter(|e| e.loc == k) {
-                        ev.loc = x;
-                    }
+    }
+    // One item per web: a block's out-segment joins each successor's in-segment.
+    let mut parent: Vec<u32> = (0..preg.len() as u32).collect();
+    for (b, e) in ends.iter().enumerate() {
+        for &(x, _, k_out) in e.iter().filter(|e| e.2 != u32::MAX) {
+            for s in ra::Function::block_succs(func, ra::Block::new(b)) {
+                let into = ends[s.index()].iter().find(|e| e.0 == x).map(|e| e.1);
+                if let Some(k_in) = into.filter(|&k| k != u32::MAX) {
+                    let (r1, r2) = (root(&mut parent, k_out), root(&mut parent, k_in));
+                    parent[r1 as usize] = r2;
                 }
             }
         }
     }
+    // Item of each root: the PReg's own for a web with a fixed segment, else a new one.
+    let base = n_loc;
+    let mut number = vec![u32::MAX; preg.len()];
+    for &k in &fixed {
+        let r = root(&mut parent, k) as usize;
+        number[r] = u32::from(preg[k as usize]);
+    }
+    let mut item_preg: Vec<u16> = Vec::new();
+    for k in 0..preg.len() as u32 {
+        let r = root(&mut parent, k) as usize;
+        if number[r] == u32::MAX {
+            number[r] = (base + item_preg.len()) as u32;
+            item_preg.push(preg[r]);
+        }
+    }
+    for ev in evs.iter_mut().flatten() {
+        let r = root(&mut parent, (ev.loc - base) as u32) as usize;
+        ev.loc = number[r] as usize;
+    }
     let mut segs = Segments {
         alloc_item: vec![NO_ITEM; out.allocs.len()],
         edit_item: vec![[NO_ITEM; 2]; out.edits.len()],
-        preg,
+        base,
+        preg: item_preg,
         edge: vec![0; out.allocs.len() + 2 * out.edits.len()],
     };
     let mut seen: std::collections::HashMap<usize, u32> = Default::default();
@@ -263,7 +353,7 @@ fn hints(
     w: &Webs,
     segs: &Segments,
 ) -> (Vec<Vec<HintAt>>, Vec<u8>) {
-    let mut hints: Vec<Vec<HintAt>> = vec![Vec::new(); SEGS + segs.preg.len()];
+    let mut hints: Vec<Vec<HintAt>> = vec![Vec::new(); segs.items()];
     let mut half_reads = vec![0u8; out.allocs.len()];
     for (b, bd) in p.mf.blocks.iter() {
         for (k, mi) in bd.insts.iter().enumerate() {
@@ -354,7 +444,7 @@ fn hints(
 /// ABI singles keep their numbers, other singles follow densely (a PReg's segments on its
 /// register), then even-aligned pairs, then the tuple area (aligned to 4).
 fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placement {
-    let mut item_vgpr = vec![NO_REG; SEGS + segs.preg.len()];
+    let mut item_vgpr = vec![NO_REG; segs.items()];
     let mut next = abi_n as u16;
     for h in bits(used[ra::RegClass::Float as usize]) {
         if (h as u32) < abi_n {
@@ -372,8 +462,11 @@ fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placem
             top += 2;
         }
     }
+    // A PReg's segments on its register (the slots' have none here).
     for (k, &h) in segs.preg.iter().enumerate() {
-        item_vgpr[SEGS + k] = item_vgpr[h as usize];
+        if (h as usize) < SEGS {
+            item_vgpr[segs.base + k] = item_vgpr[h as usize];
+        }
     }
     let vweb_base = top.next_multiple_of(4);
     if vweb_size > 0 {
@@ -439,10 +532,15 @@ struct Packing<'a> {
 }
 
 impl<'a> Packing<'a> {
-    fn new(a: &super::Allocator, out: &ra::Output, used: &'a [u64; 3]) -> Packing<'a> {
+    fn new(
+        a: &super::Allocator,
+        out: &ra::Output,
+        used: &'a [u64; 3],
+        slots: &[bool],
+    ) -> Packing<'a> {
         let (func, w) = (&a.func, &a.w);
-        let (evs, segs) = segments(func, out, a.abi_n, &late_defs(a));
-        let ivs = locs::intervals(func, &evs, SEGS + segs.preg.len());
+        let (evs, segs) = segments(func, out, a.abi_n, slots, &late_defs(a));
+        let ivs = locs::intervals(func, &evs, segs.items());
         let mut area = vec![Intervals::default(); a.vweb_size as usize];
         for (r, span) in w.dword_spans(RegClass::Vgpr) {
             area[r].0.extend_from_slice(&span.0);
@@ -451,7 +549,7 @@ impl<'a> Packing<'a> {
             r.normalize();
         }
         let (hints, half_reads) = hints(&a.p, func, out, w, &segs);
-        let mut pairs = items(used, a.abi_n, &segs, &ivs, true);
+        let mut pairs = items(&segs, &ivs, true);
         pairs.sort_by_key(|&x| (ivs[x].start(), x));
         let mut pair_ix = vec![u32::MAX; ivs.len()];
         for (i, &x) in pairs.iter().enumerate() {
@@ -477,6 +575,51 @@ impl<'a> Packing<'a> {
 
     fn dense(&self) -> Placement {
         dense(self.used, self.abi_n, self.vweb_size, &self.segs)
+    }
+
+    /// The best of the packings (module doc): most waves, then fewest copies left, then
+    /// fewest VGPRs.
+    fn best(&self, waves: &dyn Fn(u32) -> u32) -> Option<Placement> {
+        let key = |(l, misses): &(Placement, usize)| {
+            (std::cmp::Reverse(waves(l.top as u32)), *misses, l.top)
+        };
+        // Grouped placements only where some pair has singles to group (else they are the
+        // ungrouped ones again).
+        let any_group = self.grouped.iter().any(|g| !g.is_empty());
+        [(true, false), (true, true), (false, false), (false, true)]
+            .into_iter()
+            .filter(|&(grouped, _)| any_group || !grouped)
+            .filter_map(|(grouped, hinted_first)| self.place(grouped, hinted_first))
+            .min_by_key(key)
+            .map(|(l, _)| l)
+    }
+
+    /// The tables of placement `chosen`.
+    fn finish(&self, chosen: &Placement) -> VgprLayout {
+        let segs = &self.segs;
+        let at = |item: u32| match item {
+            NO_ITEM => NO_REG,
+            i => chosen.item_vgpr[i as usize],
+        };
+        let mut slot_vgpr = vec![NO_REG; segs.base - SEGS];
+        for (k, &x) in segs.preg.iter().enumerate() {
+            if let Some(v) = slot_vgpr.get_mut((x as usize).wrapping_sub(SEGS)) {
+                if *v == NO_REG {
+                    *v = chosen.item_vgpr[segs.base + k];
+                }
+            }
+        }
+        VgprLayout {
+            alloc_vgpr: segs.alloc_item.iter().map(|&i| at(i)).collect(),
+            edit_vgpr: segs
+                .edit_item
+                .iter()
+                .map(|&[f, t]| [at(f), at(t)])
+                .collect(),
+            vweb_base: chosen.vweb_base,
+            top: chosen.top,
+            slot_vgpr,
+        }
     }
 
     /// First fit over the live intervals with the hints (module doc), the singles whose
@@ -544,7 +687,7 @@ impl<'a> Packing<'a> {
                 &self.halves[i]
             }
         };
-        let mut singles = items(used, abi_n, &self.segs, ivs, false);
+        let mut singles = items(&self.segs, ivs, false);
         singles.sort_by_key(|&x| (ivs[x].start(), x));
         let mut misses = 0;
         // With `hinted_first`, the singles whose hinted register is free go first: those copied to
@@ -631,28 +774,12 @@ fn late_defs(a: &super::Allocator) -> Vec<bool> {
     late
 }
 
-/// The items of the pairs (`pairs`) or of the singles from `abi_n` on: the PRegs' crossing
-/// parts (none when all their values are segments) and the segments.
-fn items(
-    used: &[u64; 3],
-    abi_n: u32,
-    segs: &Segments,
-    ivs: &[Intervals],
-    pairs: bool,
-) -> Vec<usize> {
-    let (class, off) = if pairs {
-        (ra::RegClass::Vector, 64)
-    } else {
-        (ra::RegClass::Float, 0)
-    };
-    bits(used[class as usize])
-        .map(|h| off + h)
-        .filter(|&x| pairs || (x as u32) >= abi_n)
-        .chain(
-            (0..segs.preg.len())
-                .filter(|&k| (segs.preg[k] >= 64) == pairs)
-                .map(|k| SEGS + k),
-        )
+/// The segment items of the pairs (`pairs`) or of the singles (every VGPR value but the
+/// work-item ids' in the entry block, which keep their PRegs' items, is in a segment).
+fn items(segs: &Segments, ivs: &[Intervals], pairs: bool) -> Vec<usize> {
+    (0..segs.preg.len())
+        .filter(|&k| (64..SEGS).contains(&usize::from(segs.preg[k])) == pairs)
+        .map(|k| segs.base + k)
         .filter(|&x| !ivs[x].0.is_empty())
         .collect()
 }
