@@ -13,7 +13,7 @@ use kjit_runtime::emu::gcn::GcnEmulator;
 fn sizes(name: &str) -> Vec<usize> {
     match name {
         "matmul" | "matmul_pipelined" => vec![5, 17, 33],
-        "hash_rounds" | "hash_chain" | "hash_lanes" => vec![1, 67, 300],
+        "hash_rounds" | "hash_chain" | "hash_lanes" | "hash_lanes_wide" => vec![1, 67, 300],
         "softmax" | "seed_2d" | "stencil_pipelined" => vec![3, 70, 201],
         _ => vec![1, 67, 1000, 4099],
     }
@@ -128,6 +128,11 @@ fn hash_lanes() {
 }
 
 #[test]
+fn hash_lanes_wide() {
+    run_kernel("hash_lanes_wide");
+}
+
+#[test]
 fn vector_add_pipelined() {
     run_kernel("vector_add_pipelined");
 }
@@ -156,6 +161,7 @@ fn every_library_kernel_is_covered() {
         "hash_rounds",
         "hash_chain",
         "hash_lanes",
+        "hash_lanes_wide",
         "vector_add_pipelined",
         "matmul_pipelined",
         "stencil_pipelined",

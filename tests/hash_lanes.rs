@@ -1,5 +1,7 @@
-//! `hash_lanes` (`kernels/src/hash_lanes.rs`): four interleaved lookup chains over 80 words of
-//! state per work-item. Its compiled code gives the CPU reference's hashes on every target.
+//! `hash_lanes` and `hash_lanes_wide` (`kernels/src/hash_lanes.rs`): four (five) interleaved
+//! lookup chains over 80 (100) words of state per work-item. Their compiled code gives the CPU
+//! reference's hashes on every target. That the tuner beats `hash_lanes_wide`'s default with a
+//! level in between is `the_tuner_beats_the_default_with_a_level_in_between` in `tests/tune.rs`.
 //! That its default compile reaches the occupancy level the tuner used to find above it (since
 //! the VGPR layout packs spill slots among the values) is
 //! `hash_lanes_default_reaches_the_level_the_tuner_found` in `tests/tune.rs`.
@@ -9,16 +11,11 @@ use kjit::{compile, CompileOptions};
 use kjit_backend_gcn::target::ALL_TARGETS;
 use kjit_runtime::emu::gcn::GcnEmulator;
 
-fn spec() -> &'static kjit_kernels::KernelSpec {
-    kjit_kernels::find("hash_lanes").expect("hash_lanes is in the library")
-}
-
-/// The default compile on gfx942, gfx90a and gfx900, run on kjit's software device, gives the
-/// CPU reference's hash for every seed (sizes with a partial last workgroup), and the hashes
-/// depend on every stream: seeds that differ give different hashes.
-#[test]
-fn device_matches_the_reference_on_every_target() {
-    let spec = spec();
+/// The default compile of `name` on gfx942, gfx90a and gfx900, run on kjit's software device,
+/// against the CPU reference for every seed (sizes with a partial last workgroup), and the
+/// reference `hash` depends on every stream: seeds that differ give different hashes.
+fn device_matches_the_reference(name: &str, hash: fn(u32, &[u32], u32) -> u32) {
+    let spec = kjit_kernels::find(name).expect("in the library");
     let func = (spec.build)().expect("builds");
     let dev = GcnEmulator::new();
     let mut failures = Vec::new();
@@ -42,11 +39,20 @@ fn device_matches_the_reference_on_every_target() {
     let table: Vec<u32> = (0..kjit_kernels::hash_lanes::TABLE as u32)
         .map(|x| x.wrapping_mul(0x2545_f491) ^ 0x9e37)
         .collect();
-    let h: Vec<u32> = (0..64)
-        .map(|s| kjit_kernels::hash_lanes::hash(s, &table, 2))
-        .collect();
+    let h: Vec<u32> = (0..64).map(|s| hash(s, &table, 2)).collect();
     let mut distinct = h.clone();
     distinct.sort_unstable();
     distinct.dedup();
     assert_eq!(distinct.len(), h.len(), "{h:?}");
+}
+
+#[test]
+fn device_matches_the_reference_on_every_target() {
+    device_matches_the_reference("hash_lanes", kjit_kernels::hash_lanes::hash);
+}
+
+/// The same for the 5-stream shape.
+#[test]
+fn wide_device_matches_the_reference_on_every_target() {
+    device_matches_the_reference("hash_lanes_wide", kjit_kernels::hash_lanes::hash_wide);
 }

@@ -511,6 +511,59 @@ fn hash_lanes_default_reaches_the_level_the_tuner_found() {
     );
 }
 
+/// `hash_lanes_wide` (`kernels/src/hash_lanes.rs`: 5 interleaved lookup chains over 100 words
+/// of state) on mi300x at its default size (n = 2048, 4 rounds). Its latency schedule takes
+/// more VGPRs than level 4 allows; the schedule bounded to level 4 fits in registers but leaves
+/// fewer loads in flight at some waits, so the default compile's occupancy policy (give up
+/// nothing) keeps the latency schedule's level, and the tuner finds the level above faster: the
+/// winner is an occupancy level whose code is not the default's, with more waves and fewer
+/// VGPRs than the default, nothing in scratch, and at least 3% fewer cycles; the highest
+/// reachable level spills the state to scratch and loses. A policy that took level 4 itself, a
+/// tuner that kept the default, or a level 4 that spilled, fails it.
+#[test]
+fn the_tuner_beats_the_default_with_a_level_in_between() {
+    let spec = kjit_kernels::find("hash_lanes_wide").unwrap();
+    let job = Job::from_library(spec, spec.default_n, 1);
+    let r = tune(&job, &TuneOptions::new(Target::Gfx942), &mut |_, _| {}).expect("tunes");
+    let t = table(&r);
+    eprintln!("{t}");
+    assert!(r.candidates.iter().all(|c| c.correct), "{t}");
+    let default = &r.candidates[0];
+    assert_eq!(default.occupancy, None, "{t}");
+    let best = r.best().expect("a winner");
+    assert!(best.occupancy.is_some(), "{t}");
+    assert!(
+        !best
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("same code as #0"),
+        "the winner should not be the default's code\n{t}"
+    );
+    assert!(
+        best.reached_occupancy > default.reached_occupancy
+            && best.vgprs < default.vgprs
+            && best.spills_scratch == 0,
+        "{t}"
+    );
+    let (b, d) = (best.cycles.unwrap(), default.cycles.unwrap());
+    assert!(
+        b * 100 <= d * 97,
+        "{b} cycles against the default's {d}\n{t}"
+    );
+    let top = r
+        .candidates
+        .iter()
+        .filter(|c| c.cycles.is_some())
+        .max_by_key(|c| c.occupancy)
+        .unwrap();
+    assert!(top.occupancy > best.occupancy, "{t}");
+    assert!(
+        top.spills_scratch > 0 && top.cycles > default.cycles,
+        "the highest level should spill and lose\n{t}"
+    );
+}
+
 /// `matmul` declares its tile edge: `--space all` compiles and runs every tile size (8, 16,
 /// 32: workgroups of 64 to 1024 work-items, different LDS tiles and unrolled inner loops), and
 /// every candidate's output is checked against the reference.
