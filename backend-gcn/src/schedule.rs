@@ -655,14 +655,21 @@ fn block_dag(
         for v in &nd.uses {
             if let Some(d) = t.def_at[v.index()] {
                 edge(d, k, &mut succs, &mut npred);
-                let loads = match (nodes[d].lgkm_load, nodes[d].forwards) {
-                    (true, _) => vec![d],
-                    (false, true) => lgkm_reads[d].clone(),
-                    _ => Vec::new(),
+                // The loads read: `d` itself, or through an `Extract` the loads it forwards
+                // (earlier nodes, so `d < k`). Indexed, not collected: this runs per edge.
+                let n_loads = match (nodes[d].lgkm_load, nodes[d].forwards) {
+                    (true, _) => 1,
+                    (false, true) => lgkm_reads[d].len(),
+                    _ => 0,
                 };
-                for d in loads {
-                    if !nd.lgkm_load && !lgkm_reads[k].contains(&d) {
-                        lgkm_reads[k].push(d);
+                for i in 0..n_loads {
+                    let l = if nodes[d].lgkm_load {
+                        d
+                    } else {
+                        lgkm_reads[d][i]
+                    };
+                    if !nd.lgkm_load && !lgkm_reads[k].contains(&l) {
+                        lgkm_reads[k].push(l);
                     }
                 }
             }
