@@ -155,16 +155,30 @@ fn scc_free_at(insts: &[MInst], term: &Terminator, at: usize) -> bool {
     }
 }
 
-/// Instruction indices (ascending) of the entry block that only build the descriptor made at
-/// `build`: followed back through operands while every reader of every result is in the set.
-fn chain(mf: &MachineFunction, rd: &Readers, build: usize) -> Vec<usize> {
+/// The entry block's instruction defining each vreg it defines (made once for every
+/// descriptor's [`chain`]).
+fn entry_defs(mf: &MachineFunction) -> HashMap<VReg, usize> {
     let insts = &mf.blocks[mf.entry()].insts;
     let mut def_at: HashMap<VReg, usize> = HashMap::default();
+    def_at.reserve(insts.len());
     for (k, i) in insts.iter().enumerate() {
         for d in i.defs() {
             def_at.insert(d, k);
         }
     }
+    def_at
+}
+
+/// Instruction indices (ascending) of the entry block that only build the descriptor made at
+/// `build`: followed back through operands while every reader of every result is in the set.
+/// `def_at`: [`entry_defs`].
+fn chain(
+    mf: &MachineFunction,
+    rd: &Readers,
+    def_at: &HashMap<VReg, usize>,
+    build: usize,
+) -> Vec<usize> {
+    let insts = &mf.blocks[mf.entry()].insts;
     let mut set = vec![build];
     let mut grew = true;
     while grew {
@@ -208,6 +222,7 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
         }
         r.iter().map(|&(_, j)| j).max()
     };
+    let mut def_at = None;
     for &(build, d) in &descs {
         let first_use = rd
             .get(&d)
@@ -218,7 +233,7 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
                     .min()
             })
             .unwrap_or(n);
-        let set = chain(mf, &rd, build);
+        let set = chain(mf, &rd, def_at.get_or_insert_with(|| entry_defs(mf)), build);
         let Some(&load) = set.iter().find(|&&k| is_smem(&insts[k])) else {
             continue;
         };
@@ -308,10 +323,11 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
     let insts = &mf.blocks[entry].insts;
     let n = insts.len();
     let mut set: Vec<usize> = Vec::new();
+    let mut def_at = None;
     for (k, i) in insts.iter().enumerate() {
         if descriptor(mf, i).is_some() {
             set.extend(
-                chain(mf, &rd, k)
+                chain(mf, &rd, def_at.get_or_insert_with(|| entry_defs(mf)), k)
                     .into_iter()
                     .filter(|&j| !is_smem(&insts[j])),
             );

@@ -61,67 +61,54 @@ const EXEC: std::ops::Range<usize> = 126..128;
 const VCC: std::ops::Range<usize> = 106..108;
 const M0: usize = 124;
 
-/// When the last event of each kind happened, per register unit, as a stamp on a wait-state
-/// clock (`now`; `NEVER`: long ago). The distance of an event is `now - stamp`; distances of
-/// [`HORIZON`] or more do not matter to any rule and count as `FAR`.
-#[derive(Clone, PartialEq, Eq)]
-struct Dist {
-    now: u32,
+/// When the last event of each kind happened to one register unit, as stamps on the wait-state
+/// clock ([`Dist::now`]; `NEVER`: long ago).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct UnitStamps {
     /// VALU wrote the scalar unit (any VALU).
-    valu_sgpr: Vec<u32>,
+    valu_sgpr: u32,
     /// VALU of the gfx942 SGPR-forwarding class wrote the scalar unit.
-    valu_sgpr_fwd: Vec<u32>,
+    valu_sgpr_fwd: u32,
     /// VALU wrote the vector unit.
-    valu_vgpr: Vec<u32>,
+    valu_vgpr: u32,
     /// Transcendental VALU wrote the vector unit.
-    trans_vgpr: Vec<u32>,
+    trans_vgpr: u32,
     /// VALU with a partial destination (SDWA dst_sel, op_sel dst) wrote the unit.
-    dstsel_vgpr: Vec<u32>,
+    dstsel_vgpr: u32,
     /// MFMA wrote the unit; with its kind and written range.
-    mfma_write: Vec<u32>,
-    mfma_write_kind: Vec<MfmaKind>,
-    mfma_write_range: Vec<(u16, u16)>,
+    mfma_write: u32,
+    mfma_write_kind: MfmaKind,
+    mfma_write_range: (u16, u16),
     /// MFMA read the unit as SrcC; with its kind.
-    mfma_srcc: Vec<u32>,
-    mfma_srcc_kind: Vec<MfmaKind>,
+    mfma_srcc: u32,
+    mfma_srcc_kind: MfmaKind,
     /// A store of more than 8 bytes read the unit as data.
-    wide_store: Vec<u32>,
-    valu_exec: u32,
-    cmpx_exec: u32,
-    salu_m0: u32,
-    setreg: u32,
-    /// A DGEMM (`v_mfma_f64_*`) issued.
-    dgemm: u32,
+    wide_store: u32,
 }
 
-fn vec_far(n: usize) -> Vec<u32> {
-    vec![NEVER; n]
-}
+impl UnitStamps {
+    const NONE: UnitStamps = UnitStamps {
+        valu_sgpr: NEVER,
+        valu_sgpr_fwd: NEVER,
+        valu_vgpr: NEVER,
+        trans_vgpr: NEVER,
+        dstsel_vgpr: NEVER,
+        mfma_write: NEVER,
+        mfma_write_kind: MfmaKind {
+            passes: 0,
+            class: MfmaClass::Xdl,
+        },
+        mfma_write_range: (0, 0),
+        mfma_srcc: NEVER,
+        mfma_srcc_kind: MfmaKind {
+            passes: 0,
+            class: MfmaClass::Xdl,
+        },
+        wide_store: NEVER,
+    };
 
-impl Dist {
-    fn new(k: usize) -> Dist {
-        Dist {
-            now: BASE,
-            valu_sgpr: vec_far(k),
-            valu_sgpr_fwd: vec_far(k),
-            valu_vgpr: vec_far(k),
-            trans_vgpr: vec_far(k),
-            dstsel_vgpr: vec_far(k),
-            mfma_write: vec_far(k),
-            mfma_write_kind: vec![MfmaKind::default(); k],
-            mfma_write_range: vec![(0, 0); k],
-            mfma_srcc: vec_far(k),
-            mfma_srcc_kind: vec![MfmaKind::default(); k],
-            wide_store: vec_far(k),
-            valu_exec: NEVER,
-            cmpx_exec: NEVER,
-            salu_m0: NEVER,
-            setreg: NEVER,
-            dgemm: NEVER,
-        }
-    }
-
-    fn all_mut(&mut self) -> [&mut Vec<u32>; 8] {
+    /// The stamps, for re-basing and joining.
+    fn stamps_mut(&mut self) -> [&mut u32; 8] {
         [
             &mut self.valu_sgpr,
             &mut self.valu_sgpr_fwd,
@@ -132,6 +119,50 @@ impl Dist {
             &mut self.mfma_srcc,
             &mut self.wide_store,
         ]
+    }
+
+    fn stamps(&self) -> [u32; 8] {
+        [
+            self.valu_sgpr,
+            self.valu_sgpr_fwd,
+            self.valu_vgpr,
+            self.trans_vgpr,
+            self.dstsel_vgpr,
+            self.mfma_write,
+            self.mfma_srcc,
+            self.wide_store,
+        ]
+    }
+}
+
+/// When the last event of each kind happened, per register unit (one [`UnitStamps`] per unit
+/// the function touches, in one vector: the fixed point clones and joins these states per
+/// block), as a stamp on a wait-state clock (`now`; `NEVER`: long ago). The distance of an
+/// event is `now - stamp`; distances of [`HORIZON`] or more do not matter to any rule and
+/// count as `FAR`.
+#[derive(Clone, PartialEq, Eq)]
+struct Dist {
+    now: u32,
+    u: Vec<UnitStamps>,
+    valu_exec: u32,
+    cmpx_exec: u32,
+    salu_m0: u32,
+    setreg: u32,
+    /// A DGEMM (`v_mfma_f64_*`) issued.
+    dgemm: u32,
+}
+
+impl Dist {
+    fn new(k: usize) -> Dist {
+        Dist {
+            now: BASE,
+            u: vec![UnitStamps::NONE; k],
+            valu_exec: NEVER,
+            cmpx_exec: NEVER,
+            salu_m0: NEVER,
+            setreg: NEVER,
+            dgemm: NEVER,
+        }
     }
 
     /// `n` wait states pass.
@@ -148,59 +179,67 @@ impl Dist {
         }
     }
 
-    /// The same state on the clock [`BASE`] (so states of different blocks compare and merge).
-    fn normalized(&self) -> Dist {
-        let mut d = self.clone();
+    /// Puts the state on the clock [`BASE`] (so states of different blocks compare and merge).
+    fn normalize(&mut self) {
+        let now = self.now;
         let re = |x: u32| {
-            let dist = if x == NEVER || self.now - x >= HORIZON {
-                None
+            if x == NEVER || now - x >= HORIZON {
+                NEVER
             } else {
-                Some(self.now - x)
-            };
-            dist.map_or(NEVER, |k| BASE - k)
+                BASE - (now - x)
+            }
         };
-        d.now = BASE;
-        for v in d.all_mut() {
-            v.iter_mut().for_each(|x| *x = re(*x));
+        for u in &mut self.u {
+            for x in u.stamps_mut() {
+                *x = re(*x);
+            }
         }
-        d.valu_exec = re(self.valu_exec);
-        d.cmpx_exec = re(self.cmpx_exec);
-        d.salu_m0 = re(self.salu_m0);
-        d.setreg = re(self.setreg);
-        d.dgemm = re(self.dgemm);
-        d
+        self.valu_exec = re(self.valu_exec);
+        self.cmpx_exec = re(self.cmpx_exec);
+        self.salu_m0 = re(self.salu_m0);
+        self.setreg = re(self.setreg);
+        self.dgemm = re(self.dgemm);
+        self.now = BASE;
     }
 
     /// Join of two normalized states: the smallest distance (latest stamp) of either path; for
-    /// MFMA records, the producer with the longer waits.
-    fn merge(&mut self, o: &Dist) {
-        for (a, b) in self.all_mut().into_iter().zip([
-            &o.valu_sgpr,
-            &o.valu_sgpr_fwd,
-            &o.valu_vgpr,
-            &o.trans_vgpr,
-            &o.dstsel_vgpr,
-            &o.mfma_write,
-            &o.mfma_srcc,
-            &o.wide_store,
-        ]) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x = (*x).max(*y);
+    /// MFMA records, the producer with the longer waits. Whether `self` changed.
+    fn merge(&mut self, o: &Dist) -> bool {
+        let mut changed = false;
+        for (a, b) in self.u.iter_mut().zip(&o.u) {
+            let before = *a;
+            for (x, y) in a.stamps_mut().into_iter().zip(b.stamps()) {
+                *x = (*x).max(y);
             }
-        }
-        for i in 0..self.mfma_write_kind.len() {
-            self.mfma_write_kind[i] = self.mfma_write_kind[i].worse(o.mfma_write_kind[i]);
-            self.mfma_srcc_kind[i] = self.mfma_srcc_kind[i].worse(o.mfma_srcc_kind[i]);
-            if self.mfma_write_range[i] != o.mfma_write_range[i] {
+            a.mfma_write_kind = a.mfma_write_kind.worse(b.mfma_write_kind);
+            a.mfma_srcc_kind = a.mfma_srcc_kind.worse(b.mfma_srcc_kind);
+            if a.mfma_write_range != b.mfma_write_range {
                 // Different producers on the two paths: no "same SrcC" exemption.
-                self.mfma_write_range[i] = (u16::MAX, 0);
+                a.mfma_write_range = (u16::MAX, 0);
             }
+            changed |= *a != before;
         }
+        let before = [
+            self.valu_exec,
+            self.cmpx_exec,
+            self.salu_m0,
+            self.setreg,
+            self.dgemm,
+        ];
         self.valu_exec = self.valu_exec.max(o.valu_exec);
         self.cmpx_exec = self.cmpx_exec.max(o.cmpx_exec);
         self.salu_m0 = self.salu_m0.max(o.salu_m0);
         self.setreg = self.setreg.max(o.setreg);
         self.dgemm = self.dgemm.max(o.dgemm);
+        changed
+            || before
+                != [
+                    self.valu_exec,
+                    self.cmpx_exec,
+                    self.salu_m0,
+                    self.setreg,
+                    self.dgemm,
+                ]
     }
 }
 
@@ -434,16 +473,16 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
             // Scalar units.
             if reads {
                 if vmem {
-                    n = n.max(need(d.at(d.valu_sgpr[c]), 5));
+                    n = n.max(need(d.at(d.u[c].valu_sgpr), 5));
                 }
                 if f.lane_op && slot == Slot::Src1 {
-                    n = n.max(need(d.at(d.valu_sgpr[c]), 4));
+                    n = n.max(need(d.at(d.u[c].valu_sgpr), 4));
                     if gfx942 {
-                        n = n.max(need(d.at(d.valu_sgpr_fwd[c]), 4));
+                        n = n.max(need(d.at(d.u[c].valu_sgpr_fwd), 4));
                     }
                 }
                 if gfx942 && valu && !(f.carry_op && matches!(slot, Slot::Vcc | Slot::Src2)) {
-                    n = n.max(need(d.at(d.valu_sgpr_fwd[c]), 2));
+                    n = n.max(need(d.at(d.u[c].valu_sgpr_fwd), 2));
                 }
                 if gfx942 && valu && EXEC.contains(&u) {
                     n = n.max(need(d.at(d.cmpx_exec), 2));
@@ -454,36 +493,36 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
         // Vector units.
         if reads {
             if dpp && slot == Slot::Src0 {
-                n = n.max(need(d.at(d.valu_vgpr[c]), 2));
+                n = n.max(need(d.at(d.u[c].valu_vgpr), 2));
             }
             if cdna && mfma {
                 n = n.max(need(
-                    d.at(d.valu_vgpr[c]),
+                    d.at(d.u[c].valu_vgpr),
                     mfma::VALU_WRITE_TO_MFMA_READ as u32,
                 ));
             }
-            if target == Target::Gfx90a && mem && d.dgemm > d.valu_vgpr[c] {
+            if target == Target::Gfx90a && mem && d.dgemm > d.u[c].valu_vgpr {
                 n = n.max(need(
-                    d.at(d.valu_vgpr[c]),
+                    d.at(d.u[c].valu_vgpr),
                     mfma::GFX90A_VALU_DGEMM_MEM_READ as u32,
                 ));
             }
             if gfx942 && f.readlane_vgpr {
-                n = n.max(need(d.at(d.valu_vgpr[c]), 1));
+                n = n.max(need(d.at(d.u[c].valu_vgpr), 1));
             }
             if gfx942 && valu && !f.trans {
-                n = n.max(need(d.at(d.trans_vgpr[c]), 1));
+                n = n.max(need(d.at(d.u[c].trans_vgpr), 1));
             }
             if gfx942 && valu {
-                n = n.max(need(d.at(d.dstsel_vgpr[c]), 1));
+                n = n.max(need(d.at(d.u[c].dstsel_vgpr), 1));
             }
         }
-        if cdna && d.at(d.mfma_write[c]) != FAR {
-            let producer = d.mfma_write_kind[c];
+        if cdna && d.at(d.u[c].mfma_write) != FAR {
+            let producer = d.u[c].mfma_write_kind;
             let req = match (f.kind, reads, writes) {
                 (Some(consumer), true, _) if slot == Slot::Src2 => {
                     let exact = srcc_range.as_ref().is_some_and(|r| {
-                        let (lo, len) = d.mfma_write_range[c];
+                        let (lo, len) = d.u[c].mfma_write_range;
                         r.start == lo as usize && r.len() == len as usize
                     });
                     mfma::mfma_srcc_after_mfma(producer, consumer, exact, target)
@@ -500,26 +539,26 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
                 }
                 _ => 0,
             };
-            n = n.max(need(d.at(d.mfma_write[c]), req as u32));
+            n = n.max(need(d.at(d.u[c].mfma_write), req as u32));
             if f.kind.is_none() && reads && writes && (valu || mem) {
                 // Read and overwritten at once: the larger of the two.
                 let w = mfma::after_mfma_write(producer, Access::Write, target);
-                n = n.max(need(d.at(d.mfma_write[c]), w as u32));
+                n = n.max(need(d.at(d.u[c].mfma_write), w as u32));
             }
         }
         if writes {
-            if cdna && (valu || mem) && !mfma && d.at(d.mfma_srcc[c]) != FAR {
-                let w = mfma::write_after_srcc_read(d.mfma_srcc_kind[c], target);
-                n = n.max(need(d.at(d.mfma_srcc[c]), w as u32));
+            if cdna && (valu || mem) && !mfma && d.at(d.u[c].mfma_srcc) != FAR {
+                let w = mfma::write_after_srcc_read(d.u[c].mfma_srcc_kind, target);
+                n = n.max(need(d.at(d.u[c].mfma_srcc), w as u32));
             }
             let wide = if valu && gfx942 { 2 } else { 1 };
-            n = n.max(need(d.at(d.wide_store[c]), wide));
+            n = n.max(need(d.at(d.u[c].wide_store), wide));
         }
     }
     if f.div_fmas {
         for u in VCC {
             let c = map[u] as usize;
-            n = n.max(need(d.at(d.valu_sgpr[c]), 4));
+            n = n.max(need(d.at(d.u[c].valu_sgpr), 4));
         }
     }
     if dpp {
@@ -584,9 +623,9 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
         let c = map[u] as usize;
         if writes && valu {
             if u < V_BASE {
-                d.valu_sgpr[c] = now;
+                d.u[c].valu_sgpr = now;
                 if f.fwd {
-                    d.valu_sgpr_fwd[c] = now;
+                    d.u[c].valu_sgpr_fwd = now;
                 }
                 if EXEC.contains(&u) {
                     d.valu_exec = now;
@@ -595,19 +634,19 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
                     }
                 }
             } else {
-                d.trans_vgpr[c] = if f.trans { now } else { NEVER };
-                d.dstsel_vgpr[c] = if f.partial { now } else { NEVER };
+                d.u[c].trans_vgpr = if f.trans { now } else { NEVER };
+                d.u[c].dstsel_vgpr = if f.partial { now } else { NEVER };
                 // An MFMA write and a VALU write keep their own stamps: a later write of the
                 // other kind does not end a rule's window (LLVM's `getWaitStatesSinceDef`
                 // looks back for the last def of that kind, over any defs in between), so a
                 // store of a register a `v_mov` refilled right after an MFMA wrote it still
                 // waits out the MFMA's memory-read rule.
                 if mfma {
-                    d.mfma_write[c] = now;
-                    d.mfma_write_kind[c] = kind;
-                    d.mfma_write_range[c] = dst_range.unwrap_or((u16::MAX, 0));
+                    d.u[c].mfma_write = now;
+                    d.u[c].mfma_write_kind = kind;
+                    d.u[c].mfma_write_range = dst_range.unwrap_or((u16::MAX, 0));
                 } else {
-                    d.valu_vgpr[c] = now;
+                    d.u[c].valu_vgpr = now;
                 }
             }
         }
@@ -615,8 +654,8 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
             d.salu_m0 = now;
         }
         if reads && mfma && slot == Slot::Src2 && u >= V_BASE {
-            d.mfma_srcc[c] = now;
-            d.mfma_srcc_kind[c] = kind;
+            d.u[c].mfma_srcc = now;
+            d.u[c].mfma_srcc_kind = kind;
         }
     }
     // `v_cmpx` on the 32-bit encoding writes EXEC implicitly (not an operand in every form).
@@ -632,7 +671,7 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
     }
     if let Some(units) = &f.wide {
         for &u in units {
-            d.wide_store[map[u] as usize] = now;
+            d.u[map[u] as usize].wide_store = now;
         }
     }
 }
@@ -836,18 +875,14 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
         queued[b] = false;
         let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
         run_block(&mut d, &map, &facts[b], &f.blocks[b].insts, target, None);
-        let d = d.normalized();
+        d.normalize();
         for s in f.blocks[b].term.successors() {
             let si = s.as_u32() as usize;
             if si >= n {
                 continue;
             }
             let changed = match &mut entry[si] {
-                Some(e) => {
-                    let before = e.clone();
-                    e.merge(&d);
-                    *e != before
-                }
+                Some(e) => e.merge(&d),
                 slot @ None => {
                     *slot = Some(d.clone());
                     true

@@ -510,6 +510,12 @@ struct VregTables {
     local: Vec<u32>,
     /// Vregs with entries to clear.
     touched: Vec<usize>,
+    /// Per register unit (and the extra resource): the block's last instruction writing it.
+    last_write: Vec<Option<usize>>,
+    /// Per register unit: the block's instructions reading it since that write.
+    reads_since: Vec<Vec<usize>>,
+    /// Register units with entries to clear.
+    units_touched: Vec<usize>,
 }
 
 impl VregTables {
@@ -520,6 +526,9 @@ impl VregTables {
             tied_writers: vec![Vec::new(); nvregs],
             local: vec![u32::MAX; nvregs],
             touched: Vec::new(),
+            last_write: vec![None; NRES],
+            reads_since: vec![Vec::new(); NRES],
+            units_touched: Vec::new(),
         }
     }
 
@@ -531,6 +540,11 @@ impl VregTables {
             self.local[v] = u32::MAX;
         }
         self.touched.clear();
+        for &u in &self.units_touched {
+            self.last_write[u] = None;
+            self.reads_since[u].clear();
+        }
+        self.units_touched.clear();
     }
 }
 
@@ -615,6 +629,7 @@ fn block_dag(
         t.touched
             .extend(nd.uses.iter().chain(&nd.defs).map(|v| v.index()));
         t.touched.extend(nd.tied_use.map(|v| v.index()));
+        t.units_touched.extend(nd.reads.iter().chain(&nd.writes));
     }
     let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut npred = vec![0usize; n];
@@ -626,8 +641,10 @@ fn block_dag(
             npred[b] += 1;
         }
     };
-    let mut last_write: Vec<Option<usize>> = vec![None; NRES];
-    let mut reads_since: Vec<Vec<usize>> = vec![Vec::new(); NRES];
+    // Per register unit: the function's tables (a pair of tables per block cost every unit
+    // of the file per block).
+    let last_write = &mut t.last_write;
+    let reads_since = &mut t.reads_since;
     // Per memory space: the last store (or atomic) and the loads after it. A load waits for
     // the last store, a store for it and those loads: the same order as an edge from every
     // earlier access that a store is part of (edges implied through the last store are left

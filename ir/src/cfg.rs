@@ -24,6 +24,10 @@ impl ControlFlowGraph {
     /// Builds the graph of `func`'s layout.
     pub fn new(func: &Function) -> Self {
         let mut cfg = ControlFlowGraph::default();
+        // Sized once (indexing past the end grows a map one block at a time).
+        let n = func.blocks.len();
+        cfg.succs.resize(n);
+        cfg.preds.resize(n);
         for &b in &func.layout {
             let mut s = Vec::new();
             for t in func.successors(b) {
@@ -39,8 +43,9 @@ impl ControlFlowGraph {
             cfg.succs[b] = s;
         }
         if let Some(entry) = func.entry() {
-            let mut seen: SecondaryMap<Block, bool> = SecondaryMap::new();
-            let mut post = Vec::new();
+            let mut seen: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(n);
+            seen.resize(n);
+            let mut post = Vec::with_capacity(n);
             // Iterative DFS: (block, next successor index).
             let mut stack = vec![(entry, 0usize)];
             seen[entry] = true;

@@ -42,6 +42,7 @@ impl BranchRegion {
         let post = pdt.ipdom(d);
         // Label every block reachable from each successor before the post-dominator.
         let mut labels: SecondaryMap<Block, u8> = SecondaryMap::new();
+        labels.resize(cfg.succs.as_values_slice().len());
         let mut work = Vec::new();
         for (k, &s) in cfg.succs[d].iter().enumerate() {
             let bit = 1u8 << k;
@@ -59,6 +60,7 @@ impl BranchRegion {
         }
         let mut r = BranchRegion::default();
         let mut in_region: SecondaryMap<Block, bool> = SecondaryMap::new();
+        in_region.resize(cfg.succs.as_values_slice().len());
         for &b in &cfg.rpo {
             if labels[b] == 0 {
                 continue;
@@ -74,6 +76,7 @@ impl BranchRegion {
         // A loop left through this branch: the blocks of the region that lead back to it.
         if in_region[d] {
             let mut cycle: SecondaryMap<Block, bool> = SecondaryMap::new();
+            cycle.resize(cfg.succs.as_values_slice().len());
             let mut work = vec![d];
             while let Some(b) = work.pop() {
                 if cycle[b] {
@@ -106,21 +109,34 @@ impl Uniformity {
         let cfg = ControlFlowGraph::new(func);
         let pdt = PostDominatorTree::new(func, &cfg);
         let mut u = Uniformity::default();
-        // Where each value is defined, for the temporal-divergence rule.
-        let mut def_block: SecondaryMap<Value, Option<Block>> = SecondaryMap::new();
-        let mut uses: Vec<(Value, Block)> = Vec::new();
-        for &b in &cfg.rpo {
-            for &p in &func.blocks[b].params {
-                def_block[p] = Some(b);
-            }
-            for &i in &func.blocks[b].insts {
-                for &r in &func.results[i] {
-                    def_block[r] = Some(b);
+        // Sized once: growing the maps value by value was a tenth of the analysis.
+        u.divergent.resize(func.values.len());
+        u.divergent_branch.resize(func.blocks.len());
+        u.divergent_region.resize(func.blocks.len());
+        // Where each value is defined and where it is used, for the temporal-divergence rule:
+        // made when a divergent branch first leaves a loop (most kernels have none).
+        let mut defs_and_uses: Option<(SecondaryMap<Value, Option<Block>>, Vec<(Value, Block)>)> =
+            None;
+        let defs_and_uses_of = || {
+            let mut def_block: SecondaryMap<Value, Option<Block>> =
+                SecondaryMap::with_capacity(func.values.len());
+            def_block.resize(func.values.len());
+            let mut uses: Vec<(Value, Block)> = Vec::new();
+            for &b in &cfg.rpo {
+                for &p in &func.blocks[b].params {
+                    def_block[p] = Some(b);
                 }
-                func.insts[i].for_each_arg(|a| uses.push((a, b)));
+                for &i in &func.blocks[b].insts {
+                    for &r in &func.results[i] {
+                        def_block[r] = Some(b);
+                    }
+                    func.insts[i].for_each_arg(|a| uses.push((a, b)));
+                }
             }
-        }
+            (def_block, uses)
+        };
         let mut regions: SecondaryMap<Block, Option<BranchRegion>> = SecondaryMap::new();
+        regions.resize(func.blocks.len());
         loop {
             let mut changed = false;
             fn mark_in(u: &mut Uniformity, changed: &mut bool, v: Value) {
@@ -207,7 +223,8 @@ impl Uniformity {
                     }
                 }
                 if let Some(cycle) = &r.cycle {
-                    for &(v, ub) in &uses {
+                    let (def_block, uses) = defs_and_uses.get_or_insert_with(&defs_and_uses_of);
+                    for &(v, ub) in uses.iter() {
                         if let Some(db) = def_block[v] {
                             if cycle[db] && !cycle[ub] {
                                 mark!(&mut u, v);

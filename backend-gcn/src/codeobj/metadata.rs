@@ -2,8 +2,8 @@
 //! (AMDGPUUsage "Code Object V4/V5 Metadata").
 //!
 //! Takes the note's bytes ([`Metadata::from_msgpack`]) or kjit's kernel descriptions; gives typed
-//! [`KernelMeta`]/[`ArgMeta`] records and the msgpack bytes ([`Metadata::to_msgpack`], through
-//! `rmpv`). Unknown keys are ignored when reading so that newer producers still load; a required
+//! [`KernelMeta`]/[`ArgMeta`] records and the msgpack bytes ([`Metadata::to_msgpack`], read
+//! through `rmpv`, written with `rmp`). Unknown keys are ignored when reading so that newer producers still load; a required
 //! key that is missing or of the wrong type is a [`MetadataError`] naming the kernel and key.
 
 use std::fmt;
@@ -801,13 +801,171 @@ impl Metadata {
         Value::Map(m)
     }
 
-    /// The note's descriptor bytes.
+    /// The note's descriptor bytes: the encoding of [`Metadata::to_value`], written straight
+    /// from the records (building the value tree first allocated a `String` per key and was
+    /// most of the code object's writing time for small kernels).
     pub fn to_msgpack(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        // Writing into a Vec cannot fail.
-        rmpv::encode::write_value(&mut out, &self.to_value()).expect("msgpack into a Vec");
+        let mut out = Vec::with_capacity(256 + 512 * self.kernels.len());
+        let mut top: Entries = Entries::new();
+        top.push(("amdhsa.kernels", Field::Kernels(&self.kernels)));
+        if !self.printf.is_empty() {
+            top.push(("amdhsa.printf", Field::Strs(&self.printf)));
+        }
+        if let Some(t) = &self.target {
+            top.push(("amdhsa.target", Field::Str(t)));
+        }
+        top.push(("amdhsa.version", Field::U32s(&self.version)));
+        write_map(&mut out, &top);
         out
     }
+}
+
+/// A map entry's value for [`Metadata::to_msgpack`], borrowed from the records.
+enum Field<'a> {
+    Str(&'a str),
+    U32(u32),
+    Bool(bool),
+    U32s(&'a [u32]),
+    Strs(&'a [String]),
+    Args(&'a [ArgMeta]),
+    Kernels(&'a [KernelMeta]),
+}
+
+/// A map's entries in the order [`Metadata::to_value`] gives them.
+type Entries<'a> = smallvec::SmallVec<[(&'static str, Field<'a>); 24]>;
+
+// Writing into a Vec cannot fail: the `expect`s below never fire.
+fn write_map(out: &mut Vec<u8>, m: &Entries) {
+    rmp::encode::write_map_len(out, m.len() as u32).expect("msgpack into a Vec");
+    for (key, field) in m {
+        rmp::encode::write_str(out, key).expect("msgpack into a Vec");
+        write_field(out, field);
+    }
+}
+
+fn write_field(out: &mut Vec<u8>, f: &Field) {
+    let array = |out: &mut Vec<u8>, n: usize| {
+        rmp::encode::write_array_len(out, n as u32).expect("msgpack into a Vec");
+    };
+    match f {
+        Field::Str(x) => rmp::encode::write_str(out, x).expect("msgpack into a Vec"),
+        Field::U32(x) => {
+            rmp::encode::write_uint(out, u64::from(*x)).expect("msgpack into a Vec");
+        }
+        Field::Bool(x) => rmp::encode::write_bool(out, *x).expect("msgpack into a Vec"),
+        Field::U32s(xs) => {
+            array(out, xs.len());
+            for &x in *xs {
+                write_field(out, &Field::U32(x));
+            }
+        }
+        Field::Strs(xs) => {
+            array(out, xs.len());
+            for x in *xs {
+                write_field(out, &Field::Str(x));
+            }
+        }
+        Field::Args(args) => {
+            array(out, args.len());
+            for a in *args {
+                write_map(out, &arg_entries(a));
+            }
+        }
+        Field::Kernels(ks) => {
+            array(out, ks.len());
+            for k in *ks {
+                write_map(out, &kernel_entries(k));
+            }
+        }
+    }
+}
+
+/// [`arg_value`]'s entries.
+fn arg_entries(a: &ArgMeta) -> Entries<'_> {
+    let mut m = Entries::new();
+    if let Some(v) = &a.access {
+        m.push((".access", Field::Str(v.as_str())));
+    }
+    if let Some(v) = &a.actual_access {
+        m.push((".actual_access", Field::Str(v.as_str())));
+    }
+    if let Some(v) = &a.address_space {
+        m.push((".address_space", Field::Str(v.as_str())));
+    }
+    for (key, on) in [
+        (".is_const", a.is_const),
+        (".is_pipe", a.is_pipe),
+        (".is_restrict", a.is_restrict),
+        (".is_volatile", a.is_volatile),
+    ] {
+        if on {
+            m.push((key, Field::Bool(true)));
+        }
+    }
+    if let Some(v) = &a.name {
+        m.push((".name", Field::Str(v)));
+    }
+    m.push((".offset", Field::U32(a.offset)));
+    if let Some(v) = a.pointee_align {
+        m.push((".pointee_align", Field::U32(v)));
+    }
+    m.push((".size", Field::U32(a.size)));
+    if let Some(v) = &a.type_name {
+        m.push((".type_name", Field::Str(v)));
+    }
+    m.push((".value_kind", Field::Str(a.value_kind.as_str())));
+    if let Some(v) = &a.value_type {
+        m.push((".value_type", Field::Str(v)));
+    }
+    m
+}
+
+/// [`kernel_value`]'s entries.
+fn kernel_entries(k: &KernelMeta) -> Entries<'_> {
+    let mut m = Entries::new();
+    m.push((".agpr_count", Field::U32(k.agpr_count)));
+    m.push((".args", Field::Args(&k.args)));
+    m.push((
+        ".group_segment_fixed_size",
+        Field::U32(k.group_segment_fixed_size),
+    ));
+    m.push((".kernarg_segment_align", Field::U32(k.kernarg_segment_align)));
+    m.push((".kernarg_segment_size", Field::U32(k.kernarg_segment_size)));
+    if let Some(l) = &k.language {
+        m.push((".language", Field::Str(l)));
+    }
+    if let Some(v) = &k.language_version {
+        m.push((".language_version", Field::U32s(v)));
+    }
+    m.push((
+        ".max_flat_workgroup_size",
+        Field::U32(k.max_flat_workgroup_size),
+    ));
+    m.push((".name", Field::Str(&k.name)));
+    m.push((
+        ".private_segment_fixed_size",
+        Field::U32(k.private_segment_fixed_size),
+    ));
+    if let Some(d) = &k.reqd_workgroup_size {
+        m.push((".reqd_workgroup_size", Field::U32s(d)));
+    }
+    m.push((".sgpr_count", Field::U32(k.sgpr_count)));
+    m.push((".sgpr_spill_count", Field::U32(k.sgpr_spill_count)));
+    m.push((".symbol", Field::Str(&k.symbol)));
+    if let Some(u) = k.uniform_work_group_size {
+        m.push((".uniform_work_group_size", Field::U32(u)));
+    }
+    m.push((".uses_dynamic_stack", Field::Bool(k.uses_dynamic_stack)));
+    m.push((".vgpr_count", Field::U32(k.vgpr_count)));
+    m.push((".vgpr_spill_count", Field::U32(k.vgpr_spill_count)));
+    m.push((".wavefront_size", Field::U32(k.wavefront_size)));
+    if let Some(d) = &k.workgroup_size_hint {
+        m.push((".workgroup_size_hint", Field::U32s(d)));
+    }
+    if let Some(w) = k.workgroup_processor_mode {
+        m.push((".workgroup_processor_mode", Field::U32(w)));
+    }
+    m
 }
 
 #[cfg(test)]
@@ -847,6 +1005,43 @@ mod tests {
             16 + 64
         );
         assert_eq!(k.explicit_args().count(), 2);
+    }
+
+    /// The direct writer gives the bytes of the value tree, with every optional key present
+    /// and absent.
+    #[test]
+    fn msgpack_is_the_value_trees_encoding() {
+        let tree = |m: &Metadata| {
+            let mut bytes = Vec::new();
+            rmpv::encode::write_value(&mut bytes, &m.to_value()).unwrap();
+            bytes
+        };
+        let bare = sample();
+        assert_eq!(bare.to_msgpack(), tree(&bare));
+        let mut full = sample();
+        full.printf = vec!["1:4:%d".into(), "2:0:x".into()];
+        let k = &mut full.kernels[0];
+        k.language = Some("OpenCL C".into());
+        k.language_version = Some(vec![2, 0]);
+        k.workgroup_size_hint = Some([256, 1, 1]);
+        k.uniform_work_group_size = Some(1);
+        k.workgroup_processor_mode = Some(0);
+        k.vgpr_count = 300;
+        k.private_segment_fixed_size = 70_000;
+        for a in &mut k.args {
+            a.access = Some(Access::ReadOnly);
+            a.actual_access = Some(Access::ReadWrite);
+            a.is_pipe = true;
+            a.is_restrict = true;
+            a.is_volatile = true;
+            a.pointee_align = Some(16);
+            a.value_type = Some("f32".into());
+        }
+        let second = full.kernels[0].clone();
+        full.kernels.push(second);
+        full.target = None;
+        assert_eq!(full.to_msgpack(), tree(&full));
+        assert_eq!(Metadata::from_msgpack(&full.to_msgpack()).unwrap(), full);
     }
 
     #[test]

@@ -27,8 +27,27 @@ enum Site {
     Param(u32, u32),
 }
 
-/// Whether the opcode only computes its destinations (no memory write, no control, no EXEC).
+/// Whether the opcode only computes its destinations (no memory write, no control, no EXEC):
+/// [`is_pure`], remembered per opcode the first time it is asked (each sweep asks for every
+/// instruction, and the answer compares mnemonics; a table of every opcode made up front would
+/// cost a process's first compile more than it saves).
 fn pure_opcode(op: isa::Opcode) -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    /// 0: not asked yet; 1: not pure; 2: pure.
+    static PURE: [AtomicU8; isa::OPCODE_COUNT] = [const { AtomicU8::new(0) }; isa::OPCODE_COUNT];
+    let slot = &PURE[op as usize];
+    match slot.load(Ordering::Relaxed) {
+        0 => {
+            let pure = is_pure(op);
+            slot.store(1 + pure as u8, Ordering::Relaxed);
+            pure
+        }
+        known => known == 2,
+    }
+}
+
+/// [`pure_opcode`] from the mnemonic and format.
+fn is_pure(op: isa::Opcode) -> bool {
     let info = op.info();
     let name = info.name;
     match info.format {

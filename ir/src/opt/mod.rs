@@ -198,7 +198,14 @@ fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
     let numbered = timed(&mut t.gvn, || gvn::number_values(func));
     let hoisted = timed(&mut t.licm, || licm::hoist_invariants(func));
     let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength(func));
-    let numbered = numbered + timed(&mut t.gvn, || gvn::number_values(func));
+    // Numbering again finds something only in what hoisting or strength reduction changed: a
+    // numbered function numbers to itself (each value is looked up after its operands were
+    // renamed, in one pass).
+    let numbered = if hoisted > 0 || reduced_ivs > 0 {
+        numbered + timed(&mut t.gvn, || gvn::number_values(func))
+    } else {
+        numbered
+    };
     let dead = timed(&mut t.dce, || dce::remove_dead_code(func));
     LoopPasses {
         numbered,

@@ -229,8 +229,8 @@ fn bind(
 /// through a general s-expression tree of strings and was most of the cost of building the
 /// rule set, which the first compile in a process pays.
 pub fn parse_pattern(text: &str) -> Option<PatternAst<Node>> {
-    fn expr(
-        t: &mut std::iter::Peekable<std::str::SplitWhitespace<'_>>,
+    fn expr<'a>(
+        t: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
         out: &mut PatternAst<Node>,
     ) -> Option<Id> {
         let tok = t.next()?;
@@ -250,11 +250,28 @@ pub fn parse_pattern(text: &str) -> Option<PatternAst<Node>> {
             Some(out.add(ENodeOrVar::ENode(n)))
         }
     }
-    let spaced = text.replace('(', " ( ").replace(')', " ) ");
-    let mut toks = spaced.split_whitespace().peekable();
+    let mut toks = tokens(text).peekable();
     let mut out = PatternAst::default();
     expr(&mut toks, &mut out)?;
     toks.next().is_none().then_some(out)
+}
+
+/// The tokens of a pattern: each parenthesis alone, and the runs of other non-space text
+/// (slices of `text`: no spaced copy of it is made).
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        rest = rest.trim_start();
+        let len = match rest.bytes().next()? {
+            b'(' | b')' => 1,
+            _ => rest
+                .find(|c: char| c == '(' || c == ')' || c.is_whitespace())
+                .unwrap_or(rest.len()),
+        };
+        let (tok, tail) = rest.split_at(len);
+        rest = tail;
+        Some(tok)
+    })
 }
 
 /// A node of a [`Template`].
@@ -301,5 +318,28 @@ impl Template {
             ids.push(id);
         }
         *ids.last().expect("a non-empty template")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parser gives egg's own parse of the same text, however the text is spaced.
+    #[test]
+    fn patterns_parse_as_eggs_parser_does() {
+        for (text, plain) in [
+            ("(add (shl ?a ?b) ?c)", "(add (shl ?a ?b) ?c)"),
+            ("  ( add(shl ?a ?b)\t?c )  ", "(add (shl ?a ?b) ?c)"),
+            ("(neg ?x)", "(neg ?x)"),
+            ("?x", "?x"),
+        ] {
+            let ours = parse_pattern(text).expect("parses");
+            let eggs: PatternAst<Node> = plain.parse().expect("egg parses");
+            assert_eq!(ours.to_string(), eggs.to_string(), "{text:?}");
+        }
+        for bad in ["(add ?a", "(add ?a ?b))", ")", ""] {
+            assert!(parse_pattern(bad).is_none(), "{bad:?}");
+        }
     }
 }
