@@ -42,6 +42,7 @@ enum Command {
 /// Runs the CLI; any error is one line on stderr and exit status 1 (no backtrace, even when
 /// `RUST_BACKTRACE` is set).
 fn main() -> std::process::ExitCode {
+    no_huge_pages();
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -67,6 +68,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tune(args) => cli::tune::run(&args)?,
     }
     Ok(())
+}
+
+/// Turns transparent huge pages off for this process. mimalloc advises its arena
+/// `MADV_HUGEPAGE`, so each new 2 MiB of heap a process first touches was a huge-page fault
+/// that zeroes 2 MiB: three per process, ~0.27 ms of a fresh process's first vector_add
+/// compile of ~1.2 ms (docs/performance-log.md). The compiler's heap is small and short-lived;
+/// the software device's buffers did not run slower without them. Failure (an old kernel)
+/// only leaves huge pages on.
+fn no_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE takes integer arguments and touches no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
 }
 
 /// mimalloc rather than glibc malloc: the compiler allocates many small short-lived vectors and
