@@ -1073,7 +1073,7 @@ mod tests {
         #[test]
         fn first_fit_agrees_with_the_walk(
             items in proptest::collection::vec(
-                (proptest::collection::vec((0u32..300, 0u32..80), 1..3), 0usize..3),
+                (proptest::collection::vec((0u32..300, 0u32..300), 1..3), 0usize..3),
                 1..400,
             )
         ) {
