@@ -215,6 +215,7 @@ fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
     r
 }
 
+#[derive(Clone, Debug)]
 struct ToPhys {
     phys: PhysFunction,
     waitcnt: WaitcntStats,
@@ -252,6 +253,13 @@ pub struct Selected {
     /// (every level a kernel fits without a budget, say) get the same waits, wait states and
     /// code, so those stages run once per allocation.
     finished: FinishedCache,
+    /// Waits and wait states of each distinct allocation ([`late_cached`]): the default
+    /// compile's level search profiles allocations that become kernels too.
+    waited: WaitedCache,
+    /// Allocations by (first bound of the schedule, VGPR budget, SGPR budget, checked): the
+    /// default compile's level search ([`surely_in_memory`]) and the levels' own allocations
+    /// allocate the same schedule under the same budget.
+    by_schedule: BySchedule,
     /// The default compile's allocation ([`default_allocation`]) by `checked`, with the
     /// occupancy level it was taken from (`None`: the latency schedule's without a budget).
     default: DefaultCache,
@@ -269,6 +277,18 @@ type UnbudgetedCache = std::sync::Mutex<
 
 /// Finished kernels by the allocation (before waits and hazards) they were made from.
 type FinishedCache = std::sync::Mutex<Vec<(PhysFunction, CompiledKernel)>>;
+
+/// Allocations with their waits and wait states, by the allocation.
+type WaitedCache = std::sync::Mutex<Vec<(PhysFunction, std::sync::Arc<ToPhys>)>>;
+
+/// Allocations (before the peepholes) by (first bound of the schedule, VGPR budget, SGPR
+/// budget, checked).
+type BySchedule = std::sync::Mutex<
+    std::collections::HashMap<
+        (Option<u32>, Option<u32>, Option<u32>, bool),
+        Result<PhysFunction, CompileError>,
+    >,
+>;
 
 impl Clone for Selected {
     /// The same selected code with empty caches.
@@ -294,6 +314,8 @@ impl Selected {
             allocators: AllocatorCache::default(),
             unbudgeted: UnbudgetedCache::default(),
             finished: FinishedCache::default(),
+            waited: WaitedCache::default(),
+            by_schedule: BySchedule::default(),
             default: DefaultCache::default(),
         }
     }
@@ -558,11 +580,15 @@ fn allocated(
     ra: &RegallocOptions,
     t: &mut StageTimings,
 ) -> Result<PhysFunction, CompileError> {
-    let a = allocator(sel, bound, ra.run_checker, t)?;
-    let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
-    Ok(timed(&mut t.regalloc, || {
-        a.allocate(ra.vgpr_budget, ra.sgpr_budget)
-    })?)
+    let first = scheduled_cached(sel, bound, ra.run_checker, t)?.first;
+    let key = (first, ra.vgpr_budget, ra.sgpr_budget, ra.run_checker);
+    memo(&sel.by_schedule, key, || {
+        let a = allocator(sel, bound, ra.run_checker, t)?;
+        let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
+        Ok(timed(&mut t.regalloc, || {
+            a.allocate(ra.vgpr_budget, ra.sgpr_budget)
+        })?)
+    })
 }
 
 /// `r` with the post-allocation peepholes run (timed with the allocation whose moves they
@@ -947,7 +973,7 @@ fn default_allocation(
             return Ok((free, None));
         };
         let profile = |p: &PhysFunction, t: &mut StageTimings| {
-            WaitProfile::of(&late(p.clone(), t).phys, &sel.mf)
+            WaitProfile::of(&late_cached(sel, p, t).phys, &sel.mf)
         };
         let baseline = profile(&free, t);
         let level = |w: u32, t: &mut StageTimings| -> Result<Option<PhysFunction>, CompileError> {
@@ -1080,6 +1106,23 @@ impl WaitProfile {
     }
 }
 
+/// [`late`] of `p`, made once per distinct allocation of `sel`.
+fn late_cached(sel: &Selected, p: &PhysFunction, t: &mut StageTimings) -> std::sync::Arc<ToPhys> {
+    let same = sel
+        .waited
+        .lock()
+        .ok()
+        .and_then(|c| c.iter().find(|(q, _)| q == p).map(|(_, w)| w.clone()));
+    if let Some(w) = same {
+        return w;
+    }
+    let w = std::sync::Arc::new(late(p.clone(), t));
+    if let Ok(mut c) = sel.waited.lock() {
+        c.push((p.clone(), w.clone()));
+    }
+    w
+}
+
 /// Waits and wait states on an allocated function.
 fn late(mut phys: PhysFunction, t: &mut StageTimings) -> ToPhys {
     let waitcnt = timed(&mut t.waitcnt, || insert_waitcnt(&mut phys));
@@ -1098,7 +1141,8 @@ fn back(
     opts: &CompileOptions,
     t: &mut StageTimings,
 ) -> Result<ToPhys, CompileError> {
-    Ok(late(back_allocated(sel, opts, t)?, t))
+    let p = back_allocated(sel, opts, t)?;
+    Ok(late_cached(sel, &p, t).as_ref().clone())
 }
 
 /// Runs the pipeline up to and including hazard wait states: the [`PhysFunction`] that
@@ -1152,7 +1196,8 @@ pub fn compile_selected(
         check_occupancy(&k, opts)?;
         return Ok(k);
     }
-    let k = finish(late(phys.clone(), &mut t), sel.target, t, start)?;
+    let waited = late_cached(sel, &phys, &mut t).as_ref().clone();
+    let k = finish(waited, sel.target, t, start)?;
     if let Ok(mut c) = sel.finished.lock() {
         c.push((phys, k.clone()));
     }

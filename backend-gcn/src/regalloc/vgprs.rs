@@ -481,27 +481,142 @@ fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placem
 
 /// What is live on each VGPR so far, for first fit.
 struct Occupancy<'a> {
+    /// The items placed on each VGPR (a hinted copy may meet one of them at the copy).
     regs: Vec<Vec<&'a Intervals>>,
+    /// The union of `regs`' intervals per VGPR, sorted and merged: first fit asks only
+    /// whether a register is free, which one binary search per interval answers instead of a
+    /// walk over every item placed there (hash_lanes' registers hold dozens of segments each).
+    union: Vec<Vec<(u32, u32)>>,
+    /// Per position, the VGPRs something is placed on there (bit `r` of word `r / 64`): a
+    /// short item's first fit is the lowest register free at each of its positions, without
+    /// looking at the registers one by one.
+    busy: Vec<[u64; 4]>,
     top: usize,
 }
 
+/// Most positions an item may span for [`Occupancy::first_fit`] to use the per-position
+/// masks (longer ones search the registers' unions).
+const SHORT: u32 = 64;
+
+/// `m` shifted down by `j` bits (bit `r + j` to bit `r`).
+fn shift_down(m: [u64; 4], j: usize) -> [u64; 4] {
+    let (w, b) = (j / 64, j % 64);
+    let mut out = [0u64; 4];
+    for (i, o) in out.iter_mut().enumerate() {
+        let lo = m.get(i + w).copied().unwrap_or(0);
+        let hi = m.get(i + w + 1).copied().unwrap_or(0);
+        *o = if b == 0 {
+            lo
+        } else {
+            (lo >> b) | (hi << (64 - b))
+        };
+    }
+    out
+}
+
 impl<'a> Occupancy<'a> {
+    /// Nothing placed yet; `positions` bounds the positions of the items (see `busy`).
+    fn new(top: usize, positions: usize) -> Occupancy<'a> {
+        Occupancy {
+            regs: vec![Vec::new(); MAX_VGPRS],
+            union: vec![Vec::new(); MAX_VGPRS],
+            busy: vec![[0; 4]; positions],
+            top,
+        }
+    }
+
+    /// The VGPRs busy anywhere `l` is live, when `l` is short and inside `busy`.
+    fn busy_over(&self, l: &Intervals) -> Option<[u64; 4]> {
+        let mut len = 0;
+        let mut m = [0u64; 4];
+        for &(a, b) in &l.0 {
+            len += b.saturating_sub(a) + 1;
+            if len > SHORT || b as usize >= self.busy.len() {
+                return None;
+            }
+            for p in &self.busy[a as usize..=b as usize] {
+                for (x, y) in m.iter_mut().zip(p) {
+                    *x |= y;
+                }
+            }
+        }
+        Some(m)
+    }
+
+    /// [`Occupancy::first_fit`] from the per-position masks, `None` when an item is not short
+    /// or `align` is not 1, 2 or 4; else the answer (itself `None`: no fit).
+    fn first_fit_short(&self, lives: &[&Intervals], align: usize) -> Option<Option<usize>> {
+        let pattern = match align {
+            1 => u64::MAX,
+            2 => 0x5555_5555_5555_5555,
+            4 => 0x1111_1111_1111_1111,
+            _ => return None,
+        };
+        let mut ok = [pattern; 4];
+        for (j, l) in lives.iter().enumerate() {
+            let busy = self.busy_over(l)?;
+            let free = shift_down(busy.map(|w| !w), j);
+            for (o, f) in ok.iter_mut().zip(free) {
+                *o &= f;
+            }
+        }
+        Some(
+            ok.iter()
+                .enumerate()
+                .find(|(_, w)| **w != 0)
+                .map(|(i, w)| 64 * i + w.trailing_zeros() as usize),
+        )
+    }
+
+    /// Whether nothing placed on VGPR `r` shares a position with `l`.
+    fn free(&self, r: usize, l: &Intervals) -> bool {
+        let u = &self.union[r];
+        l.0.iter().all(|&(a, b)| {
+            let i = u.partition_point(|iv| iv.1 < a);
+            u.get(i).is_none_or(|iv| iv.0 > b)
+        })
+    }
+
     /// The lowest multiple of `align` from which `lives[j]` fits on VGPR `base + j` for every
     /// `j` (`None`: past the file).
     fn first_fit(&self, lives: &[&Intervals], align: usize) -> Option<usize> {
+        if !lives.is_empty() && lives.len() <= MAX_VGPRS {
+            if let Some(fit) = self.first_fit_short(lives, align) {
+                return fit;
+            }
+        }
         (0..=MAX_VGPRS.checked_sub(lives.len())?)
             .step_by(align)
             .find(|&base| {
                 lives
                     .iter()
                     .enumerate()
-                    .all(|(j, l)| self.regs[base + j].iter().all(|o| !o.overlaps(l)))
+                    .all(|(j, l)| self.free(base + j, l))
             })
     }
 
     fn take(&mut self, base: usize, lives: &[&'a Intervals]) {
         for (j, l) in lives.iter().enumerate() {
             self.regs[base + j].push(l);
+            let r = base + j;
+            for &(a, b) in &l.0 {
+                let end = (b as usize + 1).min(self.busy.len());
+                for p in self.busy.get_mut(a as usize..end).into_iter().flatten() {
+                    p[r / 64] |= 1 << (r % 64);
+                }
+            }
+            let u = &mut self.union[r];
+            for &(a, b) in &l.0 {
+                // The intervals `a..=b` touches or overlaps become one.
+                let lo = u.partition_point(|iv| iv.1.saturating_add(1) < a);
+                let hi = lo + u[lo..].partition_point(|iv| iv.0 <= b.saturating_add(1));
+                if lo == hi {
+                    u.insert(lo, (a, b));
+                } else {
+                    let merged = (a.min(u[lo].0), b.max(u[hi - 1].1));
+                    u.splice(lo..hi, [merged]);
+                }
+            }
         }
         self.top = self.top.max(base + lives.len());
     }
@@ -529,6 +644,8 @@ struct Packing<'a> {
     /// registers ([`group_singles`]), and those singles with the dword they go on.
     groups: Vec<[Intervals; 2]>,
     grouped: Vec<Vec<(usize, u16)>>,
+    /// Positions of the function (two per instruction).
+    positions: usize,
 }
 
 impl<'a> Packing<'a> {
@@ -570,6 +687,7 @@ impl<'a> Packing<'a> {
             halves,
             groups,
             grouped,
+            positions: 2 * ra::Function::num_insts(func) + 2,
         }
     }
 
@@ -638,10 +756,7 @@ impl<'a> Packing<'a> {
             ..
         } = *self;
 
-        let mut occ = Occupancy {
-            regs: vec![Vec::new(); MAX_VGPRS],
-            top: abi_n as usize,
-        };
+        let mut occ = Occupancy::new(abi_n as usize, self.positions);
         let mut item_vgpr = vec![NO_REG; ivs.len()];
         let used_f = used[ra::RegClass::Float as usize];
         for h in bits(used_f).filter(|&h| (h as u32) < abi_n) {
@@ -728,10 +843,12 @@ impl<'a> Packing<'a> {
             let hinted = wanted
                 .clone()
                 .find(|&(r, live, pos, ok)| {
-                    occ.regs[r].iter().all(|o| match ok {
-                        Some(src) if std::ptr::eq(*o, live) => copy_meets(o, l, pos, src),
-                        _ => !o.overlaps(l),
-                    })
+                    // A register free of everything is free of the copy's partner too.
+                    occ.free(r, l)
+                        || occ.regs[r].iter().all(|o| match ok {
+                            Some(src) if std::ptr::eq(*o, live) => copy_meets(o, l, pos, src),
+                            _ => !o.overlaps(l),
+                        })
                 })
                 .map(|(r, _, _, _)| r);
             if hinted.is_none() && pass != Pass::All {
@@ -917,4 +1034,66 @@ fn copy_meets(partner: &Intervals, me: &Intervals, pos: u32, me_src: bool) -> bo
             lo > hi || (lo == pos && hi == pos && src_end == pos && dst_start == pos)
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// First fit by walking every item placed on each register: what the masks and the
+    /// unions must answer.
+    fn first_fit_walk(
+        placed: &[Vec<Intervals>],
+        lives: &[&Intervals],
+        align: usize,
+    ) -> Option<usize> {
+        (0..=MAX_VGPRS.checked_sub(lives.len())?)
+            .step_by(align)
+            .find(|&base| {
+                lives
+                    .iter()
+                    .enumerate()
+                    .all(|(j, l)| placed[base + j].iter().all(|o| !o.overlaps(l)))
+            })
+    }
+
+    fn intervals(v: &[(u32, u32)]) -> Intervals {
+        let mut iv = Intervals::default();
+        for &(a, len) in v {
+            iv.add(a, a + len);
+        }
+        iv.normalize();
+        iv
+    }
+
+    proptest! {
+        /// Items of random short and long intervals placed by first fit (groups of 1, 2 and
+        /// 4 registers): every answer of `first_fit` (masks, unions) is the walk's.
+        #[test]
+        fn first_fit_agrees_with_the_walk(
+            items in proptest::collection::vec(
+                (proptest::collection::vec((0u32..300, 0u32..300), 1..3), 0usize..3),
+                1..400,
+            )
+        ) {
+            let ivs: Vec<Intervals> = items.iter().map(|(v, _)| intervals(v)).collect();
+            let mut occ = Occupancy::new(0, 300);
+            let mut placed: Vec<Vec<Intervals>> = vec![Vec::new(); MAX_VGPRS];
+            for (iv, (_, shape)) in ivs.iter().zip(&items) {
+                let (n, align) = [(1, 1), (2, 2), (3, 4)][*shape];
+                let lives: Vec<&Intervals> = std::iter::repeat_n(iv, n).collect();
+                let fit = occ.first_fit(&lives, align);
+                prop_assert_eq!(fit, first_fit_walk(&placed, &lives, align));
+                if let Some(base) = fit {
+                    occ.take(base, &lives);
+                    for j in 0..n {
+                        placed[base + j].push(iv.clone());
+                        prop_assert!(occ.free(base + j, &Intervals::default()));
+                        prop_assert!(!occ.free(base + j, iv));
+                    }
+                }
+            }
+        }
+    }
 }
