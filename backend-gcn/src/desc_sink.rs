@@ -19,6 +19,9 @@
 //! result may be computed over it (a buffer's length, read from the quad its descriptor is
 //! built over: `s_bfe_u64 s[10:11], s[10:11], ..` instead of a second pair).
 //!
+//! Also: a constant's `s_mov_b32` read only later in its own block goes right before its
+//! first reader ([`constants_late`]), not where the latency schedule hoisted it.
+//!
 //! Safe because the moved instructions read only the kernarg pointer, the shared config-word
 //! pair and each other (all defined earlier), nothing else reads their results, the `s_load`
 //! reads memory no kernel writes, and the scalar ALU ones (which write SCC) are only put where

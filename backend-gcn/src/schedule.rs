@@ -32,6 +32,13 @@
 //! below a node) hides no latency: where it lowers the block's peak VGPRs, such nodes take
 //! height 0 and go in the original order, one chain at a time.
 //!
+//! Vector-memory loads (`vmcnt`, returned in issue order) are known back once an instruction
+//! reading one of them or a later one has gone. When the pick would wait for a load not known
+//! back, a ready instruction working on loaded data that is back (it reads, directly or through
+//! the block's other instructions, a load's result and waits for none) goes first, into the
+//! wait's shadow: a chain of dependent lookups finishes each lookup's other work while the
+//! next is in flight instead of holding every loaded value to the chain's end.
+//!
 //! In a block with MFMAs ([`MatrixFeed`]) the list follows one wave's clock (one instruction
 //! per turn of 4 cycles, operands' latencies, the matrix unit held for each MFMA's pass
 //! cycles): while the unit is busy, a ready non-MFMA goes before an MFMA (with at most

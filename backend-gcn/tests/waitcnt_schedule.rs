@@ -335,3 +335,80 @@ fn lds_reads_are_issued_only_until_a_consumers_reads_are_known_back() {
         assert_eq!(r, (2 * i + 2 + 15).min(32), "FMA {i}: {n:?}");
     }
 }
+
+/// A chain of dependent lookups (hash_chain's round): each load's address is the previous
+/// load's result, and each result also feeds a rotate of a state word. The latency schedule
+/// puts lookup `j`'s rotate after load `j + 1` issues, before the first instruction that waits
+/// for it (in the wait's shadow), instead of after the whole chain, where every loaded value
+/// stayed live until then (hash_chain's loop: 7 values more).
+#[test]
+fn work_on_a_loaded_value_goes_into_the_next_loads_wait() {
+    let mut f = mf();
+    let b = f.block();
+    let rsrc = f.vreg(RegClass::Sgpr, 4);
+    let t0 = f.vreg(RegClass::Vgpr, 1);
+    let mut insts = vec![
+        MInst::pseudo(kjit_backend_gcn::mir::MOpcode::ImplicitDef, &[Def(rsrc)]),
+        MInst::isa(Opcode::VMovB32, &[Def(t0), Phys(Operand::InlineInt(3))]),
+    ];
+    let n = 6;
+    let s: Vec<_> = (0..n).map(|_| f.vreg(RegClass::Vgpr, 1)).collect();
+    for (j, &sj) in s.iter().enumerate() {
+        insts.push(MInst::isa(
+            Opcode::VMovB32,
+            &[Def(sj), Phys(Operand::InlineInt(j as i8))],
+        ));
+    }
+    let (mut t, mut loads, mut adds) = (t0, Vec::new(), Vec::new());
+    for &sj in &s {
+        let (a, l, x, r, o) = (
+            f.vreg(RegClass::Vgpr, 1),
+            f.vreg(RegClass::Vgpr, 1),
+            f.vreg(RegClass::Vgpr, 1),
+            f.vreg(RegClass::Vgpr, 1),
+            f.vreg(RegClass::Vgpr, 1),
+        );
+        insts.push(MInst::isa(Opcode::VXorB32, &[Def(a), Use(t), Use(sj)]));
+        insts.push(buffer_load(l, a, rsrc));
+        loads.push(l);
+        t = l;
+        insts.push(MInst::isa(Opcode::VAddU32, &[Def(x), Use(sj), Use(l)]));
+        adds.push(x);
+        insts.push(MInst::isa(
+            Opcode::VLshrrevB32,
+            &[Def(r), Phys(Operand::InlineInt(7)), Use(x)],
+        ));
+        insts.push(MInst::isa(Opcode::VOrB32, &[Def(o), Use(x), Use(r)]));
+    }
+    // Every rotate after the chain, as a program written breadth first would have it.
+    let tail: Vec<MInst> = insts
+        .iter()
+        .filter(|i| {
+            matches!(i.opcode, kjit_backend_gcn::mir::MOpcode::Isa(
+                Opcode::VAddU32 | Opcode::VLshrrevB32 | Opcode::VOrB32
+            ))
+        })
+        .cloned()
+        .collect();
+    insts.retain(|i| {
+        !matches!(i.opcode, kjit_backend_gcn::mir::MOpcode::Isa(
+            Opcode::VAddU32 | Opcode::VLshrrevB32 | Opcode::VOrB32
+        ))
+    });
+    insts.extend(tail);
+    f.blocks[b].insts = insts;
+    schedule(&mut f);
+    kjit_backend_gcn::mir_verify::verify(&f).unwrap();
+    let insts = &f.blocks[b].insts;
+    let def_at = |v| insts.iter().position(|i| i.defs().any(|d| d == v)).unwrap();
+    let first_read = |v| insts.iter().position(|i| i.uses().any(|u| u == v)).unwrap();
+    let n_names = names(&f);
+    for j in 0..n - 1 {
+        let (add, next_load) = (def_at(adds[j]), def_at(loads[j + 1]));
+        assert!(
+            next_load < add && add < first_read(loads[j + 1]),
+            "lookup {j}'s add at {add}, load {} at {next_load}: {n_names:?}",
+            j + 1
+        );
+    }
+}
