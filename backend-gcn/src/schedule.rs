@@ -32,13 +32,6 @@
 //! below a node) hides no latency: where it lowers the block's peak VGPRs, such nodes take
 //! height 0 and go in the original order, one chain at a time.
 //!
-//! Vector-memory loads (`vmcnt`, returned in issue order) are known back once an instruction
-//! reading one of them or a later one has gone. When the pick would wait for a load not known
-//! back, a ready instruction working on loaded data that is back (it reads, directly or through
-//! the block's other instructions, a load's result and waits for none) goes first, into the
-//! wait's shadow: a chain of dependent lookups finishes each lookup's other work while the
-//! next is in flight instead of holding every loaded value to the chain's end.
-//!
 //! In a block with MFMAs ([`MatrixFeed`]) the list follows one wave's clock (one instruction
 //! per turn of 4 cycles, operands' latencies, the matrix unit held for each MFMA's pass
 //! cycles): while the unit is busy, a ready non-MFMA goes before an MFMA (with at most
@@ -572,13 +565,6 @@ struct BlockDag {
     lgkm_load: Vec<bool>,
     /// Per node that is not such a load: the such loads of the block whose results it reads.
     lgkm_reads: Vec<Vec<usize>>,
-    /// Per node: a vector-memory load writing VGPRs (counted by `vmcnt`, in issue order).
-    vm_load: Vec<bool>,
-    /// Per node that is not such a load: the such loads of the block whose results it reads.
-    vm_reads: Vec<Vec<usize>>,
-    /// Per node: it reads, directly or through other nodes of the block, the result of a
-    /// vector-memory load of the block (it finishes the work of loaded data).
-    after_vm: Vec<bool>,
     /// Per node: an `Extract` (no instruction of its own, so it waits for nothing).
     forwards: Vec<bool>,
     /// Per node: the latency its successors wait for, in the DAG's cycles.
@@ -617,9 +603,6 @@ fn block_dag(
         frees: Vec::new(),
         lgkm_load: Vec::new(),
         lgkm_reads: Vec::new(),
-        vm_load: Vec::new(),
-        vm_reads: Vec::new(),
-        after_vm: Vec::new(),
         forwards: Vec::new(),
         latency: Vec::new(),
         matrix_busy: Vec::new(),
@@ -654,12 +637,6 @@ fn block_dag(
     let mut last_fence: Option<usize> = None;
     let mut live_ins: Vec<usize> = Vec::new();
     let mut lgkm_reads: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let vm_load: Vec<bool> = nodes
-        .iter()
-        .map(|nd| nd.vmem && nd.global == Mem::Load && !nd.defs.is_empty())
-        .collect();
-    let mut vm_reads: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut after_vm: Vec<bool> = vec![false; n];
     for (k, nd) in nodes.iter().enumerate() {
         for &l in &live_ins {
             edge(l, k, &mut succs, &mut npred);
@@ -694,19 +671,6 @@ fn block_dag(
                     };
                     if !nd.lgkm_load && !lgkm_reads[k].contains(&l) {
                         lgkm_reads[k].push(l);
-                    }
-                }
-                after_vm[k] |= vm_load[d] || after_vm[d];
-                // The same for vector-memory loads.
-                let n_loads = match (vm_load[d], nodes[d].forwards) {
-                    (true, _) => 1,
-                    (false, true) => vm_reads[d].len(),
-                    _ => 0,
-                };
-                for i in 0..n_loads {
-                    let l = if vm_load[d] { d } else { vm_reads[d][i] };
-                    if !vm_load[k] && !vm_reads[k].contains(&l) {
-                        vm_reads[k].push(l);
                     }
                 }
             }
@@ -832,9 +796,6 @@ fn block_dag(
     dag.height = height;
     dag.lgkm_load = nodes.iter().map(|nd| nd.lgkm_load).collect();
     dag.lgkm_reads = lgkm_reads;
-    dag.vm_load = vm_load;
-    dag.vm_reads = vm_reads;
-    dag.after_vm = after_vm;
     dag.forwards = nodes.iter().map(|nd| nd.forwards).collect();
     dag.latency = nodes.iter().map(|nd| nd.latency.max(1)).collect();
     if nodes.iter().any(|nd| nd.matrix_busy > 0) {
@@ -925,18 +886,6 @@ impl BlockDag {
         let mut waited: Vec<bool> = vec![false; n];
         let mut matrix = (!self.matrix_busy.is_empty()).then(|| MatrixFeed::new(self));
         let mut issued = 0usize;
-        // Per scheduled vector-memory load: its place among the block's such loads; and the
-        // latest place a scheduled instruction read (it waited for that load, and `vmcnt`
-        // returns loads in order, so for every load before it too).
-        let mut vm_seq: Vec<usize> = vec![0; n];
-        let mut vm_issued = 0usize;
-        let mut vm_back: Option<usize> = None;
-        let waits_vm = |k: usize, vm_seq: &[usize], vm_back: Option<usize>| {
-            !self.forwards[k]
-                && self.vm_reads[k]
-                    .iter()
-                    .any(|&d| vm_back.is_none_or(|b| vm_seq[d] > b))
-        };
         while !ready.is_empty() {
             // A load is known back once `lgkmcnt`'s range of later loads has issued (the
             // counter cannot count more, so issuing them waited for it) or an instruction
@@ -973,26 +922,6 @@ impl BlockDag {
                             .unwrap_or(0)
                     }),
             };
-            // The pick would wait for a vector-memory load still in flight: a ready
-            // instruction that works on loaded data already back goes first, into the wait's
-            // shadow (the wave stalls there anyway). A dependent chain of loads (hash_chain)
-            // then finishes each lookup's other work while the next is in flight, instead of
-            // keeping every loaded value live until the chain's end. Only work on loaded
-            // data: it ends chains; other work (a loop's next index) would start new values
-            // early and hold them across the wait.
-            let at = if matrix.is_none() && waits_vm(ready[at], &vm_seq, vm_back) {
-                ready
-                    .iter()
-                    .rposition(|&k| {
-                        allowed(k)
-                            && fits(k)
-                            && self.after_vm[k]
-                            && !waits_vm(k, &vm_seq, vm_back)
-                    })
-                    .unwrap_or(at)
-            } else {
-                at
-            };
             let at = match &mut matrix {
                 Some(m) => m.pick(&ready, at, |k| allowed(k) && fits(k)),
                 None => at,
@@ -1009,15 +938,6 @@ impl BlockDag {
             if self.lgkm_load[k] {
                 seq[k] = issued;
                 issued += self.def_size[k].max(1) as usize;
-            }
-            if !self.forwards[k] {
-                for &d in &self.vm_reads[k] {
-                    vm_back = vm_back.max(Some(vm_seq[d]));
-                }
-            }
-            if self.vm_load[k] {
-                vm_seq[k] = vm_issued;
-                vm_issued += 1;
             }
             if limit.is_some() {
                 live = (live as i64 + ds[k]).max(0) as u32;
