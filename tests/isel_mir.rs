@@ -666,8 +666,14 @@ fn a_uniform_loop_in_a_divergent_if_branches_on_scc_without_exit_masks() {
 #[test]
 fn vop3_literals_go_through_sgprs_set_right_before_their_reader() {
     const K: [u32; 8] = [
-        0x9e37_79b1, 0x85eb_ca77, 0xc2b2_ae3d, 0x27d4_eb2f, 0x1656_67b1, 0xd3a2_646c,
-        0xfd70_46c5, 0xb55a_4f09,
+        0x9e37_79b1,
+        0x85eb_ca77,
+        0xc2b2_ae3d,
+        0x27d4_eb2f,
+        0x1656_67b1,
+        0xd3a2_646c,
+        0xfd70_46c5,
+        0xb55a_4f09,
     ];
     let k = KernelBuilder::new("vop3_literals");
     let dst = k.buffer_mut::<u32>("dst");

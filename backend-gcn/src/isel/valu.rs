@@ -384,7 +384,12 @@ impl Isel<'_> {
                         // gfx9's VOP3 takes no literal: with the constant bus free, an SGPR
                         // holds it (`s_mov_b32`), not a VGPR that adds to the VGPR pressure
                         // (hash_chain's 56 `seed * k` of its prologue held 6 VGPRs).
-                        None if vop3 && bus.is_empty() && !lit_used && scalar_srcs == 0 && dwords == 1 => {
+                        None if vop3
+                            && bus.is_empty()
+                            && !lit_used
+                            && scalar_srcs == 0
+                            && dwords == 1 =>
+                        {
                             let r = self.imm_reg(b, RegClass::Sgpr);
                             bus.push(r);
                             MOperand::Use(r)
