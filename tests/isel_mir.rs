@@ -656,3 +656,70 @@ fn a_uniform_loop_in_a_divergent_if_branches_on_scc_without_exit_masks() {
         );
     }
 }
+
+/// `dst[gid] = xor of (gid + n) * K_j` for eight constants no VOP3 takes inline: gfx9's VOP3
+/// (`v_mul_lo_u32`) takes no literal, so each constant goes through a register. With the
+/// constant bus free it is an SGPR (`s_mov_b32`), not a VGPR (hash_chain's prologue held 6
+/// VGPRs of constants), and each `s_mov_b32` stays next to its multiply instead of all being
+/// hoisted to the block's start by the latency schedule (8 SGPRs live at once). Checked on
+/// kjit's device against the interpreter.
+#[test]
+fn vop3_literals_go_through_sgprs_set_right_before_their_reader() {
+    const K: [u32; 8] = [
+        0x9e37_79b1,
+        0x85eb_ca77,
+        0xc2b2_ae3d,
+        0x27d4_eb2f,
+        0x1656_67b1,
+        0xd3a2_646c,
+        0xfd70_46c5,
+        0xb55a_4f09,
+    ];
+    let k = KernelBuilder::new("vop3_literals");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let gid = k.global_id(Dim::X);
+    let x = gid + n;
+    let mut acc = x * K[0];
+    for &c in &K[1..] {
+        acc = acc ^ (x * c);
+    }
+    k.store(&dst, gid, acc);
+    let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let lines: Vec<&str> = k.asm.lines().map(str::trim).collect();
+        for c in K {
+            let lit = format!("0x{c:x}");
+            assert!(
+                !lines
+                    .iter()
+                    .any(|l| l.starts_with("v_mov_b32") && l.ends_with(&lit)),
+                "{t}: {lit} in a VGPR\n{}",
+                k.asm
+            );
+            let at = lines
+                .iter()
+                .position(|l| l.starts_with("s_mov_b32") && l.ends_with(&lit))
+                .unwrap_or_else(|| panic!("{t}: no s_mov_b32 of {lit}\n{}", k.asm));
+            let sgpr = lines[at]
+                .trim_start_matches("s_mov_b32")
+                .split(',')
+                .next()
+                .unwrap()
+                .trim();
+            let reader = lines[at + 1..]
+                .iter()
+                .position(|l| l.contains(sgpr))
+                .unwrap_or_else(|| panic!("{t}: {sgpr} unread\n{}", k.asm));
+            assert!(
+                lines[at + 1 + reader].starts_with("v_mul_lo_u32") && reader <= 2,
+                "{t}: {lit}'s {sgpr} read {reader} lines later by {}\n{}",
+                lines[at + 1 + reader],
+                k.asm
+            );
+        }
+        check_u32_sizes(&dev, &k, &f, t, &[0u32, 7, 0x8000_0001]);
+    }
+}

@@ -19,6 +19,9 @@
 //! result may be computed over it (a buffer's length, read from the quad its descriptor is
 //! built over: `s_bfe_u64 s[10:11], s[10:11], ..` instead of a second pair).
 //!
+//! Also: a constant's `s_mov_b32` read only later in its own block goes right before its
+//! first reader ([`constants_late`]), not where the latency schedule hoisted it.
+//!
 //! Safe because the moved instructions read only the kernarg pointer, the shared config-word
 //! pair and each other (all defined earlier), nothing else reads their results, the `s_load`
 //! reads memory no kernel writes, and the scalar ALU ones (which write SCC) are only put where
@@ -470,6 +473,81 @@ pub fn extracts_early(mf: &mut MachineFunction) -> usize {
         let x = mf.blocks[b].insts.remove(k);
         mf.blocks[b].insts.insert(j, x);
         moved += 1;
+    }
+    moved
+}
+
+/// Moves every `s_mov_b32`/`s_movk_i32` of a constant into a one-dword SGPR vreg whose
+/// readers are all later instructions of its own block right before the first of them. The
+/// latency schedule gives such a move the height of what it feeds, so it went to the block's
+/// start: a VOP3 literal held in an SGPR (gfx9's VOP3 takes none) kept one SGPR per constant
+/// live across the block (hash_chain's prologue: 56 of them). A scalar move has no latency
+/// to hide and reads nothing, so it may go anywhere before its readers. Returns the moves
+/// moved.
+pub fn constants_late(mf: &mut MachineFunction) -> usize {
+    let rd = readers(mf);
+    let mut moved = 0;
+    let keys: Vec<_> = mf.blocks.keys().collect();
+    for b in keys {
+        let insts = &mf.blocks[b].insts;
+        let n = insts.len();
+        // Per instruction: the index it moves before (its first reader), if it moves.
+        let mut before: Vec<Option<usize>> = vec![None; n];
+        for (k, i) in insts.iter().enumerate() {
+            let MOpcode::Isa(op) = i.opcode else {
+                continue;
+            };
+            if !matches!(op.info().name, "s_mov_b32" | "s_movk_i32")
+                || i.uses().next().is_some()
+                || i.implicit_uses != 0
+                || i.implicit_defs != 0
+            {
+                continue;
+            }
+            let mut defs = i.defs();
+            let (Some(d), None) = (defs.next(), defs.next()) else {
+                continue;
+            };
+            let vd = mf.vregs[d];
+            if vd.class != RegClass::Sgpr || vd.dwords != 1 {
+                continue;
+            }
+            let Some(r) = rd.get(&d) else {
+                continue;
+            };
+            if r.iter()
+                .all(|&(rb, j)| rb == b.index() && j != usize::MAX && j > k)
+            {
+                let first = r.iter().map(|&(_, j)| j).min().unwrap_or(k);
+                if first > k + 1 {
+                    before[k] = Some(first);
+                }
+            }
+        }
+        if before.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut at: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (k, t) in before.iter().enumerate() {
+            if let Some(j) = t {
+                at[*j].push(k);
+                moved += 1;
+            }
+        }
+        let mut slots: Vec<Option<MInst>> = std::mem::take(&mut mf.blocks[b].insts)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        for j in 0..n {
+            for &k in &at[j] {
+                out.extend(slots[k].take());
+            }
+            if before[j].is_none() {
+                out.extend(slots[j].take());
+            }
+        }
+        mf.blocks[b].insts = out;
     }
     moved
 }

@@ -151,6 +151,7 @@ impl Dags {
         crate::desc_sink::sink_descriptors(mf);
         crate::desc_sink::builds_late(mf);
         crate::desc_sink::extracts_early(mf);
+        crate::desc_sink::constants_late(mf);
     }
 }
 

@@ -329,6 +329,11 @@ impl Isel<'_> {
                 }
             }
         }
+        // A source read from an SGPR besides a literal: the literal cannot take the bus.
+        let scalar_srcs = srcs
+            .iter()
+            .filter(|s| matches!(s, Src::R(v) if self.mf.vregs[*v].class != RegClass::Vgpr))
+            .count();
         let mut lit_used = false;
         let mut src_ops = Vec::new();
         for (f, s) in slots.iter().zip(srcs.iter()) {
@@ -375,6 +380,19 @@ impl Isel<'_> {
                         {
                             lit_used = true;
                             MOperand::Phys(Operand::Literal(b))
+                        }
+                        // gfx9's VOP3 takes no literal: with the constant bus free, an SGPR
+                        // holds it (`s_mov_b32`), not a VGPR that adds to the VGPR pressure
+                        // (hash_chain's 56 `seed * k` of its prologue held 6 VGPRs).
+                        None if vop3
+                            && bus.is_empty()
+                            && !lit_used
+                            && scalar_srcs == 0
+                            && dwords == 1 =>
+                        {
+                            let r = self.imm_reg(b, RegClass::Sgpr);
+                            bus.push(r);
+                            MOperand::Use(r)
                         }
                         None => MOperand::Use(self.imm_reg(b, RegClass::Vgpr)),
                     }
