@@ -597,6 +597,40 @@ fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
     }
 }
 
+#[test]
+fn a_keyed_invariant_lds_index_is_xored_in_bytes_in_the_loop() {
+    // `lds[lid ^ c]` read in a uniform loop for c = 1, 2, 3 (the GEMM's k-group planes key
+    // their reads so), `lid` defined in the entry block: the XOR is made on `lid`'s byte
+    // offset, shifted once before the loop, with `c << 2`, so no `v_lshlrev_b32` follows the
+    // loop's first label (before: one per key and iteration); the sum matches.
+    let k = KernelBuilder::new("keyed_lds_in_loop");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let lds = k.lds::<u32>("words", 64);
+    let lid = k.local_id(Dim::X);
+    k.store(&lds, lid, lid * 3u32);
+    k.barrier();
+    let acc = k.var(k.lit(0u32));
+    k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
+        let mut sum = acc.get();
+        for c in 1..4u32 {
+            sum = sum + k.load(&lds, lid ^ c) * (i + c);
+        }
+        acc.set(sum);
+    });
+    k.store(&dst, lid, acc.get());
+    let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        let (_, looped) = a.split_once(".LBB").expect("a loop label");
+        assert!(!looped.contains("v_lshlrev_b32"), "{t}\n{a}");
+        assert!(looped.contains("v_xor_b32"), "{t}\n{a}");
+        check_u32_sizes(&dev, &k, &f, t, &[0u32, 1, 5]);
+    }
+}
+
 /// `if (lid < t) { for i < n { acc += gid * i; if (i & 1) acc ^= i } }; dst[gid] = acc`: a
 /// uniform loop (with a uniform `if` inside) in a divergent `if`.
 fn uniform_loop_in_if() -> kjit_ir::Function {

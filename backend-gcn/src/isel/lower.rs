@@ -1157,6 +1157,11 @@ impl Isel<'_> {
             };
             let x = self.src(x);
             self.v("v_add_lshl_u32", &[x, Src::R(s), Src::Imm(shift)])
+        } else if let Some((xo, c)) = self.divergent_local_xor_hoisted(index, shift) {
+            // `(x ^ c) << shift` as `(x << shift) ^ (c << shift)` (exact: the shift distributes
+            // over XOR) when `x`'s byte offset is made once in the entry block: a loop's keyed
+            // LDS reads (the GEMM's k-group planes) XOR the hoisted offset, no shift per read.
+            self.v("v_xor_b32", &[Src::Imm(c), Src::R(xo)])
         } else if let Some((x, c)) = self.divergent_local_shl(index, shift) {
             // `(x << c) << shift` as one shift; the first is dead when it is only an address.
             let x = self.src(x);
@@ -1249,6 +1254,20 @@ impl Isel<'_> {
             .all(|&a| word(func.value_type(a)) && self.const_of(a).is_none());
         let uniform = args.iter().filter(|&&a| self.uni.is_uniform(a)).count();
         (plain && uniform <= 1).then_some(args)
+    }
+
+    /// `(x << shift, c << shift)` when `index` is a divergent local `u32` `x ^ c` by a constant
+    /// and `x << shift` was made in the entry block ([`entry_lds_indices`]).
+    fn divergent_local_xor_hoisted(&self, index: Value, shift: u32) -> Option<(VReg, u32)> {
+        let [x, y] = self.divergent_local_binary(index, BinaryOp::Xor)?;
+        let (x, c) = match (self.const_of(x), self.const_of(y)) {
+            (None, Some((_, c))) => (x, c),
+            (Some((_, c)), None) => (y, c),
+            _ => return None,
+        };
+        let xo = *self.entry_offsets.get(&(x, shift))?;
+        (word(self.func.value_type(x)) && word(self.func.value_type(index)))
+            .then_some((xo, (c as u32).wrapping_shl(shift)))
     }
 
     /// `(x, c)` when `index` is a divergent local `u32` `x << c` by a constant with
@@ -1835,6 +1854,33 @@ fn word(t: Type) -> bool {
     matches!(t, Type::U32 | Type::I32)
 }
 
+/// `x` when `index` is `x ^ c` (or `c ^ x`) for a constant `c` and an entry-block `x`, both
+/// 32-bit integers, outside the entry block.
+fn keyed_entry_index(
+    func: &kjit_ir::Function,
+    index: Value,
+    in_entry: &dyn Fn(Value) -> bool,
+) -> Option<Value> {
+    let ValueDef::Result(i, _) = func.values[index].def else {
+        return None;
+    };
+    let InstData::Binary {
+        op: BinaryOp::Xor,
+        args: [x, y],
+    } = func.insts[i]
+    else {
+        return None;
+    };
+    let is_const = |v: Value| matches!(func.values[v].def, ValueDef::Result(d, _) if matches!(func.insts[d], InstData::Const { .. }));
+    let x = match (is_const(x), is_const(y)) {
+        (false, true) => x,
+        (true, false) => y,
+        _ => return None,
+    };
+    let words = word(func.value_type(x)) && word(func.value_type(index));
+    (words && in_entry(x) && !in_entry(index)).then_some(x)
+}
+
 /// Divergent values defined in the entry block that index an LDS array in another block, each
 /// with the byte shifts of those accesses' elements.
 pub(crate) fn entry_lds_indices(
@@ -1876,9 +1922,16 @@ pub(crate) fn entry_lds_indices(
                 continue;
             };
             let shift = func.lds[a].elem.ty().bytes().trailing_zeros();
-            if uni.is_uniform(index) || !in_entry(index) {
+            if uni.is_uniform(index) {
                 continue;
             }
+            // An index `x ^ c` made in the loop from an entry-block `x`: `x`'s byte offset,
+            // XORed with `c << shift` where it is read (`byte_offset`).
+            let index = match keyed_entry_index(func, index, &in_entry) {
+                Some(x) if !uni.is_uniform(x) => x,
+                _ if in_entry(index) => index,
+                _ => continue,
+            };
             let shifts = out.entry(index).or_default();
             if !shifts.contains(&shift) {
                 shifts.push(shift);
