@@ -623,116 +623,6 @@ fn parse_kernel(v: &Value, index: usize) -> Result<KernelMeta, MetadataError> {
     })
 }
 
-fn s(x: &str) -> Value {
-    Value::from(x)
-}
-
-fn arg_value(a: &ArgMeta) -> Value {
-    let mut m: Vec<(Value, Value)> = Vec::new();
-    if let Some(v) = &a.access {
-        m.push((s(".access"), s(v.as_str())));
-    }
-    if let Some(v) = &a.actual_access {
-        m.push((s(".actual_access"), s(v.as_str())));
-    }
-    if let Some(v) = &a.address_space {
-        m.push((s(".address_space"), s(v.as_str())));
-    }
-    for (key, on) in [
-        (".is_const", a.is_const),
-        (".is_pipe", a.is_pipe),
-        (".is_restrict", a.is_restrict),
-        (".is_volatile", a.is_volatile),
-    ] {
-        if on {
-            m.push((s(key), Value::Boolean(true)));
-        }
-    }
-    if let Some(v) = &a.name {
-        m.push((s(".name"), s(v)));
-    }
-    m.push((s(".offset"), Value::from(a.offset)));
-    if let Some(v) = a.pointee_align {
-        m.push((s(".pointee_align"), Value::from(v)));
-    }
-    m.push((s(".size"), Value::from(a.size)));
-    if let Some(v) = &a.type_name {
-        m.push((s(".type_name"), s(v)));
-    }
-    m.push((s(".value_kind"), s(a.value_kind.as_str())));
-    if let Some(v) = &a.value_type {
-        m.push((s(".value_type"), s(v)));
-    }
-    Value::Map(m)
-}
-
-fn dims(d: [u32; 3]) -> Value {
-    Value::Array(d.iter().map(|&x| Value::from(x)).collect())
-}
-
-fn kernel_value(k: &KernelMeta) -> Value {
-    let mut m: Vec<(Value, Value)> = vec![
-        (s(".agpr_count"), Value::from(k.agpr_count)),
-        (
-            s(".args"),
-            Value::Array(k.args.iter().map(arg_value).collect()),
-        ),
-        (
-            s(".group_segment_fixed_size"),
-            Value::from(k.group_segment_fixed_size),
-        ),
-        (
-            s(".kernarg_segment_align"),
-            Value::from(k.kernarg_segment_align),
-        ),
-        (
-            s(".kernarg_segment_size"),
-            Value::from(k.kernarg_segment_size),
-        ),
-    ];
-    if let Some(l) = &k.language {
-        m.push((s(".language"), s(l)));
-    }
-    if let Some(v) = &k.language_version {
-        m.push((
-            s(".language_version"),
-            Value::Array(v.iter().map(|&x| Value::from(x)).collect()),
-        ));
-    }
-    m.push((
-        s(".max_flat_workgroup_size"),
-        Value::from(k.max_flat_workgroup_size),
-    ));
-    m.push((s(".name"), s(&k.name)));
-    m.push((
-        s(".private_segment_fixed_size"),
-        Value::from(k.private_segment_fixed_size),
-    ));
-    if let Some(d) = k.reqd_workgroup_size {
-        m.push((s(".reqd_workgroup_size"), dims(d)));
-    }
-    m.push((s(".sgpr_count"), Value::from(k.sgpr_count)));
-    m.push((s(".sgpr_spill_count"), Value::from(k.sgpr_spill_count)));
-    m.push((s(".symbol"), s(&k.symbol)));
-    if let Some(u) = k.uniform_work_group_size {
-        m.push((s(".uniform_work_group_size"), Value::from(u)));
-    }
-    m.push((
-        s(".uses_dynamic_stack"),
-        Value::Boolean(k.uses_dynamic_stack),
-    ));
-    m.push((s(".vgpr_count"), Value::from(k.vgpr_count)));
-    m.push((s(".vgpr_spill_count"), Value::from(k.vgpr_spill_count)));
-    m.push((s(".wavefront_size"), Value::from(k.wavefront_size)));
-    if let Some(d) = k.workgroup_size_hint {
-        m.push((s(".workgroup_size_hint"), dims(d)));
-    }
-    if let Some(w) = k.workgroup_processor_mode {
-        m.push((s(".workgroup_processor_mode"), Value::from(w)));
-    }
-    Value::Map(m)
-}
-
 impl Metadata {
     /// Metadata for code object v5 (`amdhsa.version [1, 2]`).
     pub fn v5(target: String, kernels: Vec<KernelMeta>) -> Metadata {
@@ -779,26 +669,10 @@ impl Metadata {
         })
     }
 
-    /// The msgpack value (keys sorted as LLVM writes them).
+    /// The msgpack value (keys sorted as LLVM writes them): the tree of the entries
+    /// [`Metadata::to_msgpack`] writes.
     pub fn to_value(&self) -> Value {
-        let mut m = vec![(
-            s("amdhsa.kernels"),
-            Value::Array(self.kernels.iter().map(kernel_value).collect()),
-        )];
-        if !self.printf.is_empty() {
-            m.push((
-                s("amdhsa.printf"),
-                Value::Array(self.printf.iter().map(|p| s(p)).collect()),
-            ));
-        }
-        if let Some(t) = &self.target {
-            m.push((s("amdhsa.target"), s(t)));
-        }
-        m.push((
-            s("amdhsa.version"),
-            Value::Array(self.version.iter().map(|&x| Value::from(x)).collect()),
-        ));
-        Value::Map(m)
+        map_value(&self.entries())
     }
 
     /// The note's descriptor bytes: the encoding of [`Metadata::to_value`], written straight
@@ -806,6 +680,12 @@ impl Metadata {
     /// most of the code object's writing time for small kernels).
     pub fn to_msgpack(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(256 + 512 * self.kernels.len());
+        write_map(&mut out, &self.entries());
+        out
+    }
+
+    /// The top map's entries; one list serves the tree and the direct writer.
+    fn entries(&self) -> Entries<'_> {
         let mut top: Entries = Entries::new();
         top.push(("amdhsa.kernels", Field::Kernels(&self.kernels)));
         if !self.printf.is_empty() {
@@ -815,8 +695,7 @@ impl Metadata {
             top.push(("amdhsa.target", Field::Str(t)));
         }
         top.push(("amdhsa.version", Field::U32s(&self.version)));
-        write_map(&mut out, &top);
-        out
+        top
     }
 }
 
@@ -831,7 +710,7 @@ enum Field<'a> {
     Kernels(&'a [KernelMeta]),
 }
 
-/// A map's entries in the order [`Metadata::to_value`] gives them.
+/// A map's entries, keys in the order LLVM writes them.
 type Entries<'a> = smallvec::SmallVec<[(&'static str, Field<'a>); 24]>;
 
 // Writing into a Vec cannot fail: the `expect`s below never fire.
@@ -880,7 +759,32 @@ fn write_field(out: &mut Vec<u8>, f: &Field) {
     }
 }
 
-/// [`arg_value`]'s entries.
+/// The tree of a map's entries (for [`Metadata::to_value`]).
+fn map_value(m: &Entries) -> Value {
+    Value::Map(
+        m.iter()
+            .map(|(key, field)| (Value::from(*key), field_value(field)))
+            .collect(),
+    )
+}
+
+fn field_value(f: &Field) -> Value {
+    match f {
+        Field::Str(x) => Value::from(*x),
+        Field::U32(x) => Value::from(*x),
+        Field::Bool(x) => Value::Boolean(*x),
+        Field::U32s(xs) => Value::Array(xs.iter().map(|&x| Value::from(x)).collect()),
+        Field::Strs(xs) => Value::Array(xs.iter().map(|x| Value::from(x.as_str())).collect()),
+        Field::Args(args) => {
+            Value::Array(args.iter().map(|a| map_value(&arg_entries(a))).collect())
+        }
+        Field::Kernels(ks) => {
+            Value::Array(ks.iter().map(|k| map_value(&kernel_entries(k))).collect())
+        }
+    }
+}
+
+/// An argument's entries.
 fn arg_entries(a: &ArgMeta) -> Entries<'_> {
     let mut m = Entries::new();
     if let Some(v) = &a.access {
@@ -920,7 +824,7 @@ fn arg_entries(a: &ArgMeta) -> Entries<'_> {
     m
 }
 
-/// [`kernel_value`]'s entries.
+/// A kernel's entries.
 fn kernel_entries(k: &KernelMeta) -> Entries<'_> {
     let mut m = Entries::new();
     m.push((".agpr_count", Field::U32(k.agpr_count)));
@@ -929,7 +833,10 @@ fn kernel_entries(k: &KernelMeta) -> Entries<'_> {
         ".group_segment_fixed_size",
         Field::U32(k.group_segment_fixed_size),
     ));
-    m.push((".kernarg_segment_align", Field::U32(k.kernarg_segment_align)));
+    m.push((
+        ".kernarg_segment_align",
+        Field::U32(k.kernarg_segment_align),
+    ));
     m.push((".kernarg_segment_size", Field::U32(k.kernarg_segment_size)));
     if let Some(l) = &k.language {
         m.push((".language", Field::Str(l)));
