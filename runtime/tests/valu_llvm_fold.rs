@@ -104,7 +104,7 @@ fn cases() -> Vec<Case> {
                     f(b),
                     f(c)
                 ),
-                float::med3_f32(a, b, c, true),
+                float::med3(a, b, c, true),
             ));
         }
         let (p, q, s) = (r.u32_mid(), r.u32_mid(), r.u32_mid());

@@ -319,7 +319,8 @@ fn execute(
             valu::execute(w, inst)?;
             Flow::Next
         }
-        Op::Smem(s) => {
+        // Memory operations share one context over the wave's memory state.
+        Op::Smem(_) | Op::Vmem(_) | Op::Ds(_) => {
             let mut ctx = Ctx {
                 mem: l.mem,
                 cache,
@@ -331,37 +332,12 @@ fn execute(
                 pc_base: l.program.image_base,
                 bounds_check: l.config.bounds_check,
             };
-            smem::execute(w, &mut ctx, s)?;
-            Flow::Next
-        }
-        Op::Vmem(v) => {
-            let mut ctx = Ctx {
-                mem: l.mem,
-                cache,
-                lds,
-                sb,
-                counters,
-                wave_index,
-                scratch_per_lane: l.addrs.scratch_per_lane,
-                pc_base: l.program.image_base,
-                bounds_check: l.config.bounds_check,
-            };
-            vmem::execute(w, &mut ctx, v)?;
-            Flow::Next
-        }
-        Op::Ds(v) => {
-            let mut ctx = Ctx {
-                mem: l.mem,
-                cache,
-                lds,
-                sb,
-                counters,
-                wave_index,
-                scratch_per_lane: l.addrs.scratch_per_lane,
-                pc_base: l.program.image_base,
-                bounds_check: l.config.bounds_check,
-            };
-            ds::execute(w, &mut ctx, v)?;
+            match &d.op {
+                Op::Smem(s) => smem::execute(w, &mut ctx, s)?,
+                Op::Vmem(v) => vmem::execute(w, &mut ctx, v)?,
+                Op::Ds(v) => ds::execute(w, &mut ctx, v)?,
+                _ => unreachable!("the outer arm matched a memory operation"),
+            }
             Flow::Next
         }
         Op::Unsupported(why) => return Err(EmuError::unsupported(why.clone())),

@@ -64,6 +64,16 @@ pub fn execute(wave: &mut Wave, inst: &ValuInst) -> Result<(), EmuError> {
     }
 }
 
+/// Replaces each lane's denormal by a signed zero, unless the MODE keeps denormals.
+#[inline(always)]
+fn flush_lanes<T: fl::FloatBits>(v: &mut [T], keep_denormals: bool) {
+    if !keep_denormals {
+        for x in v.iter_mut() {
+            *x = fl::flush(*x);
+        }
+    }
+}
+
 #[inline(always)]
 fn map1(a: &Lanes, f: impl Fn(u32) -> u32) -> Lanes {
     let mut o = [0u32; LANES];
@@ -412,19 +422,11 @@ impl X<'_> {
     // ---------------------------------------------------------------- typed lane loops
 
     fn flush_in32(&self, v: &mut Lanes) {
-        if !self.mode.f32_denorm_in {
-            for x in v.iter_mut() {
-                *x = fl::flush_f32(*x);
-            }
-        }
+        flush_lanes(v, self.mode.f32_denorm_in);
     }
 
     fn fin32(&mut self, mut r: Lanes) -> Result<(), EmuError> {
-        if !self.mode.f32_denorm_out {
-            for x in r.iter_mut() {
-                *x = fl::flush_f32(*x);
-            }
-        }
+        flush_lanes(&mut r, self.mode.f32_denorm_out);
         if self.i.omod != 0 || self.i.clamp {
             let (om, cl, dx) = (self.i.omod, self.i.clamp, self.mode.dx10_clamp);
             r = map1(&r, |x| fl::omod_clamp_f32(f(x), om, cl, dx).to_bits());
@@ -442,7 +444,7 @@ impl X<'_> {
     fn f32_2(&mut self, op: impl Fn(f32, f32) -> f32) -> Result<(), EmuError> {
         if let (Some(a), Some(b)) = (self.plain(0, SrcType::F32), self.plain(1, SrcType::F32)) {
             let fl_in = !self.mode.f32_denorm_in;
-            let inp = |x: u32| if fl_in { fl::flush_f32(x) } else { x };
+            let inp = |x: u32| if fl_in { fl::flush(x) } else { x };
             let mut r = [0u32; LANES];
             for l in 0..LANES {
                 r[l] = op(f(inp(a.at(l))), f(inp(b.at(l)))).to_bits();
@@ -619,19 +621,11 @@ impl X<'_> {
     }
 
     fn f64_in(&self, v: &mut L64) {
-        if !self.mode.f64_denorm_in {
-            for x in v.iter_mut() {
-                *x = fl::flush_f64(*x);
-            }
-        }
+        flush_lanes(v, self.mode.f64_denorm_in);
     }
 
     fn fin64(&mut self, mut r: L64) -> Result<(), EmuError> {
-        if !self.mode.f64_denorm_out {
-            for x in r.iter_mut() {
-                *x = fl::flush_f64(*x);
-            }
-        }
+        flush_lanes(&mut r, self.mode.f64_denorm_out);
         if self.i.omod != 0 || self.i.clamp {
             let (om, cl, dx) = (self.i.omod, self.i.clamp, self.mode.dx10_clamp);
             for x in r.iter_mut() {
@@ -778,7 +772,7 @@ impl X<'_> {
                 self.from64(|x| {
                     let r = (x as f32).to_bits();
                     if out_flush {
-                        fl::flush_f32(r)
+                        fl::flush(r)
                     } else {
                         r
                     }
@@ -788,9 +782,7 @@ impl X<'_> {
             CvtF64U32 => self.to64(T::B, |x| x as f64),
             CvtF64F32 => {
                 let in_flush = !self.mode.f32_denorm_in;
-                self.to64(T::F, |x| {
-                    f(if in_flush { fl::flush_f32(x) } else { x }) as f64
-                })
+                self.to64(T::F, |x| f(if in_flush { fl::flush(x) } else { x }) as f64)
             }
             CvtF32I32 => self.f32_1b(|x| (x as i32 as f32).to_bits()),
             CvtF32U32 => self.f32_1b(|x| (x as f32).to_bits()),
@@ -953,8 +945,8 @@ impl X<'_> {
             SubrevF32 => self.f32_2(|a, b| b - a),
             MulF32 => self.f32_2(|a, b| a * b),
             MulLegacyF32 => self.f32_2(fl::mul_legacy_f32),
-            MinF32 => self.f32_2b(|a, b| fl::min_f32(a, b, ieee)),
-            MaxF32 => self.f32_2b(|a, b| fl::max_f32(a, b, ieee)),
+            MinF32 => self.f32_2b(|a, b| fl::min(a, b, ieee)),
+            MaxF32 => self.f32_2b(|a, b| fl::max(a, b, ieee)),
             LdexpF32 => {
                 let mut a = self.rd(0, T::F)?;
                 let b = self.rd(1, T::B)?;
@@ -1142,9 +1134,9 @@ impl X<'_> {
             AlignbitB32 => self.u32_3(int::alignbit),
             AlignbyteB32 => self.u32_3(int::alignbyte),
             PermB32 => self.u32_3(int::perm),
-            Min3F32 => self.f32_3b(|a, b, c| fl::min_f32(fl::min_f32(a, b, ieee), c, ieee)),
-            Max3F32 => self.f32_3b(|a, b, c| fl::max_f32(fl::max_f32(a, b, ieee), c, ieee)),
-            Med3F32 => self.f32_3b(|a, b, c| fl::med3_f32(a, b, c, ieee)),
+            Min3F32 => self.f32_3b(|a, b, c| fl::min(fl::min(a, b, ieee), c, ieee)),
+            Max3F32 => self.f32_3b(|a, b, c| fl::max(fl::max(a, b, ieee), c, ieee)),
+            Med3F32 => self.f32_3b(|a, b, c| fl::med3(a, b, c, ieee)),
             Min3I32 => self.u32_3(|a, b, c| (a as i32).min(b as i32).min(c as i32) as u32),
             Max3I32 => self.u32_3(|a, b, c| (a as i32).max(b as i32).max(c as i32) as u32),
             Med3I32 => self.u32_3(|a, b, c| int::med3(a as i32, b as i32, c as i32) as u32),
@@ -1369,9 +1361,9 @@ impl X<'_> {
                 let mut r = [0u64; LANES];
                 for l in 0..LANES {
                     r[l] = if op == MinF64 {
-                        fl::min_f64(a[l], b[l], ieee)
+                        fl::min(a[l], b[l], ieee)
                     } else {
-                        fl::max_f64(a[l], b[l], ieee)
+                        fl::max(a[l], b[l], ieee)
                     };
                 }
                 self.fin64(r)

@@ -64,39 +64,145 @@ impl FloatMode {
     }
 }
 
-/// Replaces an f32 denormal by a zero of the same sign.
+/// A float's bit pattern (`u16` f16, `u32` f32, `u64` f64): the field masks the NaN, denormal
+/// and min/max rules read, so one generic function serves all three widths.
+pub trait FloatBits:
+    Copy + PartialEq + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self>
+{
+    /// The sign bit.
+    const SIGN: Self;
+    /// The exponent field.
+    const EXP: Self;
+    /// The mantissa field.
+    const MANT: Self;
+    /// The mantissa's top bit (set in a quiet NaN).
+    const QUIET: Self;
+    /// Zero.
+    const ZERO: Self;
+    /// A type whose `<` and `==` order these values exactly.
+    type Value: PartialOrd;
+    /// The value, for ordering.
+    fn value(self) -> Self::Value;
+}
+
+macro_rules! float_bits {
+    ($bits:ty, $exp:expr, $quiet:expr, $value:ty, $to:expr) => {
+        impl FloatBits for $bits {
+            const SIGN: $bits = 1 << (<$bits>::BITS - 1);
+            const EXP: $bits = $exp;
+            const MANT: $bits = !(Self::SIGN | Self::EXP);
+            const QUIET: $bits = $quiet;
+            const ZERO: $bits = 0;
+            type Value = $value;
+            #[inline(always)]
+            fn value(self) -> $value {
+                $to(self)
+            }
+        }
+    };
+}
+float_bits!(u16, 0x7c00, 0x0200, f32, super::half::to_f32);
+float_bits!(u32, 0x7f80_0000, 0x0040_0000, f32, f32::from_bits);
+float_bits!(
+    u64,
+    0x7ff0_0000_0000_0000,
+    0x0008_0000_0000_0000,
+    f64,
+    f64::from_bits
+);
+
+/// Replaces a denormal by a zero of the same sign.
 #[inline(always)]
-pub fn flush_f32(x: u32) -> u32 {
-    if x & 0x7f80_0000 == 0 {
-        x & F32_SIGN
+pub fn flush<T: FloatBits>(x: T) -> T {
+    if x & T::EXP == T::ZERO {
+        x & T::SIGN
     } else {
         x
     }
 }
 
-/// Replaces an f64 denormal by a zero of the same sign.
+/// Whether the pattern is a NaN (exponent all ones, non-zero mantissa).
 #[inline(always)]
-pub fn flush_f64(x: u64) -> u64 {
-    if x & 0x7ff0_0000_0000_0000 == 0 {
-        x & F64_SIGN
+pub fn is_nan<T: FloatBits>(x: T) -> bool {
+    x & T::EXP == T::EXP && x & T::MANT != T::ZERO
+}
+
+/// Whether the pattern is a signalling NaN (a NaN with the quiet bit clear).
+#[inline(always)]
+pub fn is_snan<T: FloatBits>(x: T) -> bool {
+    is_nan(x) && x & T::QUIET == T::ZERO
+}
+
+/// Quietens a NaN by setting its quiet bit (hardware returns the input NaN quietened).
+#[inline(always)]
+pub fn quiet<T: FloatBits>(x: T) -> T {
+    x | T::QUIET
+}
+
+/// `v_min_f16/f32/f64` (CDNA3 pseudo-code): in IEEE mode a signalling NaN operand gives that
+/// NaN quietened; otherwise a NaN operand yields the other operand; -0 counts as below +0.
+#[inline(always)]
+pub fn min<T: FloatBits>(a: T, b: T, ieee: bool) -> T {
+    if is_nan(a) || is_nan(b) {
+        return nan_select(a, b, ieee);
+    }
+    let (fa, fb) = (a.value(), b.value());
+    if fa == fb {
+        // Equal values (including +0 == -0): prefer the negative sign.
+        return if a & T::SIGN != T::ZERO { a } else { b };
+    }
+    if fa < fb {
+        a
     } else {
-        x
+        b
     }
 }
 
-/// Whether the f32 pattern is a signalling NaN (exponent all ones, quiet bit clear, non-zero
-/// mantissa).
-#[inline]
-pub fn is_snan_f32(x: u32) -> bool {
-    x & 0x7f80_0000 == 0x7f80_0000 && x & 0x0040_0000 == 0 && x & 0x003f_ffff != 0
+/// `v_max_f16/f32/f64`: as [`min`], with +0 above -0.
+#[inline(always)]
+pub fn max<T: FloatBits>(a: T, b: T, ieee: bool) -> T {
+    if is_nan(a) || is_nan(b) {
+        return nan_select(a, b, ieee);
+    }
+    let (fa, fb) = (a.value(), b.value());
+    if fa == fb {
+        return if a & T::SIGN == T::ZERO { a } else { b };
+    }
+    if fa > fb {
+        a
+    } else {
+        b
+    }
 }
 
-/// Whether the f64 pattern is a signalling NaN.
+#[inline(always)]
+fn nan_select<T: FloatBits>(a: T, b: T, ieee: bool) -> T {
+    if ieee && is_snan(a) {
+        quiet(a)
+    } else if ieee && is_snan(b) {
+        quiet(b)
+    } else if is_nan(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// `v_med3_f16/f32`: with any NaN operand, `min3`; otherwise the middle value, chosen as the
+/// ISA pseudo-code does (max of the two operands that are not the max3).
 #[inline]
-pub fn is_snan_f64(x: u64) -> bool {
-    x & 0x7ff0_0000_0000_0000 == 0x7ff0_0000_0000_0000
-        && x & 0x0008_0000_0000_0000 == 0
-        && x & 0x0007_ffff_ffff_ffff != 0
+pub fn med3<T: FloatBits>(a: T, b: T, c: T, ieee: bool) -> T {
+    if is_nan(a) || is_nan(b) || is_nan(c) {
+        return min(min(a, b, ieee), c, ieee);
+    }
+    let m = max(max(a, b, ieee), c, ieee);
+    if m == a {
+        max(b, c, ieee)
+    } else if m == b {
+        max(a, c, ieee)
+    } else {
+        max(a, b, ieee)
+    }
 }
 
 /// Fused multiply-add of f32 values, rounded once. The product is exact in f64 (24+24 bits);
@@ -166,132 +272,6 @@ unsafe fn fma_f32_lanes_hw(a: &[u32; 64], b: &[u32; 64], c: &[u32; 64]) -> [u32;
 #[inline(always)]
 pub fn fma_f64(a: f64, b: f64, c: f64) -> f64 {
     a.mul_add(b, c)
-}
-
-/// Quietens a NaN by setting its quiet bit (hardware returns the input NaN quietened).
-#[inline(always)]
-pub fn quiet_f32(x: u32) -> u32 {
-    x | 0x0040_0000
-}
-
-/// Quietens an f64 NaN.
-#[inline(always)]
-pub fn quiet_f64(x: u64) -> u64 {
-    x | 0x0008_0000_0000_0000
-}
-
-/// `v_min_f32` (CDNA3 pseudo-code): in IEEE mode a signalling NaN operand gives that NaN
-/// quietened; otherwise a NaN operand yields the other operand; -0 counts as below +0.
-#[inline(always)]
-pub fn min_f32(a: u32, b: u32, ieee: bool) -> u32 {
-    let (fa, fb) = (f32::from_bits(a), f32::from_bits(b));
-    if fa.is_nan() || fb.is_nan() {
-        return nan_select_f32(a, b, ieee);
-    }
-    if fa == fb {
-        // Equal values (including +0 == -0): prefer the negative sign.
-        return if a & F32_SIGN != 0 { a } else { b };
-    }
-    if fa < fb {
-        a
-    } else {
-        b
-    }
-}
-
-/// `v_max_f32`: as [`min_f32`], with +0 above -0.
-#[inline(always)]
-pub fn max_f32(a: u32, b: u32, ieee: bool) -> u32 {
-    let (fa, fb) = (f32::from_bits(a), f32::from_bits(b));
-    if fa.is_nan() || fb.is_nan() {
-        return nan_select_f32(a, b, ieee);
-    }
-    if fa == fb {
-        return if a & F32_SIGN == 0 { a } else { b };
-    }
-    if fa > fb {
-        a
-    } else {
-        b
-    }
-}
-
-#[inline(always)]
-fn nan_select_f32(a: u32, b: u32, ieee: bool) -> u32 {
-    if ieee && is_snan_f32(a) {
-        quiet_f32(a)
-    } else if ieee && is_snan_f32(b) {
-        quiet_f32(b)
-    } else if f32::from_bits(a).is_nan() {
-        b
-    } else {
-        a
-    }
-}
-
-/// `v_min_f64`, same rules as [`min_f32`].
-#[inline(always)]
-pub fn min_f64(a: u64, b: u64, ieee: bool) -> u64 {
-    let (fa, fb) = (f64::from_bits(a), f64::from_bits(b));
-    if fa.is_nan() || fb.is_nan() {
-        return nan_select_f64(a, b, ieee);
-    }
-    if fa == fb {
-        return if a & F64_SIGN != 0 { a } else { b };
-    }
-    if fa < fb {
-        a
-    } else {
-        b
-    }
-}
-
-/// `v_max_f64`, same rules as [`max_f32`].
-#[inline(always)]
-pub fn max_f64(a: u64, b: u64, ieee: bool) -> u64 {
-    let (fa, fb) = (f64::from_bits(a), f64::from_bits(b));
-    if fa.is_nan() || fb.is_nan() {
-        return nan_select_f64(a, b, ieee);
-    }
-    if fa == fb {
-        return if a & F64_SIGN == 0 { a } else { b };
-    }
-    if fa > fb {
-        a
-    } else {
-        b
-    }
-}
-
-#[inline(always)]
-fn nan_select_f64(a: u64, b: u64, ieee: bool) -> u64 {
-    if ieee && is_snan_f64(a) {
-        quiet_f64(a)
-    } else if ieee && is_snan_f64(b) {
-        quiet_f64(b)
-    } else if f64::from_bits(a).is_nan() {
-        b
-    } else {
-        a
-    }
-}
-
-/// `v_med3_f32`: with any NaN operand, `min3`; otherwise the middle value, chosen as the ISA
-/// pseudo-code does (max of the two operands that are not the max3).
-#[inline]
-pub fn med3_f32(a: u32, b: u32, c: u32, ieee: bool) -> u32 {
-    let nan = |x: u32| f32::from_bits(x).is_nan();
-    if nan(a) || nan(b) || nan(c) {
-        return min_f32(min_f32(a, b, ieee), c, ieee);
-    }
-    let m = max_f32(max_f32(a, b, ieee), c, ieee);
-    if m == a {
-        max_f32(b, c, ieee)
-    } else if m == b {
-        max_f32(a, c, ieee)
-    } else {
-        max_f32(a, b, ieee)
-    }
 }
 
 /// `v_fract_f32`: `x - floor(x)`, kept below 1.0 (hardware clamps to 0x3f7fffff so that tiny
@@ -594,10 +574,10 @@ pub fn div_fixup_f32(s0: f32, s1: f32, s2: f32) -> f32 {
     let sign_neg = (s1.to_bits() ^ s2.to_bits()) & F32_SIGN != 0;
     let signed = |v: f32| if sign_neg { -v } else { v };
     if s2.is_nan() {
-        return f32::from_bits(quiet_f32(s2.to_bits()));
+        return f32::from_bits(quiet(s2.to_bits()));
     }
     if s1.is_nan() {
-        return f32::from_bits(quiet_f32(s1.to_bits()));
+        return f32::from_bits(quiet(s1.to_bits()));
     }
     if s1 == 0.0 && s2 == 0.0 {
         return f32::from_bits(0xffc0_0000);
@@ -626,10 +606,10 @@ pub fn div_fixup_f64(s0: f64, s1: f64, s2: f64) -> f64 {
     let sign_neg = (s1.to_bits() ^ s2.to_bits()) & F64_SIGN != 0;
     let signed = |v: f64| if sign_neg { -v } else { v };
     if s2.is_nan() {
-        return f64::from_bits(quiet_f64(s2.to_bits()));
+        return f64::from_bits(quiet(s2.to_bits()));
     }
     if s1.is_nan() {
-        return f64::from_bits(quiet_f64(s1.to_bits()));
+        return f64::from_bits(quiet(s1.to_bits()));
     }
     if s1 == 0.0 && s2 == 0.0 {
         return f64::from_bits(0xfff8_0000_0000_0000);
@@ -747,10 +727,10 @@ pub fn mul_legacy_f32(a: f32, b: f32) -> f32 {
 /// flushes f32 denormals for these opcodes whatever the mode says.
 #[inline(always)]
 pub fn mad_f32(a: f32, b: f32, c: f32) -> f32 {
-    let a = f32::from_bits(flush_f32(a.to_bits()));
-    let b = f32::from_bits(flush_f32(b.to_bits()));
-    let c = f32::from_bits(flush_f32(c.to_bits()));
-    f32::from_bits(flush_f32((a * b + c).to_bits()))
+    let a = f32::from_bits(flush(a.to_bits()));
+    let b = f32::from_bits(flush(b.to_bits()));
+    let c = f32::from_bits(flush(c.to_bits()));
+    f32::from_bits(flush((a * b + c).to_bits()))
 }
 
 #[cfg(test)]
@@ -831,25 +811,22 @@ mod tests {
         let snan = 0x7f80_0001u32;
         let qnan = 0x7fc0_0000u32;
         let one = 1.0f32.to_bits();
-        assert_eq!(min_f32(snan, one, true), 0x7fc0_0001);
-        assert_eq!(min_f32(snan, one, false), one);
-        assert_eq!(max_f32(one, qnan, true), one);
+        assert_eq!(min(snan, one, true), 0x7fc0_0001);
+        assert_eq!(min(snan, one, false), one);
+        assert_eq!(max(one, qnan, true), one);
+        assert_eq!(min(0.0f32.to_bits(), (-0.0f32).to_bits(), true), F32_SIGN);
+        assert_eq!(max((-0.0f32).to_bits(), 0.0f32.to_bits(), true), 0);
+        assert_eq!(min(one, 2.0f32.to_bits(), true), one);
         assert_eq!(
-            min_f32(0.0f32.to_bits(), (-0.0f32).to_bits(), true),
-            F32_SIGN
-        );
-        assert_eq!(max_f32((-0.0f32).to_bits(), 0.0f32.to_bits(), true), 0);
-        assert_eq!(min_f32(one, 2.0f32.to_bits(), true), one);
-        assert_eq!(
-            max_f64(1.0f64.to_bits(), 2.0f64.to_bits(), true),
+            max(1.0f64.to_bits(), 2.0f64.to_bits(), true),
             2.0f64.to_bits()
         );
         assert_eq!(
-            min_f64(0x7ff0_0000_0000_0001, 3.0f64.to_bits(), true),
+            min(0x7ff0_0000_0000_0001, 3.0f64.to_bits(), true),
             0x7ff8_0000_0000_0001
         );
         let m = |a: f32, b: f32, c: f32| {
-            f32::from_bits(med3_f32(a.to_bits(), b.to_bits(), c.to_bits(), true))
+            f32::from_bits(med3(a.to_bits(), b.to_bits(), c.to_bits(), true))
         };
         assert_eq!(m(3.0, 1.0, 2.0), 2.0);
         assert_eq!(m(1.0, 3.0, 2.0), 2.0);
@@ -1048,9 +1025,9 @@ mod tests {
         assert!(m.ieee && m.dx10_clamp && !m.f32_flushes() && !m.f64_flushes());
         let m = FloatMode::from_mode_register(0x3c0);
         assert!(m.f32_flushes() && !m.f64_flushes());
-        assert_eq!(flush_f32(0x8000_0001), F32_SIGN);
-        assert_eq!(flush_f32(0x0080_0000), 0x0080_0000);
-        assert_eq!(flush_f64(1), 0);
+        assert_eq!(flush(0x8000_0001), F32_SIGN);
+        assert_eq!(flush(0x0080_0000u32), 0x0080_0000);
+        assert_eq!(flush(1u32), 0);
     }
 
     #[test]

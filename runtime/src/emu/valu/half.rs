@@ -5,6 +5,9 @@
 
 use ::half::f16;
 
+/// The NaN, denormal and min/max rules are the width-generic ones of `float.rs`.
+pub use super::float::{flush, is_nan, is_snan, max, med3, min};
+
 /// f16 sign bit.
 pub const F16_SIGN: u16 = 0x8000;
 
@@ -66,28 +69,6 @@ pub fn from_f64(x: f64) -> u16 {
     }
 }
 
-/// Replaces an f16 denormal by a zero of the same sign.
-#[inline(always)]
-pub fn flush(x: u16) -> u16 {
-    if x & 0x7c00 == 0 {
-        x & F16_SIGN
-    } else {
-        x
-    }
-}
-
-/// Whether the f16 pattern is a NaN.
-#[inline(always)]
-pub fn is_nan(x: u16) -> bool {
-    x & 0x7c00 == 0x7c00 && x & 0x03ff != 0
-}
-
-/// Whether the f16 pattern is a signalling NaN.
-#[inline(always)]
-pub fn is_snan(x: u16) -> bool {
-    is_nan(x) && x & 0x0200 == 0
-}
-
 /// `a + b` in f16.
 #[inline(always)]
 pub fn add(a: u16, b: u16) -> u16 {
@@ -133,68 +114,6 @@ pub fn fma(a: u16, b: u16, c: u16) -> u16 {
 #[inline(always)]
 pub fn mad(a: u16, b: u16, c: u16) -> u16 {
     add(mul(a, b), c)
-}
-
-/// `v_min_f16`: the rules of `v_min_f32` (IEEE-mode NaN handling, -0 < +0).
-#[inline(always)]
-pub fn min(a: u16, b: u16, ieee: bool) -> u16 {
-    if is_nan(a) || is_nan(b) {
-        return nan_select(a, b, ieee);
-    }
-    let (fa, fb) = (to_f32(a), to_f32(b));
-    if fa == fb {
-        return if a & F16_SIGN != 0 { a } else { b };
-    }
-    if fa < fb {
-        a
-    } else {
-        b
-    }
-}
-
-/// `v_max_f16`.
-#[inline(always)]
-pub fn max(a: u16, b: u16, ieee: bool) -> u16 {
-    if is_nan(a) || is_nan(b) {
-        return nan_select(a, b, ieee);
-    }
-    let (fa, fb) = (to_f32(a), to_f32(b));
-    if fa == fb {
-        return if a & F16_SIGN == 0 { a } else { b };
-    }
-    if fa > fb {
-        a
-    } else {
-        b
-    }
-}
-
-#[inline(always)]
-fn nan_select(a: u16, b: u16, ieee: bool) -> u16 {
-    if ieee && is_snan(a) {
-        a | 0x0200
-    } else if ieee && is_snan(b) {
-        b | 0x0200
-    } else if is_nan(a) {
-        b
-    } else {
-        a
-    }
-}
-
-/// `v_med3_f16`, as `v_med3_f32`.
-pub fn med3(a: u16, b: u16, c: u16, ieee: bool) -> u16 {
-    if is_nan(a) || is_nan(b) || is_nan(c) {
-        return min(min(a, b, ieee), c, ieee);
-    }
-    let m = max(max(a, b, ieee), c, ieee);
-    if m == a {
-        max(b, c, ieee)
-    } else if m == b {
-        max(a, c, ieee)
-    } else {
-        max(a, b, ieee)
-    }
 }
 
 /// `v_ldexp_f16`: `x * 2^e` rounded once (the f16 result is exact in f64 before rounding).
@@ -395,12 +314,12 @@ mod tests {
 
     #[test]
     fn min_max_med3_and_rtz() {
-        assert_eq!(min(0x3c00, 0x4000, true), 0x3c00);
-        assert_eq!(max(0x0000, 0x8000, true), 0x0000);
-        assert_eq!(min(0x0000, 0x8000, true), 0x8000);
-        assert_eq!(min(0x7c01, 0x3c00, true), 0x7e01);
-        assert_eq!(min(0x7e00, 0x3c00, true), 0x3c00);
-        assert_eq!(med3(0x4200, 0x3c00, 0x4000, true), 0x4000);
+        assert_eq!(min(0x3c00u16, 0x4000, true), 0x3c00);
+        assert_eq!(max(0x0000u16, 0x8000, true), 0x0000);
+        assert_eq!(min(0x0000u16, 0x8000, true), 0x8000);
+        assert_eq!(min(0x7c01u16, 0x3c00, true), 0x7e01);
+        assert_eq!(min(0x7e00u16, 0x3c00, true), 0x3c00);
+        assert_eq!(med3(0x4200u16, 0x3c00, 0x4000, true), 0x4000);
         assert_eq!(from_f32_rtz(1.0e6), 0x7bff);
         assert_eq!(from_f32_rtz(-1.0e6), 0xfbff);
         assert_eq!(from_f32_rtz(f32::INFINITY), 0x7c00);

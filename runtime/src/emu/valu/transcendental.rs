@@ -15,17 +15,17 @@
 //! - Special values follow IEEE: `rcp(±0) = ±inf`, `rsq(-x) = NaN`, `log(0) = -inf`,
 //!   `log(-x) = NaN`, `exp(-inf) = 0`, `sqrt(-0) = -0`.
 
-use super::float::{flush_f32, flush_f64};
+use super::float::flush;
 use super::half;
 
 #[inline(always)]
 fn in32(x: f32) -> f64 {
-    f32::from_bits(flush_f32(x.to_bits())) as f64
+    f32::from_bits(flush(x.to_bits())) as f64
 }
 
 #[inline(always)]
 fn out32(x: f64) -> f32 {
-    f32::from_bits(flush_f32((x as f32).to_bits()))
+    f32::from_bits(flush((x as f32).to_bits()))
 }
 
 /// `v_exp_f32`: `2^x`.
@@ -109,12 +109,12 @@ pub fn cos_f32(x: f32) -> f32 {
 
 #[inline(always)]
 fn in64(x: f64) -> f64 {
-    f64::from_bits(flush_f64(x.to_bits()))
+    f64::from_bits(flush(x.to_bits()))
 }
 
 #[inline(always)]
 fn out64(x: f64) -> f64 {
-    f64::from_bits(flush_f64(x.to_bits()))
+    f64::from_bits(flush(x.to_bits()))
 }
 
 /// `v_rcp_f64`.
