@@ -394,6 +394,14 @@ fn global_atomics_count_exactly() {
             want[(v & 15) as usize] += 1;
         }
         check_bits(&format!("{t} local_histogram"), &r.read::<u32>(bins), &want);
+
+        let sums = r.output(4 * 16);
+        r.launch_bufs("local_cas_sum", 16, &[din, sums], None);
+        let want: Vec<u32> = input[..m]
+            .chunks(256)
+            .map(|c| c.iter().map(|v| v & 255).sum())
+            .collect();
+        check_bits(&format!("{t} local_cas_sum"), &r.read::<u32>(sums), &want);
     }
 }
 

@@ -11,40 +11,10 @@
 // Lane loops index several 64-lane arrays by the same lane number.
 #![allow(clippy::needless_range_loop)]
 
+use super::atomic::{self, AtomicOp};
 use super::ctx::Ctx;
 use super::scoreboard::{InFlight, Landing, OpKind, Part, RegSet};
 use super::wave::{EmuError, Wave, LANES};
-
-/// An LDS read-modify-write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum DsAtomic {
-    Add,
-    Sub,
-    Rsub,
-    Inc,
-    Dec,
-    MinI,
-    MaxI,
-    MinU,
-    MaxU,
-    And,
-    Or,
-    Xor,
-    /// `mem = (mem & !data0) | data1`.
-    Mskor,
-    /// `ds_cmpst`: if `mem == data0` then `mem = data1`.
-    Cmpst,
-    /// Float compare-store.
-    CmpstF,
-    MinF,
-    MaxF,
-    AddF,
-    /// Exchange.
-    Wrxchg,
-    PkAddF16,
-    PkAddBf16,
-}
 
 /// The operation of a DS instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -86,7 +56,7 @@ pub enum DsOp {
     /// Atomic on 32-bit (`wide == false`) or 64-bit LDS.
     Atomic {
         /// Operation.
-        op: DsAtomic,
+        op: AtomicOp,
         /// 64-bit.
         wide: bool,
         /// Returns the old value.
@@ -140,27 +110,27 @@ impl DsOp {
         };
         let wide = matches!(ty, "u64" | "i64" | "b64" | "f64");
         let op = match (op_name, ty) {
-            ("add", "u32" | "u64") => DsAtomic::Add,
-            ("sub", "u32" | "u64") => DsAtomic::Sub,
-            ("rsub", "u32" | "u64") => DsAtomic::Rsub,
-            ("inc", "u32" | "u64") => DsAtomic::Inc,
-            ("dec", "u32" | "u64") => DsAtomic::Dec,
-            ("min", "i32" | "i64") => DsAtomic::MinI,
-            ("max", "i32" | "i64") => DsAtomic::MaxI,
-            ("min", "u32" | "u64") => DsAtomic::MinU,
-            ("max", "u32" | "u64") => DsAtomic::MaxU,
-            ("and", "b32" | "b64") => DsAtomic::And,
-            ("or", "b32" | "b64") => DsAtomic::Or,
-            ("xor", "b32" | "b64") => DsAtomic::Xor,
-            ("mskor", "b32" | "b64") => DsAtomic::Mskor,
-            ("cmpst", "b32" | "b64") => DsAtomic::Cmpst,
-            ("cmpst", "f32" | "f64") => DsAtomic::CmpstF,
-            ("min", "f32" | "f64") => DsAtomic::MinF,
-            ("max", "f32" | "f64") => DsAtomic::MaxF,
-            ("add", "f32" | "f64") => DsAtomic::AddF,
-            ("wrxchg", "b32" | "b64") => DsAtomic::Wrxchg,
-            ("pk_add", "f16") => DsAtomic::PkAddF16,
-            ("pk_add", "bf16") => DsAtomic::PkAddBf16,
+            ("add", "u32" | "u64") => AtomicOp::Add,
+            ("sub", "u32" | "u64") => AtomicOp::Sub,
+            ("rsub", "u32" | "u64") => AtomicOp::Rsub,
+            ("inc", "u32" | "u64") => AtomicOp::Inc,
+            ("dec", "u32" | "u64") => AtomicOp::Dec,
+            ("min", "i32" | "i64") => AtomicOp::MinI,
+            ("max", "i32" | "i64") => AtomicOp::MaxI,
+            ("min", "u32" | "u64") => AtomicOp::MinU,
+            ("max", "u32" | "u64") => AtomicOp::MaxU,
+            ("and", "b32" | "b64") => AtomicOp::And,
+            ("or", "b32" | "b64") => AtomicOp::Or,
+            ("xor", "b32" | "b64") => AtomicOp::Xor,
+            ("mskor", "b32" | "b64") => AtomicOp::Mskor,
+            ("cmpst", "b32" | "b64") => AtomicOp::CmpSwap,
+            ("cmpst", "f32" | "f64") => AtomicOp::CmpSwapF,
+            ("min", "f32" | "f64") => AtomicOp::MinF,
+            ("max", "f32" | "f64") => AtomicOp::MaxF,
+            ("add", "f32" | "f64") => AtomicOp::AddF,
+            ("wrxchg", "b32" | "b64") => AtomicOp::Swap,
+            ("pk_add", "f16") => AtomicOp::PkAddF16,
+            ("pk_add", "bf16") => AtomicOp::PkAddBf16,
             _ => return None,
         };
         // `ds_wrxchg_rtn_*` is spelled with `_rtn` in the middle, which the split above handles.
@@ -246,7 +216,7 @@ impl DsOp {
             DsOp::Write2 { dwords, .. } => (dwords as u32, dwords as u32, 0),
             DsOp::Atomic { op, wide, rtn } => {
                 let n = if wide { 2 } else { 1 };
-                let two = matches!(op, DsAtomic::Mskor | DsAtomic::Cmpst | DsAtomic::CmpstF);
+                let two = op.has_second_operand();
                 (n, if two { n } else { 0 }, if rtn { n } else { 0 })
             }
             DsOp::Wrxchg2 { wide, .. } => {
@@ -319,114 +289,6 @@ impl DsInst {
         add(&mut w, self.vdst, nd, self.acc);
         (r, w)
     }
-}
-
-fn f16_add(a: u16, b: u16) -> u16 {
-    half::f16::from_f32(half::f16::from_bits(a).to_f32() + half::f16::from_bits(b).to_f32())
-        .to_bits()
-}
-
-fn bf16_add(a: u16, b: u16) -> u16 {
-    half::bf16::from_f32(half::bf16::from_bits(a).to_f32() + half::bf16::from_bits(b).to_f32())
-        .to_bits()
-}
-
-/// The new LDS value of an atomic from the old one and the data operands.
-pub fn ds_atomic_apply(op: DsAtomic, wide: bool, old: u64, d0: u64, d1: u64) -> u64 {
-    let mask = if wide { u64::MAX } else { 0xffff_ffff };
-    let sx = |v: u64| {
-        if wide {
-            v as i64
-        } else {
-            v as u32 as i32 as i64
-        }
-    };
-    let fl = |v: u64| {
-        if wide {
-            f64::from_bits(v)
-        } else {
-            f32::from_bits(v as u32) as f64
-        }
-    };
-    let unfl = |f: f64| {
-        if wide {
-            f.to_bits()
-        } else {
-            (f as f32).to_bits() as u64
-        }
-    };
-    let r = match op {
-        DsAtomic::Add => old.wrapping_add(d0),
-        DsAtomic::Sub => old.wrapping_sub(d0),
-        DsAtomic::Rsub => d0.wrapping_sub(old),
-        DsAtomic::Inc => {
-            if old & mask >= d0 & mask {
-                0
-            } else {
-                old + 1
-            }
-        }
-        DsAtomic::Dec => {
-            if old & mask == 0 || old & mask > d0 & mask {
-                d0
-            } else {
-                old - 1
-            }
-        }
-        DsAtomic::MinI => {
-            if sx(d0) < sx(old) {
-                d0
-            } else {
-                old
-            }
-        }
-        DsAtomic::MaxI => {
-            if sx(d0) > sx(old) {
-                d0
-            } else {
-                old
-            }
-        }
-        DsAtomic::MinU => (old & mask).min(d0 & mask),
-        DsAtomic::MaxU => (old & mask).max(d0 & mask),
-        DsAtomic::And => old & d0,
-        DsAtomic::Or => old | d0,
-        DsAtomic::Xor => old ^ d0,
-        DsAtomic::Mskor => (old & !d0) | d1,
-        DsAtomic::Cmpst => {
-            if old & mask == d0 & mask {
-                d1
-            } else {
-                old
-            }
-        }
-        DsAtomic::CmpstF => {
-            if fl(old) == fl(d0) {
-                d1
-            } else {
-                old
-            }
-        }
-        DsAtomic::MinF => unfl(fl(old).min(fl(d0))),
-        DsAtomic::MaxF => unfl(fl(old).max(fl(d0))),
-        DsAtomic::AddF => {
-            if wide {
-                (f64::from_bits(old) + f64::from_bits(d0)).to_bits()
-            } else {
-                (f32::from_bits(old as u32) + f32::from_bits(d0 as u32)).to_bits() as u64
-            }
-        }
-        DsAtomic::Wrxchg => d0,
-        DsAtomic::PkAddF16 => {
-            f16_add(old as u16, d0 as u16) as u64
-                | (f16_add((old >> 16) as u16, (d0 >> 16) as u16) as u64) << 16
-        }
-        DsAtomic::PkAddBf16 => {
-            bf16_add(old as u16, d0 as u16) as u64
-                | (bf16_add((old >> 16) as u16, (d0 >> 16) as u16) as u64) << 16
-        }
-    };
-    r & mask
 }
 
 /// Lane that lane `l` reads in `ds_swizzle_b32` with `offset`, per the Vega ISA: bit 15 set is
@@ -653,8 +515,14 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &DsInst) -> Result<(), EmuError> 
                         format!("lane {l}: misaligned {size}-byte LDS atomic at {a:#x}"),
                     ));
                 }
+                // DS puts the compare value or mask first (data0), the stored value second.
+                let (stored, second) = if op.has_second_operand() {
+                    (d1, d0)
+                } else {
+                    (d0, 0)
+                };
                 let old = ctx.lds.atomic(wv, pc, a, size, |old| {
-                    ds_atomic_apply(op, wide, old, d0, d1)
+                    atomic::apply(op, wide, old, stored, second)
                 })?;
                 if detect {
                     touch(&mut lds_writes, a, size);
@@ -787,7 +655,7 @@ mod tests {
         assert_eq!(
             DsOp::from_name("ds_add_rtn_u32"),
             Some(DsOp::Atomic {
-                op: DsAtomic::Add,
+                op: AtomicOp::Add,
                 wide: false,
                 rtn: true
             })
@@ -795,7 +663,7 @@ mod tests {
         assert_eq!(
             DsOp::from_name("ds_wrxchg_rtn_b64"),
             Some(DsOp::Atomic {
-                op: DsAtomic::Wrxchg,
+                op: AtomicOp::Swap,
                 wide: true,
                 rtn: true
             })
@@ -803,7 +671,7 @@ mod tests {
         assert_eq!(
             DsOp::from_name("ds_max_f32"),
             Some(DsOp::Atomic {
-                op: DsAtomic::MaxF,
+                op: AtomicOp::MaxF,
                 wide: false,
                 rtn: false
             })
@@ -889,26 +757,5 @@ mod tests {
         assert_eq!(swizzle_source(0x1f | 1 << 10, 37), 36);
         // Broadcast lane 0 of each 32: and 0, or 0, xor 0.
         assert_eq!(swizzle_source(0, 45), 32);
-    }
-
-    #[test]
-    fn ds_atomics_follow_the_isa() {
-        assert_eq!(ds_atomic_apply(DsAtomic::Rsub, false, 3, 10, 0), 7);
-        assert_eq!(
-            ds_atomic_apply(DsAtomic::Mskor, false, 0xff, 0x0f, 0x100),
-            0x1f0
-        );
-        assert_eq!(ds_atomic_apply(DsAtomic::Cmpst, false, 5, 5, 9), 9);
-        assert_eq!(ds_atomic_apply(DsAtomic::Cmpst, false, 5, 4, 9), 5);
-        assert_eq!(
-            ds_atomic_apply(
-                DsAtomic::MaxF,
-                false,
-                1.0f32.to_bits() as u64,
-                2.0f32.to_bits() as u64,
-                0
-            ),
-            2.0f32.to_bits() as u64
-        );
     }
 }

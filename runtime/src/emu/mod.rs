@@ -21,6 +21,7 @@
 //! [`memory`] (device allocations), [`valu`] (vector ALU semantics, owned by the "valu" helper).
 
 pub mod args;
+pub mod atomic;
 pub mod ctx;
 pub mod dispatch;
 pub mod ds;

@@ -20,6 +20,7 @@
 // Lane loops index several 64-lane arrays by the same lane number.
 #![allow(clippy::needless_range_loop)]
 
+use super::atomic::{self, AtomicOp};
 use super::ctx::{mem_fault, Ctx};
 use super::scoreboard::{InFlight, Landing, OpKind, Part, RegSet};
 use super::wave::{
@@ -50,31 +51,6 @@ pub struct DataShape {
     pub signed: bool,
     /// Which part of the register a sub-dword access uses.
     pub part: Part,
-}
-
-/// A read-modify-write atomic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum AtomicOp {
-    Swap,
-    Cmpswap,
-    Add,
-    Sub,
-    Smin,
-    Umin,
-    Smax,
-    Umax,
-    And,
-    Or,
-    Xor,
-    Inc,
-    Dec,
-    AddF32,
-    PkAddF16,
-    PkAddBf16,
-    AddF64,
-    MinF64,
-    MaxF64,
 }
 
 /// The operation of a vector memory instruction.
@@ -138,50 +114,26 @@ impl VmemOp {
                 Some(a) => (a, true),
                 None => (a, false),
             };
-            let op = match a {
-                "swap" => AtomicOp::Swap,
-                "cmpswap" => AtomicOp::Cmpswap,
-                "add" => AtomicOp::Add,
-                "sub" => AtomicOp::Sub,
-                "smin" => AtomicOp::Smin,
-                "umin" => AtomicOp::Umin,
-                "smax" => AtomicOp::Smax,
-                "umax" => AtomicOp::Umax,
-                "and" => AtomicOp::And,
-                "or" => AtomicOp::Or,
-                "xor" => AtomicOp::Xor,
-                "inc" => AtomicOp::Inc,
-                "dec" => AtomicOp::Dec,
-                "add_f32" => AtomicOp::AddF32,
-                "pk_add_f16" => AtomicOp::PkAddF16,
-                "pk_add_bf16" => AtomicOp::PkAddBf16,
-                "add_f64" => {
-                    return Some((
-                        seg,
-                        VmemOp::Atomic {
-                            op: AtomicOp::AddF64,
-                            wide: true,
-                        },
-                    ))
-                }
-                "min_f64" => {
-                    return Some((
-                        seg,
-                        VmemOp::Atomic {
-                            op: AtomicOp::MinF64,
-                            wide: true,
-                        },
-                    ))
-                }
-                "max_f64" => {
-                    return Some((
-                        seg,
-                        VmemOp::Atomic {
-                            op: AtomicOp::MaxF64,
-                            wide: true,
-                        },
-                    ))
-                }
+            let (op, wide) = match a {
+                "swap" => (AtomicOp::Swap, wide),
+                "cmpswap" => (AtomicOp::CmpSwap, wide),
+                "add" => (AtomicOp::Add, wide),
+                "sub" => (AtomicOp::Sub, wide),
+                "smin" => (AtomicOp::MinI, wide),
+                "umin" => (AtomicOp::MinU, wide),
+                "smax" => (AtomicOp::MaxI, wide),
+                "umax" => (AtomicOp::MaxU, wide),
+                "and" => (AtomicOp::And, wide),
+                "or" => (AtomicOp::Or, wide),
+                "xor" => (AtomicOp::Xor, wide),
+                "inc" => (AtomicOp::Inc, wide),
+                "dec" => (AtomicOp::Dec, wide),
+                "add_f32" => (AtomicOp::AddF, false),
+                "pk_add_f16" => (AtomicOp::PkAddF16, false),
+                "pk_add_bf16" => (AtomicOp::PkAddBf16, false),
+                "add_f64" => (AtomicOp::AddF, true),
+                "min_f64" => (AtomicOp::MinF, true),
+                "max_f64" => (AtomicOp::MaxF, true),
                 _ => return None,
             };
             return Some((seg, VmemOp::Atomic { op, wide }));
@@ -196,7 +148,7 @@ impl VmemOp {
             VmemOp::Store(s) => s.dwords as u32,
             VmemOp::Atomic { op, wide } => {
                 let n = if *wide { 2 } else { 1 };
-                if *op == AtomicOp::Cmpswap {
+                if op.has_second_operand() {
                     2 * n
                 } else {
                     n
@@ -667,90 +619,6 @@ fn write_item(
     }
 }
 
-fn f16_add(a: u16, b: u16) -> u16 {
-    half::f16::from_f32(half::f16::from_bits(a).to_f32() + half::f16::from_bits(b).to_f32())
-        .to_bits()
-}
-
-fn bf16_add(a: u16, b: u16) -> u16 {
-    half::bf16::from_f32(half::bf16::from_bits(a).to_f32() + half::bf16::from_bits(b).to_f32())
-        .to_bits()
-}
-
-/// The new memory value of an atomic, from the old one and the data (`cmp` for cmpswap).
-pub fn atomic_apply(op: AtomicOp, wide: bool, old: u64, data: u64, cmp: u64) -> u64 {
-    let mask = if wide { u64::MAX } else { 0xffff_ffff };
-    let sx = |v: u64| {
-        if wide {
-            v as i64
-        } else {
-            v as u32 as i32 as i64
-        }
-    };
-    let r = match op {
-        AtomicOp::Swap => data,
-        AtomicOp::Cmpswap => {
-            if old & mask == cmp & mask {
-                data
-            } else {
-                old
-            }
-        }
-        AtomicOp::Add => old.wrapping_add(data),
-        AtomicOp::Sub => old.wrapping_sub(data),
-        AtomicOp::Smin => {
-            if sx(data) < sx(old) {
-                data
-            } else {
-                old
-            }
-        }
-        AtomicOp::Smax => {
-            if sx(data) > sx(old) {
-                data
-            } else {
-                old
-            }
-        }
-        AtomicOp::Umin => (old & mask).min(data & mask),
-        AtomicOp::Umax => (old & mask).max(data & mask),
-        AtomicOp::And => old & data,
-        AtomicOp::Or => old | data,
-        AtomicOp::Xor => old ^ data,
-        AtomicOp::Inc => {
-            if old & mask >= data & mask {
-                0
-            } else {
-                old + 1
-            }
-        }
-        AtomicOp::Dec => {
-            if old & mask == 0 || old & mask > data & mask {
-                data
-            } else {
-                old - 1
-            }
-        }
-        AtomicOp::AddF32 => {
-            (f32::from_bits(old as u32) + f32::from_bits(data as u32)).to_bits() as u64
-        }
-        AtomicOp::PkAddF16 => {
-            let lo = f16_add(old as u16, data as u16);
-            let hi = f16_add((old >> 16) as u16, (data >> 16) as u16);
-            lo as u64 | (hi as u64) << 16
-        }
-        AtomicOp::PkAddBf16 => {
-            let lo = bf16_add(old as u16, data as u16);
-            let hi = bf16_add((old >> 16) as u16, (data >> 16) as u16);
-            lo as u64 | (hi as u64) << 16
-        }
-        AtomicOp::AddF64 => (f64::from_bits(old) + f64::from_bits(data)).to_bits(),
-        AtomicOp::MinF64 => f64::from_bits(old).min(f64::from_bits(data)).to_bits(),
-        AtomicOp::MaxF64 => f64::from_bits(old).max(f64::from_bits(data)).to_bits(),
-    };
-    r & mask
-}
-
 /// A fault of lane `l`'s access: the lane named, and for a device-memory miss the allocation
 /// it missed (bounds reports name wave, pc, lane, address and buffer).
 fn lane_fault(e: EmuError, l: usize, mem: &super::memory::MemoryView) -> EmuError {
@@ -1004,7 +872,7 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                     }
                 };
                 let d = val(i.vdata as usize);
-                let cmp = if op == AtomicOp::Cmpswap {
+                let cmp = if op.has_second_operand() {
                     val(i.vdata as usize + if wide { 2 } else { 1 })
                 } else {
                     0
@@ -1021,12 +889,12 @@ pub fn execute(w: &mut Wave, ctx: &mut Ctx, i: &VmemInst) -> Result<(), EmuError
                         }
                         ctx.mem
                             .atomic_rmw(ctx.cache, addr, size as u64, |old| {
-                                atomic_apply(op, wide, old, d, cmp)
+                                atomic::apply(op, wide, old, d, cmp)
                             })
                             .map_err(mem_fault)?
                     }
                     Target::Lds(la) => ctx.lds.atomic(wave_index, pc, la, size, |old| {
-                        atomic_apply(op, wide, old, d, cmp)
+                        atomic::apply(op, wide, old, d, cmp)
                     })?,
                 };
                 data[l] = old as u32;
@@ -1116,7 +984,7 @@ mod tests {
             Some((
                 Segment::Buffer,
                 VmemOp::Atomic {
-                    op: AtomicOp::Cmpswap,
+                    op: AtomicOp::CmpSwap,
                     wide: true
                 }
             ))
@@ -1126,7 +994,7 @@ mod tests {
             Some((
                 Segment::Flat,
                 VmemOp::Atomic {
-                    op: AtomicOp::AddF64,
+                    op: AtomicOp::AddF,
                     wide: true
                 }
             ))
@@ -1138,37 +1006,11 @@ mod tests {
         assert_eq!(VmemOp::from_name("global_load_bogus"), None);
         assert_eq!(
             VmemOp::Atomic {
-                op: AtomicOp::Cmpswap,
+                op: AtomicOp::CmpSwap,
                 wide: true
             }
             .data_regs(),
             4
-        );
-    }
-
-    #[test]
-    fn atomics_compute_hardware_results() {
-        assert_eq!(atomic_apply(AtomicOp::Inc, false, 5, 5, 0), 0);
-        assert_eq!(atomic_apply(AtomicOp::Inc, false, 4, 5, 0), 5);
-        assert_eq!(atomic_apply(AtomicOp::Dec, false, 0, 7, 0), 7);
-        assert_eq!(atomic_apply(AtomicOp::Dec, false, 9, 7, 0), 7);
-        assert_eq!(atomic_apply(AtomicOp::Dec, false, 3, 7, 0), 2);
-        assert_eq!(
-            atomic_apply(AtomicOp::Smin, false, 5, 0xffff_ffff, 0),
-            0xffff_ffff
-        );
-        assert_eq!(atomic_apply(AtomicOp::Umin, false, 5, 0xffff_ffff, 0), 5);
-        assert_eq!(atomic_apply(AtomicOp::Cmpswap, false, 5, 9, 5), 9);
-        assert_eq!(atomic_apply(AtomicOp::Cmpswap, false, 5, 9, 4), 5);
-        assert_eq!(
-            atomic_apply(
-                AtomicOp::AddF32,
-                false,
-                1.5f32.to_bits() as u64,
-                2.25f32.to_bits() as u64,
-                0
-            ),
-            3.75f32.to_bits() as u64
         );
     }
 

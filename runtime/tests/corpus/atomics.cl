@@ -29,3 +29,20 @@ kernel void local_histogram(global const uint* in, global uint* bins) {
   BARRIER();
   if (t < 16) __atomic_fetch_add(&bins[t], h[t], __ATOMIC_RELAXED);
 }
+
+// An LDS compare-exchange loop (`ds_cmpst_rtn_b32`: data0 is the compare value, data1 the new
+// one): each group sums its inputs' low bytes.
+kernel void local_cas_sum(global const uint* in, global uint* sums) {
+  local uint s;
+  if (LID_X() == 0) s = 0;
+  BARRIER();
+  uint v = in[GID_X()] & 255u;
+  // A first guess of 0, not a load: a plain LDS read of `s` would race with other waves'
+  // exchanges (the device reports it); a failed exchange returns the current value.
+  uint old = 0;
+  while (!__atomic_compare_exchange_n(&s, &old, old + v, false, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+  BARRIER();
+  if (LID_X() == 0) sums[__builtin_amdgcn_workgroup_id_x()] = s;
+}
