@@ -3,6 +3,8 @@
 //! A compare produces one bit per lane; inactive lanes get 0 (gfx9 writes the whole mask).
 //! `v_cmpx` also writes the result to EXEC; the dispatcher does that.
 
+use super::float::FloatBits;
+
 /// Float compare predicate, in opcode order (the low 4 bits of the gfx9 VOPC opcode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FloatPred {
@@ -145,44 +147,15 @@ fn class_bit(neg: bool, exp_all_ones: bool, exp_zero: bool, man_zero: bool, quie
     }
 }
 
-/// `v_cmp_class_f32`: whether the class of `x` is set in `mask`.
+/// `v_cmp_class_f16/f32/f64`: whether the class of the pattern `x` is set in `mask`.
 #[inline(always)]
-pub fn class_f32(x: u32, mask: u32) -> bool {
-    let e = (x >> 23) & 0xff;
+pub fn class<T: FloatBits>(x: T, mask: u32) -> bool {
     let b = class_bit(
-        x >> 31 != 0,
-        e == 0xff,
-        e == 0,
-        x & 0x7f_ffff == 0,
-        x & 0x40_0000 != 0,
-    );
-    mask >> b & 1 != 0
-}
-
-/// `v_cmp_class_f64`.
-#[inline(always)]
-pub fn class_f64(x: u64, mask: u32) -> bool {
-    let e = (x >> 52) & 0x7ff;
-    let b = class_bit(
-        x >> 63 != 0,
-        e == 0x7ff,
-        e == 0,
-        x & 0x000f_ffff_ffff_ffff == 0,
-        x & 0x0008_0000_0000_0000 != 0,
-    );
-    mask >> b & 1 != 0
-}
-
-/// `v_cmp_class_f16`.
-#[inline(always)]
-pub fn class_f16(x: u16, mask: u32) -> bool {
-    let e = (x >> 10) & 0x1f;
-    let b = class_bit(
-        x >> 15 != 0,
-        e == 0x1f,
-        e == 0,
-        x & 0x3ff == 0,
-        x & 0x200 != 0,
+        x & T::SIGN != T::ZERO,
+        x & T::EXP == T::EXP,
+        x & T::EXP == T::ZERO,
+        x & T::MANT == T::ZERO,
+        x & T::QUIET != T::ZERO,
     );
     mask >> b & 1 != 0
 }
@@ -255,14 +228,14 @@ mod tests {
             (f32::INFINITY, 9),
         ];
         for (v, bit) in vals {
-            assert!(class_f32(v.to_bits(), 1 << bit), "{v} class {bit}");
-            assert!(!class_f32(v.to_bits(), !(1 << bit) & 0x3ff), "{v}");
+            assert!(class(v.to_bits(), 1 << bit), "{v} class {bit}");
+            assert!(!class(v.to_bits(), !(1 << bit) & 0x3ff), "{v}");
             // f32 -> f64 conversion quietens NaNs and normalises denormals.
-            assert!(class_f64((v as f64).to_bits(), 1 << bit) || matches!(bit, 0 | 4 | 7));
+            assert!(class((v as f64).to_bits(), 1 << bit) || matches!(bit, 0 | 4 | 7));
         }
-        assert!(class_f64(1, 1 << 7));
-        assert!(class_f16(0x7c01, 1));
-        assert!(class_f16(0x7e00, 2));
-        assert!(class_f16(0x8001, 1 << 4));
+        assert!(class(1u64, 1 << 7));
+        assert!(class(0x7c01u16, 1));
+        assert!(class(0x7e00u16, 2));
+        assert!(class(0x8001u16, 1 << 4));
     }
 }

@@ -3,7 +3,7 @@
 //! lanes allowed by EXEC (narrowed by DPP masks), with the output modifiers, SDWA destination
 //! select and 16-bit high-half rules applied.
 
-use super::compare::{class_f16, class_f32, class_f64, IntPred};
+use super::compare::{class, IntPred};
 use super::convert::{self, Fp8};
 use super::float::{self as fl, FloatMode};
 use super::half as h;
@@ -228,7 +228,7 @@ impl X<'_> {
         if n == 0 {
             if let (Some(map), Form::Dpp(dp)) = (&self.dpp, self.i.form) {
                 let src = v;
-                lanes::dpp_gather32(
+                lanes::dpp_gather(
                     &src,
                     map,
                     self.w.exec,
@@ -280,7 +280,7 @@ impl X<'_> {
         if n == 0 {
             if let (Some(map), Form::Dpp(dp)) = (&self.dpp, self.i.form) {
                 let src = v;
-                lanes::dpp_gather64(
+                lanes::dpp_gather(
                     &src,
                     map,
                     self.w.exec,
@@ -1869,17 +1869,17 @@ impl X<'_> {
             (CmpKind::Class, CmpType::F32) => {
                 let a = self.rd(0, T::F)?;
                 let b = self.rd(1, T::B)?;
-                super::compare::lane_mask(&a, &b, exec, class_f32)
+                super::compare::lane_mask(&a, &b, exec, class::<u32>)
             }
             (CmpKind::Class, CmpType::F16) => {
                 let a = self.rd(0, T::H)?;
                 let b = self.rd(1, T::B)?;
-                super::compare::lane_mask(&a, &b, exec, |x, y| class_f16(x as u16, y))
+                super::compare::lane_mask(&a, &b, exec, |x, y| class(x as u16, y))
             }
             (CmpKind::Class, CmpType::F64) => {
                 let a = self.rd64(0, SrcType::F64)?;
                 let b = self.rd(1, T::B)?;
-                super::compare::lane_mask(&a, &b, exec, class_f64)
+                super::compare::lane_mask(&a, &b, exec, class::<u64>)
             }
             (CmpKind::Float(p), CmpType::F32) => {
                 let mut a = self.rd(0, T::F)?;

@@ -81,43 +81,21 @@ pub fn dpp_write_mask(exec: u64, row_mask: u8, bank_mask: u8) -> u64 {
     exec & rows & banks
 }
 
-/// Gathers the DPP view of `src` (32-bit lanes) and narrows `write` to the lanes whose source is
-/// valid (unless `bound_ctrl`, which reads 0 instead).
-pub fn dpp_gather32(
-    src: &[u32; 64],
+/// Gathers the DPP view of `src` (32-bit lanes, or 64-bit for gfx90a's DP-ALU DPP) and narrows
+/// `write` to the lanes whose source is valid (unless `bound_ctrl`, which reads 0 instead).
+pub fn dpp_gather<T: Copy + Default>(
+    src: &[T; 64],
     map: &[Option<u8>; 64],
     exec: u64,
     bound_ctrl: bool,
     write: &mut u64,
-    out: &mut [u32; 64],
+    out: &mut [T; 64],
 ) {
     for l in 0..64 {
         match map[l] {
             Some(s) if exec >> s & 1 != 0 => out[l] = src[s as usize],
             _ => {
-                out[l] = 0;
-                if !bound_ctrl {
-                    *write &= !(1u64 << l);
-                }
-            }
-        }
-    }
-}
-
-/// As [`dpp_gather32`] for 64-bit lanes (gfx90a DP-ALU DPP).
-pub fn dpp_gather64(
-    src: &[u64; 64],
-    map: &[Option<u8>; 64],
-    exec: u64,
-    bound_ctrl: bool,
-    write: &mut u64,
-    out: &mut [u64; 64],
-) {
-    for l in 0..64 {
-        match map[l] {
-            Some(s) if exec >> s & 1 != 0 => out[l] = src[s as usize],
-            _ => {
-                out[l] = 0;
+                out[l] = T::default();
                 if !bound_ctrl {
                     *write &= !(1u64 << l);
                 }
@@ -267,11 +245,11 @@ mod tests {
         let map = dpp_map(0x111).unwrap(); // row_shr:1
         let mut out = [0; 64];
         let mut w = u64::MAX;
-        dpp_gather32(&v, &map, u64::MAX, false, &mut w, &mut out);
+        dpp_gather(&v, &map, u64::MAX, false, &mut w, &mut out);
         assert_eq!(w & 0x0001_0001_0001_0001, 0, "row starts are not written");
         assert_eq!(out[17], 116);
         let mut w = u64::MAX;
-        dpp_gather32(&v, &map, !(1 << 20), true, &mut w, &mut out);
+        dpp_gather(&v, &map, !(1 << 20), true, &mut w, &mut out);
         assert_eq!(w, u64::MAX);
         assert_eq!(
             out[21], 0,
