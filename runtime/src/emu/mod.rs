@@ -20,6 +20,32 @@
 //! Module map: [`wave`] (architectural state and operand access), [`error`] (located errors),
 //! [`memory`] (device allocations), [`valu`] (vector ALU semantics, owned by the "valu" helper).
 
+/// Declares an opcode enum from `Variant = "mnemonic"` pairs with `from_name`, `name` and `ALL`:
+/// the one table the scalar unit and the vector ALU decode their mnemonics through.
+macro_rules! mnemonic_enum {
+    ($(#[$meta:meta])* $enum:ident { $( $variant:ident = $name:literal, )* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[allow(missing_docs)]
+        pub enum $enum { $( $variant, )* }
+
+        impl $enum {
+            /// The operation with this mnemonic, if the device implements it.
+            pub fn from_name(name: &str) -> Option<$enum> {
+                match name { $( $name => Some($enum::$variant), )* _ => None }
+            }
+
+            /// The mnemonic.
+            pub fn name(self) -> &'static str {
+                match self { $( $enum::$variant => $name, )* }
+            }
+
+            /// Every implemented operation.
+            pub const ALL: &'static [$enum] = &[ $( $enum::$variant, )* ];
+        }
+    };
+}
+
 pub mod args;
 pub mod atomic;
 pub mod ctx;

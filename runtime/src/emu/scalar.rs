@@ -32,31 +32,9 @@ pub enum Flow {
     End,
 }
 
-macro_rules! scalar_ops {
-    ($( $variant:ident = $name:literal, )*) => {
-        /// A scalar-unit operation (SOP1/SOP2/SOPK/SOPC/SOPP), named as in the ISA.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[allow(missing_docs)]
-        pub enum ScalarOp { $( $variant, )* }
-
-        impl ScalarOp {
-            /// The operation with this mnemonic, if the device implements it.
-            pub fn from_name(name: &str) -> Option<ScalarOp> {
-                match name { $( $name => Some(ScalarOp::$variant), )* _ => None }
-            }
-
-            /// The mnemonic.
-            pub fn name(self) -> &'static str {
-                match self { $( ScalarOp::$variant => $name, )* }
-            }
-
-            /// Every implemented operation.
-            pub const ALL: &'static [ScalarOp] = &[ $( ScalarOp::$variant, )* ];
-        }
-    };
-}
-
-scalar_ops! {
+mnemonic_enum! {
+    /// A scalar-unit operation (SOP1/SOP2/SOPK/SOPC/SOPP), named as in the ISA.
+    ScalarOp {
     // SOP2
     AddU32 = "s_add_u32", SubU32 = "s_sub_u32", AddI32 = "s_add_i32", SubI32 = "s_sub_i32",
     AddcU32 = "s_addc_u32", SubbU32 = "s_subb_u32",
@@ -122,6 +100,7 @@ scalar_ops! {
     // SMEM cache control without memory traffic (no counter effect on data)
     DcacheInv = "s_dcache_inv", DcacheWb = "s_dcache_wb", DcacheInvVol = "s_dcache_inv_vol",
     DcacheWbVol = "s_dcache_wb_vol", Memtime = "s_memtime", Memrealtime = "s_memrealtime",
+    }
 }
 
 /// A scalar instruction with its operands resolved to hardware codes.

@@ -5,31 +5,9 @@
 use super::compare::{FloatPred, IntPred};
 use super::mfma::MfmaShape;
 
-macro_rules! valu_ops {
-    ($( $variant:ident = $name:literal, )*) => {
-        /// A named vector-ALU operation (the mnemonic without encoding suffix).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[allow(missing_docs, non_camel_case_types)]
-        pub enum Op { $( $variant, )* }
-
-        impl Op {
-            /// The operation with this mnemonic, if the device implements it.
-            pub fn from_name(name: &str) -> Option<Op> {
-                match name { $( $name => Some(Op::$variant), )* _ => None }
-            }
-
-            /// The mnemonic.
-            pub fn name(self) -> &'static str {
-                match self { $( Op::$variant => $name, )* }
-            }
-
-            /// Every named operation.
-            pub const ALL: &'static [Op] = &[ $( Op::$variant, )* ];
-        }
-    };
-}
-
-valu_ops! {
+mnemonic_enum! {
+    /// A named vector-ALU operation (the mnemonic without encoding suffix).
+    Op {
     // ---- VOP1
     Nop = "v_nop", MovB32 = "v_mov_b32", ReadfirstlaneB32 = "v_readfirstlane_b32",
     CvtI32F64 = "v_cvt_i32_f64", CvtF64I32 = "v_cvt_f64_i32", CvtF32I32 = "v_cvt_f32_i32",
@@ -125,6 +103,7 @@ valu_ops! {
     Dot8I32I4 = "v_dot8_i32_i4", Dot8U32U4 = "v_dot8_u32_u4", PkFmaF32 = "v_pk_fma_f32",
     PkMulF32 = "v_pk_mul_f32", PkAddF32 = "v_pk_add_f32", PkMovB32 = "v_pk_mov_b32",
     AccvgprReadB32 = "v_accvgpr_read_b32", AccvgprWriteB32 = "v_accvgpr_write_b32",
+    }
 }
 
 /// Operand type of a compare.
