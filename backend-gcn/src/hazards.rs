@@ -877,7 +877,14 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     while let Some(b) = work.pop_front() {
         queued[b] = false;
         let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
-        counted[b] = Some(run_block(&mut d, &map, &facts[b], &f.blocks[b].insts, target, None));
+        counted[b] = Some(run_block(
+            &mut d,
+            &map,
+            &facts[b],
+            &f.blocks[b].insts,
+            target,
+            None,
+        ));
         d.normalize();
         for s in f.blocks[b].term.successors() {
             let si = s.as_u32() as usize;

@@ -76,7 +76,10 @@ pub fn verify_with_uniformity(func: &Function) -> Result<Uniformity, VerifierErr
 
 /// [`verify`]; the uniformity too when `want_uniformity` (otherwise it is computed only for
 /// the rule that needs it, when the function has a barrier or a matrix instruction).
-fn verify_inner(func: &Function, want_uniformity: bool) -> Result<Option<Uniformity>, VerifierErrors> {
+fn verify_inner(
+    func: &Function,
+    want_uniformity: bool,
+) -> Result<Option<Uniformity>, VerifierErrors> {
     let mut errs = Vec::new();
     macro_rules! err {
         ($loc:expr, $msg:expr $(,)?) => {
@@ -376,7 +379,8 @@ fn verify_inner(func: &Function, want_uniformity: bool) -> Result<Option<Uniform
         }
     }
     let mut uniformity = None;
-    let needs_whole_wave = |i: &Inst| matches!(func.insts[*i], InstData::Barrier | InstData::Mfma { .. });
+    let needs_whole_wave =
+        |i: &Inst| matches!(func.insts[*i], InstData::Barrier | InstData::Mfma { .. });
     let checked = want_uniformity
         || func
             .layout

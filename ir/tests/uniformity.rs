@@ -198,7 +198,11 @@ fn the_verifier_gives_the_same_uniformity_as_the_analysis() {
         let from_verifier = verify_with_uniformity(&f).unwrap();
         let analysed = Uniformity::compute(&f);
         for n in 0..8 {
-            assert_eq!(from_verifier.is_divergent(v(n)), analysed.is_divergent(v(n)), "v{n}");
+            assert_eq!(
+                from_verifier.is_divergent(v(n)),
+                analysed.is_divergent(v(n)),
+                "v{n}"
+            );
         }
         for n in 0..4 {
             assert_eq!(

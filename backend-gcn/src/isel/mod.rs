@@ -84,8 +84,8 @@ pub(crate) enum Var {
 
 /// Selects machine instructions for `func` on `target`.
 pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselError> {
-    let uni = kjit_ir::verify_with_uniformity(func)
-        .map_err(|e| IselError::Invalid(e.to_string()))?;
+    let uni =
+        kjit_ir::verify_with_uniformity(func).map_err(|e| IselError::Invalid(e.to_string()))?;
     let mut s = Isel::new(func, uni, target)?;
     s.run()?;
     pair_lds_accesses(&mut s.mf);
