@@ -869,12 +869,22 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     let mut entry: Vec<Option<Dist>> = vec![None; n];
     entry[0] = Some(Dist::new(k));
     let mut queued = vec![false; n];
+    // Per block: the wait states its last visit counted. A change of its entry state queues
+    // the block again, so the last visit ran from the final entry state.
+    let mut counted: Vec<Option<u32>> = vec![None; n];
     let mut work = std::collections::VecDeque::from([0usize]);
     queued[0] = true;
     while let Some(b) = work.pop_front() {
         queued[b] = false;
         let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
-        run_block(&mut d, &map, &facts[b], &f.blocks[b].insts, target, None);
+        counted[b] = Some(run_block(
+            &mut d,
+            &map,
+            &facts[b],
+            &f.blocks[b].insts,
+            target,
+            None,
+        ));
         d.normalize();
         for s in f.blocks[b].term.successors() {
             let si = s.as_u32() as usize;
@@ -896,13 +906,15 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     }
     let mut total = 0;
     for (b, block) in f.blocks.iter_mut().enumerate() {
-        let d0 = entry[b].clone().unwrap_or_else(|| Dist::new(k));
-        // First count; rebuild the block only when it needs an `s_nop`.
-        let mut d = d0.clone();
-        if run_block(&mut d, &map, &facts[b], &block.insts, target, None) == 0 {
+        let d0 = || entry[b].clone().unwrap_or_else(|| Dist::new(k));
+        // First count (known from the last visit for a reached block); rebuild the block only
+        // when it needs an `s_nop`.
+        let needed = counted[b]
+            .unwrap_or_else(|| run_block(&mut d0(), &map, &facts[b], &block.insts, target, None));
+        if needed == 0 {
             continue;
         }
-        let mut d = d0;
+        let mut d = d0();
         let mut out = Vec::with_capacity(block.insts.len() + 4);
         total += run_block(
             &mut d,

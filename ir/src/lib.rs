@@ -31,4 +31,4 @@ pub use instructions::*;
 pub use mfma::{MfmaOp, MFMA_OPS};
 pub use types::{ElemType, FragElem, FragType, Type};
 pub use uniformity::Uniformity;
-pub use verifier::{verify, VerifierError, VerifierErrors};
+pub use verifier::{verify, verify_with_uniformity, VerifierError, VerifierErrors};

@@ -104,10 +104,22 @@ pub struct Uniformity {
 }
 
 impl Uniformity {
-    /// Analyses `func`.
+    /// Analyses `func` (verified: every use dominated by its definition).
     pub fn compute(func: &Function) -> Self {
-        let cfg = ControlFlowGraph::new(func);
-        let pdt = PostDominatorTree::new(func, &cfg);
+        Self::with_cfg(func, &ControlFlowGraph::new(func))
+    }
+
+    /// [`Uniformity::compute`] with `func`'s control-flow graph already made.
+    pub fn with_cfg(func: &Function, cfg: &ControlFlowGraph) -> Self {
+        // Post-dominators are needed only for divergent branches: made at the first one.
+        let mut pdt: Option<PostDominatorTree> = None;
+        // Each block's place in reverse post-order: a branch argument marks a parameter "late"
+        // (after the pass read it) when it goes back to a block the pass has already visited.
+        let mut rpo_pos: SecondaryMap<Block, u32> = SecondaryMap::with_default(u32::MAX);
+        rpo_pos.resize(func.blocks.len());
+        for (k, &b) in cfg.rpo.iter().enumerate() {
+            rpo_pos[b] = k as u32;
+        }
         let mut u = Uniformity::default();
         // Sized once: growing the maps value by value was a tenth of the analysis.
         u.divergent.resize(func.values.len());
@@ -137,8 +149,15 @@ impl Uniformity {
         };
         let mut regions: SecondaryMap<Block, Option<BranchRegion>> = SecondaryMap::new();
         regions.resize(func.blocks.len());
+        // Another pass is needed only when this one marked a value after it may have been
+        // read: a parameter of a block already visited (a loop's back edge), or anything the
+        // control-dependence rules mark. A value marked by the data rules in order is read
+        // only later in the pass (definitions dominate uses, and reverse post-order visits
+        // dominators first), so a pass that marks nothing else leaves the next one nothing
+        // to do: the last pass, which used to mark nothing, is not run.
         loop {
             let mut changed = false;
+            let mut in_order = false;
             fn mark_in(u: &mut Uniformity, changed: &mut bool, v: Value) {
                 if !u.divergent[v] {
                     u.divergent[v] = true;
@@ -152,6 +171,7 @@ impl Uniformity {
             }
             // Data dependence.
             for &b in &cfg.rpo {
+                let here = rpo_pos[b];
                 for &i in &func.blocks[b].insts {
                     let data = &func.insts[i];
                     let div = match data {
@@ -179,14 +199,19 @@ impl Uniformity {
                     };
                     if div {
                         for &r in &func.results[i] {
-                            mark!(&mut u, r);
+                            mark_in(&mut u, &mut in_order, r);
                         }
                     }
                     for call in data.branch_targets() {
                         let params = &func.blocks[call.block].params;
+                        let back = rpo_pos[call.block] <= here;
                         for (a, p) in call.args.iter().zip(params) {
                             if u.divergent[*a] {
-                                mark!(&mut u, *p);
+                                if back {
+                                    mark!(&mut u, *p);
+                                } else {
+                                    mark_in(&mut u, &mut in_order, *p);
+                                }
                             }
                         }
                     }
@@ -203,14 +228,14 @@ impl Uniformity {
                 if !u.divergent[*cond] || cfg.succs[d].len() < 2 {
                     continue;
                 }
-                if !u.divergent_branch[d] {
-                    u.divergent_branch[d] = true;
-                    changed = true;
-                }
+                // A newly divergent branch changes nothing the rules read: its region and
+                // marks follow here, in this pass.
+                u.divergent_branch[d] = true;
                 // What the branch implies depends only on the CFG: computed once per branch,
                 // the first time the branch is found divergent.
                 if regions[d].is_none() {
-                    let r = BranchRegion::new(&cfg, &pdt, d);
+                    let pdt = pdt.get_or_insert_with(|| PostDominatorTree::new(func, cfg));
+                    let r = BranchRegion::new(cfg, pdt, d);
                     for &b in &r.region {
                         u.divergent_region[b] = true;
                     }

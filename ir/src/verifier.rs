@@ -65,6 +65,21 @@ impl fmt::Display for VerifierErrors {
 
 /// Verifies `func`; `Ok` when it is well formed.
 pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
+    verify_inner(func, false).map(drop)
+}
+
+/// Verifies `func` as [`verify`] does and gives its [`Uniformity`], which the verifier's
+/// barrier rule computes anyway (instruction selection needs both).
+pub fn verify_with_uniformity(func: &Function) -> Result<Uniformity, VerifierErrors> {
+    verify_inner(func, true).map(|u| u.expect("asked for"))
+}
+
+/// [`verify`]; the uniformity too when `want_uniformity` (otherwise it is computed only for
+/// the rule that needs it, when the function has a barrier or a matrix instruction).
+fn verify_inner(
+    func: &Function,
+    want_uniformity: bool,
+) -> Result<Option<Uniformity>, VerifierErrors> {
     let mut errs = Vec::new();
     macro_rules! err {
         ($loc:expr, $msg:expr $(,)?) => {
@@ -363,9 +378,17 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
             }
         }
     }
-    if errs.is_empty() {
+    let mut uniformity = None;
+    let needs_whole_wave =
+        |i: &Inst| matches!(func.insts[*i], InstData::Barrier | InstData::Mfma { .. });
+    let checked = want_uniformity
+        || func
+            .layout
+            .iter()
+            .any(|&b| func.blocks[b].insts.iter().any(needs_whole_wave));
+    if errs.is_empty() && checked {
         // Uniformity rule: a barrier must be reached by every lane of every wave together.
-        let u = Uniformity::compute(func);
+        let u = uniformity.insert(Uniformity::with_cfg(func, &cfg));
         for &b in &func.layout {
             for &i in &func.blocks[b].insts {
                 if matches!(func.insts[i], InstData::Barrier) && u.in_divergent_region(b) {
@@ -388,7 +411,7 @@ pub fn verify(func: &Function) -> Result<(), VerifierErrors> {
         }
     }
     if errs.is_empty() {
-        Ok(())
+        Ok(uniformity)
     } else {
         Err(VerifierErrors(errs))
     }

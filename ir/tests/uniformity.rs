@@ -187,3 +187,38 @@ block5:
     assert!(u.is_divergent(v(8)));
     assert!(u.is_divergent_branch(b(1)));
 }
+
+#[test]
+fn the_verifier_gives_the_same_uniformity_as_the_analysis() {
+    // Instruction selection takes the uniformity from the verifier (`verify_with_uniformity`)
+    // instead of computing it again; a function without a barrier gets it too.
+    for cond in ["v2", "v0"] {
+        let text = MERGE.replace("COND", cond);
+        let f = parse_function(&text).unwrap();
+        let from_verifier = verify_with_uniformity(&f).unwrap();
+        let analysed = Uniformity::compute(&f);
+        for n in 0..8 {
+            assert_eq!(
+                from_verifier.is_divergent(v(n)),
+                analysed.is_divergent(v(n)),
+                "v{n}"
+            );
+        }
+        for n in 0..4 {
+            assert_eq!(
+                from_verifier.is_divergent_branch(b(n)),
+                analysed.is_divergent_branch(b(n))
+            );
+            assert_eq!(
+                from_verifier.in_divergent_region(b(n)),
+                analysed.in_divergent_region(b(n))
+            );
+        }
+        assert_eq!(from_verifier.is_divergent(v(6)), cond == "v2");
+    }
+    // A malformed function is still an error.
+    let bad = MERGE.replace("COND", "v9");
+    if let Ok(f) = parse_function(&bad) {
+        assert!(verify_with_uniformity(&f).is_err());
+    }
+}

@@ -84,8 +84,9 @@ pub(crate) enum Var {
 
 /// Selects machine instructions for `func` on `target`.
 pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselError> {
-    kjit_ir::verify(func).map_err(|e| IselError::Invalid(e.to_string()))?;
-    let mut s = Isel::new(func, target)?;
+    let uni =
+        kjit_ir::verify_with_uniformity(func).map_err(|e| IselError::Invalid(e.to_string()))?;
+    let mut s = Isel::new(func, uni, target)?;
     s.run()?;
     pair_lds_accesses(&mut s.mf);
     Ok(s.mf)
@@ -273,8 +274,8 @@ pub(crate) struct Isel<'a> {
 }
 
 impl<'a> Isel<'a> {
-    fn new(func: &'a Function, target: Target) -> Result<Isel<'a>, IselError> {
-        let uni = Uniformity::compute(func);
+    /// Selection state for `func`, whose uniformity is `uni`.
+    fn new(func: &'a Function, uni: Uniformity, target: Target) -> Result<Isel<'a>, IselError> {
         let divisors = idiv::uniform_divisors(func, &uni);
         let lds_indices = lower::entry_lds_indices(func, &uni);
         let loops = LoopInfo::compute(func)?;

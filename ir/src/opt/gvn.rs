@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 pub fn number_values(func: &mut Function) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
-    let uni = crate::uniformity::Uniformity::compute(func);
+    let uni = crate::uniformity::Uniformity::with_cfg(func, &cfg);
     let mut seen: FxHashMap<InstData, Vec<(Block, Value)>> = FxHashMap::default();
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     let mut removed = 0;

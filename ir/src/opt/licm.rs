@@ -19,7 +19,11 @@ pub fn hoist_invariants(func: &mut Function) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
     let loops = find_loops(func, &cfg, &dom);
-    let uni = Uniformity::compute(func);
+    // Nothing can move without a loop that has a preheader: no uniformity needed then.
+    if loops.iter().all(|l| l.preheader.is_none()) {
+        return 0;
+    }
+    let uni = Uniformity::with_cfg(func, &cfg);
     let mut moved = 0;
     for l in &loops {
         let Some(pre) = l.preheader else { continue };

@@ -354,7 +354,14 @@ pub fn reduce_strength(func: &mut Function) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
     let loops = find_loops(func, &cfg, &dom);
-    let uni = Uniformity::compute(func);
+    // Only a loop with a preheader and one latch is reduced: without one, no uniformity needed.
+    if !loops
+        .iter()
+        .any(|l| l.preheader.is_some() && l.latches.len() == 1)
+    {
+        return 0;
+    }
+    let uni = Uniformity::with_cfg(func, &cfg);
     let mut added = 0;
     // The kernel after DCE without a rewrite, until one is kept: made once for the loops
     // whose trials are rejected (the gemm's k loops), not once per loop.

@@ -509,20 +509,39 @@ struct BestCosts {
 
 impl BestCosts {
     fn new(g: &KGraph) -> BestCosts {
-        let mut order: Vec<Id> = g.classes().map(|c| c.id).collect();
-        order.sort_unstable();
-        let n = order.last().map_or(0, |&id| usize::from(id) + 1);
+        // The classes themselves in id order (indexing the e-graph by id is a hash lookup).
+        let mut order: Vec<&egg::EClass<Node, lang::ClassData>> = g.classes().collect();
+        order.sort_unstable_by_key(|c| c.id);
+        let n = order.last().map_or(0, |c| usize::from(c.id) + 1);
         let mut costs: Vec<Option<Cost>> = vec![None; n];
         let cf = GcnCost { egraph: g };
         // Operand facts per class, looked up once instead of once per node per pass.
         let mut info: Vec<(Option<Type>, u32)> = vec![(None, 0); n];
-        for &id in &order {
-            info[usize::from(id)] = cost::operand_info(g, id);
+        for c in &order {
+            info[usize::from(c.id)] = cost::operand_info(g, c.id);
         }
+        // A class's best cost is a function of its children's costs: a pass skips a class none
+        // of whose children's costs changed since it was last computed (it would find the same
+        // cost again). `changed_at`: the count of cost changes when a class's cost last changed;
+        // `seen_at`: the count when the class was last computed (`None`: never).
+        let mut changes = 0u32;
+        let mut changed_at: Vec<u32> = vec![0; n];
+        let mut seen_at: Vec<Option<u32>> = vec![None; n];
         loop {
             let mut changed = false;
-            for &id in &order {
-                let class = &g[id];
+            for &class in &order {
+                let k = usize::from(class.id);
+                if let Some(seen) = seen_at[k] {
+                    let stale = class.iter().any(|node| {
+                        node.children()
+                            .iter()
+                            .any(|c| changed_at[usize::from(g.find(*c))] > seen)
+                    });
+                    if !stale {
+                        continue;
+                    }
+                }
+                seen_at[k] = Some(changes);
                 let mut best: Option<Cost> = None;
                 for node in class.iter() {
                     let known = node
@@ -541,11 +560,12 @@ impl BestCosts {
                         best = Some(c);
                     }
                 }
-                let k = usize::from(id);
                 if let Some(new) = best {
                     if costs[k].is_none_or(|old| new < old) {
                         costs[k] = Some(new);
                         changed = true;
+                        changes += 1;
+                        changed_at[k] = changes;
                     }
                 }
             }
