@@ -382,7 +382,11 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
 
 /// Builds the webs of `p` from its live segments ([`live`]: the def rule is theirs): mandatory
 /// merges, then copy coalescing.
-pub fn build(p: &Prepared, live: Live, kernarg: Option<(VReg, u16)>) -> Result<Webs, RegallocError> {
+pub fn build(
+    p: &Prepared,
+    live: Live,
+    kernarg: Option<(VReg, u16)>,
+) -> Result<Webs, RegallocError> {
     let mf = &p.mf;
     let is_web = |v: VReg| {
         let d = mf.vregs[v];
