@@ -295,8 +295,9 @@ impl Allocator {
         // webs are built both ways and the one whose SGPR tuples end lower is kept (in place
         // on a tie).
         let first_try = target != Target::Gfx942;
-        let mut w = webs::build(&p, &lv, None, true)?;
-        let mut early = webs::build(&p, &lv, None, false)?;
+        let (late_live, early_live) = webs::live(&p, &lv);
+        let mut w = webs::build(&p, late_live, None)?;
+        let mut early = webs::build(&p, early_live, None)?;
         // The SGPR layout of the tuples in the worst (scratch) case, which is what singles
         // get (the probe): a layout that does not fit counts as the worst; when neither fits,
         // the error is reported. The kept webs' layout is the probe (other classes' webs do

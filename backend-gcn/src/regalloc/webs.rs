@@ -54,6 +54,14 @@ impl Intervals {
         }
         false
     }
+    /// Whether any position of `o` is in `self`, when `self` is sorted and disjoint (a binary
+    /// search per interval of `o`): what [`Intervals::overlaps`] tells, for a long `self`.
+    pub fn meets(&self, o: &Intervals) -> bool {
+        o.0.iter().any(|&(a, b)| {
+            let i = self.0.partition_point(|iv| iv.1 < a);
+            self.0.get(i).is_some_and(|iv| iv.0 <= b)
+        })
+    }
     /// Adds every position of `o`: one pass over both when they are sorted (as they are,
     /// normalized or touching only), what [`Intervals::normalize`] gives for their union.
     pub fn merge(&mut self, o: &Intervals) {
@@ -61,6 +69,25 @@ impl Intervals {
         if !(a.is_sorted() && b.is_sorted()) {
             self.0.extend_from_slice(&o.0);
             self.normalize();
+            return;
+        }
+        // `o` starting at or after `self`'s last interval (a register's union growing in
+        // order of first position, a web taking a later one): the two in a row are sorted,
+        // and merging touching intervals in place gives the union without a new vector.
+        if a.last().zip(b.first()).is_none_or(|(l, f)| l <= f) {
+            self.0.extend_from_slice(&o.0);
+            let mut w = 0usize;
+            for r in 0..self.0.len() {
+                let next = self.0[r];
+                match w.checked_sub(1).map(|l| &mut self.0[l]) {
+                    Some(l) if next.0 <= l.1 + 1 => l.1 = l.1.max(next.1),
+                    _ => {
+                        self.0[w] = next;
+                        w += 1;
+                    }
+                }
+            }
+            self.0.truncate(w);
             return;
         }
         let mut out: Vec<(u32, u32)> = Vec::with_capacity(a.len() + b.len());
@@ -159,15 +186,22 @@ pub(super) fn reads_before_writing(inst: &crate::mir::MInst) -> bool {
     ))
 }
 
-/// Builds the webs of `p`: intervals, mandatory merges, then copy coalescing. With
-/// `late_scalar_defs`, scalar results may take the registers of a source that dies at their
-/// instruction ([`reads_before_writing`]).
-pub fn build(
-    p: &Prepared,
-    lv: &Liveness,
-    kernarg: Option<(VReg, u16)>,
-    late_scalar_defs: bool,
-) -> Result<Webs, RegallocError> {
+/// Where each web vreg is live: one segment per block it is live in (unsorted, as the walk
+/// of the blocks adds them), for all of it and per dword, and the in-place candidates
+/// ([`Webs::in_place`]). What [`build`] merges and coalesces.
+#[derive(Clone, Default)]
+pub struct Live {
+    ivs: HashMap<VReg, Intervals>,
+    dword_ivs: HashMap<VReg, Vec<Intervals>>,
+    in_place: Vec<(VReg, VReg)>,
+}
+
+/// The live segments of `p`'s web vregs for both def rules, from one walk of the blocks: with
+/// late scalar defs (a result of [`reads_before_writing`] begins just after its instruction,
+/// and may take the registers of a source of its width dying there), and without (it begins
+/// at its instruction; no in-place candidates). The two differ only in the segments such a
+/// def begins, which the walk records and moves back for the second.
+pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
     let mf = &p.mf;
     let is_web = |v: VReg| {
         let d = mf.vregs[v];
@@ -178,11 +212,15 @@ pub fn build(
     // end earlier (the pairs extracted from a loaded quad each land in their own half).
     let mut dword_ivs: HashMap<VReg, Vec<Intervals>> = HashMap::default();
     let mut in_place = Vec::new();
+    // Segments begun by a late scalar def: (vreg, segment index, late start, early start).
+    let mut moved: Vec<(VReg, usize, u32, u32)> = Vec::new();
     // First def / last use within the block being walked, per vreg and per vreg dword
     // (`UNSET`: none), and the vregs given one, to list and clear at the block's end: dense
-    // tables made once instead of hash maps per block.
+    // tables made once instead of hash maps per block. `early_first`: the first def's
+    // position without late scalar defs, where it differs.
     const UNSET: u32 = u32::MAX;
     let mut first = vec![UNSET; mf.vregs.len()];
+    let mut early_first = vec![UNSET; mf.vregs.len()];
     let mut last = vec![UNSET; mf.vregs.len()];
     let mut dword_at = Vec::with_capacity(mf.vregs.len() + 1);
     let mut total = 0usize;
@@ -198,6 +236,7 @@ pub fn build(
         let end = 2 * p.term_inst(bi) + 1;
         for &v in &touched {
             first[v.index()] = UNSET;
+            early_first[v.index()] = UNSET;
             last[v.index()] = UNSET;
             let at = dword_at[v.index()];
             dword_last[at..at + mf.vregs[v].dwords as usize].fill(UNSET);
@@ -232,7 +271,7 @@ pub fn build(
                     }
                 }
             }
-            let late = late_scalar_defs && reads_before_writing(inst);
+            let late = reads_before_writing(inst);
             let dpos = if inst.opcode == MOpcode::Copy || late {
                 2 * i + 1
             } else {
@@ -250,6 +289,9 @@ pub fn build(
             for v in inst.defs() {
                 if is_web(v) && first[v.index()] == UNSET {
                     first[v.index()] = dpos;
+                    if late && inst.opcode != MOpcode::Copy {
+                        early_first[v.index()] = 2 * i;
+                    }
                     touched.push(v);
                 }
             }
@@ -276,7 +318,8 @@ pub fn build(
         seen.sort_unstable();
         seen.dedup();
         for v in seen {
-            let s = if lv.live_in[bi].contains(v.index()) {
+            let live_in = lv.live_in[bi].contains(v.index());
+            let s = if live_in {
                 start
             } else {
                 match first[v.index()] {
@@ -291,7 +334,11 @@ pub fn build(
             } else {
                 last_or(last[v.index()]).max(s)
             };
-            ivs.entry(v).or_default().add(s, e);
+            let whole = ivs.entry(v).or_default();
+            if !live_in && early_first[v.index()] != UNSET {
+                moved.push((v, whole.0.len(), s, early_first[v.index()]));
+            }
+            whole.add(s, e);
             let n = mf.vregs[v].dwords as usize;
             let per = dword_ivs
                 .entry(v)
@@ -306,6 +353,50 @@ pub fn build(
             }
         }
     }
+    let late = Live {
+        ivs,
+        dword_ivs,
+        in_place,
+    };
+    let mut early = Live {
+        ivs: late.ivs.clone(),
+        dword_ivs: late.dword_ivs.clone(),
+        in_place: Vec::new(),
+    };
+    // A segment begun at `at` (late) begins at `to` instead; one that ended there (no read
+    // after the def in its block, reads are at even positions) ends there too.
+    let back = |seg: &mut (u32, u32), at: u32, to: u32| {
+        debug_assert_eq!(seg.0, at);
+        *seg = (to, if seg.1 == at { to } else { seg.1 });
+    };
+    for &(v, k, at, to) in &moved {
+        if let Some(iv) = early.ivs.get_mut(&v) {
+            back(&mut iv.0[k], at, to);
+        }
+        for iv in early.dword_ivs.get_mut(&v).into_iter().flatten() {
+            back(&mut iv.0[k], at, to);
+        }
+    }
+    (late, early)
+}
+
+/// Builds the webs of `p` from its live segments ([`live`]: the def rule is theirs): mandatory
+/// merges, then copy coalescing.
+pub fn build(
+    p: &Prepared,
+    live: Live,
+    kernarg: Option<(VReg, u16)>,
+) -> Result<Webs, RegallocError> {
+    let mf = &p.mf;
+    let is_web = |v: VReg| {
+        let d = mf.vregs[v];
+        kind_of(d.class, d.dwords) == Kind::Web
+    };
+    let Live {
+        mut ivs,
+        mut dword_ivs,
+        in_place,
+    } = live;
     // Build/Extract defs are moves, like copies: for coalescing with their parts they begin
     // just after the instruction (`2i + 1`); against other webs they begin at `2i` (an
     // uncoalesced Build moves its parts one after the other, so its registers must not be
@@ -604,22 +695,25 @@ pub fn assign(
                 .push((s, os as i32 - od as i32));
         }
     }
-    // Per register: the webs on it and which of their dwords.
-    let mut occ: Vec<Vec<(usize, u16)>> = vec![Vec::new(); limit as usize];
+    // Per register: where the web dwords placed on it are live (their union: one binary
+    // search per interval tells a fit, where a walk over every web on the register and its
+    // intervals did), and whether it is blocked.
+    let mut occ: Vec<Intervals> = vec![Intervals::default(); limit as usize];
+    let mut is_blocked = vec![false; limit as usize];
+    for &x in blocked.iter().filter(|&&x| x < limit) {
+        is_blocked[x as usize] = true;
+    }
     let mut used = Vec::new();
     for r in roots {
         let (dw, al) = (
             webs.webs[r].dwords as u16,
             alignment(class, webs.webs[r].dwords, target),
         );
-        let fits = |base: u16, occ: &Vec<Vec<(usize, u16)>>, webs: &Webs| -> bool {
+        let fits = |base: u16, occ: &Vec<Intervals>, webs: &Webs| -> bool {
             (base..base + dw).all(|x| {
                 (x < limit)
-                    && !blocked.contains(&x)
-                    && occ[x as usize].iter().all(|&(o, j)| {
-                        !webs.webs[o].dword_span[j as usize]
-                            .overlaps(&webs.webs[r].dword_span[(x - base) as usize])
-                    })
+                    && !is_blocked[x as usize]
+                    && !occ[x as usize].meets(&webs.webs[r].dword_span[(x - base) as usize])
             })
         };
         let base = match webs.webs[r].precolor {
@@ -653,7 +747,7 @@ pub fn assign(
             }
         };
         for x in base..base + dw {
-            occ[x as usize].push((r, x - base));
+            occ[x as usize].merge(&webs.webs[r].dword_span[(x - base) as usize]);
             used.push(x);
         }
         webs.webs[r].reg = Some(base);
@@ -676,5 +770,45 @@ pub fn class_name(c: RegClass) -> &'static str {
         RegClass::Sgpr => "SGPR",
         RegClass::Vgpr => "VGPR",
         RegClass::Agpr => "AGPR",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn intervals(v: &[(u32, u32)]) -> Intervals {
+        let mut iv = Intervals::default();
+        for &(a, len) in v {
+            iv.add(a, a + len);
+        }
+        iv.normalize();
+        iv
+    }
+
+    proptest! {
+        /// A register's merged union of the dwords placed on it meets an interval list
+        /// exactly when one of them overlaps it (what `assign` checked web by web before).
+        #[test]
+        fn the_union_meets_what_one_of_its_parts_overlaps(
+            placed in proptest::collection::vec(
+                proptest::collection::vec((0u32..200, 0u32..20), 1..4),
+                0..12,
+            ),
+            probe in proptest::collection::vec((0u32..200, 0u32..20), 0..4),
+        ) {
+            let parts: Vec<Intervals> = placed.iter().map(|v| intervals(v)).collect();
+            let mut union = Intervals::default();
+            for p in &parts {
+                union.merge(p);
+            }
+            let probe = intervals(&probe);
+            prop_assert_eq!(union.meets(&probe), parts.iter().any(|p| p.overlaps(&probe)));
+            // The union is what normalizing every part's intervals together gives.
+            let mut all = Intervals(parts.iter().flat_map(|p| p.0.iter().copied()).collect());
+            all.normalize();
+            prop_assert_eq!(&union.0, &all.0);
+        }
     }
 }
