@@ -37,8 +37,6 @@ struct Encoded {
 
 /// The two-address encoding of byte offsets `a < b` from one address, if one exists.
 fn encode(a: u32, b: u32) -> Option<Encoded> {
-    let field =
-        |x: u32, unit: u32| (x.is_multiple_of(unit) && x / unit <= 255).then_some((x / unit) as u8);
     if let (Some(offset0), Some(offset1)) = (field(a, 4), field(b, 4)) {
         return Some(Encoded {
             st64: false,
@@ -52,6 +50,11 @@ fn encode(a: u32, b: u32) -> Option<Encoded> {
         offset0,
         offset1,
     })
+}
+
+/// Byte offset `x` as an 8-bit offset field in units of `unit` bytes, if it is one.
+fn field(x: u32, unit: u32) -> Option<u8> {
+    (x.is_multiple_of(unit) && x / unit <= 255).then_some((x / unit) as u8)
 }
 
 /// A single-address dword access: `ds_read_b32 d, a` (`write` false) or `ds_write_b32 a, d`.
@@ -250,26 +253,15 @@ impl<'r> Plan<'r> {
         }
         for mut g in groups.into_iter().filter(|g| g.len() >= 4) {
             g.sort_by_key(|a| (a.offset, a.at));
-            // From the address itself: dword offsets, then 64-dword steps among the rest.
-            let (plain, rest) = pair_sorted(&g, 0, |a, b| encode(a, b).filter(|e| !e.st64));
-            let (st64, rest) = pair_sorted(&rest, 0, encode);
-            // Reads left over: from a new address at the lowest offset when that makes two
-            // pairs (one `v_add_u32` for two instructions saved at least).
-            let rebased = match rest.first() {
-                Some(a) => Some((a.offset, pair_sorted(&rest, a.offset, encode).0))
-                    .filter(|(_, p)| p.len() >= 2),
-                None => None,
-            };
+            let levels = plan_reads(&g, true, 0);
             // A lone pair saves one instruction, but its halves want an aligned pair of VGPRs
             // (reduce_sum's one pair per round: 4 → 6 VGPRs): two pairs at least.
-            let n = plain.len() + st64.len() + rebased.as_ref().map_or(0, |(_, p)| p.len());
+            let n: usize = levels.iter().map(|(_, p)| p.len()).sum();
             if n < 2 {
                 continue;
             }
-            self.commit(mf, plain, None, false);
-            self.commit(mf, st64, None, false);
-            if let Some((base, planned)) = rebased {
-                self.commit(mf, planned, Some(base), false);
+            for (base, planned) in levels {
+                self.commit(mf, planned, base, false);
             }
         }
     }
@@ -279,7 +271,7 @@ impl<'r> Plan<'r> {
     fn commit(
         &mut self,
         mf: &mut MachineFunction,
-        planned: Vec<(Access, Access, Encoded)>,
+        planned: Pairs,
         rebase: Option<u32>,
         write: bool,
     ) {
@@ -342,14 +334,105 @@ impl<'r> Plan<'r> {
     }
 }
 
+/// The pairs of one address's reads `g` (sorted by offset), by the address they are read
+/// from: the address itself (`None`, when `from_addr`) and new addresses `addr + B`
+/// (`Some(B)`, each at the lowest offset left, a `v_add_u32` that must make two pairs at
+/// least; a lowest offset that makes fewer is left unpaired). From each address, either the
+/// dword offsets pair first and the 64-dword steps among the rest, or the other way round;
+/// of the ways tried, the one saving the most instructions (pairs less new addresses), then
+/// the one with fewer addresses, then the first. stencil_pipelined's row reads at 0, 1020, 1024, 1028, … 5120: three
+/// `read2st64` pairs from the address and two from each of `addr + 1020` and `addr + 1028`,
+/// where pairing the neighbours' dword offsets first found one pair in all. `depth`: addresses
+/// planned so far; from the [`PLAN_DEPTH`]th on, only the first way (linear time).
+fn plan_reads(g: &[Access], from_addr: bool, depth: usize) -> Vec<(Option<u32>, Pairs)> {
+    // Instructions saved, then fewer addresses (a new address that every read of the
+    // address goes through replaces it from its definition on: matmul's, out of the loop).
+    let saved = |levels: &[(Option<u32>, Pairs)]| {
+        let n: usize = levels
+            .iter()
+            .map(|(b, p)| p.len() - usize::from(b.is_some()))
+            .sum();
+        (n, std::cmp::Reverse(levels.len()))
+    };
+    let mut g = g;
+    let ways: &[bool] = if depth < PLAN_DEPTH {
+        &[false, true]
+    } else {
+        &[false]
+    };
+    while let Some(first) = g.first() {
+        let base = if from_addr { 0 } else { first.offset };
+        let mut best: Option<Vec<(Option<u32>, Pairs)>> = None;
+        for &st64_first in ways {
+            let (pairs, rest) = pair_from(g, base, st64_first);
+            if !from_addr && pairs.len() < 2 {
+                continue;
+            }
+            let mut levels = Vec::new();
+            if !pairs.is_empty() {
+                levels.push(((!from_addr).then_some(base), pairs));
+            }
+            levels.extend(plan_reads(&rest, false, depth + 1));
+            if best.as_ref().is_none_or(|b| saved(&levels) > saved(b)) {
+                best = Some(levels);
+            }
+        }
+        if from_addr {
+            // Or every read from new addresses (matmul's tile `b`: one for all 16 reads,
+            // rather than two `read2st64` pairs from the address and one for the rest).
+            let levels = plan_reads(g, false, depth + 1);
+            if best.as_ref().is_none_or(|b| saved(&levels) > saved(b)) {
+                best = Some(levels);
+            }
+        }
+        if let Some(best) = best {
+            return best;
+        }
+        g = &g[1..];
+    }
+    Vec::new()
+}
+
+/// Addresses [`plan_reads`] tries both ways of pairing from.
+const PLAN_DEPTH: usize = 3;
+
+/// Planned pairs: (lower offset, higher offset, encoding).
+type Pairs = Vec<(Access, Access, Encoded)>;
+
+/// Pairs of `g`'s reads (sorted by offset) at or above `base`, from the address `base` bytes
+/// up: neighbours among the dword offsets (below 1024), then among the 64-dword steps of those
+/// left, or (`st64_first`) the other way round; gives the pairs and the reads left (sorted).
+fn pair_from(g: &[Access], base: u32, st64_first: bool) -> (Pairs, Vec<Access>) {
+    let above: Vec<Access> = g.iter().filter(|a| a.offset >= base).copied().collect();
+    let (first, then) = if st64_first { (256, 4) } else { (4, 256) };
+    let (mut pairs, rest) = pair_encodable(&above, base, first);
+    let (more, mut rest) = pair_encodable(&rest, base, then);
+    pairs.extend(more);
+    rest.extend(g.iter().filter(|a| a.offset < base).copied());
+    rest.sort_by_key(|a| (a.offset, a.at));
+    (pairs, rest)
+}
+
+/// [`pair_sorted`] among the reads of `g` whose offset less `base` is a field of `unit` bytes
+/// (4: `read2`, 256: `read2st64`); the others are left (all sorted).
+fn pair_encodable(g: &[Access], base: u32, unit: u32) -> (Pairs, Vec<Access>) {
+    let (ok, mut other): (Vec<Access>, Vec<Access>) = g
+        .iter()
+        .partition(|a| field(a.offset - base, unit).is_some());
+    let enc = |a: u32, b: u32| encode(a, b).filter(|e| e.st64 == (unit == 256));
+    let (pairs, rest) = pair_sorted(&ok, base, enc);
+    other.extend(rest);
+    other.sort_by_key(|a| (a.offset, a.at));
+    (pairs, other)
+}
+
 /// Pairs neighbours of `g` (sorted by offset) whose offsets less `base` `enc` encodes; gives
 /// the pairs and the accesses left.
-#[allow(clippy::type_complexity)]
 fn pair_sorted(
     g: &[Access],
     base: u32,
     enc: impl Fn(u32, u32) -> Option<Encoded>,
-) -> (Vec<(Access, Access, Encoded)>, Vec<Access>) {
+) -> (Pairs, Vec<Access>) {
     let (mut planned, mut rest) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < g.len() {
@@ -397,5 +480,60 @@ mod tests {
         assert!(encode(1024, 1088).is_none());
         assert!(encode(2, 6).is_none());
         assert!(encode(256 * 256, 256 * 257).is_none());
+    }
+
+    fn reads_at(offsets: &[u32]) -> Vec<Access> {
+        let mut g: Vec<Access> = offsets
+            .iter()
+            .enumerate()
+            .map(|(k, &offset)| Access {
+                at: k,
+                addr: VReg::new(0),
+                data: VReg::new(k + 1),
+                offset,
+                region: 0,
+            })
+            .collect();
+        g.sort_by_key(|a| (a.offset, a.at));
+        g
+    }
+
+    /// (new address, pairs' byte offsets) per address of a plan.
+    fn shape(levels: &[(Option<u32>, Pairs)]) -> Vec<(Option<u32>, Vec<(u32, u32)>)> {
+        levels
+            .iter()
+            .map(|(b, p)| (*b, p.iter().map(|(x, y, _)| (x.offset, y.offset)).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn row_reads_pair_in_64_dword_steps_from_two_new_addresses() {
+        // A 256-dword-row stencil's reads: the centre column and its neighbours of 5 rows.
+        let mut offsets = vec![0, 1024, 2048, 3072, 4096, 5120];
+        for r in 1..5 {
+            offsets.extend([1024 * r - 4, 1024 * r + 4]);
+        }
+        let plan = shape(&plan_reads(&reads_at(&offsets), true, 0));
+        assert_eq!(
+            plan,
+            vec![
+                (None, vec![(0, 1024), (2048, 3072), (4096, 5120)]),
+                (Some(1020), vec![(1020, 2044), (3068, 4092)]),
+                (Some(1028), vec![(1028, 2052), (3076, 4100)]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_address_is_made_only_for_two_pairs() {
+        // matmul's tile `b` column: 1024 + 64·i, out of `read2`'s reach from the address.
+        let offsets: Vec<u32> = (0..16).map(|i| 1024 + 64 * i).collect();
+        let plan = shape(&plan_reads(&reads_at(&offsets), true, 0));
+        assert_eq!(plan.len(), 1);
+        assert_eq!(plan[0].0, Some(1024));
+        assert_eq!(plan[0].1.len(), 8);
+        // One pair's worth from a new address is left unpaired.
+        let plan = shape(&plan_reads(&reads_at(&[2000, 2004, 9000]), true, 0));
+        assert!(plan.is_empty(), "{plan:?}");
     }
 }
