@@ -182,7 +182,7 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
 
 /// TFLOP/s of the GEMM on the `mi300x` timing model for a problem that gives every one of the
 /// 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024; inputs
-/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early[,lead]]]`).
+/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]`).
 /// Ignored (minutes of software MFMA): `cargo test --release --test gemm -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -368,6 +368,54 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
                 .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
             let what = format!("{elem:?} {dims:?}");
             assert_device_equals(&dev, &func, &case, &want, Target::Gfx942, &what);
+        }
+    }
+}
+
+/// `pair_a` (a loaded two steps at a time, each lane's 16-byte piece split into the even
+/// and the odd k-group of its two steps; `kernels/src/gemm.rs`): device == interpreter ==
+/// the CPU reference on gfx942 and gfx90a, with k running several pairs and a leftover whole
+/// step (288), pairs only (256), one pair before a partial step (136), and rows that do not
+/// start at a multiple of 8 (k = 100: the pair loop is skipped for the one-step loop), edge
+/// blocks (n = 136). The inputs run one step of ones past the matrices, so a pair that
+/// loaded past k would show in c. The pair loop's a-loads are `buffer_load_dwordx4`, and
+/// there are as many as a's one-step loads (4 per wave, each for two steps).
+#[test]
+fn pair_loads_of_a_equal_the_interpreter() {
+    let dev = GcnEmulator::new();
+    let tiles = GemmTiles {
+        pair_a: true,
+        ..DEFAULT_TILES
+    };
+    for elem in [FragElem::F16, FragElem::Bf16] {
+        let spec = spec_of(elem);
+        let func = build_gemm("gemm", elem, tiles).expect("builds");
+        let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+        let wide = ck
+            .asm
+            .lines()
+            .filter(|l| l.trim_start().starts_with("buffer_load_dwordx4"))
+            .count();
+        assert_eq!(wide, 4, "{elem:?}: a's pieces");
+        for dims in [
+            (256, 128, 288),
+            (128, 256, 256),
+            (256, 136, 136),
+            (128, 128, 100),
+        ] {
+            let mut case = gemm_case(elem, tiles, dims, 13);
+            for arg in &mut case.args[..2] {
+                if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
+                    v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
+                }
+            }
+            let want = interpret(&func, &case);
+            check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
+                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
+            let what = format!("pair_a {elem:?} {dims:?}");
+            for t in [Target::Gfx942, Target::Gfx90a] {
+                assert_device_equals(&dev, &func, &case, &want, t, &what);
+            }
         }
     }
 }

@@ -81,6 +81,13 @@ pub struct GemmTiles {
     /// bound: 3); fewer leave the first stretch more MFMAs to hide the loads behind (the
     /// n = 64 problem, bound by a's loads: 0). Measured: docs/mfma-gemm.md.
     pub lead: u32,
+    /// Whether the interior loop loads a two steps at a time, one 16-byte piece per lane and
+    /// row holding a k-group of each (f16/bf16, one stage, loads after the stores; else
+    /// ignored): a row's 64 bytes per step of 32 are half a 128-byte line, and the vector
+    /// memory unit is charged per line an instruction touches, so a's loads cost half. The two
+    /// steps take the even and the odd k-groups of their 2·`bk` window (a and b alike), so each
+    /// lane's piece splits into its two steps' fragments without a select.
+    pub pair_a: bool,
 }
 
 impl GemmTiles {
@@ -89,17 +96,18 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead]]]` (the optional ones default to
-    /// [`DEFAULT_TILES`]'s; `early` is 0 or 1).
+    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` (the optional ones default
+    /// to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=7).contains(&v.len()) || v.get(5).is_some_and(|&e| e > 1) {
+        if !(3..=8).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1))
+        {
             return Err(format!(
-                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead]]]"
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)]]]]"
             ));
         }
         let d = DEFAULT_TILES;
@@ -111,6 +119,7 @@ impl GemmTiles {
             stages: v.get(4).copied().unwrap_or(d.stages),
             early: v.get(5).map_or(d.early, |&e| e == 1),
             lead: v.get(6).copied().unwrap_or(d.lead),
+            pair_a: v.get(7).map_or(d.pair_a, |&e| e == 1),
         })
     }
 
@@ -132,6 +141,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     stages: 1,
     early: false,
     lead: 3,
+    pair_a: false,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -303,10 +313,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let mut a_at: Vec<LoadAt<'_>> = Vec::new();
     for q in 0..a_jobs {
         let at = match moved(q, t.bm * per_row, &a_order) {
-            Some(rows) => (a_at[0].0 + kk * rows, 0, a_at[0].2),
+            Some(rows) => LoadAt {
+                by_k: rows,
+                ..a_at[0]
+            },
             None => {
                 let (row, kc) = a_job(q);
-                ((m0 + row) * kk + kc, 0, limit(a_packed, kc))
+                LoadAt::new((m0 + row) * kk + kc, 0, limit(a_packed, kc))
             }
         };
         a_at.push(at);
@@ -318,16 +331,90 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let rows = match moved(q, pairs * per_row, &b_order) {
             Some(lines) => b_at[0]
                 .iter()
-                .map(|&(base, off, lim)| (base + lines * kl * n, off + lines * kl, lim))
+                .map(|&at| LoadAt {
+                    by_n: at.by_n + lines * kl,
+                    off: at.off + lines * kl,
+                    ..at
+                })
                 .collect(),
             None => {
                 let (col, kc) = b_job(q);
                 let base = kc * n + n0 + col;
                 let lim = limit(b_packed, kc);
-                (0..kl).map(|j| (base + j * n, j, lim)).collect()
+                (0..kl)
+                    .map(|j| LoadAt {
+                        by_n: j,
+                        ..LoadAt::new(base, j, lim)
+                    })
+                    .collect()
             }
         };
         b_at.push(rows);
+    }
+    // `pair_a` (the interior loop only): a two steps at a time, one piece of both steps'
+    // k-groups per lane and row; step s of a pair at k0 takes the k-groups 2g + s of
+    // [k0, k0 + 2·bk) into LDS k-group g, for a and b alike. Per-lane bases of a job's piece
+    // and of b's rows of its k-group in step 0 (jobs moved by whole rounds as above).
+    let pair = t.pair_a && kl > 1 && kl * elem.bytes() == 8 && !double_early(t);
+    let pfrag = FragType::new(elem, 2 * kl as u8);
+    let mut pa_at: Vec<LoadAt<'_>> = Vec::new();
+    let mut pb_at: Vec<Vec<LoadAt<'_>>> = Vec::new();
+    if pair {
+        for q in 0..a_jobs {
+            let at = match moved(q, t.bm * per_row, &a_order) {
+                Some(rows) => LoadAt {
+                    by_k: rows,
+                    ..pa_at[0]
+                },
+                None => {
+                    let (row, kc) = a_job(q);
+                    LoadAt::new((m0 + row) * kk + 2 * kc, 0, never)
+                }
+            };
+            pa_at.push(at);
+        }
+        for q in 0..b_jobs {
+            let rows = match moved(q, pairs * per_row, &b_order) {
+                Some(lines) => pb_at[0]
+                    .iter()
+                    .map(|&at| LoadAt {
+                        by_n: at.by_n + 2 * lines * kl,
+                        ..at
+                    })
+                    .collect(),
+                None => {
+                    let (col, kc) = b_job(q);
+                    let base = kc * (2 * n) + n0 + col;
+                    (0..kl)
+                        .map(|j| LoadAt {
+                            by_n: j,
+                            ..LoadAt::new(base, j, never)
+                        })
+                        .collect()
+                }
+            };
+            pb_at.push(rows);
+        }
+    }
+    // A load's index at a step's uniform start `u` (k0 for a, k0 · n for b): its per-lane
+    // base plus a uniform part made here (in the loop), so jobs moved by whole rounds share
+    // their base's register.
+    fn load_index<'k>(
+        at: &LoadAt<'k>,
+        u: Val<'k, u32>,
+        kk: Val<'k, u32>,
+        n: Val<'k, u32>,
+    ) -> Val<'k, u32> {
+        let mut u = u;
+        if at.by_k > 0 {
+            u = u + kk * at.by_k;
+        }
+        match at.by_n {
+            0 => {}
+            1 => u = u + n,
+            j => u = u + n * j,
+        }
+        at.base + u
     }
     // k - k0, or 0 past the end (uniform).
     let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
@@ -351,18 +438,20 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let k0n = k0 * n;
         let rem = rest(k0);
         let room = |off: u32| rem.max(off) - off;
-        for (&(base, off, lim), v) in a_at.iter().zip(&vars) {
+        for (l, v) in a_at.iter().zip(&vars) {
+            let at = load_index(l, k0, kk, n);
             let at = match full {
-                true => base + k0,
-                false => k.select(lim.lt(room(off)), base + k0, outside),
+                true => at,
+                false => k.select(l.lim.lt(room(l.off)), at, outside),
             };
             v.set(k.frag_load(&a, at, frag));
         }
         for (rows, vars) in b_at.iter().zip(&b_vars) {
-            for (&(base, off, lim), pieces) in rows.iter().zip(vars) {
+            for (l, pieces) in rows.iter().zip(vars) {
+                let at = load_index(l, k0n, kk, n);
                 let at = match full {
-                    true => base + k0n,
-                    false => k.select(lim.lt(room(off)), base + k0n, outside_b),
+                    true => at,
+                    false => k.select(l.lim.lt(room(l.off)), at, outside_b),
                 };
                 for (p, v) in pieces.iter().enumerate() {
                     v.set(k.frag_load(&b, at + job_col(p as u32 * piece_len), piece));
@@ -630,6 +719,73 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         t0.set(k0 + t.bk);
     };
+    // `pair_a`: a's blocks of the two steps from k0 (one piece per job), and b's block of the
+    // pair's step s.
+    let load_pair_a = |k0: Val<'_, u32>| -> Vec<Frag<'_>> {
+        pa_at
+            .iter()
+            .map(|l| k.frag_load(&a, load_index(l, k0, kk, n), pfrag))
+            .collect()
+    };
+    let load_pair_b = |k0: Val<'_, u32>, s: u32| -> Vec<Vec<Vec<Frag<'_>>>> {
+        let k0n = k0 * n;
+        let row = |l: &LoadAt<'_>| {
+            let at = LoadAt {
+                by_n: l.by_n + s * kl,
+                ..*l
+            };
+            let at = load_index(&at, k0n, kk, n);
+            (0..pieces)
+                .map(|p| k.frag_load(&b, at + job_col(p * piece_len), piece))
+                .collect()
+        };
+        pb_at
+            .iter()
+            .map(|rows| rows.iter().map(row).collect())
+            .collect()
+    };
+    // Step s's fragment of a pair's piece (its k-group 2g + s).
+    let half = |p: Frag<'_>, s: u32| {
+        let parts: Vec<Val<'_, T>> = (0..kl)
+            .map(|i| p.extract::<T>((s * kl + i) as u8))
+            .collect();
+        k.frag_build(frag, &parts)
+    };
+    // Steps k0 and k0 + bk of the interior loop with `pair_a`: as two `step`s, but the first
+    // loads a's pieces of steps k0 + 2·bk and k0 + 3·bk and b's block of the first of them,
+    // the second b's block of the other; the pieces' odd halves are the staged a-block at the
+    // back edge.
+    let pair_steps = || {
+        let k0 = t0.get();
+        let now = Staged::read(&staged_a, &staged_b);
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        store_stage(&now, k0 + t.bk, (None, None), true);
+        k.barrier();
+        let pieces_a = load_pair_a(k0 + 2 * t.bk);
+        let even_b = load_pair_b(k0 + 2 * t.bk, 0);
+        carried.set(&read_step((None, None)));
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        let even = Staged {
+            a: pieces_a.iter().map(|&f| half(f, 0)).collect(),
+            b: even_b,
+        };
+        store_stage(&even, k0 + 2 * t.bk, (None, None), true);
+        k.barrier();
+        let odd_b = load_pair_b(k0 + 2 * t.bk, 1);
+        carried.set(&read_step((None, None)));
+        for (v, &f) in staged_a.iter().zip(&pieces_a) {
+            v.set(half(f, 1));
+        }
+        let vars = staged_b.iter().flatten().flatten();
+        for (v, x) in vars.zip(odd_b.iter().flatten().flatten()) {
+            v.set(*x);
+        }
+        t0.set(k0 + 2 * t.bk);
+    };
     // The interior loop runs while the step it loads is a whole step of k, in blocks whose
     // rows and columns lie inside a and b with aligned rows and pieces; the general loop
     // while a step follows k0; the last step's MFMAs come after both. Only the uniform tests
@@ -652,6 +808,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 },
             );
         } else {
+            if pair {
+                // Pieces of two fragments need rows that start at their multiple; the last
+                // whole step, if the pairs leave one, goes through the one-step loop.
+                k.if_((kk % (2 * kl)).eq(0u32), || {
+                    k.while_(|| (t0.get() + t.bk).lt(fast_end), pair_steps);
+                });
+            }
             k.while_(|| t0.get().lt(fast_end), || step(true));
         }
     });
@@ -939,9 +1102,35 @@ impl Interleave {
     }
 }
 
-/// Where a global load of a step reads: its index at k0 = 0, the k-offset beyond its `kc` that
-/// its range test adds, and its per-lane limit (`kc`, or `u32::MAX` to read nothing).
-type LoadAt<'k> = (Val<'k, u32>, u32, Val<'k, u32>);
+/// Where a global load of a step reads: its index at k0 = 0 (a per-lane base plus the uniform
+/// `k · by_k + n · by_n`), the k-offset beyond its `kc` that its range test adds, and its
+/// per-lane limit (`kc`, or `u32::MAX` to read nothing).
+#[derive(Clone, Copy)]
+struct LoadAt<'k> {
+    base: Val<'k, u32>,
+    by_k: u32,
+    by_n: u32,
+    off: u32,
+    lim: Val<'k, u32>,
+}
+
+impl<'k> LoadAt<'k> {
+    fn new(base: Val<'k, u32>, off: u32, lim: Val<'k, u32>) -> Self {
+        LoadAt {
+            base,
+            by_k: 0,
+            by_n: 0,
+            off,
+            lim,
+        }
+    }
+}
+
+/// Whether tiles `t` keep the one-step interior loop (`pair_a` needs one stage and the loads
+/// after the stores).
+fn double_early(t: GemmTiles) -> bool {
+    t.stages != 1 || t.early
+}
 
 /// One step's blocks in registers: the a-fragments and each b-job's column runs per row (in
 /// dword pieces).
@@ -1144,6 +1333,10 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "lead",
         values: &[3, 0, 1, 2],
     },
+    TuneParam {
+        name: "pair_a",
+        values: &[0, 1],
+    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -1158,6 +1351,7 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
     TILE_PARAMS[4],
     TILE_PARAMS[5],
     TILE_PARAMS[6],
+    TILE_PARAMS[7],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -1169,6 +1363,7 @@ fn tiles(p: &[u32]) -> GemmTiles {
         stages: p[4],
         early: p[5] == 1,
         lead: p[6],
+        pair_a: p[7] == 1,
     }
 }
 
