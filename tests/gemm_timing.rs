@@ -286,6 +286,7 @@ fn kjit_gemm(t: GemmTiles, occupancy: Option<u32>) -> Option<Vec<u8>> {
         t.early as u32,
         t.lead,
         t.pair_a as u32,
+        t.a_ahead as u32,
     ];
     let func = (tuning.build)(&params).expect("gemm builds");
     let opts = CompileOptions {
@@ -319,7 +320,7 @@ fn kjit_row(
     )
 }
 
-/// kjit's tiles `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` from environment variable `var`, else `default`
+/// kjit's tiles `bm,bn,bk[,wn,stages[,early[,lead[,pair_a[,a_ahead]]]]]` from environment variable `var`, else `default`
 /// (`GemmTiles::parse`).
 fn tiles_from_env(var: &str, default: GemmTiles) -> GemmTiles {
     std::env::var(var)
@@ -440,7 +441,7 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 
 /// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
 /// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes,
-/// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` kjit's tiles on the n = 64 problem,
+/// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages[,early[,lead[,pair_a[,a_ahead]]]]]` kjit's tiles on the n = 64 problem,
 /// `KJIT_GEMM_SQUARE_TILES` (same form) on the square one, `KJIT_GEMM_ONLY=kjit` leaves
 /// out Triton and the twin;
 /// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions),

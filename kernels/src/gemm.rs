@@ -88,6 +88,12 @@ pub struct GemmTiles {
     /// steps take the even and the odd k-groups of their 2·`bk` window (a and b alike), so each
     /// lane's piece splits into its two steps' fragments without a select.
     pub pair_a: bool,
+    /// Whether the interior loop loads a three steps ahead of its MFMAs (two steps per
+    /// iteration, two steps of a in registers; one stage, loads after the stores; else
+    /// ignored): a step's a-loads, issued after its first barrier, then have a whole
+    /// iteration before their LDS stores instead of half of one (the loop top's
+    /// `s_waitcnt vmcnt`), for one a-block more in registers.
+    pub a_ahead: bool,
 }
 
 impl GemmTiles {
@@ -96,7 +102,7 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` (the optional ones default
+    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a[,a_ahead]]]]]` (the optional ones default
     /// to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
@@ -104,10 +110,11 @@ impl GemmTiles {
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=8).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1))
+        if !(3..=9).contains(&v.len())
+            || [5, 7, 8].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1))
         {
             return Err(format!(
-                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)]]]]"
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a[,a_ahead]]]]] (0 or 1)"
             ));
         }
         let d = DEFAULT_TILES;
@@ -120,6 +127,7 @@ impl GemmTiles {
             early: v.get(5).map_or(d.early, |&e| e == 1),
             lead: v.get(6).copied().unwrap_or(d.lead),
             pair_a: v.get(7).map_or(d.pair_a, |&e| e == 1),
+            a_ahead: v.get(8).map_or(d.a_ahead, |&e| e == 1),
         })
     }
 
@@ -142,6 +150,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     early: false,
     lead: 3,
     pair_a: false,
+    a_ahead: false,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -422,7 +431,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // packed into fragments only when stored (so the packing waits for the loads after the
     // step's MFMAs, not before). `full`: the step lies inside k and the rows and pieces are
     // aligned (the interior loop), so every load reads and needs no range test.
-    let load_stage = |k0: Val<'_, u32>, full: bool| -> Staged<'_> {
+    // `(with_a, with_b)`: which blocks are loaded (the other stays zero).
+    let load_parts = |k0: Val<'_, u32>, full: bool, (with_a, with_b): (bool, bool)| {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
         let b_vars: Vec<Vec<Vec<_>>> = (0..b_jobs)
             .map(|_| {
@@ -438,7 +448,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let k0n = k0 * n;
         let rem = rest(k0);
         let room = |off: u32| rem.max(off) - off;
-        for (l, v) in a_at.iter().zip(&vars) {
+        for (l, v) in a_at.iter().zip(&vars).filter(|_| with_a) {
             let at = load_index(l, k0, kk, n);
             let at = match full {
                 true => at,
@@ -446,7 +456,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             };
             v.set(k.frag_load(&a, at, frag));
         }
-        for (rows, vars) in b_at.iter().zip(&b_vars) {
+        for (rows, vars) in b_at.iter().zip(&b_vars).filter(|_| with_b) {
             for (l, pieces) in rows.iter().zip(vars) {
                 let at = load_index(l, k0n, kk, n);
                 let at = match full {
@@ -460,6 +470,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         Staged::read(&vars, &b_vars)
     };
+    let load_stage = |k0: Val<'_, u32>, full: bool| load_parts(k0, full, (true, true));
     // The staged blocks into LDS, each job's place as an index and a constant: a job moved by
     // whole rounds from job 0 is job 0's index plus a constant, the store's immediate offset
     // (`frag_store_at`), so it needs no address register of its own.
@@ -786,6 +797,52 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         t0.set(k0 + 2 * t.bk);
     };
+    // `a_ahead`: a second staged a-block, the one after `staged_a`'s.
+    let staged_a2: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
+    let t1 = k.var_named("k1", zero);
+    // Steps k0 and k0 + bk of the interior loop with `a_ahead`: as two `step`s, but each
+    // loads the a-block of the step three ahead (k0 + 3·bk, k0 + 4·bk) and stores the one
+    // loaded an iteration before (`staged_a`, then `staged_a2`).
+    let ahead_steps = || {
+        let k0 = t0.get();
+        let now = Staged::read(&staged_a, &staged_b);
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        store_stage(&now, k0 + t.bk, (None, None), true);
+        k.barrier();
+        let a3 = load_parts(k0 + 3 * t.bk, true, (true, false)).a;
+        let b2 = load_parts(k0 + 2 * t.bk, true, (false, true)).b;
+        carried.set(&read_step((None, None)));
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        let next = Staged {
+            a: staged_a2.iter().map(|v| v.get()).collect(),
+            b: b2,
+        };
+        store_stage(&next, k0 + 2 * t.bk, (None, None), true);
+        k.barrier();
+        // k0 + bk from a variable of its own: as `k0 + 4·bk` the optimizer would make these
+        // loads' addresses the first step's plus a constant offset, holding 4 VGPRs between.
+        let k1 = t1.get();
+        let a4 = load_parts(k1 + 3 * t.bk, true, (true, false)).a;
+        let b3 = load_parts(k0 + 3 * t.bk, true, (false, true)).b;
+        carried.set(&read_step((None, None)));
+        for (v, f) in staged_a.iter().zip(&a3) {
+            v.set(*f);
+        }
+        for (v, f) in staged_a2.iter().zip(&a4) {
+            v.set(*f);
+        }
+        let vars = staged_b.iter().flatten().flatten();
+        for (v, x) in vars.zip(b3.iter().flatten().flatten()) {
+            v.set(*x);
+        }
+        t0.set(k0 + 2 * t.bk);
+        t1.set(k1 + 2 * t.bk);
+    };
+    let a_ahead = t.a_ahead && !double_early(t);
     // The interior loop runs while the step it loads is a whole step of k, in blocks whose
     // rows and columns lie inside a and b with aligned rows and pieces; the general loop
     // while a step follows k0; the last step's MFMAs come after both. Only the uniform tests
@@ -808,7 +865,18 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 },
             );
         } else {
-            if pair {
+            if a_ahead {
+                // The loop's last step loads a four steps on: it runs while that is a whole
+                // step of k; the one-step loop does the rest.
+                k.if_((t0.get() + 2 * t.bk).lt(fast_end), || {
+                    let a2 = load_parts(t0.get() + 2 * t.bk, true, (true, false)).a;
+                    for (v, f) in staged_a2.iter().zip(&a2) {
+                        v.set(*f);
+                    }
+                    t1.set(t0.get() + t.bk);
+                    k.while_(|| (t0.get() + 2 * t.bk).lt(fast_end), ahead_steps);
+                });
+            } else if pair {
                 // Pieces of two fragments need rows that start at their multiple; the last
                 // whole step, if the pairs leave one, goes through the one-step loop.
                 k.if_((kk % (2 * kl)).eq(0u32), || {
@@ -1337,6 +1405,10 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "pair_a",
         values: &[0, 1],
     },
+    TuneParam {
+        name: "a_ahead",
+        values: &[0, 1],
+    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -1352,6 +1424,7 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
     TILE_PARAMS[5],
     TILE_PARAMS[6],
     TILE_PARAMS[7],
+    TILE_PARAMS[8],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -1364,6 +1437,7 @@ fn tiles(p: &[u32]) -> GemmTiles {
         early: p[5] == 1,
         lead: p[6],
         pair_a: p[7] == 1,
+        a_ahead: p[8] == 1,
     }
 }
 
