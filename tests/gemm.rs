@@ -182,7 +182,7 @@ fn gfx900_fails_to_compile_naming_the_mfma() {
 
 /// TFLOP/s of the GEMM on the `mi300x` timing model for a problem that gives every one of the
 /// 304 CUs a 128×128 block (m = 2048, n = 2432 = 19·128, k = `KJIT_GEMM_K` or 1024; inputs
-/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]`).
+/// `KJIT_GEMM_ELEM` = f16 | bf16 | f32; tiles `KJIT_GEMM_TILES` = `bm,bn,bk[,wn,stages[,early[,lead]]]`).
 /// Ignored (minutes of software MFMA): `cargo test --release --test gemm -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -368,62 +368,6 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
                 .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
             let what = format!("{elem:?} {dims:?}");
             assert_device_equals(&dev, &func, &case, &want, Target::Gfx942, &what);
-        }
-    }
-}
-
-/// The interior loop's two-step forms (`kernels/src/gemm.rs`): `pair_a` (a loaded two steps
-/// at a time, each lane's 16-byte piece split into the even and the odd k-group of its two
-/// steps) and `a_ahead` (a loaded three steps ahead, two a-blocks in registers).
-/// Device == interpreter == the CPU reference on gfx942 and gfx90a, with k running several
-/// iterations and a leftover whole step (288), iterations only or a one-step rest (256), too
-/// few steps for an iteration (136), rows that do not start at a multiple of 8 (k = 100:
-/// `pair_a` leaves the pair loop to the one-step loop), edge blocks (n = 136). The inputs run
-/// one step of ones past the matrices, so a loop that loaded past k would show in c. With
-/// `pair_a` the a-loads of the pair loop are `buffer_load_dwordx4`, 4 per wave (as many as
-/// a's one-step loads, each for two steps).
-#[test]
-fn two_step_interior_loops_equal_the_interpreter() {
-    let dev = GcnEmulator::new();
-    let pair = GemmTiles {
-        pair_a: true,
-        ..DEFAULT_TILES
-    };
-    let ahead = GemmTiles {
-        a_ahead: true,
-        ..DEFAULT_TILES
-    };
-    for (tiles, name) in [(pair, "pair_a"), (ahead, "a_ahead")] {
-        for elem in [FragElem::F16, FragElem::Bf16] {
-            let spec = spec_of(elem);
-            let func = build_gemm("gemm", elem, tiles).expect("builds");
-            let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
-            let wide = ck
-                .asm
-                .lines()
-                .filter(|l| l.trim_start().starts_with("buffer_load_dwordx4"))
-                .count();
-            assert_eq!(wide, if tiles.pair_a { 4 } else { 0 }, "{name} {elem:?}");
-            for dims in [
-                (256, 128, 288),
-                (128, 256, 256),
-                (256, 136, 136),
-                (128, 128, 100),
-            ] {
-                let mut case = gemm_case(elem, tiles, dims, 13);
-                for arg in &mut case.args[..2] {
-                    if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
-                        v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
-                    }
-                }
-                let want = interpret(&func, &case);
-                check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
-                    .unwrap_or_else(|e| panic!("{name} {elem:?} {dims:?}: {e}"));
-                let what = format!("{name} {elem:?} {dims:?}");
-                for t in [Target::Gfx942, Target::Gfx90a] {
-                    assert_device_equals(&dev, &func, &case, &want, t, &what);
-                }
-            }
         }
     }
 }

@@ -20,10 +20,12 @@
 //! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
 //! loads it element by element into LDS behind a uniform branch); b as dword pieces of two or
 //! four columns per lane and row, regrouped into k-fragments (`v_perm_b32` per dword of f16).
-//! Every per-lane index and limit is computed once before the loop. Two loops: the interior
-//! one (blocks inside c, k and n aligned, while the step it loads is a whole step of k) is one
-//! basic block whose loads need no range test (one `v_add_lshl_u32` each); the general one
-//! (the last steps, every step of edge and unaligned blocks) tests each load against a
+//! Every per-lane index and limit is computed once before the loop, one base per block: the
+//! uniform parts (k0, the rows or k-groups a job lies from job 0) are added in the loop, so
+//! jobs share their base's register. Two loops: the interior one (blocks inside c, k and n
+//! aligned, while the step it loads is a whole step of k) is one basic block whose loads need
+//! no range test (one `v_add_lshl_u32` each); the general one (the last steps, every step of
+//! edge and unaligned blocks) tests each load against a
 //! uniform `k − k0` (a compare, a select) and takes the unaligned paths behind their
 //! uniform branches.
 //!
@@ -81,19 +83,6 @@ pub struct GemmTiles {
     /// bound: 3); fewer leave the first stretch more MFMAs to hide the loads behind (the
     /// n = 64 problem, bound by a's loads: 0). Measured: docs/mfma-gemm.md.
     pub lead: u32,
-    /// Whether the interior loop loads a two steps at a time, one 16-byte piece per lane and
-    /// row holding a k-group of each (f16/bf16, one stage, loads after the stores; else
-    /// ignored): a row's 64 bytes per step of 32 are half a 128-byte line, and the vector
-    /// memory unit is charged per line an instruction touches, so a's loads cost half. The two
-    /// steps take the even and the odd k-groups of their 2·`bk` window (a and b alike), so each
-    /// lane's piece splits into its two steps' fragments without a select.
-    pub pair_a: bool,
-    /// Whether the interior loop loads a three steps ahead of its MFMAs (two steps per
-    /// iteration, two steps of a in registers; one stage, loads after the stores; else
-    /// ignored): a step's a-loads, issued after its first barrier, then have a whole
-    /// iteration before their LDS stores instead of half of one (the loop top's
-    /// `s_waitcnt vmcnt`), for one a-block more in registers.
-    pub a_ahead: bool,
 }
 
 impl GemmTiles {
@@ -102,19 +91,17 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a[,a_ahead]]]]]` (the optional ones default
-    /// to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
+    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead]]]` (the optional ones default to
+    /// [`DEFAULT_TILES`]'s; `early` is 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=9).contains(&v.len())
-            || [5, 7, 8].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1))
-        {
+        if !(3..=7).contains(&v.len()) || v.get(5).is_some_and(|&e| e > 1) {
             return Err(format!(
-                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a[,a_ahead]]]]] (0 or 1)"
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead]]]"
             ));
         }
         let d = DEFAULT_TILES;
@@ -126,8 +113,6 @@ impl GemmTiles {
             stages: v.get(4).copied().unwrap_or(d.stages),
             early: v.get(5).map_or(d.early, |&e| e == 1),
             lead: v.get(6).copied().unwrap_or(d.lead),
-            pair_a: v.get(7).map_or(d.pair_a, |&e| e == 1),
-            a_ahead: v.get(8).map_or(d.a_ahead, |&e| e == 1),
         })
     }
 
@@ -149,8 +134,6 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     stages: 1,
     early: false,
     lead: 3,
-    pair_a: false,
-    a_ahead: false,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -360,51 +343,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         };
         b_at.push(rows);
     }
-    // `pair_a` (the interior loop only): a two steps at a time, one piece of both steps'
-    // k-groups per lane and row; step s of a pair at k0 takes the k-groups 2g + s of
-    // [k0, k0 + 2·bk) into LDS k-group g, for a and b alike. Per-lane bases of a job's piece
-    // and of b's rows of its k-group in step 0 (jobs moved by whole rounds as above).
-    let pair = t.pair_a && kl > 1 && kl * elem.bytes() == 8 && !double_early(t);
-    let pfrag = FragType::new(elem, 2 * kl as u8);
-    let mut pa_at: Vec<LoadAt<'_>> = Vec::new();
-    let mut pb_at: Vec<Vec<LoadAt<'_>>> = Vec::new();
-    if pair {
-        for q in 0..a_jobs {
-            let at = match moved(q, t.bm * per_row, &a_order) {
-                Some(rows) => LoadAt {
-                    by_k: rows,
-                    ..pa_at[0]
-                },
-                None => {
-                    let (row, kc) = a_job(q);
-                    LoadAt::new((m0 + row) * kk + 2 * kc, 0, never)
-                }
-            };
-            pa_at.push(at);
-        }
-        for q in 0..b_jobs {
-            let rows = match moved(q, pairs * per_row, &b_order) {
-                Some(lines) => pb_at[0]
-                    .iter()
-                    .map(|&at| LoadAt {
-                        by_n: at.by_n + 2 * lines * kl,
-                        ..at
-                    })
-                    .collect(),
-                None => {
-                    let (col, kc) = b_job(q);
-                    let base = kc * (2 * n) + n0 + col;
-                    (0..kl)
-                        .map(|j| LoadAt {
-                            by_n: j,
-                            ..LoadAt::new(base, j, never)
-                        })
-                        .collect()
-                }
-            };
-            pb_at.push(rows);
-        }
-    }
     // A load's index at a step's uniform start `u` (k0 for a, k0 · n for b): its per-lane
     // base plus a uniform part made here (in the loop), so jobs moved by whole rounds share
     // their base's register.
@@ -431,8 +369,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // packed into fragments only when stored (so the packing waits for the loads after the
     // step's MFMAs, not before). `full`: the step lies inside k and the rows and pieces are
     // aligned (the interior loop), so every load reads and needs no range test.
-    // `(with_a, with_b)`: which blocks are loaded (the other stays zero).
-    let load_parts = |k0: Val<'_, u32>, full: bool, (with_a, with_b): (bool, bool)| {
+    let load_stage = |k0: Val<'_, u32>, full: bool| -> Staged<'_> {
         let vars: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
         let b_vars: Vec<Vec<Vec<_>>> = (0..b_jobs)
             .map(|_| {
@@ -448,7 +385,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let k0n = k0 * n;
         let rem = rest(k0);
         let room = |off: u32| rem.max(off) - off;
-        for (l, v) in a_at.iter().zip(&vars).filter(|_| with_a) {
+        for (l, v) in a_at.iter().zip(&vars) {
             let at = load_index(l, k0, kk, n);
             let at = match full {
                 true => at,
@@ -456,7 +393,7 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             };
             v.set(k.frag_load(&a, at, frag));
         }
-        for (rows, vars) in b_at.iter().zip(&b_vars).filter(|_| with_b) {
+        for (rows, vars) in b_at.iter().zip(&b_vars) {
             for (l, pieces) in rows.iter().zip(vars) {
                 let at = load_index(l, k0n, kk, n);
                 let at = match full {
@@ -470,7 +407,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         Staged::read(&vars, &b_vars)
     };
-    let load_stage = |k0: Val<'_, u32>, full: bool| load_parts(k0, full, (true, true));
     // The staged blocks into LDS, each job's place as an index and a constant: a job moved by
     // whole rounds from job 0 is job 0's index plus a constant, the store's immediate offset
     // (`frag_store_at`), so it needs no address register of its own.
@@ -730,119 +666,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         t0.set(k0 + t.bk);
     };
-    // `pair_a`: a's blocks of the two steps from k0 (one piece per job), and b's block of the
-    // pair's step s.
-    let load_pair_a = |k0: Val<'_, u32>| -> Vec<Frag<'_>> {
-        pa_at
-            .iter()
-            .map(|l| k.frag_load(&a, load_index(l, k0, kk, n), pfrag))
-            .collect()
-    };
-    let load_pair_b = |k0: Val<'_, u32>, s: u32| -> Vec<Vec<Vec<Frag<'_>>>> {
-        let k0n = k0 * n;
-        let row = |l: &LoadAt<'_>| {
-            let at = LoadAt {
-                by_n: l.by_n + s * kl,
-                ..*l
-            };
-            let at = load_index(&at, k0n, kk, n);
-            (0..pieces)
-                .map(|p| k.frag_load(&b, at + job_col(p * piece_len), piece))
-                .collect()
-        };
-        pb_at
-            .iter()
-            .map(|rows| rows.iter().map(row).collect())
-            .collect()
-    };
-    // Step s's fragment of a pair's piece (its k-group 2g + s).
-    let half = |p: Frag<'_>, s: u32| {
-        let parts: Vec<Val<'_, T>> = (0..kl)
-            .map(|i| p.extract::<T>((s * kl + i) as u8))
-            .collect();
-        k.frag_build(frag, &parts)
-    };
-    // Steps k0 and k0 + bk of the interior loop with `pair_a`: as two `step`s, but the first
-    // loads a's pieces of steps k0 + 2·bk and k0 + 3·bk and b's block of the first of them,
-    // the second b's block of the other; the pieces' odd halves are the staged a-block at the
-    // back edge.
-    let pair_steps = || {
-        let k0 = t0.get();
-        let now = Staged::read(&staged_a, &staged_b);
-        for (a_frags, b_frags) in &carried.get() {
-            issue(a_frags, b_frags);
-        }
-        store_stage(&now, k0 + t.bk, (None, None), true);
-        k.barrier();
-        let pieces_a = load_pair_a(k0 + 2 * t.bk);
-        let even_b = load_pair_b(k0 + 2 * t.bk, 0);
-        carried.set(&read_step((None, None)));
-        for (a_frags, b_frags) in &carried.get() {
-            issue(a_frags, b_frags);
-        }
-        let even = Staged {
-            a: pieces_a.iter().map(|&f| half(f, 0)).collect(),
-            b: even_b,
-        };
-        store_stage(&even, k0 + 2 * t.bk, (None, None), true);
-        k.barrier();
-        let odd_b = load_pair_b(k0 + 2 * t.bk, 1);
-        carried.set(&read_step((None, None)));
-        for (v, &f) in staged_a.iter().zip(&pieces_a) {
-            v.set(half(f, 1));
-        }
-        let vars = staged_b.iter().flatten().flatten();
-        for (v, x) in vars.zip(odd_b.iter().flatten().flatten()) {
-            v.set(*x);
-        }
-        t0.set(k0 + 2 * t.bk);
-    };
-    // `a_ahead`: a second staged a-block, the one after `staged_a`'s.
-    let staged_a2: Vec<_> = (0..a_jobs).map(|_| k.frag_var(k.frag_zero(frag))).collect();
-    let t1 = k.var_named("k1", zero);
-    // Steps k0 and k0 + bk of the interior loop with `a_ahead`: as two `step`s, but each
-    // loads the a-block of the step three ahead (k0 + 3·bk, k0 + 4·bk) and stores the one
-    // loaded an iteration before (`staged_a`, then `staged_a2`).
-    let ahead_steps = || {
-        let k0 = t0.get();
-        let now = Staged::read(&staged_a, &staged_b);
-        for (a_frags, b_frags) in &carried.get() {
-            issue(a_frags, b_frags);
-        }
-        store_stage(&now, k0 + t.bk, (None, None), true);
-        k.barrier();
-        let a3 = load_parts(k0 + 3 * t.bk, true, (true, false)).a;
-        let b2 = load_parts(k0 + 2 * t.bk, true, (false, true)).b;
-        carried.set(&read_step((None, None)));
-        for (a_frags, b_frags) in &carried.get() {
-            issue(a_frags, b_frags);
-        }
-        let next = Staged {
-            a: staged_a2.iter().map(|v| v.get()).collect(),
-            b: b2,
-        };
-        store_stage(&next, k0 + 2 * t.bk, (None, None), true);
-        k.barrier();
-        // k0 + bk from a variable of its own: as `k0 + 4·bk` the optimizer would make these
-        // loads' addresses the first step's plus a constant offset, holding 4 VGPRs between.
-        let k1 = t1.get();
-        let a4 = load_parts(k1 + 3 * t.bk, true, (true, false)).a;
-        let b3 = load_parts(k0 + 3 * t.bk, true, (false, true)).b;
-        carried.set(&read_step((None, None)));
-        for (v, f) in staged_a.iter().zip(&a3) {
-            v.set(*f);
-        }
-        for (v, f) in staged_a2.iter().zip(&a4) {
-            v.set(*f);
-        }
-        let vars = staged_b.iter().flatten().flatten();
-        for (v, x) in vars.zip(b3.iter().flatten().flatten()) {
-            v.set(*x);
-        }
-        t0.set(k0 + 2 * t.bk);
-        t1.set(k1 + 2 * t.bk);
-    };
-    let a_ahead = t.a_ahead && !double_early(t);
     // The interior loop runs while the step it loads is a whole step of k, in blocks whose
     // rows and columns lie inside a and b with aligned rows and pieces; the general loop
     // while a step follows k0; the last step's MFMAs come after both. Only the uniform tests
@@ -865,24 +688,6 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 },
             );
         } else {
-            if a_ahead {
-                // The loop's last step loads a four steps on: it runs while that is a whole
-                // step of k; the one-step loop does the rest.
-                k.if_((t0.get() + 2 * t.bk).lt(fast_end), || {
-                    let a2 = load_parts(t0.get() + 2 * t.bk, true, (true, false)).a;
-                    for (v, f) in staged_a2.iter().zip(&a2) {
-                        v.set(*f);
-                    }
-                    t1.set(t0.get() + t.bk);
-                    k.while_(|| (t0.get() + 2 * t.bk).lt(fast_end), ahead_steps);
-                });
-            } else if pair {
-                // Pieces of two fragments need rows that start at their multiple; the last
-                // whole step, if the pairs leave one, goes through the one-step loop.
-                k.if_((kk % (2 * kl)).eq(0u32), || {
-                    k.while_(|| (t0.get() + t.bk).lt(fast_end), pair_steps);
-                });
-            }
             k.while_(|| t0.get().lt(fast_end), || step(true));
         }
     });
@@ -1194,12 +999,6 @@ impl<'k> LoadAt<'k> {
     }
 }
 
-/// Whether tiles `t` keep the one-step interior loop (`pair_a` needs one stage and the loads
-/// after the stores).
-fn double_early(t: GemmTiles) -> bool {
-    t.stages != 1 || t.early
-}
-
 /// One step's blocks in registers: the a-fragments and each b-job's column runs per row (in
 /// dword pieces).
 struct Staged<'k> {
@@ -1401,14 +1200,6 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "lead",
         values: &[3, 0, 1, 2],
     },
-    TuneParam {
-        name: "pair_a",
-        values: &[0, 1],
-    },
-    TuneParam {
-        name: "a_ahead",
-        values: &[0, 1],
-    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -1423,8 +1214,6 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
     TILE_PARAMS[4],
     TILE_PARAMS[5],
     TILE_PARAMS[6],
-    TILE_PARAMS[7],
-    TILE_PARAMS[8],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -1436,8 +1225,6 @@ fn tiles(p: &[u32]) -> GemmTiles {
         stages: p[4],
         early: p[5] == 1,
         lead: p[6],
-        pair_a: p[7] == 1,
-        a_ahead: p[8] == 1,
     }
 }
 
