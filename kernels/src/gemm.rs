@@ -343,6 +343,20 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         };
         b_at.push(rows);
     }
+    // Where many loads would share a base, each uniform part costs an SGPR through the loop:
+    // past `SHARED_BASES` they are folded into per-load bases before the loop instead.
+    let shared = a_at.iter().chain(b_at.iter().flatten());
+    if shared.filter(|l| l.by_k + l.by_n > 0).count() > SHARED_BASES {
+        for l in a_at.iter_mut().chain(b_at.iter_mut().flatten()) {
+            let base = match (l.by_k, l.by_n) {
+                (0, 0) => l.base,
+                (r, 0) => l.base + kk * r,
+                (0, j) => l.base + n * j,
+                (r, j) => l.base + kk * r + n * j,
+            };
+            *l = LoadAt::new(base, l.off, l.lim);
+        }
+    }
     // A load's index at a step's uniform start `u` (k0 for a, k0 · n for b): its per-lane
     // base plus a uniform part made here (in the loop), so jobs moved by whole rounds share
     // their base's register.
@@ -726,6 +740,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.if_else(inside, || store_all(false), || store_all(true));
     k.finish()
 }
+
+/// Most global loads of a step that share a per-lane base with a uniform part made in the loop
+/// (each part an SGPR through it): the default 128 × 128 f16 blocks have 6 (3 a-jobs, 3 rows
+/// of b), 8 VGPRs → 2; blocks with many jobs per thread (one wave of 64 × 128, f32) have up to
+/// 22 and ran out of the 102 SGPRs.
+const SHARED_BASES: usize = 8;
 
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
 /// below it, and blocks and tile rows are whole multiples of it.
