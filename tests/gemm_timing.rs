@@ -277,13 +277,19 @@ fn tile_of(t: GemmTiles) -> [usize; 2] {
 fn kjit_gemm(t: GemmTiles, occupancy: Option<u32>) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
     let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
-    let func = (tuning.build)(&[t.bm, t.bn, t.bk, t.wn, t.stages, t.early as u32, t.lead])
-        .expect("gemm builds");
+    let params = [t.bm, t.bn, t.bk, t.wn, t.stages, t.early as u32, t.lead];
+    let func = (tuning.build)(&params).expect("gemm builds");
     let opts = CompileOptions {
         occupancy,
         ..CompileOptions::default()
     };
     let k = kjit::compile(&func, Target::Gfx942, &opts).unwrap_or_else(|e| panic!("gemm: {e}"));
+    // `KJIT_GEMM_ASM=dir`: each compiled kernel's assembly there, named by its tiles.
+    if let Ok(dir) = std::env::var("KJIT_GEMM_ASM") {
+        let name = params.map(|p| p.to_string()).join("_");
+        let path = std::path::Path::new(&dir).join(format!("gemm_{name}.s"));
+        std::fs::write(&path, k.asm.as_str()).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    }
     Some(k.code_object)
 }
 
@@ -428,7 +434,8 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 /// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages[,early[,lead]]]` kjit's tiles on the n = 64 problem,
 /// `KJIT_GEMM_SQUARE_TILES` (same form) on the square one, `KJIT_GEMM_ONLY=kjit` leaves
 /// out Triton and the twin;
-/// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions).
+/// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions),
+/// `KJIT_GEMM_ASM=dir` writes each kjit kernel's assembly into `dir`.
 #[test]
 #[ignore]
 fn gemm_fills_mi300x() {

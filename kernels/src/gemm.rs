@@ -20,10 +20,12 @@
 //! Loads: a as packed fragments when `k` is a multiple of the fragment length (else each step
 //! loads it element by element into LDS behind a uniform branch); b as dword pieces of two or
 //! four columns per lane and row, regrouped into k-fragments (`v_perm_b32` per dword of f16).
-//! Every per-lane index and limit is computed once before the loop. Two loops: the interior
-//! one (blocks inside c, k and n aligned, while the step it loads is a whole step of k) is one
-//! basic block whose loads need no range test (one `v_add_lshl_u32` each); the general one
-//! (the last steps, every step of edge and unaligned blocks) tests each load against a
+//! Every per-lane index and limit is computed once before the loop, one base per block: the
+//! uniform parts (k0, the rows or k-groups a job lies from job 0) are added in the loop, so
+//! jobs share their base's register. Two loops: the interior one (blocks inside c, k and n
+//! aligned, while the step it loads is a whole step of k) is one basic block whose loads need
+//! no range test (one `v_add_lshl_u32` each); the general one (the last steps, every step of
+//! edge and unaligned blocks) tests each load against a
 //! uniform `k − k0` (a compare, a select) and takes the unaligned paths behind their
 //! uniform branches.
 //!
@@ -303,10 +305,13 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let mut a_at: Vec<LoadAt<'_>> = Vec::new();
     for q in 0..a_jobs {
         let at = match moved(q, t.bm * per_row, &a_order) {
-            Some(rows) => (a_at[0].0 + kk * rows, 0, a_at[0].2),
+            Some(rows) => LoadAt {
+                by_k: rows,
+                ..a_at[0]
+            },
             None => {
                 let (row, kc) = a_job(q);
-                ((m0 + row) * kk + kc, 0, limit(a_packed, kc))
+                LoadAt::new((m0 + row) * kk + kc, 0, limit(a_packed, kc))
             }
         };
         a_at.push(at);
@@ -318,16 +323,59 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let rows = match moved(q, pairs * per_row, &b_order) {
             Some(lines) => b_at[0]
                 .iter()
-                .map(|&(base, off, lim)| (base + lines * kl * n, off + lines * kl, lim))
+                .map(|&at| LoadAt {
+                    by_n: at.by_n + lines * kl,
+                    off: at.off + lines * kl,
+                    ..at
+                })
                 .collect(),
             None => {
                 let (col, kc) = b_job(q);
                 let base = kc * n + n0 + col;
                 let lim = limit(b_packed, kc);
-                (0..kl).map(|j| (base + j * n, j, lim)).collect()
+                (0..kl)
+                    .map(|j| LoadAt {
+                        by_n: j,
+                        ..LoadAt::new(base, j, lim)
+                    })
+                    .collect()
             }
         };
         b_at.push(rows);
+    }
+    // Where many loads would share a base, each uniform part costs an SGPR through the loop:
+    // past `SHARED_BASES` they are folded into per-load bases before the loop instead.
+    let shared = a_at.iter().chain(b_at.iter().flatten());
+    if shared.filter(|l| l.by_k + l.by_n > 0).count() > SHARED_BASES {
+        for l in a_at.iter_mut().chain(b_at.iter_mut().flatten()) {
+            let base = match (l.by_k, l.by_n) {
+                (0, 0) => l.base,
+                (r, 0) => l.base + kk * r,
+                (0, j) => l.base + n * j,
+                (r, j) => l.base + kk * r + n * j,
+            };
+            *l = LoadAt::new(base, l.off, l.lim);
+        }
+    }
+    // A load's index at a step's uniform start `u` (k0 for a, k0 · n for b): its per-lane
+    // base plus a uniform part made here (in the loop), so jobs moved by whole rounds share
+    // their base's register.
+    fn load_index<'k>(
+        at: &LoadAt<'k>,
+        u: Val<'k, u32>,
+        kk: Val<'k, u32>,
+        n: Val<'k, u32>,
+    ) -> Val<'k, u32> {
+        let mut u = u;
+        if at.by_k > 0 {
+            u = u + kk * at.by_k;
+        }
+        match at.by_n {
+            0 => {}
+            1 => u = u + n,
+            j => u = u + n * j,
+        }
+        at.base + u
     }
     // k - k0, or 0 past the end (uniform).
     let rest = |k0: Val<'_, u32>| k.select(k0.lt(kk), kk - k0, k.lit(0u32));
@@ -351,18 +399,20 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         let k0n = k0 * n;
         let rem = rest(k0);
         let room = |off: u32| rem.max(off) - off;
-        for (&(base, off, lim), v) in a_at.iter().zip(&vars) {
+        for (l, v) in a_at.iter().zip(&vars) {
+            let at = load_index(l, k0, kk, n);
             let at = match full {
-                true => base + k0,
-                false => k.select(lim.lt(room(off)), base + k0, outside),
+                true => at,
+                false => k.select(l.lim.lt(room(l.off)), at, outside),
             };
             v.set(k.frag_load(&a, at, frag));
         }
         for (rows, vars) in b_at.iter().zip(&b_vars) {
-            for (&(base, off, lim), pieces) in rows.iter().zip(vars) {
+            for (l, pieces) in rows.iter().zip(vars) {
+                let at = load_index(l, k0n, kk, n);
                 let at = match full {
-                    true => base + k0n,
-                    false => k.select(lim.lt(room(off)), base + k0n, outside_b),
+                    true => at,
+                    false => k.select(l.lim.lt(room(l.off)), at, outside_b),
                 };
                 for (p, v) in pieces.iter().enumerate() {
                     v.set(k.frag_load(&b, at + job_col(p as u32 * piece_len), piece));
@@ -691,6 +741,12 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.finish()
 }
 
+/// Most global loads of a step that share a per-lane base with a uniform part made in the loop
+/// (each part an SGPR through it): the default 128 × 128 f16 blocks have 6 (3 a-jobs, 3 rows
+/// of b), 8 VGPRs → 2; blocks with many jobs per thread (one wave of 64 × 128, f32) have up to
+/// 22 and ran out of the 102 SGPRs.
+const SHARED_BASES: usize = 8;
+
 /// Lines whose fragments the k-group planes permute among themselves: XOR keys (k-groups) stay
 /// below it, and blocks and tile rows are whole multiples of it.
 const SPAN: u32 = 8;
@@ -939,9 +995,29 @@ impl Interleave {
     }
 }
 
-/// Where a global load of a step reads: its index at k0 = 0, the k-offset beyond its `kc` that
-/// its range test adds, and its per-lane limit (`kc`, or `u32::MAX` to read nothing).
-type LoadAt<'k> = (Val<'k, u32>, u32, Val<'k, u32>);
+/// Where a global load of a step reads: its index at k0 = 0 (a per-lane base plus the uniform
+/// `k · by_k + n · by_n`), the k-offset beyond its `kc` that its range test adds, and its
+/// per-lane limit (`kc`, or `u32::MAX` to read nothing).
+#[derive(Clone, Copy)]
+struct LoadAt<'k> {
+    base: Val<'k, u32>,
+    by_k: u32,
+    by_n: u32,
+    off: u32,
+    lim: Val<'k, u32>,
+}
+
+impl<'k> LoadAt<'k> {
+    fn new(base: Val<'k, u32>, off: u32, lim: Val<'k, u32>) -> Self {
+        LoadAt {
+            base,
+            by_k: 0,
+            by_n: 0,
+            off,
+            lim,
+        }
+    }
+}
 
 /// One step's blocks in registers: the a-fragments and each b-job's column runs per row (in
 /// dword pieces).
