@@ -398,8 +398,10 @@ fn front(
         optimized = timed(&mut t.optimize, || kjit_ir::opt::optimized(func));
         if opts.check {
             checked = Some(
-                timed(&mut t.verify, || kjit_ir::verify_with_uniformity(&optimized))
-                    .map_err(ir_error("after optimization"))?,
+                timed(&mut t.verify, || {
+                    kjit_ir::verify_with_uniformity(&optimized)
+                })
+                .map_err(ir_error("after optimization"))?,
             );
         }
         &optimized
