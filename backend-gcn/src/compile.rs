@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use crate::emit::{emit, EmitError};
-use crate::isel::{select, IselError};
+use crate::isel::{select, select_verified, IselError};
 use crate::mir_verify::MirVerifyError;
 use crate::phys::PhysFunction;
 use crate::regalloc::{Allocator, RegallocError, RegallocOptions};
@@ -375,26 +375,43 @@ fn front(
     opts: &CompileOptions,
     t: &mut StageTimings,
 ) -> Result<Selected, CompileError> {
-    if opts.check {
-        timed(&mut t.verify, || kjit_ir::verify(func)).map_err(|e| CompileError::Ir {
-            stage: "input",
+    // A check of what isel takes gives its uniformity: isel then does not verify it again.
+    let ir_error = |stage: &'static str| {
+        move |e: kjit_ir::VerifierErrors| CompileError::Ir {
+            stage,
             message: e.to_string(),
-        })?;
+        }
+    };
+    let mut checked = None;
+    if opts.check {
+        if opts.optimize {
+            timed(&mut t.verify, || kjit_ir::verify(func)).map_err(ir_error("input"))?;
+        } else {
+            checked = Some(
+                timed(&mut t.verify, || kjit_ir::verify_with_uniformity(func))
+                    .map_err(ir_error("input"))?,
+            );
+        }
     }
     let optimized;
     let func = if opts.optimize {
-        optimized = timed(&mut t.optimize, || kjit_ir::opt::optimize(func).0);
+        optimized = timed(&mut t.optimize, || kjit_ir::opt::optimized(func));
         if opts.check {
-            timed(&mut t.verify, || kjit_ir::verify(&optimized)).map_err(|e| CompileError::Ir {
-                stage: "after optimization",
-                message: e.to_string(),
-            })?;
+            checked = Some(
+                timed(&mut t.verify, || {
+                    kjit_ir::verify_with_uniformity(&optimized)
+                })
+                .map_err(ir_error("after optimization"))?,
+            );
         }
         &optimized
     } else {
         func
     };
-    let mf = timed(&mut t.isel, || select(func, target))?;
+    let mf = timed(&mut t.isel, || match checked {
+        Some(uni) => select_verified(func, uni, target),
+        None => select(func, target),
+    })?;
     if opts.check {
         verify_mir(&mf, "instruction selection", t)?;
     }

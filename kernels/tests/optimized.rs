@@ -42,3 +42,15 @@ fn optimized_kernels_verify_and_match_their_references() {
         }
     }
 }
+
+/// What a compile takes (`optimized`, no report, no cycle estimates) is what `optimize` gives.
+#[test]
+fn the_compile_path_optimizes_as_the_reporting_one() {
+    for spec in all() {
+        let f = (spec.build)().unwrap();
+        let (g, report) = optimize(&f);
+        let quiet = kjit_ir::opt::optimized(&f);
+        assert_eq!(quiet.to_string(), g.to_string(), "{}", spec.name);
+        assert!(report.cycles_after > 0, "{}: {report}", spec.name);
+    }
+}

@@ -86,6 +86,16 @@ pub(crate) enum Var {
 pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselError> {
     let uni =
         kjit_ir::verify_with_uniformity(func).map_err(|e| IselError::Invalid(e.to_string()))?;
+    select_verified(func, uni, target)
+}
+
+/// [`select`] for a `func` the caller verified, with the uniformity the verifier gave
+/// ([`kjit_ir::verify_with_uniformity`]): a checked compile does not verify it twice.
+pub fn select_verified(
+    func: &Function,
+    uni: Uniformity,
+    target: Target,
+) -> Result<MachineFunction, IselError> {
     let mut s = Isel::new(func, uni, target)?;
     s.run()?;
     pair_lds_accesses(&mut s.mf);

@@ -13,14 +13,19 @@ use crate::cfg::{ControlFlowGraph, DominatorTree};
 use crate::entities::{Block, Value};
 use crate::function::{Function, ValueDef};
 use crate::instructions::InstData;
+use crate::uniformity::Uniformity;
 use cranelift_entity::SecondaryMap;
 use rustc_hash::FxHashMap;
 
-/// Removes repeated effect-free instructions; gives how many were removed.
-pub fn number_values(func: &mut Function) -> usize {
+/// Removes repeated effect-free instructions; gives how many were removed. `kept` is `func`'s
+/// uniformity if a pass before made it and changed nothing since (taken, not computed again);
+/// on return it holds the uniformity used when nothing was removed (`func` is unchanged then).
+pub fn number_values(func: &mut Function, kept: &mut Option<Uniformity>) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
-    let uni = crate::uniformity::Uniformity::with_cfg(func, &cfg);
+    let uni = kept
+        .take()
+        .unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
     let mut seen: FxHashMap<InstData, Vec<(Block, Value)>> = FxHashMap::default();
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     let mut removed = 0;
@@ -59,6 +64,8 @@ pub fn number_values(func: &mut Function) -> usize {
     }
     if removed > 0 {
         func.replace_uses(|v| subst[v].unwrap_or(v));
+    } else {
+        *kept = Some(uni);
     }
     removed
 }
@@ -122,7 +129,7 @@ block3:
         let mut f = parse(src).unwrap();
         let before = f.inst_count();
         assert_eq!(
-            number_values(&mut f),
+            number_values(&mut f, &mut None),
             2,
             "body and exit reuse the header's mul"
         );

@@ -14,8 +14,9 @@ use crate::cfg::{ControlFlowGraph, DominatorTree};
 use crate::function::Function;
 use crate::uniformity::Uniformity;
 
-/// Hoists loop-invariant instructions; gives how many moved.
-pub fn hoist_invariants(func: &mut Function) -> usize {
+/// Hoists loop-invariant instructions; gives how many moved. `kept`: `func`'s uniformity as in
+/// [`super::gvn::number_values`], given back when nothing moved.
+pub fn hoist_invariants(func: &mut Function, kept: &mut Option<Uniformity>) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
     let loops = find_loops(func, &cfg, &dom);
@@ -23,7 +24,9 @@ pub fn hoist_invariants(func: &mut Function) -> usize {
     if loops.iter().all(|l| l.preheader.is_none()) {
         return 0;
     }
-    let uni = Uniformity::with_cfg(func, &cfg);
+    let uni = kept
+        .take()
+        .unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
     let mut moved = 0;
     for l in &loops {
         let Some(pre) = l.preheader else { continue };
@@ -50,6 +53,9 @@ pub fn hoist_invariants(func: &mut Function) -> usize {
         let insts = &mut func.blocks[pre].insts;
         let at = insts.len() - 1;
         insts.splice(at..at, hoisted);
+    }
+    if moved == 0 {
+        *kept = Some(uni);
     }
     moved
 }
@@ -88,7 +94,7 @@ block3:
         let mut g = f.clone();
         // v5, v6, v7 and the constant v9 are invariant; v8, v13 and v11 depend on v3, and v14
         // is divergent (it would hold a VGPR across the loop).
-        assert_eq!(hoist_invariants(&mut g), 4);
+        assert_eq!(hoist_invariants(&mut g, &mut None), 4);
         crate::verify(&g).unwrap();
         let body = &g.blocks[g.layout[2]].insts;
         assert_eq!(body.len(), 6, "add, add, add, store, add, jump remain");

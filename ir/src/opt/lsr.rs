@@ -349,8 +349,9 @@ impl Materializer {
     }
 }
 
-/// Strength-reduces every loop; gives the number of parameters added.
-pub fn reduce_strength(func: &mut Function) -> usize {
+/// Strength-reduces every loop; gives the number of parameters added. `kept`: `func`'s
+/// uniformity if the pass before made it and changed nothing since (the last user: taken).
+pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
     let loops = find_loops(func, &cfg, &dom);
@@ -361,7 +362,7 @@ pub fn reduce_strength(func: &mut Function) -> usize {
     {
         return 0;
     }
-    let uni = Uniformity::with_cfg(func, &cfg);
+    let uni = kept.unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
     let mut added = 0;
     // The kernel after DCE without a rewrite, until one is kept: made once for the loops
     // whose trials are rejected (the gemm's k loops), not once per loop.
@@ -380,7 +381,7 @@ pub fn reduce_strength(func: &mut Function) -> usize {
             if n == 0 {
                 continue;
             }
-            super::gvn::number_values(&mut trial);
+            super::gvn::number_values(&mut trial, &mut None);
             super::dce::remove_dead_code(&mut trial);
             let b = base.get_or_insert_with(|| {
                 let mut b = func.clone();
@@ -646,10 +647,10 @@ block3:
     fn products_of_the_counter_become_running_sums_and_compute_the_same() {
         let f = parse_function(STRIDED).unwrap();
         let mut g = f.clone();
-        super::super::gvn::number_values(&mut g);
+        super::super::gvn::number_values(&mut g, &mut None);
         // One uniform sum for the test (`t * s`), one divergent for the indices (`t * s + lid`).
-        assert_eq!(reduce_strength(&mut g), 2);
-        super::super::gvn::number_values(&mut g);
+        assert_eq!(reduce_strength(&mut g, None), 2);
+        super::super::gvn::number_values(&mut g, &mut None);
         super::super::dce::remove_dead_code(&mut g);
         crate::verify(&g).unwrap();
         assert_eq!(muls_in_loop(&f), 3);
@@ -685,7 +686,7 @@ block3:
                 "    v9:u32 = add v4, v3\n",
             );
         let mut f = parse_function(&src).unwrap();
-        super::super::gvn::number_values(&mut f);
-        assert_eq!(reduce_strength(&mut f), 0);
+        super::super::gvn::number_values(&mut f, &mut None);
+        assert_eq!(reduce_strength(&mut f, None), 0);
     }
 }

@@ -195,14 +195,16 @@ fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
 /// induction-variable products ([`lsr`]), value numbering again (the reduced loop's adds repeat
 /// its step) and dead code elimination ([`dce`]: the replaced products and unused counters).
 fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
-    let numbered = timed(&mut t.gvn, || gvn::number_values(func));
-    let hoisted = timed(&mut t.licm, || licm::hoist_invariants(func));
-    let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength(func));
+    // A pass that changes nothing hands its uniformity to the next one.
+    let mut kept = None;
+    let numbered = timed(&mut t.gvn, || gvn::number_values(func, &mut kept));
+    let hoisted = timed(&mut t.licm, || licm::hoist_invariants(func, &mut kept));
+    let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength(func, kept));
     // Numbering again finds something only in what hoisting or strength reduction changed: a
     // numbered function numbers to itself (each value is looked up after its operands were
     // renamed, in one pass).
     let numbered = if hoisted > 0 || reduced_ivs > 0 {
-        numbered + timed(&mut t.gvn, || gvn::number_values(func))
+        numbered + timed(&mut t.gvn, || gvn::number_values(func, &mut None))
     } else {
         numbered
     };
@@ -353,6 +355,14 @@ pub fn optimize(func: &Function) -> (Function, OptReport) {
     optimize_with(func, &OptOptions::default())
 }
 
+/// The function [`optimize`] gives, without its report: what a compile needs. The report's
+/// cycle estimates (a uniformity analysis and a cost walk of the input, the unrolled and the
+/// output function; read only by `kjit dump`, `kjit bench --opt-phases` and tests) are not made.
+pub fn optimized(func: &Function) -> Function {
+    let opts = OptOptions::default();
+    quanta::with_clock(still_clock(), || optimize_inner(func, &opts, false)).0
+}
+
 /// A clock that never ticks, for egg's timing of its own phases.
 ///
 /// egg times every `EGraph::rebuild` with `quanta::Instant` (for log messages only). The first
@@ -367,7 +377,7 @@ fn still_clock() -> &'static quanta::Clock {
 
 /// Optimizes `func`.
 pub fn optimize_with(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
-    quanta::with_clock(still_clock(), || optimize_inner(func, opts))
+    quanta::with_clock(still_clock(), || optimize_inner(func, opts, true))
 }
 
 /// `func` with the special registers its declared workgroup size fixes
@@ -391,7 +401,8 @@ fn fold_known_specials(func: &Function) -> Option<Function> {
     changed.then_some(out)
 }
 
-fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
+/// The optimizer; the report's cycle estimates only when `estimate` (they decide nothing).
+fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Function, OptReport) {
     let mut t = OptTimings::default();
     let start = Instant::now();
     let input = func;
@@ -406,11 +417,15 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     let rules = rule_set(func.flags.contract);
     let uni = Uniformity::compute(func);
     let mut out = func.clone();
-    let cycles_unrolled = cost::estimate_cycles_with(func, &uni);
+    let cycles_unrolled = if estimate {
+        cost::estimate_cycles_with(func, &uni)
+    } else {
+        0
+    };
     let mut report = OptReport {
         insts_before: input.inst_count(),
         insts_unrolled: func.inst_count(),
-        cycles_before: if unrolled_loops == 0 {
+        cycles_before: if unrolled_loops == 0 || !estimate {
             cycles_unrolled
         } else {
             cost::estimate_cycles(input)
@@ -487,7 +502,9 @@ fn optimize_inner(func: &Function, opts: &OptOptions) -> (Function, OptReport) {
     let start = Instant::now();
     let out = out.renumbered();
     report.insts_after = out.inst_count();
-    report.cycles_after = cost::estimate_cycles(&out);
+    if estimate {
+        report.cycles_after = cost::estimate_cycles(&out);
+    }
     t.finish = start.elapsed();
     report.timings = t;
     (out, report)
