@@ -1058,15 +1058,6 @@ mod tests {
             })
     }
 
-    fn intervals(v: &[(u32, u32)]) -> Intervals {
-        let mut iv = Intervals::default();
-        for &(a, len) in v {
-            iv.add(a, a + len);
-        }
-        iv.normalize();
-        iv
-    }
-
     proptest! {
         /// Items of random short and long intervals placed by first fit (groups of 1, 2 and
         /// 4 registers): every answer of `first_fit` (masks, unions) is the walk's.
@@ -1077,7 +1068,7 @@ mod tests {
                 1..400,
             )
         ) {
-            let ivs: Vec<Intervals> = items.iter().map(|(v, _)| intervals(v)).collect();
+            let ivs: Vec<Intervals> = items.iter().map(|(v, _)| Intervals::from_spans(v)).collect();
             let mut occ = Occupancy::new(0, 300);
             let mut placed: Vec<Vec<Intervals>> = vec![Vec::new(); MAX_VGPRS];
             for (iv, (_, shape)) in ivs.iter().zip(&items) {

@@ -23,6 +23,17 @@ use super::RegallocError;
 pub struct Intervals(pub Vec<(u32, u32)>);
 
 impl Intervals {
+    /// The normalized union of `(start, length)` spans (tests' random interval lists).
+    #[cfg(test)]
+    pub fn from_spans(spans: &[(u32, u32)]) -> Intervals {
+        let mut iv = Intervals::default();
+        for &(a, len) in spans {
+            iv.add(a, a + len);
+        }
+        iv.normalize();
+        iv
+    }
+
     /// Adds `a..=b` (call [`Intervals::normalize`] after the last).
     pub fn add(&mut self, a: u32, b: u32) {
         self.0.push((a, b));
@@ -778,15 +789,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn intervals(v: &[(u32, u32)]) -> Intervals {
-        let mut iv = Intervals::default();
-        for &(a, len) in v {
-            iv.add(a, a + len);
-        }
-        iv.normalize();
-        iv
-    }
-
     proptest! {
         /// A register's merged union of the dwords placed on it meets an interval list
         /// exactly when one of them overlaps it (what `assign` checked web by web before).
@@ -798,12 +800,12 @@ mod tests {
             ),
             probe in proptest::collection::vec((0u32..200, 0u32..20), 0..4),
         ) {
-            let parts: Vec<Intervals> = placed.iter().map(|v| intervals(v)).collect();
+            let parts: Vec<Intervals> = placed.iter().map(|v| Intervals::from_spans(v)).collect();
             let mut union = Intervals::default();
             for p in &parts {
                 union.merge(p);
             }
-            let probe = intervals(&probe);
+            let probe = Intervals::from_spans(&probe);
             prop_assert_eq!(union.meets(&probe), parts.iter().any(|p| p.overlaps(&probe)));
             // The union is what normalizing every part's intervals together gives.
             let mut all = Intervals(parts.iter().flat_map(|p| p.0.iter().copied()).collect());
