@@ -570,11 +570,20 @@ fn a_divisor_that_cannot_be_zero_has_no_zero_check() {
     }
 }
 
-#[test]
-fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
-    // `lds[lid]` read in a uniform loop, `lid` defined in the entry block: its byte offset is
-    // made there, so no `v_lshlrev_b32` follows the loop's first label; the sum matches.
-    let k = KernelBuilder::new("lds_in_loop");
+/// `lds[lid] = 3 * lid; barrier; acc = sum over i < n of body(lid, i); dst[lid] = acc`, with
+/// `lid` defined in the entry block: compiled on every target, the loop (after its first
+/// label) has no `v_lshlrev_b32` and contains each of `in_loop`; the sums match.
+fn check_invariant_lds_index_in_loop(
+    name: &str,
+    in_loop: &[&str],
+    body: impl for<'a> Fn(
+        &'a KernelBuilder,
+        &kjit_frontend::Lds<'a, u32>,
+        kjit_frontend::Val<'a, u32>,
+        kjit_frontend::Val<'a, u32>,
+    ) -> kjit_frontend::Val<'a, u32>,
+) {
+    let k = KernelBuilder::new(name);
     let dst = k.buffer_mut::<u32>("dst");
     let n = k.arg::<u32>("n");
     let lds = k.lds::<u32>("words", 64);
@@ -583,7 +592,7 @@ fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
     k.barrier();
     let acc = k.var(k.lit(0u32));
     k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
-        acc.set(acc.get() + k.load(&lds, lid) * i);
+        acc.set(acc.get() + body(&k, &lds, lid, i));
     });
     k.store(&dst, lid, acc.get());
     let f = k.finish().unwrap();
@@ -593,42 +602,31 @@ fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
         let a = &k.asm;
         let (_, looped) = a.split_once(".LBB").expect("a loop label");
         assert!(!looped.contains("v_lshlrev_b32"), "{t}\n{a}");
+        for m in in_loop {
+            assert!(looped.contains(m), "{t}: no {m}\n{a}");
+        }
         check_u32_sizes(&dev, &k, &f, t, &[0u32, 1, 5]);
     }
 }
 
 #[test]
+fn an_invariant_lds_index_is_shifted_once_before_the_loop() {
+    // `lds[lid]` read in a uniform loop: its byte offset is made in the entry block.
+    check_invariant_lds_index_in_loop("lds_in_loop", &[], |k, lds, lid, i| k.load(lds, lid) * i);
+}
+
+#[test]
 fn a_keyed_invariant_lds_index_is_xored_in_bytes_in_the_loop() {
-    // `lds[lid ^ c]` read in a uniform loop for c = 1, 2, 3 (the GEMM's k-group planes key
-    // their reads so), `lid` defined in the entry block: the XOR is made on `lid`'s byte
-    // offset, shifted once before the loop, with `c << 2`, so no `v_lshlrev_b32` follows the
-    // loop's first label (before: one per key and iteration); the sum matches.
-    let k = KernelBuilder::new("keyed_lds_in_loop");
-    let dst = k.buffer_mut::<u32>("dst");
-    let n = k.arg::<u32>("n");
-    let lds = k.lds::<u32>("words", 64);
-    let lid = k.local_id(Dim::X);
-    k.store(&lds, lid, lid * 3u32);
-    k.barrier();
-    let acc = k.var(k.lit(0u32));
-    k.for_range(k.lit(0u32), n, k.lit(1u32), |i| {
-        let mut sum = acc.get();
-        for c in 1..4u32 {
-            sum = sum + k.load(&lds, lid ^ c) * (i + c);
+    // `lds[lid ^ c]` for c = 1, 2, 3 (the GEMM's k-group planes key their reads so): the XOR is
+    // made on `lid`'s byte offset, shifted once before the loop, with `c << 2` (before: one
+    // shift per key and iteration).
+    check_invariant_lds_index_in_loop("keyed_lds_in_loop", &["v_xor_b32"], |k, lds, lid, i| {
+        let mut sum = k.load(lds, lid ^ 1u32) * (i + 1u32);
+        for c in 2..4u32 {
+            sum = sum + k.load(lds, lid ^ c) * (i + c);
         }
-        acc.set(sum);
+        sum
     });
-    k.store(&dst, lid, acc.get());
-    let f = k.finish().unwrap();
-    let dev = kjit_runtime::emu::GcnEmulator::new();
-    for t in ALL_TARGETS {
-        let k = compile(&f, t, &CompileOptions::default()).unwrap();
-        let a = &k.asm;
-        let (_, looped) = a.split_once(".LBB").expect("a loop label");
-        assert!(!looped.contains("v_lshlrev_b32"), "{t}\n{a}");
-        assert!(looped.contains("v_xor_b32"), "{t}\n{a}");
-        check_u32_sizes(&dev, &k, &f, t, &[0u32, 1, 5]);
-    }
 }
 
 /// `if (lid < t) { for i < n { acc += gid * i; if (i & 1) acc ^= i } }; dst[gid] = acc`: a
