@@ -558,19 +558,19 @@ mod tests {
     }
 }
 
-/// End-to-end tests of the scheduler on hand-built programs (no decoder involved): barriers,
-/// races, hazards and the budget, each with the failure it must catch.
+/// Hand-built programs (no decoder involved) and a one-workgroup launch of them, for the tests
+/// below and the ALU-rate probe.
 #[cfg(test)]
-mod program_tests {
+mod test_programs {
     use super::*;
     use crate::emu::ds::{DsInst, DsOp};
     use crate::emu::memory::Memory;
     use crate::emu::scalar::{ScalarInst, ScalarOp};
-    use crate::emu::scoreboard::{OpKind, Part};
+    use crate::emu::scoreboard::{OpKind, Part, RegSet};
     use crate::emu::stats::InstClass;
     use crate::emu::vmem::{DataShape, Segment, VmemInst, VmemOp};
 
-    fn sop(op: ScalarOp, dst: u16, src0: u16, src1: u16, simm16: u16) -> Op {
+    pub fn sop(op: ScalarOp, dst: u16, src0: u16, src1: u16, simm16: u16) -> Op {
         Op::Scalar(ScalarInst {
             op,
             dst,
@@ -582,7 +582,7 @@ mod program_tests {
         })
     }
 
-    fn ds(op: DsOp, addr: u16, data0: u16, vdst: u16, offset: u16) -> Op {
+    pub fn ds(op: DsOp, addr: u16, data0: u16, vdst: u16, offset: u16) -> Op {
         Op::Ds(DsInst {
             op,
             addr,
@@ -596,7 +596,18 @@ mod program_tests {
         })
     }
 
-    fn store_byte(saddr: u16, vaddr: u16, vdata: u16) -> Op {
+    /// `ds_read_u8` or `ds_read_b32` of `vdst` from `addr + offset`.
+    pub fn ds_read(bytes: u8, addr: u16, vdst: u16, offset: u16) -> Op {
+        let op = DsOp::Read {
+            bytes,
+            dwords: 1,
+            signed: false,
+            part: Part::Full,
+        };
+        ds(op, addr, 0, vdst, offset)
+    }
+
+    pub fn store_byte(saddr: u16, vaddr: u16, vdata: u16) -> Op {
         Op::Vmem(VmemInst {
             seg: Segment::Global,
             op: VmemOp::Store(DataShape {
@@ -623,7 +634,7 @@ mod program_tests {
     }
 
     /// Builds a program at 0x1000 from ops (each 4 bytes).
-    fn program(ops: Vec<Op>) -> Program {
+    pub fn program(ops: Vec<Op>) -> Program {
         let insts = ops
             .into_iter()
             .enumerate()
@@ -637,6 +648,7 @@ mod program_tests {
                         let (r, w) = v.regs();
                         (r, w, InstClass::Vmem, true, Some(OpKind::Vmem))
                     }
+                    Op::Valu(_) => (RegSet::EMPTY, RegSet::EMPTY, InstClass::Valu, true, None),
                     _ => (RegSet::EMPTY, RegSet::EMPTY, InstClass::Salu, false, None),
                 };
                 Decoded {
@@ -658,7 +670,54 @@ mod program_tests {
         Program::new(0x1000, insts)
     }
 
-    use crate::emu::scoreboard::RegSet;
+    /// Runs workgroup (0,0,0) of a one-workgroup launch of `p` with `block` lanes; `init` sets
+    /// each wave's registers before it starts.
+    pub fn run_one(
+        p: &Program,
+        mem: &Memory,
+        target: Target,
+        block: u32,
+        setup: KernelSetup,
+        config: RunConfig,
+        init: impl Fn(&mut Wave),
+    ) -> Result<Counters, EmuError> {
+        let view = mem.view();
+        let st = LaunchState {
+            target,
+            program: p,
+            setup: &setup,
+            dims: LaunchDims {
+                grid: [1, 1, 1],
+                block: [block, 1, 1],
+                dynamic_lds: 0,
+            },
+            addrs: DispatchAddrs::default(),
+            mem: &view,
+            config,
+            entry: 0x1000,
+        };
+        run_workgroup_with(&st, [0, 0, 0], 0, &mut WorkgroupScratch::default(), init)
+    }
+
+    /// An `init` that points s[4:5] at `addr` (where `store_byte` with saddr 4 writes).
+    pub fn sgpr45(addr: u64) -> impl Fn(&mut Wave) {
+        move |w| {
+            w.sgpr[4] = addr as u32;
+            w.sgpr[5] = (addr >> 32) as u32;
+        }
+    }
+}
+
+/// End-to-end tests of the scheduler on hand-built programs: barriers, races, hazards and the
+/// budget, each with the failure it must catch.
+#[cfg(test)]
+mod program_tests {
+    use super::test_programs::*;
+    use super::*;
+    use crate::emu::ds::DsOp;
+    use crate::emu::memory::Memory;
+    use crate::emu::scalar::ScalarOp;
+    use crate::emu::stats::InstClass;
 
     /// Two waves; each lane writes byte `tid` of LDS, then reads byte `tid + 64` (written by the
     /// other wave) and stores it to global memory at `tid`.
@@ -667,35 +726,19 @@ mod program_tests {
         wait: bool,
         schedule: Schedule,
     ) -> (Result<Counters, EmuError>, Vec<u8>) {
-        let mut ops = vec![ds(
-            DsOp::Write {
-                bytes: 1,
-                dwords: 1,
-                hi: false,
-            },
-            0,
-            0,
-            0,
-            0,
-        )];
+        let write = DsOp::Write {
+            bytes: 1,
+            dwords: 1,
+            hi: false,
+        };
+        let mut ops = vec![ds(write, 0, 0, 0, 0)];
         if wait {
             ops.push(sop(ScalarOp::Waitcnt, 0, 0, 0, 0xc07f)); // lgkmcnt(0)
         }
         if barrier {
             ops.push(sop(ScalarOp::Barrier, 0, 0, 0, 0));
         }
-        ops.push(ds(
-            DsOp::Read {
-                bytes: 1,
-                dwords: 1,
-                signed: false,
-                part: Part::Full,
-            },
-            0,
-            0,
-            1,
-            64,
-        ));
+        ops.push(ds_read(1, 0, 1, 64));
         ops.push(sop(ScalarOp::Waitcnt, 0, 0, 0, 0xc07f));
         ops.push(store_byte(4, 0, 1));
         ops.push(sop(ScalarOp::Endpgm, 0, 0, 0, 0));
@@ -703,39 +746,16 @@ mod program_tests {
         let mem = Memory::new();
         let out = mem.alloc(128).unwrap();
         mem.write(out, &[0xee; 128]).unwrap();
-        // s[4:5] = out (kernarg-free: set through user SGPRs of a fake kernarg pointer is not
-        // needed; the test sets registers via the setup's user SGPR count = 0 and patches below).
+        // No kernel arguments: s[4:5] is set directly in each wave.
         let setup = KernelSetup {
-            rsrc1: 0,
-            rsrc2: 0,
-            rsrc3: 0,
             group_segment_fixed_size: 256,
             ..Default::default()
         };
-        let dims = LaunchDims {
-            grid: [1, 1, 1],
-            block: [128, 1, 1],
-            dynamic_lds: 0,
+        let config = RunConfig {
+            schedule,
+            ..Default::default()
         };
-        let view = mem.view();
-        let st = LaunchState {
-            target: Target::Gfx942,
-            program: &p,
-            setup: &setup,
-            dims,
-            addrs: DispatchAddrs::default(),
-            mem: &view,
-            config: RunConfig {
-                schedule,
-                ..Default::default()
-            },
-            entry: 0x1000,
-        };
-        let mut lds = WorkgroupScratch::default();
-        let r = run_workgroup_with(&st, [0, 0, 0], 0, &mut lds, |w| {
-            w.sgpr[4] = out as u32;
-            w.sgpr[5] = (out >> 32) as u32;
-        });
+        let r = run_one(&p, &mem, Target::Gfx942, 128, setup, config, sgpr45(out));
         let mut bytes = vec![0u8; 128];
         mem.read(out, &mut bytes).unwrap();
         (r, bytes)
@@ -780,18 +800,7 @@ mod program_tests {
     #[test]
     fn reading_a_load_destination_before_its_wait_is_a_hazard() {
         let p = program(vec![
-            ds(
-                DsOp::Read {
-                    bytes: 4,
-                    dwords: 1,
-                    signed: false,
-                    part: Part::Full,
-                },
-                0,
-                0,
-                1,
-                0,
-            ),
+            ds_read(4, 0, 1, 0),
             store_byte(4, 0, 1),
             sop(ScalarOp::Endpgm, 0, 0, 0, 0),
         ]);
@@ -801,28 +810,8 @@ mod program_tests {
             group_segment_fixed_size: 512,
             ..Default::default()
         };
-        let dims = LaunchDims {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-            dynamic_lds: 0,
-        };
-        let view = mem.view();
-        let st = LaunchState {
-            target: Target::Gfx900,
-            program: &p,
-            setup: &setup,
-            dims,
-            addrs: DispatchAddrs::default(),
-            mem: &view,
-            config: RunConfig::default(),
-            entry: 0x1000,
-        };
-        let mut lds = WorkgroupScratch::default();
-        let e = run_workgroup_with(&st, [0, 0, 0], 0, &mut lds, |w| {
-            w.sgpr[4] = out as u32;
-            w.sgpr[5] = (out >> 32) as u32;
-        })
-        .unwrap_err();
+        let config = RunConfig::default();
+        let e = run_one(&p, &mem, Target::Gfx900, 64, setup, config, sgpr45(out)).unwrap_err();
         let text = e.to_string();
         assert!(
             text.contains("hazard: v1")
@@ -835,29 +824,21 @@ mod program_tests {
     #[test]
     fn infinite_loop_exhausts_the_budget() {
         let p = program(vec![sop(ScalarOp::Branch, 0, 0, 0, 0xffff)]);
-        let mem = Memory::new();
+        let config = RunConfig {
+            max_instructions_per_wave: 1000,
+            ..Default::default()
+        };
         let setup = KernelSetup::default();
-        let dims = LaunchDims {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-            dynamic_lds: 0,
-        };
-        let view = mem.view();
-        let st = LaunchState {
-            target: Target::Gfx90a,
-            program: &p,
-            setup: &setup,
-            dims,
-            addrs: DispatchAddrs::default(),
-            mem: &view,
-            config: RunConfig {
-                max_instructions_per_wave: 1000,
-                ..Default::default()
-            },
-            entry: 0x1000,
-        };
-        let mut lds = WorkgroupScratch::default();
-        let e = run_workgroup(&st, [0, 0, 0], 0, &mut lds).unwrap_err();
+        let e = run_one(
+            &p,
+            &Memory::new(),
+            Target::Gfx90a,
+            64,
+            setup,
+            config,
+            |_| {},
+        )
+        .unwrap_err();
         assert!(matches!(e, EmuError::Budget { limit: 1000, .. }), "{e}");
         assert!(e.to_string().contains("infinite loop"));
     }
@@ -865,36 +846,27 @@ mod program_tests {
     #[test]
     fn running_off_the_code_is_an_error_not_a_panic() {
         let p = program(vec![sop(ScalarOp::Nop, 0, 0, 0, 0)]);
-        let mem = Memory::new();
-        let setup = KernelSetup::default();
-        let dims = LaunchDims {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-            dynamic_lds: 0,
-        };
-        let view = mem.view();
-        let st = LaunchState {
-            target: Target::Gfx942,
-            program: &p,
-            setup: &setup,
-            dims,
-            addrs: DispatchAddrs::default(),
-            mem: &view,
-            config: RunConfig::default(),
-            entry: 0x1000,
-        };
-        let mut lds = WorkgroupScratch::default();
-        let e = run_workgroup(&st, [0, 0, 0], 0, &mut lds).unwrap_err();
+        let (setup, config) = (KernelSetup::default(), RunConfig::default());
+        let e = run_one(
+            &p,
+            &Memory::new(),
+            Target::Gfx942,
+            64,
+            setup,
+            config,
+            |_| {},
+        )
+        .unwrap_err();
         assert!(matches!(e, EmuError::Stuck { .. }), "{e}");
     }
 }
 
 #[cfg(test)]
 mod perf_probe {
+    use super::test_programs::*;
     use super::*;
     use crate::emu::memory::Memory;
-    use crate::emu::scalar::{ScalarInst, ScalarOp};
-    use crate::emu::stats::InstClass;
+    use crate::emu::scalar::ScalarOp;
     use crate::emu::valu::{Form, ValuInst, ValuOp};
 
     /// Not a test of correctness: prints the lane-op rate of a synthetic ALU loop
@@ -908,108 +880,27 @@ mod perf_probe {
         let mut add = ValuInst::new(ValuOp::from_name("v_add_u32").unwrap(), Form::E32);
         add.vdst = 2;
         add.src = [256 + 2, 256, 0];
-        let mut ops = Vec::new();
-        ops.push(Op::Scalar(ScalarInst {
-            op: ScalarOp::MovkI32,
-            dst: 10,
-            src0: 0,
-            src1: 0,
-            literal: 0,
-            simm16: 1000,
-            size: 4,
-        }));
+        let mut ops = vec![sop(ScalarOp::MovkI32, 10, 0, 0, 1000)];
         for _ in 0..8 {
             ops.push(Op::Valu(Box::new(fma)));
             ops.push(Op::Valu(Box::new(add)));
         }
-        ops.push(Op::Scalar(ScalarInst {
-            op: ScalarOp::AddI32,
-            dst: 10,
-            src0: 10,
-            src1: 193,
-            literal: 0,
-            simm16: 0,
-            size: 4,
-        }));
-        ops.push(Op::Scalar(ScalarInst {
-            op: ScalarOp::CmpLgU32,
-            dst: 0,
-            src0: 10,
-            src1: 128,
-            literal: 0,
-            simm16: 0,
-            size: 4,
-        }));
-        ops.push(Op::Scalar(ScalarInst {
-            op: ScalarOp::CbranchScc1,
-            dst: 0,
-            src0: 0,
-            src1: 0,
-            literal: 0,
-            simm16: (-19i16) as u16,
-            size: 4,
-        }));
-        ops.push(Op::Scalar(ScalarInst {
-            op: ScalarOp::Endpgm,
-            dst: 0,
-            src0: 0,
-            src1: 0,
-            literal: 0,
-            simm16: 0,
-            size: 4,
-        }));
-        let insts = ops
-            .into_iter()
-            .enumerate()
-            .map(|(k, op)| {
-                let vector = matches!(op, Op::Valu(_));
-                Decoded {
-                    pc: 0x1000 + 4 * k as u64,
-                    size: 4,
-                    text: String::new(),
-                    op,
-                    reads: Default::default(),
-                    writes: Default::default(),
-                    issuing: None,
-                    class: if vector {
-                        InstClass::Valu
-                    } else {
-                        InstClass::Salu
-                    },
-                    vector,
-                    opcode: None,
-                    illegal: None,
-                    waits: Default::default(),
-                }
-            })
-            .collect();
-        let p = Program::new(0x1000, insts);
+        ops.push(sop(ScalarOp::AddI32, 10, 10, 193, 0));
+        ops.push(sop(ScalarOp::CmpLgU32, 0, 10, 128, 0));
+        ops.push(sop(ScalarOp::CbranchScc1, 0, 0, 0, (-19i16) as u16));
+        ops.push(sop(ScalarOp::Endpgm, 0, 0, 0, 0));
+        let p = program(ops);
         let mem = Memory::new();
         let setup = KernelSetup {
             rsrc1: 1,
             ..Default::default()
         };
-        let dims = LaunchDims {
-            grid: [1, 1, 1],
-            block: [256, 1, 1],
-            dynamic_lds: 0,
-        };
-        let view = mem.view();
-        let st = LaunchState {
-            target: Target::Gfx942,
-            program: &p,
-            setup: &setup,
-            dims,
-            addrs: DispatchAddrs::default(),
-            mem: &view,
-            config: RunConfig::default(),
-            entry: 0x1000,
-        };
-        let mut lds = WorkgroupScratch::default();
         let t = std::time::Instant::now();
         let mut c = Counters::default();
         for _ in 0..20 {
-            c.merge(&run_workgroup(&st, [0, 0, 0], 0, &mut lds).unwrap());
+            let config = RunConfig::default();
+            let r = run_one(&p, &mem, Target::Gfx942, 256, setup, config, |_| {});
+            c.merge(&r.unwrap());
         }
         let s = t.elapsed().as_secs_f64();
         eprintln!(
