@@ -111,6 +111,64 @@ fn d(x: u64) -> f64 {
     f64::from_bits(x)
 }
 
+/// f32 lanes (`u32`) or f64 lanes (`u64`): how a float loop reads, flushes, finishes and writes
+/// each width, so that one generic loop ([`X::float_1`], [`X::float_3`], ...) serves both.
+trait FloatLane: fl::FloatBits + Default {
+    type F: Copy;
+    fn float(self) -> Self::F;
+    fn from_float(v: Self::F) -> Self;
+    /// MODE's denormal switches for this width: (inputs kept, outputs kept).
+    fn denormals(mode: &FloatMode) -> (bool, bool);
+    fn omod_clamp(v: Self::F, omod: u8, clamp: bool, dx10: bool) -> Self::F;
+    /// Source `n` with its modifiers (see [`X::rd`], [`X::rd64`]).
+    fn read(x: &mut X, n: usize) -> Result<[Self; LANES], EmuError>;
+    fn write(x: &mut X, r: &[Self; LANES]) -> Result<(), EmuError>;
+}
+
+impl FloatLane for u32 {
+    type F = f32;
+    fn float(self) -> f32 {
+        f32::from_bits(self)
+    }
+    fn from_float(v: f32) -> u32 {
+        v.to_bits()
+    }
+    fn denormals(mode: &FloatMode) -> (bool, bool) {
+        (mode.f32_denorm_in, mode.f32_denorm_out)
+    }
+    fn omod_clamp(v: f32, omod: u8, clamp: bool, dx10: bool) -> f32 {
+        fl::omod_clamp_f32(v, omod, clamp, dx10)
+    }
+    fn read(x: &mut X, n: usize) -> Result<Lanes, EmuError> {
+        x.rd(n, T::F)
+    }
+    fn write(x: &mut X, r: &Lanes) -> Result<(), EmuError> {
+        x.wr(r)
+    }
+}
+
+impl FloatLane for u64 {
+    type F = f64;
+    fn float(self) -> f64 {
+        f64::from_bits(self)
+    }
+    fn from_float(v: f64) -> u64 {
+        v.to_bits()
+    }
+    fn denormals(mode: &FloatMode) -> (bool, bool) {
+        (mode.f64_denorm_in, mode.f64_denorm_out)
+    }
+    fn omod_clamp(v: f64, omod: u8, clamp: bool, dx10: bool) -> f64 {
+        fl::omod_clamp_f64(v, omod, clamp, dx10)
+    }
+    fn read(x: &mut X, n: usize) -> Result<L64, EmuError> {
+        x.rd64(n, SrcType::F64)
+    }
+    fn write(x: &mut X, r: &L64) -> Result<(), EmuError> {
+        x.wr64(r)
+    }
+}
+
 fn unsupported(what: String) -> EmuError {
     EmuError::unsupported(what)
 }
@@ -421,24 +479,96 @@ impl X<'_> {
 
     // ---------------------------------------------------------------- typed lane loops
 
-    fn flush_in32(&self, v: &mut Lanes) {
-        flush_lanes(v, self.mode.f32_denorm_in);
+    /// Flushes input denormals of a float source unless MODE keeps them.
+    fn flush_in<L: FloatLane>(&self, v: &mut [L; LANES]) {
+        flush_lanes(v, L::denormals(&self.mode).0);
     }
 
-    fn fin32(&mut self, mut r: Lanes) -> Result<(), EmuError> {
-        flush_lanes(&mut r, self.mode.f32_denorm_out);
+    /// Finishes a float result (output denormals, `omod`, `clamp`) and writes it.
+    fn float_fin<L: FloatLane>(&mut self, mut r: [L; LANES]) -> Result<(), EmuError> {
+        flush_lanes(&mut r, L::denormals(&self.mode).1);
         if self.i.omod != 0 || self.i.clamp {
             let (om, cl, dx) = (self.i.omod, self.i.clamp, self.mode.dx10_clamp);
-            r = map1(&r, |x| fl::omod_clamp_f32(f(x), om, cl, dx).to_bits());
+            for x in r.iter_mut() {
+                *x = L::from_float(L::omod_clamp(x.float(), om, cl, dx));
+            }
         }
-        self.wr(&r)
+        L::write(self, &r)
     }
 
-    fn f32_1(&mut self, op: impl Fn(f32) -> f32) -> Result<(), EmuError> {
-        let mut a = self.rd(0, T::F)?;
-        self.flush_in32(&mut a);
-        let r = map1(&a, |x| op(f(x)).to_bits());
-        self.fin32(r)
+    /// Float source `n`, input denormals flushed.
+    fn float_in<L: FloatLane>(&mut self, n: usize) -> Result<[L; LANES], EmuError> {
+        let mut v = L::read(self, n)?;
+        self.flush_in(&mut v);
+        Ok(v)
+    }
+
+    fn float_1<L: FloatLane>(&mut self, op: impl Fn(L::F) -> L::F) -> Result<(), EmuError> {
+        let a = self.float_in::<L>(0)?;
+        let r = std::array::from_fn(|l| L::from_float(op(a[l].float())));
+        self.float_fin(r)
+    }
+
+    fn float_2<L: FloatLane>(&mut self, op: impl Fn(L::F, L::F) -> L::F) -> Result<(), EmuError> {
+        let a = self.float_in::<L>(0)?;
+        let b = self.float_in::<L>(1)?;
+        let r = std::array::from_fn(|l| L::from_float(op(a[l].float(), b[l].float())));
+        self.float_fin(r)
+    }
+
+    /// Three float sources; `c` given for VOP2 accumulate forms (`v_fmac`: D is the addend).
+    fn float_3<L: FloatLane>(
+        &mut self,
+        c: Option<[L; LANES]>,
+        op: impl Fn(L::F, L::F, L::F) -> L::F,
+    ) -> Result<(), EmuError> {
+        let a = self.float_in::<L>(0)?;
+        let b = self.float_in::<L>(1)?;
+        let c = match c {
+            Some(mut c) => {
+                self.flush_in(&mut c);
+                c
+            }
+            None => self.float_in::<L>(2)?,
+        };
+        let r = std::array::from_fn(|l| L::from_float(op(a[l].float(), b[l].float(), c[l].float())));
+        self.float_fin(r)
+    }
+
+    /// `v_div_scale_f32/f64`: the scaled value to D, the post-scale flags to the scalar
+    /// destination (no denormal flushing or output modifiers).
+    fn div_scale<L: FloatLane>(
+        &mut self,
+        op: impl Fn(L::F, L::F, L::F) -> (L::F, bool),
+    ) -> Result<(), EmuError> {
+        let a = L::read(self, 0)?;
+        let b = L::read(self, 1)?;
+        let c = L::read(self, 2)?;
+        let mut r = [L::default(); LANES];
+        let mut m = 0u64;
+        for l in 0..LANES {
+            let (v, s) = op(a[l].float(), b[l].float(), c[l].float());
+            r[l] = L::from_float(v);
+            m |= (s as u64) << l;
+        }
+        L::write(self, &r)?;
+        let m = m & self.write;
+        self.w.write_scalar64(self.i.sdst, m)
+    }
+
+    /// `v_div_fmas_f32/f64`: a fused multiply-add post-scaled in the lanes VCC selects.
+    fn div_fmas<L: FloatLane>(
+        &mut self,
+        op: impl Fn(L::F, L::F, L::F, bool) -> L::F,
+    ) -> Result<(), EmuError> {
+        let vcc = self.w.vcc;
+        let a = L::read(self, 0)?;
+        let b = L::read(self, 1)?;
+        let c = L::read(self, 2)?;
+        let r = std::array::from_fn(|l| {
+            L::from_float(op(a[l].float(), b[l].float(), c[l].float(), vcc >> l & 1 != 0))
+        });
+        self.float_fin(r)
     }
 
     fn f32_2(&mut self, op: impl Fn(f32, f32) -> f32) -> Result<(), EmuError> {
@@ -449,53 +579,29 @@ impl X<'_> {
             for l in 0..LANES {
                 r[l] = op(f(inp(a.at(l))), f(inp(b.at(l)))).to_bits();
             }
-            return self.fin32(r);
+            return self.float_fin(r);
         }
-        let mut a = self.rd(0, T::F)?;
-        let mut b = self.rd(1, T::F)?;
-        self.flush_in32(&mut a);
-        self.flush_in32(&mut b);
-        let r = map2(&a, &b, |x, y| op(f(x), f(y)).to_bits());
-        self.fin32(r)
+        self.float_2::<u32>(op)
     }
 
     fn f32_2b(&mut self, op: impl Fn(u32, u32) -> u32) -> Result<(), EmuError> {
         let mut a = self.rd(0, T::F)?;
         let mut b = self.rd(1, T::F)?;
-        self.flush_in32(&mut a);
-        self.flush_in32(&mut b);
+        self.flush_in(&mut a);
+        self.flush_in(&mut b);
         let r = map2(&a, &b, op);
-        self.fin32(r)
-    }
-
-    /// Three f32 sources; `c` given for VOP2 accumulate forms (`v_fmac`: D is the addend).
-    fn f32_3(
-        &mut self,
-        c: Option<Lanes>,
-        op: impl Fn(f32, f32, f32) -> f32,
-    ) -> Result<(), EmuError> {
-        let mut a = self.rd(0, T::F)?;
-        let mut b = self.rd(1, T::F)?;
-        let mut cc = match c {
-            Some(c) => c,
-            None => self.rd(2, T::F)?,
-        };
-        self.flush_in32(&mut a);
-        self.flush_in32(&mut b);
-        self.flush_in32(&mut cc);
-        let r = map3(&a, &b, &cc, |x, y, z| op(f(x), f(y), f(z)).to_bits());
-        self.fin32(r)
+        self.float_fin(r)
     }
 
     fn f32_3b(&mut self, op: impl Fn(u32, u32, u32) -> u32) -> Result<(), EmuError> {
         let mut a = self.rd(0, T::F)?;
         let mut b = self.rd(1, T::F)?;
         let mut c = self.rd(2, T::F)?;
-        self.flush_in32(&mut a);
-        self.flush_in32(&mut b);
-        self.flush_in32(&mut c);
+        self.flush_in(&mut a);
+        self.flush_in(&mut b);
+        self.flush_in(&mut c);
         let r = map3(&a, &b, &c, op);
-        self.fin32(r)
+        self.float_fin(r)
     }
 
     fn u32_1(&mut self, op: impl Fn(u32) -> u32) -> Result<(), EmuError> {
@@ -620,60 +726,6 @@ impl X<'_> {
         self.wr16(&r, zero_high)
     }
 
-    fn f64_in(&self, v: &mut L64) {
-        flush_lanes(v, self.mode.f64_denorm_in);
-    }
-
-    fn fin64(&mut self, mut r: L64) -> Result<(), EmuError> {
-        flush_lanes(&mut r, self.mode.f64_denorm_out);
-        if self.i.omod != 0 || self.i.clamp {
-            let (om, cl, dx) = (self.i.omod, self.i.clamp, self.mode.dx10_clamp);
-            for x in r.iter_mut() {
-                *x = fl::omod_clamp_f64(d(*x), om, cl, dx).to_bits();
-            }
-        }
-        self.wr64(&r)
-    }
-
-    fn f64_1(&mut self, op: impl Fn(f64) -> f64) -> Result<(), EmuError> {
-        let mut a = self.rd64(0, SrcType::F64)?;
-        self.f64_in(&mut a);
-        let mut r = [0u64; LANES];
-        for l in 0..LANES {
-            r[l] = op(d(a[l])).to_bits();
-        }
-        self.fin64(r)
-    }
-
-    fn f64_2(&mut self, op: impl Fn(f64, f64) -> f64) -> Result<(), EmuError> {
-        let mut a = self.rd64(0, SrcType::F64)?;
-        let mut b = self.rd64(1, SrcType::F64)?;
-        self.f64_in(&mut a);
-        self.f64_in(&mut b);
-        let mut r = [0u64; LANES];
-        for l in 0..LANES {
-            r[l] = op(d(a[l]), d(b[l])).to_bits();
-        }
-        self.fin64(r)
-    }
-
-    fn f64_3(&mut self, c: Option<L64>, op: impl Fn(f64, f64, f64) -> f64) -> Result<(), EmuError> {
-        let mut a = self.rd64(0, SrcType::F64)?;
-        let mut b = self.rd64(1, SrcType::F64)?;
-        let mut cc = match c {
-            Some(c) => c,
-            None => self.rd64(2, SrcType::F64)?,
-        };
-        self.f64_in(&mut a);
-        self.f64_in(&mut b);
-        self.f64_in(&mut cc);
-        let mut r = [0u64; LANES];
-        for l in 0..LANES {
-            r[l] = op(d(a[l]), d(b[l]), d(cc[l])).to_bits();
-        }
-        self.fin64(r)
-    }
-
     /// f64 result from a 32-bit source (conversions).
     fn to64(&mut self, t: T, op: impl Fn(u32) -> f64) -> Result<(), EmuError> {
         let a = self.rd(0, t)?;
@@ -681,13 +733,13 @@ impl X<'_> {
         for l in 0..LANES {
             r[l] = op(a[l]).to_bits();
         }
-        self.fin64(r)
+        self.float_fin(r)
     }
 
     /// 32-bit result from an f64 source.
     fn from64(&mut self, op: impl Fn(f64) -> u32) -> Result<(), EmuError> {
         let mut a = self.rd64(0, SrcType::F64)?;
-        self.f64_in(&mut a);
+        self.flush_in(&mut a);
         let mut r = [0u32; LANES];
         for l in 0..LANES {
             r[l] = op(d(a[l]));
@@ -797,7 +849,7 @@ impl X<'_> {
             CvtF32Ubyte3 => self.f32_1b(|x| ((x >> 24) as f32).to_bits()),
             CvtF16F32 => {
                 let mut a = self.rd(0, T::F)?;
-                self.flush_in32(&mut a);
+                self.flush_in(&mut a);
                 let r = map1(&a, |x| h::from_f32(f(x)) as u32);
                 self.fin16(r, true)
             }
@@ -805,32 +857,32 @@ impl X<'_> {
                 let mut a = self.rd(0, T::H)?;
                 self.flush16(&mut a);
                 let r = map1(&a, |x| h::to_f32(x as u16).to_bits());
-                self.fin32(r)
+                self.float_fin(r)
             }
-            TruncF64 => self.f64_1(f64::trunc),
-            CeilF64 => self.f64_1(f64::ceil),
-            RndneF64 => self.f64_1(fl::rndne_f64),
-            FloorF64 => self.f64_1(f64::floor),
-            FractF64 => self.f64_1(fl::fract_f64),
-            FrexpMantF64 => self.f64_1(fl::frexp_mant_f64),
+            TruncF64 => self.float_1::<u64>(f64::trunc),
+            CeilF64 => self.float_1::<u64>(f64::ceil),
+            RndneF64 => self.float_1::<u64>(fl::rndne_f64),
+            FloorF64 => self.float_1::<u64>(f64::floor),
+            FractF64 => self.float_1::<u64>(fl::fract_f64),
+            FrexpMantF64 => self.float_1::<u64>(fl::frexp_mant_f64),
             FrexpExpI32F64 => self.from64(|x| fl::frexp_exp_f64(x) as u32),
-            FractF32 => self.f32_1(fl::fract_f32),
-            TruncF32 => self.f32_1(f32::trunc),
-            CeilF32 => self.f32_1(f32::ceil),
-            RndneF32 => self.f32_1(fl::rndne_f32),
-            FloorF32 => self.f32_1(f32::floor),
-            FrexpMantF32 => self.f32_1(fl::frexp_mant_f32),
+            FractF32 => self.float_1::<u32>(fl::fract_f32),
+            TruncF32 => self.float_1::<u32>(f32::trunc),
+            CeilF32 => self.float_1::<u32>(f32::ceil),
+            RndneF32 => self.float_1::<u32>(fl::rndne_f32),
+            FloorF32 => self.float_1::<u32>(f32::floor),
+            FrexpMantF32 => self.float_1::<u32>(fl::frexp_mant_f32),
             FrexpExpI32F32 => self.f32_to_int(|x| fl::frexp_exp_f32(x) as u32),
-            ExpF32 | ExpLegacyF32 => self.f32_1(tr::exp_f32),
-            LogF32 | LogLegacyF32 => self.f32_1(tr::log_f32),
-            RcpF32 | RcpIflagF32 => self.f32_1(tr::rcp_f32),
-            RsqF32 => self.f32_1(tr::rsq_f32),
-            SqrtF32 => self.f32_1(tr::sqrt_f32),
-            SinF32 => self.f32_1(tr::sin_f32),
-            CosF32 => self.f32_1(tr::cos_f32),
-            RcpF64 => self.f64_1(tr::rcp_f64),
-            RsqF64 => self.f64_1(tr::rsq_f64),
-            SqrtF64 => self.f64_1(tr::sqrt_f64),
+            ExpF32 | ExpLegacyF32 => self.float_1::<u32>(tr::exp_f32),
+            LogF32 | LogLegacyF32 => self.float_1::<u32>(tr::log_f32),
+            RcpF32 | RcpIflagF32 => self.float_1::<u32>(tr::rcp_f32),
+            RsqF32 => self.float_1::<u32>(tr::rsq_f32),
+            SqrtF32 => self.float_1::<u32>(tr::sqrt_f32),
+            SinF32 => self.float_1::<u32>(tr::sin_f32),
+            CosF32 => self.float_1::<u32>(tr::cos_f32),
+            RcpF64 => self.float_1::<u64>(tr::rcp_f64),
+            RsqF64 => self.float_1::<u64>(tr::rsq_f64),
+            SqrtF64 => self.float_1::<u64>(tr::sqrt_f64),
             NotB32 => self.u32_1(|x| !x),
             BfrevB32 => self.u32_1(u32::reverse_bits),
             FfbhU32 => self.u32_1(int::ffbh_u32),
@@ -950,9 +1002,9 @@ impl X<'_> {
             LdexpF32 => {
                 let mut a = self.rd(0, T::F)?;
                 let b = self.rd(1, T::B)?;
-                self.flush_in32(&mut a);
+                self.flush_in(&mut a);
                 let r = map2(&a, &b, |x, e| fl::ldexp_f32(f(x), e as i32).to_bits());
-                self.fin32(r)
+                self.float_fin(r)
             }
             MulI32I24 => self.u32_2(int::mul_i24),
             MulHiI32I24 => self.u32_2(int::mul_hi_i24),
@@ -971,21 +1023,21 @@ impl X<'_> {
             XnorB32 => self.u32_2(|a, b| !(a ^ b)),
             MacF32 => {
                 let c = self.dst_old()?;
-                self.f32_3(Some(c), fl::mad_f32)
+                self.float_3::<u32>(Some(c), fl::mad_f32)
             }
-            MadF32 | MadLegacyF32 => self.f32_3(None, fl::mad_f32),
+            MadF32 | MadLegacyF32 => self.float_3::<u32>(None, fl::mad_f32),
             MadmkF32 => {
                 // D = S0 * K + S1
                 let k = [self.i.literal; LANES];
                 let a = self.rd(0, T::F)?;
                 let b = self.rd(1, T::F)?;
-                self.fin32(map3(&a, &k, &b, |x, y, z| {
+                self.float_fin(map3(&a, &k, &b, |x, y, z| {
                     fl::mad_f32(f(x), f(y), f(z)).to_bits()
                 }))
             }
             MadakF32 => {
                 let k = [self.i.literal; LANES];
-                self.f32_3(Some(k), fl::mad_f32)
+                self.float_3::<u32>(Some(k), fl::mad_f32)
             }
             FmacF32 => {
                 let c = self.dst_old()?;
@@ -997,15 +1049,15 @@ impl X<'_> {
                 let k = [self.i.literal; LANES];
                 let mut a = self.rd(0, T::F)?;
                 let mut b = self.rd(1, T::F)?;
-                self.flush_in32(&mut a);
-                self.flush_in32(&mut b);
-                self.fin32(map3(&a, &k, &b, |x, y, z| {
+                self.flush_in(&mut a);
+                self.flush_in(&mut b);
+                self.float_fin(map3(&a, &k, &b, |x, y, z| {
                     fl::fma_f32(f(x), f(y), f(z)).to_bits()
                 }))
             }
             FmaakF32 => {
                 let k = [self.i.literal; LANES];
-                self.f32_3(Some(k), fl::fma_f32)
+                self.float_3::<u32>(Some(k), fl::fma_f32)
             }
             FmaF32 => {
                 let a = self.rd(0, T::F)?;
@@ -1020,7 +1072,7 @@ impl X<'_> {
                 for l in 0..LANES {
                     c[l] = self.w.vgpr[r][l] as u64 | (self.w.vgpr[r + 1][l] as u64) << 32;
                 }
-                self.f64_3(Some(c), fl::fma_f64)
+                self.float_3::<u64>(Some(c), fl::fma_f64)
             }
             AddCoU32 => self.carry(false, |a, b, _| int::add_carry(a, b, false)),
             SubCoU32 => self.carry(false, |a, b, _| int::sub_borrow(a, b, false)),
@@ -1177,59 +1229,12 @@ impl X<'_> {
                     convert::pk_u8_f32(f(x), y, z)
                 }))
             }
-            DivFixupF32 => self.f32_3(None, fl::div_fixup_f32),
-            DivFixupF64 => self.f64_3(None, fl::div_fixup_f64),
-            DivFmasF32 => {
-                let vcc = self.w.vcc;
-                let mut a = self.rd(0, T::F)?;
-                let b = self.rd(1, T::F)?;
-                let c = self.rd(2, T::F)?;
-                for l in 0..LANES {
-                    a[l] = fl::div_fmas_f32(f(a[l]), f(b[l]), f(c[l]), vcc >> l & 1 != 0).to_bits();
-                }
-                self.fin32(a)
-            }
-            DivFmasF64 => {
-                let vcc = self.w.vcc;
-                let a = self.rd64(0, SrcType::F64)?;
-                let b = self.rd64(1, SrcType::F64)?;
-                let c = self.rd64(2, SrcType::F64)?;
-                let mut r = [0u64; LANES];
-                for l in 0..LANES {
-                    r[l] = fl::div_fmas_f64(d(a[l]), d(b[l]), d(c[l]), vcc >> l & 1 != 0).to_bits();
-                }
-                self.fin64(r)
-            }
-            DivScaleF32 => {
-                let a = self.rd(0, T::F)?;
-                let b = self.rd(1, T::F)?;
-                let c = self.rd(2, T::F)?;
-                let mut r = [0u32; LANES];
-                let mut m = 0u64;
-                for l in 0..LANES {
-                    let (v, s) = fl::div_scale_f32(f(a[l]), f(b[l]), f(c[l]));
-                    r[l] = v.to_bits();
-                    m |= (s as u64) << l;
-                }
-                self.wr(&r)?;
-                let m = m & self.write;
-                self.w.write_scalar64(self.i.sdst, m)
-            }
-            DivScaleF64 => {
-                let a = self.rd64(0, SrcType::F64)?;
-                let b = self.rd64(1, SrcType::F64)?;
-                let c = self.rd64(2, SrcType::F64)?;
-                let mut r = [0u64; LANES];
-                let mut m = 0u64;
-                for l in 0..LANES {
-                    let (v, s) = fl::div_scale_f64(d(a[l]), d(b[l]), d(c[l]));
-                    r[l] = v.to_bits();
-                    m |= (s as u64) << l;
-                }
-                self.wr64(&r)?;
-                let m = m & self.write;
-                self.w.write_scalar64(self.i.sdst, m)
-            }
+            DivFixupF32 => self.float_3::<u32>(None, fl::div_fixup_f32),
+            DivFixupF64 => self.float_3::<u64>(None, fl::div_fixup_f64),
+            DivFmasF32 => self.div_fmas::<u32>(fl::div_fmas_f32),
+            DivFmasF64 => self.div_fmas::<u64>(fl::div_fmas_f64),
+            DivScaleF32 => self.div_scale::<u32>(fl::div_scale_f32),
+            DivScaleF64 => self.div_scale::<u64>(fl::div_scale_f64),
             QsadPkU16U8 | MqsadPkU16U8 => {
                 let a = self.rd64(0, SrcType::B64)?;
                 let b = self.rd(1, T::B)?;
@@ -1353,8 +1358,8 @@ impl X<'_> {
                 }
                 self.wr64(&r)
             }
-            AddF64 => self.f64_2(|a, b| a + b),
-            MulF64 => self.f64_2(|a, b| a * b),
+            AddF64 => self.float_2::<u64>(|a, b| a + b),
+            MulF64 => self.float_2::<u64>(|a, b| a * b),
             MinF64 | MaxF64 => {
                 let a = self.rd64(0, SrcType::F64)?;
                 let b = self.rd64(1, SrcType::F64)?;
@@ -1366,18 +1371,18 @@ impl X<'_> {
                         fl::max(a[l], b[l], ieee)
                     };
                 }
-                self.fin64(r)
+                self.float_fin(r)
             }
-            FmaF64 => self.f64_3(None, fl::fma_f64),
+            FmaF64 => self.float_3::<u64>(None, fl::fma_f64),
             LdexpF64 => {
                 let mut a = self.rd64(0, SrcType::F64)?;
                 let b = self.rd(1, T::B)?;
-                self.f64_in(&mut a);
+                self.flush_in(&mut a);
                 let mut r = [0u64; LANES];
                 for l in 0..LANES {
                     r[l] = fl::ldexp_f64(d(a[l]), b[l] as i32).to_bits();
                 }
-                self.fin64(r)
+                self.float_fin(r)
             }
             TrigPreopF64 => {
                 let a = self.rd64(0, SrcType::F64)?;
@@ -1386,7 +1391,7 @@ impl X<'_> {
                 for l in 0..LANES {
                     r[l] = fl::trig_preop_f64(d(a[l]), b[l]).to_bits();
                 }
-                self.fin64(r)
+                self.float_fin(r)
             }
             MulLoU32 => self.u32_2(u32::wrapping_mul),
             MulHiU32 => self.u32_2(int::mul_hi_u32),
@@ -1568,23 +1573,23 @@ impl X<'_> {
     /// `a * b + c` fused over f32 lanes (`v_fma_f32` family), on the host FMA when present.
     fn f32_fma(&mut self, a: Lanes, b: Lanes, c: Lanes) -> Result<(), EmuError> {
         let (mut a, mut b, mut c) = (a, b, c);
-        self.flush_in32(&mut a);
-        self.flush_in32(&mut b);
-        self.flush_in32(&mut c);
+        self.flush_in(&mut a);
+        self.flush_in(&mut b);
+        self.flush_in(&mut c);
         let r = fl::fma_f32_lanes(&a, &b, &c);
-        self.fin32(r)
+        self.float_fin(r)
     }
 
     /// f32 result from bits (integer to float conversions: rounding only, no input flush).
     fn f32_1b(&mut self, op: impl Fn(u32) -> u32) -> Result<(), EmuError> {
         let a = self.rd(0, T::B)?;
-        self.fin32(map1(&a, op))
+        self.float_fin(map1(&a, op))
     }
 
     /// Integer result from an f32 (input denormals flushed per MODE, no output modifiers).
     fn f32_to_int(&mut self, op: impl Fn(f32) -> u32) -> Result<(), EmuError> {
         let mut a = self.rd(0, T::F)?;
-        self.flush_in32(&mut a);
+        self.flush_in(&mut a);
         let r = map1(&a, |x| op(f(x)));
         self.wr(&r)
     }
@@ -1600,8 +1605,8 @@ impl X<'_> {
     fn f32_pack(&mut self, op: impl Fn(f32, f32) -> u32) -> Result<(), EmuError> {
         let mut a = self.rd(0, T::F)?;
         let mut b = self.rd(1, T::F)?;
-        self.flush_in32(&mut a);
-        self.flush_in32(&mut b);
+        self.flush_in(&mut a);
+        self.flush_in(&mut b);
         self.wr(&map2(&a, &b, |x, y| op(f(x), f(y))))
     }
 
@@ -1884,8 +1889,8 @@ impl X<'_> {
             (CmpKind::Float(p), CmpType::F32) => {
                 let mut a = self.rd(0, T::F)?;
                 let mut b = self.rd(1, T::F)?;
-                self.flush_in32(&mut a);
-                self.flush_in32(&mut b);
+                self.flush_in(&mut a);
+                self.flush_in(&mut b);
                 super::compare::lane_mask(&a, &b, exec, |x, y| p.eval(f(x), f(y)))
             }
             (CmpKind::Float(p), CmpType::F16) => {
