@@ -67,7 +67,11 @@ impl FloatMode {
 /// A float's bit pattern (`u16` f16, `u32` f32, `u64` f64): the field masks the NaN, denormal
 /// and min/max rules read, so one generic function serves all three widths.
 pub trait FloatBits:
-    Copy + PartialEq + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self>
+    Copy
+    + PartialEq
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::BitXor<Output = Self>
 {
     /// The sign bit.
     const SIGN: Self;
@@ -79,6 +83,10 @@ pub trait FloatBits:
     const QUIET: Self;
     /// Zero.
     const ZERO: Self;
+    /// Width of the mantissa field (where the exponent field starts).
+    const MANT_BITS: u32;
+    /// The biased exponent field.
+    fn exponent(self) -> i32;
     /// A type whose `<` and `==` order these values exactly.
     type Value: PartialOrd;
     /// The value, for ordering.
@@ -93,6 +101,11 @@ macro_rules! float_bits {
             const MANT: $bits = !(Self::SIGN | Self::EXP);
             const QUIET: $bits = $quiet;
             const ZERO: $bits = 0;
+            const MANT_BITS: u32 = Self::EXP.trailing_zeros();
+            #[inline(always)]
+            fn exponent(self) -> i32 {
+                ((self & Self::EXP) >> Self::MANT_BITS) as i32
+            }
             type Value = $value;
             #[inline(always)]
             fn value(self) -> $value {
@@ -395,18 +408,6 @@ pub fn frexp_exp_f64(x: f64) -> i32 {
     frexp_f64(x).1
 }
 
-/// Biased exponent field of an f32.
-#[inline(always)]
-fn exponent_f32(x: f32) -> i32 {
-    ((x.to_bits() >> 23) & 0xff) as i32
-}
-
-/// Biased exponent field of an f64.
-#[inline(always)]
-fn exponent_f64(x: f64) -> i32 {
-    ((x.to_bits() >> 52) & 0x7ff) as i32
-}
-
 fn is_denorm_f32(x: f32) -> bool {
     x != 0.0 && x.is_subnormal()
 }
@@ -422,7 +423,7 @@ pub fn div_scale_f32(s0: f32, s1: f32, s2: f32) -> (f32, bool) {
     if s1.is_nan() || s2.is_nan() || s0.is_nan() {
         return (s0, false);
     }
-    let (e1, e2) = (exponent_f32(s1), exponent_f32(s2));
+    let (e1, e2) = (s1.to_bits().exponent(), s2.to_bits().exponent());
     if e2 - e1 >= 96 {
         // Quotient near the f32 maximum: scale only the denominator.
         return (if s0 == s1 { ldexp_f32(s0, 64) } else { s0 }, true);
@@ -451,7 +452,7 @@ pub fn div_scale_f64(s0: f64, s1: f64, s2: f64) -> (f64, bool) {
     if s1.is_nan() || s2.is_nan() || s0.is_nan() {
         return (s0, false);
     }
-    let (e1, e2) = (exponent_f64(s1), exponent_f64(s2));
+    let (e1, e2) = (s1.to_bits().exponent(), s2.to_bits().exponent());
     if e2 - e1 >= 768 {
         return (if s0 == s1 { ldexp_f64(s0, 128) } else { s0 }, true);
     }
@@ -488,7 +489,7 @@ pub fn div_fmas_f32(s0: f32, s1: f32, s2: f32, vcc: bool) -> f32 {
     if !vcc {
         return fma_f32(s0, s1, s2);
     }
-    let scale = if exponent_f32(s2) > 127 { 64 } else { -64 };
+    let scale = if s2.to_bits().exponent() > 127 { 64 } else { -64 };
     // Scale in f64 so that the fma result is rounded only once to f32.
     let p = s0 as f64 * s1 as f64;
     let exact = fma_f64_odd(p, s2 as f64);
@@ -522,7 +523,7 @@ pub fn div_fmas_f64(s0: f64, s1: f64, s2: f64, vcc: bool) -> f64 {
     if !vcc {
         return r;
     }
-    let scale = if exponent_f64(s2) > 1023 { 128 } else { -128 };
+    let scale = if s2.to_bits().exponent() > 1023 { 128 } else { -128 };
     if scale > 0 {
         // Scaling up is exact unless it overflows (then infinity is the right answer).
         r * pow2_f64(128)
@@ -567,69 +568,48 @@ fn scaled_fma_f64(a: f64, b: f64, c: f64, e: i32) -> f64 {
     }
 }
 
-/// `v_div_fixup_f32 D, S0(quotient), S1(denominator), S2(numerator)`: the IEEE special cases of
-/// `S2 / S1` (NaN, 0/0, inf/inf, x/0, inf/y, x/inf, 0/y, underflow, overflow), else the
-/// quotient with the sign of the division.
-pub fn div_fixup_f32(s0: f32, s1: f32, s2: f32) -> f32 {
-    let sign_neg = (s1.to_bits() ^ s2.to_bits()) & F32_SIGN != 0;
-    let signed = |v: f32| if sign_neg { -v } else { v };
-    if s2.is_nan() {
-        return f32::from_bits(quiet(s2.to_bits()));
+/// `v_div_fixup_f32/f64 D, S0(quotient), S1(denominator), S2(numerator)` on the bit patterns: the
+/// IEEE special cases of `S2 / S1` (NaN, 0/0, inf/inf, x/0, inf/y, x/inf, 0/y, underflow below
+/// 2^-(bias + mantissa bits), i.e. -150 for f32 and -1075 for f64), else the quotient's
+/// magnitude with the sign of the division.
+pub fn div_fixup<T: FloatBits>(s0: T, s1: T, s2: T) -> T {
+    let sign = (s1 ^ s2) & T::SIGN;
+    let magnitude = |x: T| x & (T::EXP | T::MANT);
+    let (m1, m2, inf) = (magnitude(s1), magnitude(s2), T::EXP);
+    if is_nan(s2) {
+        return quiet(s2);
     }
-    if s1.is_nan() {
-        return f32::from_bits(quiet(s1.to_bits()));
+    if is_nan(s1) {
+        return quiet(s1);
     }
-    if s1 == 0.0 && s2 == 0.0 {
-        return f32::from_bits(0xffc0_0000);
+    if (m1 == T::ZERO && m2 == T::ZERO) || (m1 == inf && m2 == inf) {
+        return T::SIGN | T::EXP | T::QUIET;
     }
-    if s1.is_infinite() && s2.is_infinite() {
-        return f32::from_bits(0xffc0_0000);
+    if m1 == T::ZERO || m2 == inf {
+        return sign | inf;
     }
-    if s1 == 0.0 || s2.is_infinite() {
-        return signed(f32::INFINITY);
+    if m1 == inf || m2 == T::ZERO {
+        return sign;
     }
-    if s1.is_infinite() || s2 == 0.0 {
-        return signed(0.0);
+    let underflow = T::EXP.exponent() / 2 + T::MANT_BITS as i32;
+    if s2.exponent() - s1.exponent() < -underflow {
+        return sign;
     }
-    if exponent_f32(s2) - exponent_f32(s1) < -150 {
-        return signed(0.0);
-    }
-    if s0.is_nan() {
+    if is_nan(s0) {
         // A NaN estimate with ordinary operands comes from an overflowed macro: infinity.
-        return signed(f32::INFINITY);
+        return sign | inf;
     }
-    signed(s0.abs())
+    sign | magnitude(s0)
 }
 
-/// `v_div_fixup_f64`, as [`div_fixup_f32`] with the f64 underflow threshold (-1075).
+/// [`div_fixup`] of f32 values.
+pub fn div_fixup_f32(s0: f32, s1: f32, s2: f32) -> f32 {
+    f32::from_bits(div_fixup(s0.to_bits(), s1.to_bits(), s2.to_bits()))
+}
+
+/// [`div_fixup`] of f64 values.
 pub fn div_fixup_f64(s0: f64, s1: f64, s2: f64) -> f64 {
-    let sign_neg = (s1.to_bits() ^ s2.to_bits()) & F64_SIGN != 0;
-    let signed = |v: f64| if sign_neg { -v } else { v };
-    if s2.is_nan() {
-        return f64::from_bits(quiet(s2.to_bits()));
-    }
-    if s1.is_nan() {
-        return f64::from_bits(quiet(s1.to_bits()));
-    }
-    if s1 == 0.0 && s2 == 0.0 {
-        return f64::from_bits(0xfff8_0000_0000_0000);
-    }
-    if s1.is_infinite() && s2.is_infinite() {
-        return f64::from_bits(0xfff8_0000_0000_0000);
-    }
-    if s1 == 0.0 || s2.is_infinite() {
-        return signed(f64::INFINITY);
-    }
-    if s1.is_infinite() || s2 == 0.0 {
-        return signed(0.0);
-    }
-    if exponent_f64(s2) - exponent_f64(s1) < -1075 {
-        return signed(0.0);
-    }
-    if s0.is_nan() {
-        return signed(f64::INFINITY);
-    }
-    signed(s0.abs())
+    f64::from_bits(div_fixup(s0.to_bits(), s1.to_bits(), s2.to_bits()))
 }
 
 /// Bits of 2/pi after the binary point, 24 per entry (1584 bits; the hardware table holds 1201).
@@ -658,7 +638,7 @@ fn two_over_pi_bit(i: u32) -> u64 {
 /// further by large exponents of S0), scaled so that the segments sum to 2/pi; large inputs
 /// (exponent >= 1968) get the extra 2^128 the pseudo-code adds.
 pub fn trig_preop_f64(x: f64, seg: u32) -> f64 {
-    let e = exponent_f64(x);
+    let e = x.to_bits().exponent();
     let mut shift = (seg & 31) as i32 * 53;
     if e > 1077 {
         shift += e - 1077;
