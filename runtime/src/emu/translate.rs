@@ -1058,6 +1058,23 @@ mod tests {
         translate(name, &words(bytes), 0x100, t, BIG, name.to_string())
     }
 
+    /// Decodes a memory instruction of the kind the name says: the instruction and the decoded
+    /// entry (for its register sets and class).
+    macro_rules! decode_as {
+        ($f:ident, $op:ident, $inst:ty) => {
+            fn $f(name: &str, bytes: &[u8], t: Target) -> ($inst, Decoded) {
+                let d = tr(name, bytes, t);
+                let Op::$op(i) = d.op else {
+                    panic!("{name} did not decode as {}: {:?}", stringify!($op), d.op)
+                };
+                (i, d)
+            }
+        };
+    }
+    decode_as!(vmem, Vmem, VmemInst);
+    decode_as!(smem, Smem, SmemInst);
+    decode_as!(ds, Ds, DsInst);
+
     #[test]
     fn formats_follow_the_fixed_bits() {
         assert_eq!(Format::of(0x8603ff03), Format::Sop2); // s_and_b32 s3, s3, lit
@@ -1078,43 +1095,38 @@ mod tests {
     #[test]
     fn smem_offsets_and_soffset_follow_llvm_encodings() {
         // s_load_dword s4, s[0:1], 0x10
-        let d = tr(
+        let (i, _) = smem(
             "s_load_dword",
             &[0x00, 0x01, 0x02, 0xc0, 0x10, 0x00, 0x00, 0x00],
             Target::Gfx942,
         );
-        let Op::Smem(i) = d.op else { panic!() };
         assert_eq!((i.sdata, i.sbase, i.offset, i.soffset), (4, 0, 16, None));
         // s_load_dword s4, s[0:1], s6 offset:0x10
-        let d = tr(
+        let (i, _) = smem(
             "s_load_dword",
             &[0x00, 0x41, 0x02, 0xc0, 0x10, 0x00, 0x00, 0x0c],
             Target::Gfx900,
         );
-        let Op::Smem(i) = d.op else { panic!() };
         assert_eq!((i.offset, i.soffset), (16, Some(6)));
         // s_load_dword s4, s[0:1], s6
-        let d = tr(
+        let (i, _) = smem(
             "s_load_dword",
             &[0x00, 0x01, 0x00, 0xc0, 0x06, 0x00, 0x00, 0x00],
             Target::Gfx90a,
         );
-        let Op::Smem(i) = d.op else { panic!() };
         assert_eq!((i.offset, i.soffset), (0, Some(6)));
         // s_load_dword s4, s[0:1], -0x10 ; s_buffer_load_dwordx2 s[4:5], s[8:11], 0x20
-        let d = tr(
+        let (i, _) = smem(
             "s_load_dword",
             &[0x00, 0x01, 0x02, 0xc0, 0xf0, 0xff, 0x1f, 0x00],
             Target::Gfx942,
         );
-        let Op::Smem(i) = d.op else { panic!() };
         assert_eq!(i.offset, -16);
-        let d = tr(
+        let (i, d) = smem(
             "s_buffer_load_dwordx2",
             &[0x04, 0x01, 0x26, 0xc0, 0x20, 0x00, 0x00, 0x00],
             Target::Gfx942,
         );
-        let Op::Smem(i) = d.op else { panic!() };
         assert_eq!((i.sdata, i.sbase, i.offset), (4, 8, 32));
         let mut want = RegSet::EMPTY;
         want.add_s(4, 2);
@@ -1125,46 +1137,41 @@ mod tests {
     #[test]
     fn flat_global_scratch_fields_per_target() {
         // scratch_load_dword v1, off, s2 offset:16
-        let d = tr(
+        let (i, _) = vmem(
             "scratch_load_dword",
             &[0x10, 0x40, 0x50, 0xdc, 0x00, 0x00, 0x02, 0x01],
             Target::Gfx900,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert_eq!(
             (i.seg, i.vaddr, i.saddr, i.vdst, i.offset),
             (Segment::Scratch, None, Some(2), 1, 16)
         );
         // scratch_load_dword v1, v2, off offset:-16 (gfx900 and gfx942 encodings)
-        let d = tr(
+        let (i, _) = vmem(
             "scratch_load_dword",
             &[0xf0, 0x5f, 0x50, 0xdc, 0x02, 0x00, 0x7f, 0x01],
             Target::Gfx900,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert_eq!((i.vaddr, i.saddr, i.offset), (Some(2), None, -16));
-        let d = tr(
+        let (i, _) = vmem(
             "scratch_load_dword",
             &[0xf0, 0x7f, 0x50, 0xdc, 0x02, 0x00, 0x7f, 0x01],
             Target::Gfx942,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert_eq!((i.vaddr, i.saddr, i.offset), (Some(2), None, -16));
         // gfx942 scratch_load_dword v1, v2, s3
-        let d = tr(
+        let (i, _) = vmem(
             "scratch_load_dword",
             &[0x00, 0x60, 0x50, 0xdc, 0x02, 0x00, 0x03, 0x01],
             Target::Gfx942,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert_eq!((i.vaddr, i.saddr), (Some(2), Some(3)));
         // global_load_dword v1, v2, s[4:5] offset:8
-        let d = tr(
+        let (i, d) = vmem(
             "global_load_dword",
             &[0x08, 0x80, 0x50, 0xdc, 0x02, 0x00, 0x04, 0x01],
             Target::Gfx90a,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert_eq!(
             (i.vaddr, i.saddr, i.vdst, i.offset),
             (Some(2), Some(4), 1, 8)
@@ -1175,41 +1182,37 @@ mod tests {
         r.add_s(code::EXEC_LO as u32, 2);
         assert_eq!(d.reads, r);
         // global_atomic_add v1, v[2:3], v4, off sc0 (returns)
-        let d = tr(
+        let (i, _) = vmem(
             "global_atomic_add",
             &[0x00, 0x80, 0x09, 0xdd, 0x02, 0x04, 0x7f, 0x01],
             Target::Gfx942,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert!(i.returns);
         assert_eq!((i.vaddr, i.saddr, i.vdata, i.vdst), (Some(2), None, 4, 1));
         // global_load_dword a1, v[2:3], off (acc)
-        let d = tr(
+        let (i, _) = vmem(
             "global_load_dword",
             &[0x00, 0x80, 0x50, 0xdc, 0x02, 0x00, 0xff, 0x01],
             Target::Gfx942,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert!(i.acc && i.saddr.is_none());
         // flat_load_dword v1, v[2:3] offset:8
-        let d = tr(
+        let (i, _) = vmem(
             "flat_load_dword",
             &[0x08, 0x00, 0x50, 0xdc, 0x02, 0x00, 0x00, 0x01],
             Target::Gfx900,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert_eq!((i.seg, i.vaddr, i.offset), (Segment::Flat, Some(2), 8));
     }
 
     #[test]
     fn mubuf_fields_incl_the_lds_bit() {
         // buffer_load_dword v1, v2, s[4:7], s8 offen offset:4 glc slc
-        let d = tr(
+        let (i, _) = vmem(
             "buffer_load_dword",
             &[0x04, 0x50, 0x52, 0xe0, 0x02, 0x01, 0x01, 0x08],
             Target::Gfx900,
         );
-        let Op::Vmem(i) = d.op else { panic!() };
         assert_eq!(
             (i.vaddr, i.vdst, i.srsrc, i.soffset, i.offset, i.offen, i.lds),
             (Some(2), 1, 4, 8, 4, true, false)
@@ -1241,23 +1244,21 @@ mod tests {
     #[test]
     fn ds_fields() {
         // ds_read2_b32 v[0:1], v2 offset0:1 offset1:2
-        let d = tr(
+        let (i, d) = ds(
             "ds_read2_b32",
             &[0x01, 0x02, 0x6e, 0xd8, 0x02, 0x00, 0x00, 0x00],
             Target::Gfx942,
         );
-        let Op::Ds(i) = d.op else { panic!() };
         assert_eq!((i.addr, i.vdst, i.offset0, i.offset1), (2, 0, 1, 2));
         let mut w = RegSet::EMPTY;
         w.add_v(0, 2);
         assert_eq!(d.writes, w);
         // ds_read_b32 a1, v2 (acc)
-        let d = tr(
+        let (i, d) = ds(
             "ds_read_b32",
             &[0x00, 0x00, 0x6c, 0xda, 0x02, 0x00, 0x00, 0x01],
             Target::Gfx942,
         );
-        let Op::Ds(i) = d.op else { panic!() };
         assert!(i.acc);
         assert_eq!(highest(&d.writes.a), Some(1));
     }

@@ -531,7 +531,8 @@ impl X<'_> {
             }
             None => self.float_in::<L>(2)?,
         };
-        let r = std::array::from_fn(|l| L::from_float(op(a[l].float(), b[l].float(), c[l].float())));
+        let r =
+            std::array::from_fn(|l| L::from_float(op(a[l].float(), b[l].float(), c[l].float())));
         self.float_fin(r)
     }
 
@@ -566,7 +567,12 @@ impl X<'_> {
         let b = L::read(self, 1)?;
         let c = L::read(self, 2)?;
         let r = std::array::from_fn(|l| {
-            L::from_float(op(a[l].float(), b[l].float(), c[l].float(), vcc >> l & 1 != 0))
+            L::from_float(op(
+                a[l].float(),
+                b[l].float(),
+                c[l].float(),
+                vcc >> l & 1 != 0,
+            ))
         });
         self.float_fin(r)
     }

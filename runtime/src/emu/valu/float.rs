@@ -489,7 +489,11 @@ pub fn div_fmas_f32(s0: f32, s1: f32, s2: f32, vcc: bool) -> f32 {
     if !vcc {
         return fma_f32(s0, s1, s2);
     }
-    let scale = if s2.to_bits().exponent() > 127 { 64 } else { -64 };
+    let scale = if s2.to_bits().exponent() > 127 {
+        64
+    } else {
+        -64
+    };
     // Scale in f64 so that the fma result is rounded only once to f32.
     let p = s0 as f64 * s1 as f64;
     let exact = fma_f64_odd(p, s2 as f64);
@@ -523,7 +527,11 @@ pub fn div_fmas_f64(s0: f64, s1: f64, s2: f64, vcc: bool) -> f64 {
     if !vcc {
         return r;
     }
-    let scale = if s2.to_bits().exponent() > 1023 { 128 } else { -128 };
+    let scale = if s2.to_bits().exponent() > 1023 {
+        128
+    } else {
+        -128
+    };
     if scale > 0 {
         // Scaling up is exact unless it overflows (then infinity is the right answer).
         r * pow2_f64(128)
