@@ -213,7 +213,7 @@ pub fn translate(
         }
         Format::Smem => smem_parts(name, w0, w1),
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
-            valu_parts(name, format, words, target)
+            valu_parts(name, format, words)
         }
         Format::Ds => ds_parts(name, w0, w1),
         Format::Flat | Format::Mubuf => {
@@ -603,7 +603,7 @@ fn valu_source_count(name: &str, format: Format, op: &ValuOp) -> usize {
     }
 }
 
-fn valu_parts(name: &str, format: Format, words: &[u32], target: Target) -> Parts {
+fn valu_parts(name: &str, format: Format, words: &[u32]) -> Parts {
     let Some(vop) = ValuOp::from_name(name) else {
         return unsupported(format!("vector ALU instruction {name} is not implemented"));
     };
@@ -701,20 +701,7 @@ fn valu_parts(name: &str, format: Format, words: &[u32], target: Target) -> Part
             i.neg = bits(w1, 29, 3) as u8;
             i.omod = bits(w1, 27, 2) as u8;
             i.clamp = bits(w0, 15, 1) != 0;
-            let vop3b = matches!(
-                base,
-                "v_add_co_u32"
-                    | "v_sub_co_u32"
-                    | "v_subrev_co_u32"
-                    | "v_addc_co_u32"
-                    | "v_subb_co_u32"
-                    | "v_subbrev_co_u32"
-                    | "v_div_scale_f32"
-                    | "v_div_scale_f64"
-                    | "v_mad_u64_u32"
-                    | "v_mad_i64_i32"
-            );
-            if vop3b {
+            if writes_carry_out(base) {
                 i.sdst = bits(w0, 8, 7) as u16;
                 i.vdst = vdst;
             } else {
@@ -729,8 +716,6 @@ fn valu_parts(name: &str, format: Format, words: &[u32], target: Target) -> Part
                 }
             }
             // VOP3-encoded VOP1/VOP2/VOPC take fewer sources.
-            let n1 = ValuOp::from_name(&format!("{base}_e32")).is_some();
-            let _ = n1;
             nsrc = vop3_source_count(base, &vop);
         }
         Format::Vop3p => {
@@ -773,7 +758,6 @@ fn valu_parts(name: &str, format: Format, words: &[u32], target: Target) -> Part
         }
         _ => {}
     }
-    let _ = target;
     // Registers read and written.
     let (dw, sw) = valu_widths(name, &vop);
     let mut reads = RegSet::EMPTY;
@@ -804,26 +788,12 @@ fn valu_parts(name: &str, format: Format, words: &[u32], target: Target) -> Part
     }
     // Implicit VCC of the 32-bit encodings, carry-outs of VOP3b, carry-ins.
     let e32 = matches!(format, Format::Vop1 | Format::Vop2 | Format::Vopc);
-    let carry_out = matches!(
-        base,
-        "v_add_co_u32"
-            | "v_sub_co_u32"
-            | "v_subrev_co_u32"
-            | "v_addc_co_u32"
-            | "v_subb_co_u32"
-            | "v_subbrev_co_u32"
-            | "v_div_scale_f32"
-            | "v_div_scale_f64"
-    );
     let carry_in = matches!(
         base,
         "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" | "v_cndmask_b32"
     );
-    if carry_out {
+    if writes_carry_out(base) {
         add_scalar(&mut writes, if e32 { code::VCC_LO } else { i.sdst }, 2);
-    }
-    if matches!(base, "v_mad_u64_u32" | "v_mad_i64_i32") {
-        add_scalar(&mut writes, i.sdst, 2);
     }
     if carry_in && e32 {
         reads.add_s(code::VCC_LO as u32, 2);
@@ -869,6 +839,25 @@ fn valu_parts(name: &str, format: Format, words: &[u32], target: Target) -> Part
         class,
         vector: true,
     }
+}
+
+/// The VOP3b opcodes: a scalar destination (carry-out, the division macro's post-scale flags,
+/// the 64-bit mad's overflow) where VOP3a has `abs`/`op_sel`; in their 32-bit encodings the
+/// carry-out goes to VCC.
+fn writes_carry_out(base: &str) -> bool {
+    matches!(
+        base,
+        "v_add_co_u32"
+            | "v_sub_co_u32"
+            | "v_subrev_co_u32"
+            | "v_addc_co_u32"
+            | "v_subb_co_u32"
+            | "v_subbrev_co_u32"
+            | "v_div_scale_f32"
+            | "v_div_scale_f64"
+            | "v_mad_u64_u32"
+            | "v_mad_i64_i32"
+    )
 }
 
 /// Sources of a VOP3-encoded instruction (VOP1/VOP2/VOPC ops promoted to VOP3 keep their count).
