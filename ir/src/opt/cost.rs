@@ -195,7 +195,11 @@ impl GcnCost<'_> {
 /// A class as an operand: its type, and the literal dwords it costs (0 unless it is a
 /// constant that is not an inline constant: 1, or 2 for 64-bit).
 pub fn operand_info(g: &KGraph, c: Id) -> (Option<Type>, u32) {
-    let d = &g[c].data;
+    class_operand_info(&g[c].data)
+}
+
+/// [`operand_info`] of a class's data (for a caller that holds the class already).
+pub fn class_operand_info(d: &super::lang::ClassData) -> (Option<Type>, u32) {
     let lits = match (d.ty, d.konst) {
         (Some(t), Some(k)) if !is_inline_constant(t, k) => {
             if t.bits() == 64 {

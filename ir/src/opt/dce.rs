@@ -15,6 +15,54 @@ use cranelift_entity::SecondaryMap;
 /// Removes dead instructions and parameters; gives how many of each went.
 pub fn remove_dead_code(func: &mut Function) -> (usize, usize) {
     let entry = func.entry();
+    let needed = needed_values(func);
+    let (mut insts, mut params) = (0, 0);
+    for b in func.layout.clone() {
+        let before = func.blocks[b].insts.len();
+        let mut keep = std::mem::take(&mut func.blocks[b].insts);
+        keep.retain(|&i| {
+            let live = is_live(func, i, &needed);
+            if !live {
+                for &r in &func.results[i] {
+                    func.values[r].def = ValueDef::Detached;
+                }
+            }
+            live
+        });
+        insts += before - keep.len();
+        func.blocks[b].insts = keep;
+        if Some(b) != entry {
+            params += drop_params(func, b, &needed);
+        }
+    }
+    (insts, params)
+}
+
+/// Per block of the layout, how many of its instructions [`remove_dead_code`] would keep,
+/// without changing `func` (strength reduction compares its trials with these counts; a copy
+/// of the function to clean up cost more than the counting).
+pub fn live_inst_counts(func: &Function) -> SecondaryMap<Block, usize> {
+    let needed = needed_values(func);
+    let mut counts = SecondaryMap::new();
+    for &b in &func.layout {
+        counts[b] = func.blocks[b]
+            .insts
+            .iter()
+            .filter(|&&i| is_live(func, i, &needed))
+            .count();
+    }
+    counts
+}
+
+/// Whether instruction `i` stays: it has an effect or a needed result.
+fn is_live(func: &Function, i: crate::entities::Inst, needed: &SecondaryMap<Value, bool>) -> bool {
+    !func.insts[i].effects().is_pure() || func.results[i].iter().any(|&r| needed[r])
+}
+
+/// The values an effect, a branch condition or the entry's parameters need, directly or
+/// through the instructions and block parameters that define them.
+fn needed_values(func: &Function) -> SecondaryMap<Value, bool> {
+    let entry = func.entry();
     // Branch arguments flowing into each block parameter.
     let mut incoming: SecondaryMap<Value, Vec<Value>> = SecondaryMap::new();
     let mut needed: SecondaryMap<Value, bool> = SecondaryMap::new();
@@ -48,27 +96,7 @@ pub fn remove_dead_code(func: &mut Function) -> (usize, usize) {
             ValueDef::Detached => {}
         }
     }
-    let (mut insts, mut params) = (0, 0);
-    for b in func.layout.clone() {
-        let before = func.blocks[b].insts.len();
-        let mut keep = std::mem::take(&mut func.blocks[b].insts);
-        keep.retain(|&i| {
-            let d = &func.insts[i];
-            let live = !d.effects().is_pure() || func.results[i].iter().any(|&r| needed[r]);
-            if !live {
-                for &r in &func.results[i] {
-                    func.values[r].def = ValueDef::Detached;
-                }
-            }
-            live
-        });
-        insts += before - keep.len();
-        func.blocks[b].insts = keep;
-        if Some(b) != entry {
-            params += drop_params(func, b, &needed);
-        }
-    }
-    (insts, params)
+    needed
 }
 
 /// Removes `b`'s parameters that are not needed, with their arguments in every branch to `b`.

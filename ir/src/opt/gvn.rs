@@ -26,8 +26,11 @@ pub fn number_values(func: &mut Function, kept: &mut Option<Uniformity>) -> usiz
     let uni = kept
         .take()
         .unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
-    let mut seen: FxHashMap<InstData, Vec<(Block, Value)>> = FxHashMap::default();
+    // Sized once for every instruction (growing the table rehashed it several times).
+    let mut seen: FxHashMap<InstData, Vec<(Block, Value)>> =
+        FxHashMap::with_capacity_and_hasher(func.inst_count(), Default::default());
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+    subst.resize(func.values.len());
     let mut removed = 0;
     // Reverse post-order visits a value's definition before its uses (except for block
     // arguments along back edges, renamed at the end).

@@ -364,9 +364,10 @@ pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
     }
     let uni = kept.unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
     let mut added = 0;
-    // The kernel after DCE without a rewrite, until one is kept: made once for the loops
-    // whose trials are rejected (the gemm's k loops), not once per loop.
-    let mut base: Option<Function> = None;
+    // Per block, the instructions of the kernel after DCE without a rewrite, until one is
+    // kept: counted once for the loops whose trials are rejected (the gemm's k loops), not
+    // once per loop.
+    let mut base: Option<SecondaryMap<Block, usize>> = None;
     for l in &loops {
         let Some(pre) = l.preheader else { continue };
         let [latch] = l.latches[..] else { continue };
@@ -383,12 +384,9 @@ pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
             }
             super::gvn::number_values(&mut trial, &mut None);
             super::dce::remove_dead_code(&mut trial);
-            let b = base.get_or_insert_with(|| {
-                let mut b = func.clone();
-                super::dce::remove_dead_code(&mut b);
-                b
-            });
-            let (base_loop, base_all) = (in_loop(b), b.inst_count());
+            let b = base.get_or_insert_with(|| super::dce::live_inst_counts(func));
+            let base_loop: usize = l.blocks.iter().map(|&k| b[k]).sum();
+            let base_all: usize = func.layout.iter().map(|&k| b[k]).sum();
             if in_loop(&trial) < base_loop && trial.inst_count() <= base_all {
                 *func = trial;
                 added += n;

@@ -456,6 +456,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
     }
     t.prepare = start.elapsed();
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+    let mut maps = BlockMaps::new(func.values.len());
     for &b in &func.layout {
         let start = Instant::now();
         let r = optimize_block(
@@ -467,9 +468,11 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
             rules,
             opts,
             &mut subst,
+            &mut maps,
             &mut report.folded_offsets,
             &mut t,
         );
+        maps.clear(func, b);
         let mut br = r;
         br.micros = start.elapsed().as_micros();
         report.nodes += br.nodes;
@@ -535,7 +538,7 @@ impl BestCosts {
         // Operand facts per class, looked up once instead of once per node per pass.
         let mut info: Vec<(Option<Type>, u32)> = vec![(None, 0); n];
         for c in &order {
-            info[usize::from(c.id)] = cost::operand_info(g, c.id);
+            info[usize::from(c.id)] = cost::class_operand_info(&c.data);
         }
         // A class's best cost is a function of its children's costs: a pass skips a class none
         // of whose children's costs changed since it was last computed (it would find the same
@@ -704,7 +707,7 @@ impl Rebuild<'_> {
         }
         self.busy[k] = true;
         let ty = self.g[id].data.ty?;
-        let mut cands: Vec<(Cost, Node)> = self.g[id]
+        let mut cands: smallvec::SmallVec<[(Cost, Node); 4]> = self.g[id]
             .nodes
             .iter()
             .filter(|n| !matches!(n, Node::Ty(_)))
@@ -745,7 +748,7 @@ impl Rebuild<'_> {
                 let op = n.op()?;
                 let ch = n.children();
                 let skip = usize::from(matches!(op, NodeOp::Convert | NodeOp::Bitcast));
-                let mut args = Vec::new();
+                let mut args: smallvec::SmallVec<[Value; 3]> = smallvec::SmallVec::new();
                 for c in &ch[skip..] {
                     args.push(self.materialize(out, *c, pos)?);
                 }
@@ -761,6 +764,43 @@ impl Rebuild<'_> {
     }
 }
 
+/// The per-value maps of [`optimize_block`], made once per function at its full size and
+/// cleared after each block where that block wrote them (were three maps per block, each
+/// grown value by value up to the block's highest value).
+struct BlockMaps {
+    /// Position in the block of each value defined by a non-pure instruction (-1: none).
+    pos_of: SecondaryMap<Value, i64>,
+    /// The class of each pure result of the block.
+    class_of: SecondaryMap<Value, Option<Id>>,
+    /// The leaf class of each value the block's pure instructions use from outside.
+    leaf_of: SecondaryMap<Value, Option<Id>>,
+}
+
+impl BlockMaps {
+    fn new(values: usize) -> BlockMaps {
+        let mut m = BlockMaps {
+            pos_of: SecondaryMap::with_default(-1),
+            class_of: SecondaryMap::new(),
+            leaf_of: SecondaryMap::new(),
+        };
+        m.pos_of.resize(values);
+        m.class_of.resize(values);
+        m.leaf_of.resize(values);
+        m
+    }
+
+    /// Resets what [`optimize_block`] wrote for block `b`: its results and its operands.
+    fn clear(&mut self, func: &Function, b: Block) {
+        for &i in &func.blocks[b].insts {
+            for &r in &func.results[i] {
+                self.pos_of[r] = -1;
+                self.class_of[r] = None;
+            }
+            func.insts[i].for_each_arg(|a| self.leaf_of[a] = None);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn optimize_block(
     func: &Function,
@@ -771,6 +811,7 @@ fn optimize_block(
     rules: &rules::RuleSet,
     opts: &OptOptions,
     subst: &mut SecondaryMap<Value, Option<Value>>,
+    maps: &mut BlockMaps,
     folded: &mut usize,
     t: &mut OptTimings,
 ) -> BlockReport {
@@ -786,8 +827,12 @@ fn optimize_block(
         micros: 0,
         rebuilt: false,
     };
+    let BlockMaps {
+        pos_of,
+        class_of,
+        leaf_of,
+    } = maps;
     // Position of each value defined by a non-pure instruction of this block.
-    let mut pos_of: SecondaryMap<Value, i64> = SecondaryMap::with_default(-1);
     for (k, &i) in insts.iter().enumerate() {
         if !is_pure(&func.insts[i]) {
             for &r in &func.results[i] {
@@ -797,9 +842,7 @@ fn optimize_block(
     }
     let mut g = KGraph::new(KernelAnalysis::default());
     // The class of each pure result of the block, and the pure results in order.
-    let mut class_of: SecondaryMap<Value, Option<Id>> = SecondaryMap::new();
     let mut pure_results: Vec<(Value, Id)> = Vec::new();
-    let mut leaf_of: SecondaryMap<Value, Option<Id>> = SecondaryMap::new();
     let mut get = |g: &mut KGraph, class_of: &SecondaryMap<Value, Option<Id>>, v: Value| -> Id {
         if let Some(id) = class_of[v] {
             return id;
@@ -836,7 +879,7 @@ fn optimize_block(
                 if let InstData::Convert { to, .. } | InstData::Bitcast { to, .. } = d {
                     ch.push(g.add(Node::Ty(TyTag(*to))));
                 }
-                d.for_each_arg(|a| ch.push(get(&mut g, &class_of, a)));
+                d.for_each_arg(|a| ch.push(get(&mut g, class_of, a)));
                 g.add(Node::from_op(op, &ch))
             }
         };

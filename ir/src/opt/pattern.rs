@@ -140,7 +140,14 @@ impl Lhs {
     /// egg's `Pattern::search_with_limit` found them. `roots` are the e-graph's nodes with this
     /// left-hand side's root operation, with their classes, in that search order
     /// ([`root_nodes`]).
-    pub fn search(&self, g: &KGraph, roots: &[(Id, Node)], limit: usize, out: &mut Vec<Match>) {
+    pub fn search(
+        &self,
+        g: &KGraph,
+        classes: &ClassNodes,
+        roots: &[(Id, Node)],
+        limit: usize,
+        out: &mut Vec<Match>,
+    ) {
         let mut regs = [Id::from(0usize); MAX_VARS];
         for (eclass, n) in roots {
             if out.len() >= limit {
@@ -159,7 +166,7 @@ impl Lhs {
             match (&self.inner, inner_class) {
                 (Some((op, slots)), Some(ic)) => {
                     let d = op.discriminant();
-                    for m in g[ic].nodes.iter() {
+                    for m in classes.of(g, ic) {
                         if out.len() >= limit {
                             return;
                         }
@@ -184,17 +191,47 @@ impl Lhs {
     }
 }
 
+/// The nodes of each class of a clean e-graph, by canonical class id: made once per
+/// iteration for the searches, which look a class up per matched node (indexing the e-graph
+/// by id is a union-find walk and a hash lookup).
+pub struct ClassNodes<'a> {
+    nodes: Vec<&'a [Node]>,
+}
+
+impl<'a> ClassNodes<'a> {
+    /// The table of `g`, which must be clean (rebuilt): then every id in a node is canonical.
+    pub fn new(g: &'a KGraph) -> ClassNodes<'a> {
+        let mut nodes: Vec<&'a [Node]> = Vec::new();
+        for c in g.classes() {
+            let k = usize::from(c.id);
+            if k >= nodes.len() {
+                nodes.resize(k + 1, &[]);
+            }
+            nodes[k] = &c.nodes;
+        }
+        ClassNodes { nodes }
+    }
+
+    /// The nodes of class `id` (as `g[id].nodes`).
+    pub fn of(&self, g: &'a KGraph, id: Id) -> &'a [Node] {
+        match self.nodes.get(usize::from(id)) {
+            Some(n) if !n.is_empty() => n,
+            _ => &g[id].nodes,
+        }
+    }
+}
+
 /// The nodes of `g` with operation `op`, with their classes, in the order egg's pattern search
 /// visits them (classes in `classes_for_op` order, nodes in class order), into `out`. Built
 /// once per iteration and shared by all rules with that root operation.
-pub fn root_nodes(g: &KGraph, op: &Node, out: &mut Vec<(Id, Node)>) {
+pub fn root_nodes(g: &KGraph, classes: &ClassNodes, op: &Node, out: &mut Vec<(Id, Node)>) {
     out.clear();
     let d = op.discriminant();
-    let Some(classes) = g.classes_for_op(&d) else {
+    let Some(ids) = g.classes_for_op(&d) else {
         return;
     };
-    for eclass in classes {
-        for n in g[eclass].nodes.iter() {
+    for eclass in ids {
+        for n in classes.of(g, eclass) {
             if n.discriminant() == d {
                 out.push((eclass, n.clone()));
             }

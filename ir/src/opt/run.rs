@@ -18,7 +18,7 @@
 //! are not remembered (a later union may make it hold).
 
 use super::lang::KGraph;
-use super::pattern::{root_nodes, Match};
+use super::pattern::{root_nodes, ClassNodes, Match};
 use super::rules::{Action, Rule, RuleSet};
 use rustc_hash::FxHashSet;
 
@@ -112,6 +112,7 @@ pub fn saturate(
         src,
         before,
         applied,
+        active,
     } = &mut sc;
     let mut best = u64::MAX;
     let mut stale = 0;
@@ -130,7 +131,7 @@ pub fn saturate(
         stale < patience
     };
     let out = run_loop(
-        g, set, rules, &check, stats, table, matches, ids, src, before, applied, &mut gain,
+        g, set, rules, &check, stats, table, matches, ids, src, before, applied, active, &mut gain,
     );
     SCRATCH.with(|s| s.replace(sc));
     out
@@ -149,6 +150,8 @@ struct Scratch {
     before: Vec<RuleStats>,
     /// Matches applied so far ([`Applied`]).
     applied: FxHashSet<Applied>,
+    /// The rules with matches in this iteration, in rule order.
+    active: Vec<usize>,
 }
 
 impl Scratch {
@@ -183,6 +186,7 @@ fn run_loop(
     src: &mut [usize],
     before: &mut Vec<RuleStats>,
     done: &mut FxHashSet<Applied>,
+    active: &mut Vec<usize>,
     gain: &mut dyn FnMut(&KGraph) -> bool,
 ) -> (usize, Stop) {
     g.rebuild();
@@ -193,31 +197,46 @@ fn run_loop(
         let classes_before = g.number_of_classes();
         let mut applied = false;
         if result.is_ok() {
+            let classes = ClassNodes::new(g);
             for (op, nodes) in set.roots.iter().zip(table.iter_mut()) {
-                root_nodes(g, op, nodes);
+                root_nodes(g, &classes, op, nodes);
             }
             before.clear();
             before.extend_from_slice(stats);
+            active.clear();
             for (k, rw) in rules.iter().enumerate() {
+                let roots = &table[set.root_of[k]];
+                if roots.is_empty() {
+                    // No node has the rule's root operation: no match and no change to its
+                    // ban state (a search that finds nothing bans nothing). Most blocks have
+                    // a few of the rules' root operations; this skips the other rules' searches.
+                    src[k] = k;
+                    matches[k].clear();
+                    continue;
+                }
                 if let Some(j) = set.same_as[k] {
                     if before[j] == before[k] {
                         // Same search, same limit, same outcome (bans included).
                         stats[k] = stats[j];
                         src[k] = src[j];
+                        if !matches[src[k]].is_empty() {
+                            active.push(k);
+                        }
                         continue;
                     }
                 }
                 src[k] = k;
                 let ms = &mut matches[k];
                 ms.clear();
-                search(i, g, rw, &table[set.root_of[k]], &mut stats[k], ms);
-            }
-            // Searching does not change the e-graph: the limits still hold here.
-            for (k, (rw, &from)) in rules.iter().zip(src.iter()).enumerate() {
-                let ms = &matches[from];
-                if ms.is_empty() {
-                    continue;
+                search(i, g, &classes, rw, roots, &mut stats[k], ms);
+                if !ms.is_empty() {
+                    active.push(k);
                 }
+            }
+            // Searching does not change the e-graph: the limits still hold here. The rules
+            // with matches apply in rule order.
+            for &k in active.iter() {
+                let (rw, ms) = (&rules[k], &matches[src[k]]);
                 if apply(g, k as u32, rw, ms, ids, done) {
                     applied = true;
                 }
@@ -250,6 +269,7 @@ fn run_loop(
 fn search(
     i: usize,
     g: &KGraph,
+    classes: &ClassNodes,
     rw: &Rule,
     roots: &[(egg::Id, super::lang::Node)],
     st: &mut RuleStats,
@@ -261,7 +281,8 @@ fn search(
     let threshold = MATCH_LIMIT
         .checked_shl(st.times_banned as u32)
         .unwrap_or(usize::MAX);
-    rw.lhs.search(g, roots, threshold.saturating_add(1), out);
+    rw.lhs
+        .search(g, classes, roots, threshold.saturating_add(1), out);
     if out.len() > threshold {
         let ban = BAN_LENGTH << st.times_banned;
         st.times_banned += 1;

@@ -81,8 +81,14 @@ pub fn merge_unrolled(f: &mut Function, chains: &[Vec<Block>]) {
 /// Drops each pure instruction of `b` equal to an earlier one (after renaming), using the
 /// earlier result instead.
 fn common_subexpressions(f: &mut Function, b: Block) {
-    let mut seen: rustc_hash::FxHashMap<InstData, crate::Inst> = Default::default();
+    // Sized once for the block (the merged iterations: hundreds of instructions).
+    let mut seen: rustc_hash::FxHashMap<InstData, crate::Inst> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(
+            f.blocks[b].insts.len(),
+            Default::default(),
+        );
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+    subst.resize(f.values.len());
     let mut any = false;
     let mut keep = Vec::new();
     for &i in &f.blocks[b].insts.clone() {
