@@ -107,7 +107,8 @@ pub struct OptReport {
     pub rules: usize,
     /// Memory instructions that took a constant into their immediate offset.
     pub folded_offsets: usize,
-    /// Loops unrolled in full before the e-graph ran ([`unroll`]).
+    /// Loops unrolled before the e-graph ran: in full ([`unroll`]) or, with a runtime trip
+    /// count, by a factor ([`unroll_runtime`]).
     pub unrolled_loops: usize,
     /// Instructions after unrolling, before the e-graph (equal to `insts_before` without it).
     pub insts_unrolled: usize,
@@ -415,7 +416,6 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
         Some((f, chains)) => (f, chains.as_slice()),
         None => (func, &[][..]),
     };
-    let unrolled_loops = chains.len();
     let runtime = unroll_runtime::unroll_runtime_loops(func).map(|(f, more)| {
         let all: Vec<Vec<Block>> = chains.iter().cloned().chain(more).collect();
         (f, all)
@@ -424,6 +424,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
         Some((f, all)) => (f, all.as_slice()),
         None => (func, chains),
     };
+    let unrolled_loops = chains.len();
     let rules = rule_set(func.flags.contract);
     let uni = Uniformity::compute(func);
     let mut out = func.clone();
