@@ -108,7 +108,10 @@ fn cases() -> Vec<(Function, Case)> {
     // 64 × 9 + 5 elements: lanes 0–4 run 10 iterations (2 unrolled trips and 2 more), the
     // others 9; 200: 3 or 4 iterations (no unrolled trip, or one).
     for n in [1usize, 200, 64 * 9 + 5] {
-        let b: Vec<f32> = u32s(n, 3).iter().map(|&x| (x % 1000) as f32 - 500.0).collect();
+        let b: Vec<f32> = u32s(n, 3)
+            .iter()
+            .map(|&x| (x % 1000) as f32 - 500.0)
+            .collect();
         v.push((
             strided_sums(),
             Case {
@@ -176,7 +179,8 @@ fn runtime_unrolled_loops_match_the_interpreter_on_every_target() {
             let k = compile(&func, t, &CompileOptions::default()).expect("compiles");
             match run_case(&dev, &k.code_object, &func, &case) {
                 Ok(out) => {
-                    if let Err(m) = kjit_kernels::check(&case, &out.args, &expected, Tolerance::EXACT)
+                    if let Err(m) =
+                        kjit_kernels::check(&case, &out.args, &expected, Tolerance::EXACT)
                     {
                         failures.push(format!("{} {t} n={}: {m}", func.name, case.n));
                     }

@@ -82,11 +82,7 @@ fn predecessors(f: &Function) -> SecondaryMap<Block, Vec<Block>> {
 }
 
 /// The loop headed by `h`, when it has the shape and the loads the module doc describes.
-fn candidate(
-    f: &Function,
-    preds: &SecondaryMap<Block, Vec<Block>>,
-    h: Block,
-) -> Option<Candidate> {
+fn candidate(f: &Function, preds: &SecondaryMap<Block, Vec<Block>>, h: Block) -> Option<Candidate> {
     let InstData::Brif {
         cond,
         then_dest,
@@ -147,7 +143,11 @@ fn candidate(
     mark(params, &used, &mut control);
     let step_slice = loop {
         let mut roots = vec![*cond];
-        roots.extend((0..params.len()).filter(|&k| control[k]).map(|k| back.args[k]));
+        roots.extend(
+            (0..params.len())
+                .filter(|&k| control[k])
+                .map(|k| back.args[k]),
+        );
         let (s, used) = slice(f, &insts, &roots);
         if !mark(params, &used, &mut control) {
             break s;
@@ -265,7 +265,11 @@ fn copy_into(
         }
         data.map_args(|a| vmap[a].unwrap_or(a));
         let ni = f.make_inst(data).expect("a copy of a valid instruction");
-        for (&r, &nr) in f.results[i].clone().iter().zip(f.results[ni].clone().iter()) {
+        for (&r, &nr) in f.results[i]
+            .clone()
+            .iter()
+            .zip(f.results[ni].clone().iter())
+        {
             vmap[r] = Some(nr);
         }
         f.blocks[to].insts.push(ni);
@@ -366,8 +370,8 @@ fn apply(f: &mut Function, c: &Candidate) -> Vec<Block> {
                 ctl[k] = vmap[back.args[k]].unwrap_or(back.args[k]);
             }
         }
-        for k in 0..params.len() {
-            vmap[params[k]] = Some(if c.control[k] { ctl[k] } else { cur[k] });
+        for (k, &p) in params.iter().enumerate() {
+            vmap[p] = Some(if c.control[k] { ctl[k] } else { cur[k] });
         }
         copy_into(f, blk, &c.insts, &mut vmap);
         cur = back.args.iter().map(|&a| vmap[a].unwrap_or(a)).collect();
@@ -419,7 +423,11 @@ block3:
 }";
 
     fn count(g: &Function, b: Block, pred: impl Fn(&InstData) -> bool) -> usize {
-        g.blocks[b].insts.iter().filter(|&&i| pred(&g.insts[i])).count()
+        g.blocks[b]
+            .insts
+            .iter()
+            .filter(|&&i| pred(&g.insts[i]))
+            .count()
     }
 
     #[test]
@@ -434,10 +442,16 @@ block3:
         }
         // The guard compares FACTOR induction values; the original loop stays for the rest.
         let guard = g.layout[1];
-        assert_eq!(count(&g, guard, |d| matches!(d, InstData::Cmp { .. })), FACTOR);
+        assert_eq!(
+            count(&g, guard, |d| matches!(d, InstData::Cmp { .. })),
+            FACTOR
+        );
         assert_eq!(g.layout.len(), f.layout.len() + FACTOR + 2);
         // Only the accumulator is not a control parameter.
-        assert!(unroll_runtime_loops(&g).is_some(), "the remainder loop still has the shape");
+        assert!(
+            unroll_runtime_loops(&g).is_some(),
+            "the remainder loop still has the shape"
+        );
     }
 
     #[test]
