@@ -2,7 +2,8 @@
 //!
 //! Takes a verified [`Function`]; gives an equivalent one (verified, renumbered) and an
 //! [`OptReport`]. First, the ids and sizes a declared workgroup size fixes become constants,
-//! and small counted loops are unrolled in full ([`unroll`]). For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
+//! and small counted loops are unrolled in full ([`unroll`]), small loops with a runtime trip
+//! count by a factor ([`unroll_runtime`]). For each block, the pure dataflow (constants, arithmetic, comparisons, selects,
 //! conversions) is loaded into an `egg` e-graph ([`lang`]); everything else (block parameters,
 //! loads, atomics, ids, wave operations, values of other blocks) enters as leaves. Every integer
 //! sum the block needs gets its canonical forms ([`linear`]: linear combinations, instead of an
@@ -28,6 +29,7 @@ pub mod pattern;
 pub mod rules;
 pub mod run;
 pub mod unroll;
+pub mod unroll_runtime;
 
 use crate::entities::{Block, Value};
 use crate::function::{Function, ValueDef};
@@ -105,7 +107,8 @@ pub struct OptReport {
     pub rules: usize,
     /// Memory instructions that took a constant into their immediate offset.
     pub folded_offsets: usize,
-    /// Loops unrolled in full before the e-graph ran ([`unroll`]).
+    /// Loops unrolled before the e-graph ran: in full ([`unroll`]) or, with a runtime trip
+    /// count, by a factor ([`unroll_runtime`]).
     pub unrolled_loops: usize,
     /// Instructions after unrolling, before the e-graph (equal to `insts_before` without it).
     pub insts_unrolled: usize,
@@ -412,6 +415,14 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
     let (func, chains) = match &unrolled {
         Some((f, chains)) => (f, chains.as_slice()),
         None => (func, &[][..]),
+    };
+    let runtime = unroll_runtime::unroll_runtime_loops(func).map(|(f, more)| {
+        let all: Vec<Vec<Block>> = chains.iter().cloned().chain(more).collect();
+        (f, all)
+    });
+    let (func, chains) = match &runtime {
+        Some((f, all)) => (f, all.as_slice()),
+        None => (func, chains),
     };
     let unrolled_loops = chains.len();
     let rules = rule_set(func.flags.contract);
