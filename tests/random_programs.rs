@@ -3,7 +3,7 @@
 //! compiled for a target and run on kjit's GCN device must give exactly what the IR
 //! interpreter gives. Every output element is compared bit for bit (any NaN equals any NaN;
 //! elements neither run writes keep the same poison). Each program is generated from a seed;
-//! CI runs a fixed set of 10,400 seeds (a third per target, [`FLAVOURS`]), so a run is red or
+//! CI runs a fixed set of 11,400 seeds (a third per target, [`FLAVOURS`]), so a run is red or
 //! green the same way every time. `KJIT_RANDOM_BASE=<hex>` draws a new set,
 //! `KJIT_RANDOM_SCALE=<n>` runs n times as many, `KJIT_RANDOM_SEED=<hex>` reproduces one seed.
 //! A seed that failed is kept in `tests/random_programs.regressions` and runs on every target.
@@ -68,6 +68,8 @@ struct Gen<'k> {
     wide: bool,
     /// Wave operations, LDS and atomics.
     cross: bool,
+    /// Loops run up to 7 times (else up to 3): far enough for a runtime-unrolled trip of 4.
+    long_loops: bool,
     lds: Lds<'k, u32>,
     lid: Val<'k, u32>,
     returned: std::cell::Cell<bool>,
@@ -464,8 +466,8 @@ impl<'k> Gen<'k> {
                 }
             }
             7 | 8 => {
-                // Trip count 0..=3, divergent or uniform.
-                let bound = self.eu(1) & 3u32;
+                // Trip count 0..=3 (0..=7 with `long_loops`), divergent or uniform.
+                let bound = self.eu(1) & if self.long_loops { 7u32 } else { 3 };
                 let n = 1 + self.r(3) as u32;
                 let target = self.r(NU as u64) as usize;
                 k.for_range(k.lit(0u32), bound, k.lit(1u32), |i| {
@@ -491,7 +493,7 @@ impl<'k> Gen<'k> {
 /// A random kernel from `seed`: `(a: buf<u32>, b: buf<f32>, out: buf_mut<u32>,
 /// outf: buf_mut<f32>, su: u32, sf: f32)` and the wide/cross buffers. Program flavours: `div` loads and division, `wide` 64-bit and f16 values, `cross` wave
 /// operations, LDS, atomics and barriers.
-fn random_kernel_with(seed: u64, div: bool, wide: bool, cross: bool) -> Function {
+fn random_kernel_with(seed: u64, (div, wide, cross, long_loops): Flags) -> Function {
     let k = KernelBuilder::new("random");
     let a = k.buffer::<u32>("a");
     let b = k.buffer::<f32>("b");
@@ -534,6 +536,7 @@ fn random_kernel_with(seed: u64, div: bool, wide: bool, cross: bool) -> Function
         vh,
         wide,
         cross,
+        long_loops,
         lds,
         lid,
         returned: std::cell::Cell::new(false),
@@ -618,15 +621,15 @@ fn random_case(seed: u64) -> Case {
 /// The error of a case skipped because the optimizer's output did not verify.
 const SKIPPED: &str = "skipped";
 
-/// Compiles and runs the program of `seed`, flavour `(div, wide, cross)` of
+/// Compiles and runs the program of `seed`, flavour `(div, wide, cross, long_loops)` of
 /// [`random_kernel_with`], on `target`; `Err` describes the first difference.
 fn check_flavour(
     seed: u64,
     target: Target,
-    (div, wide, cross): (bool, bool, bool),
+    flags: Flags,
     optimize: bool,
 ) -> Result<(), String> {
-    let func = random_kernel_with(seed, div, wide, cross);
+    let func = random_kernel_with(seed, flags);
     let case = random_case(seed);
     let mut want = case.args.clone();
     kjit_ir::interp::run(&func, &case.launch, &mut want)
@@ -695,15 +698,17 @@ fn reproduce_seed_from_env() {
     };
     let seed = u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex seed");
     if std::env::var("KJIT_PRINT_MIR").is_ok() {
-        let f = random_kernel_with(seed, true, false, std::env::var("KJIT_FLAVOUR").is_ok());
+        let cross = std::env::var("KJIT_FLAVOUR").is_ok();
+        let f = random_kernel_with(seed, (true, false, cross, false));
         println!("{f}");
         let mf = kjit_backend_gcn::isel::select(&f, Target::Gfx942).expect("isel");
         println!("{}", kjit_backend_gcn::mir_verify::DisplayMir(&mf));
     }
-    let flavours: Vec<(bool, bool, bool)> = match std::env::var("KJIT_FLAVOUR").as_deref() {
-        Ok("wide") => vec![(true, true, false)],
-        Ok("cross") => vec![(true, false, true)],
-        _ => vec![(false, false, false), (true, false, false)],
+    let flavours: Vec<Flags> = match std::env::var("KJIT_FLAVOUR").as_deref() {
+        Ok("wide") => vec![(true, true, false, false)],
+        Ok("cross") => vec![(true, false, true, false)],
+        Ok("loops") => vec![(true, false, false, true)],
+        _ => vec![(false, false, false, false), (true, false, false, false)],
     };
     for t in ALL_TARGETS {
         for &fl in &flavours {
@@ -715,20 +720,27 @@ fn reproduce_seed_from_env() {
 }
 
 /// The program flavours the suite runs, with how many programs of each one CI run checks.
-/// `(name, (div, wide, cross), optimize, programs)`; 10,400 programs in all, a third per target.
-const FLAVOURS: &[(&str, (bool, bool, bool), bool, u64)] = &[
+/// `(name, (div, wide, cross, long_loops), optimize, programs)`; 11,400 programs in all, a third
+/// per target.
+const FLAVOURS: &[(&str, Flags, bool, u64)] = &[
     // Arithmetic, selects, conversions and control flow without loads or division.
-    ("plain", (false, false, false), false, 2600),
+    ("plain", (false, false, false, false), false, 2600),
     // With loads (in and out of range) and exact integer division and remainder.
-    ("loads", (true, false, false), false, 2600),
+    ("loads", (true, false, false, false), false, 2600),
     // 64-bit integers, f64 and f16 next to the 32-bit program.
-    ("wide", (true, true, false), false, 1800),
+    ("wide", (true, true, false, false), false, 1800),
     // Wave shuffles, broadcasts, reductions and scans under divergence; LDS; atomics;
     // barriers in uniform control flow.
-    ("cross", (true, false, true), false, 1800),
+    ("cross", (true, false, true, false), false, 1800),
     // Loads and division through the e-graph optimizer first.
-    ("optimized", (true, false, false), true, 1600),
+    ("optimized", (true, false, false, false), true, 1600),
+    // As `optimized`, with loops of up to 7 trips: store-free loops with loads take the
+    // optimizer's runtime unrolling (a guarded trip of 4, then the rolled rest).
+    ("loops", (true, false, false, true), true, 1000),
 ];
+
+/// A program flavour's switches: `(div, wide, cross, long_loops)` (see [`Gen`]).
+type Flags = (bool, bool, bool, bool);
 
 /// The fixed base of CI's seeds; `KJIT_RANDOM_BASE=<hex>` draws another set.
 const CI_BASE: u64 = 0x6b6a_6974_2031_3521;
@@ -740,13 +752,13 @@ fn seed_of(base: u64, name: &str, n: u64) -> u64 {
     Rng(base ^ tag.wrapping_mul(0x100_0000_01b3) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next()
 }
 
-/// The flavour entry named `name`.
-fn flavour(name: &str) -> (bool, bool, bool, bool) {
+/// The flavour entry named `name`: its switches and whether the optimizer runs.
+fn flavour(name: &str) -> (Flags, bool) {
     let &(_, f, opt, _) = FLAVOURS
         .iter()
         .find(|f| f.0 == name)
         .unwrap_or_else(|| panic!("no flavour {name}"));
-    (f.0, f.1, f.2, opt)
+    (f, opt)
 }
 
 /// Runs `programs` (times `KJIT_RANDOM_SCALE`, default 1) programs of flavour `name` from the
@@ -762,12 +774,12 @@ fn run_flavour(name: &str) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let programs = FLAVOURS.iter().find(|f| f.0 == name).expect("flavour").3 * scale;
-    let (div, wide, cross, opt) = flavour(name);
+    let (flags, opt) = flavour(name);
     let (mut failures, mut skipped) = (Vec::new(), 0);
     for n in 0..programs {
         let seed = seed_of(base, name, n);
         let t = ALL_TARGETS[(seed % 3) as usize];
-        match check_flavour(seed, t, (div, wide, cross), opt) {
+        match check_flavour(seed, t, flags, opt) {
             Ok(()) => {}
             Err(e) if e == SKIPPED => skipped += 1,
             Err(e) => failures.push(format!(
@@ -808,6 +820,19 @@ fn optimized() {
     run_flavour("optimized");
 }
 
+#[test]
+fn loops_unrolled_at_run_time() {
+    run_flavour("loops");
+    // The flavour is there for the optimizer's runtime unrolling: its programs must reach it.
+    let (flags, _) = flavour("loops");
+    let unrolled = (0..200)
+        .map(|n| random_kernel_with(seed_of(CI_BASE, "loops", n), flags))
+        .filter(|f| kjit_ir::opt::unroll_runtime::unroll_runtime_loops(f).is_some())
+        .count();
+    println!("loops: {unrolled} of the first 200 programs have a runtime-unrolled loop");
+    assert!(unrolled >= 10, "only {unrolled} of 200 programs reach runtime unrolling");
+}
+
 /// Every seed that once failed (`tests/random_programs.regressions`: `flavour seed` per line),
 /// on all three targets.
 #[test]
@@ -823,9 +848,9 @@ fn regression_cases() {
         }
         let (name, seed) = line.split_once(' ').expect("`flavour seed`");
         let seed = u64::from_str_radix(seed.trim().trim_start_matches("0x"), 16).expect("hex seed");
-        let (div, wide, cross, opt) = flavour(name);
+        let (flags, opt) = flavour(name);
         for t in ALL_TARGETS {
-            match check_flavour(seed, t, (div, wide, cross), opt) {
+            match check_flavour(seed, t, flags, opt) {
                 Ok(()) => {}
                 Err(e) if e == SKIPPED => {}
                 Err(e) => panic!("regression case `{line}`: {e}"),
