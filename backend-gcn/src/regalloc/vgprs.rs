@@ -294,12 +294,21 @@ fn segments(
         preg: item_preg,
         edge: vec![0; out.allocs.len() + 2 * out.edits.len()],
     };
-    let mut seen: std::collections::HashMap<usize, u32> = Default::default();
+    // Per location, the position of its last event seen in this walk (`u32::MAX`: none),
+    // and the locations to reset after it.
+    let mut seen = vec![u32::MAX; segs.items()];
+    let mut touched: Vec<usize> = Vec::new();
     for bevs in &evs {
         for (bit, order) in [(1u8, false), (2, true)] {
-            seen.clear();
+            for l in touched.drain(..) {
+                seen[l] = u32::MAX;
+            }
             let mut mark = |ev: &locs::Ev| {
-                if seen.insert(ev.loc, ev.pos) != Some(ev.pos) {
+                let last = std::mem::replace(&mut seen[ev.loc], ev.pos);
+                if last == u32::MAX {
+                    touched.push(ev.loc);
+                }
+                if last != ev.pos {
                     let i = segs.ix(ev.origin);
                     segs.edge[i] |= bit;
                 }
@@ -487,10 +496,15 @@ struct Occupancy<'a> {
     /// whether a register is free, which one binary search per interval answers instead of a
     /// walk over every item placed there (hash_lanes' registers hold dozens of segments each).
     union: Vec<Vec<(u32, u32)>>,
-    /// Per position, the VGPRs something is placed on there (bit `r` of word `r / 64`): a
-    /// short item's first fit is the lowest register free at each of its positions, without
-    /// looking at the registers one by one.
-    busy: Vec<[u64; 4]>,
+    /// Per position, the VGPRs something is placed on there (bit `r` of word `r / 64`,
+    /// `busy[r / 64][position]`): a short item's first fit is the lowest register free at
+    /// each of its positions, without looking at the registers one by one. One vector per
+    /// word, so placing an item on a register ORs one contiguous run of words (a long item
+    /// spans thousands of positions; with the four words of a position side by side, placing
+    /// was a third of the layouts' time).
+    busy: [Vec<u64>; 4],
+    /// Positions `busy` covers.
+    positions: usize,
     top: usize,
 }
 
@@ -520,7 +534,8 @@ impl<'a> Occupancy<'a> {
         Occupancy {
             regs: vec![Vec::new(); MAX_VGPRS],
             union: vec![Vec::new(); MAX_VGPRS],
-            busy: vec![[0; 4]; positions],
+            busy: std::array::from_fn(|_| vec![0; positions]),
+            positions,
             top,
         }
     }
@@ -531,13 +546,11 @@ impl<'a> Occupancy<'a> {
         let mut m = [0u64; 4];
         for &(a, b) in &l.0 {
             len += b.saturating_sub(a) + 1;
-            if len > SHORT || b as usize >= self.busy.len() {
+            if len > SHORT || b as usize >= self.positions {
                 return None;
             }
-            for p in &self.busy[a as usize..=b as usize] {
-                for (x, y) in m.iter_mut().zip(p) {
-                    *x |= y;
-                }
+            for (x, w) in m.iter_mut().zip(&self.busy) {
+                *x = w[a as usize..=b as usize].iter().fold(*x, |x, y| x | y);
             }
         }
         Some(m)
@@ -568,6 +581,20 @@ impl<'a> Occupancy<'a> {
         )
     }
 
+    /// The VGPRs busy at the first or last position of one of `l`'s intervals: registers `l`
+    /// surely does not fit on, known without a search of their unions.
+    fn busy_at_ends(&self, l: &Intervals) -> [u64; 4] {
+        let mut m = [0u64; 4];
+        for p in l.0.iter().flat_map(|&(a, b)| [a, b]) {
+            if (p as usize) < self.positions {
+                for (x, w) in m.iter_mut().zip(&self.busy) {
+                    *x |= w[p as usize];
+                }
+            }
+        }
+        m
+    }
+
     /// Whether nothing placed on VGPR `r` shares a position with `l`.
     fn free(&self, r: usize, l: &Intervals) -> bool {
         let u = &self.union[r];
@@ -585,8 +612,23 @@ impl<'a> Occupancy<'a> {
                 return fit;
             }
         }
+        // Bases where some `lives[j]` meets what VGPR `base + j` holds at one of its
+        // intervals' ends are skipped without searching the unions (a long item is live on
+        // most registers' items somewhere).
+        let mut blocked = [0u64; 4];
+        for (j, l) in lives.iter().enumerate() {
+            for (o, b) in blocked.iter_mut().zip(shift_down(self.busy_at_ends(l), j)) {
+                *o |= b;
+            }
+        }
+        let open = |base: usize| {
+            blocked
+                .get(base / 64)
+                .is_none_or(|w| w >> (base % 64) & 1 == 0)
+        };
         (0..=MAX_VGPRS.checked_sub(lives.len())?)
             .step_by(align)
+            .filter(|&base| open(base))
             .find(|&base| {
                 lives
                     .iter()
@@ -600,9 +642,14 @@ impl<'a> Occupancy<'a> {
             self.regs[base + j].push(l);
             let r = base + j;
             for &(a, b) in &l.0 {
-                let end = (b as usize + 1).min(self.busy.len());
-                for p in self.busy.get_mut(a as usize..end).into_iter().flatten() {
-                    p[r / 64] |= 1 << (r % 64);
+                let end = (b as usize + 1).min(self.positions);
+                let bit = 1 << (r % 64);
+                // A plain slice loop: the compiler makes it a few vector ORs per cache line
+                // (long items span thousands of positions).
+                if let Some(run) = self.busy[r / 64].get_mut(a as usize..end) {
+                    for p in run {
+                        *p |= bit;
+                    }
                 }
             }
             let u = &mut self.union[r];
