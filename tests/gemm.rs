@@ -394,6 +394,56 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
     }
 }
 
+/// `pair_a` (a loaded two steps at a time, each lane's 16-byte piece split into the even
+/// and the odd k-group of its two steps; half of the pieces loaded in each step of a pair,
+/// the second half an iteration ahead; `kernels/src/gemm.rs`): device == interpreter == the
+/// CPU reference on gfx942 and gfx90a, with k running several pairs and leftover whole steps
+/// (288, 512), pairs only (256), too few steps for a pair (136), rows that do not start at a
+/// multiple of 8 (k = 100: the pair loop is skipped), and edge blocks (n = 136). The inputs
+/// run one step of ones past the matrices, so a pair loaded past k would show in c. The pair
+/// loop loads a's pieces as `buffer_load_dwordx4`, two in each of its steps (and two before
+/// it, the first iteration's ahead).
+#[test]
+fn pair_loads_of_a_equal_the_interpreter() {
+    let dev = GcnEmulator::new();
+    let tiles = GemmTiles {
+        pair_a: true,
+        ..DEFAULT_TILES
+    };
+    for elem in [FragElem::F16, FragElem::Bf16] {
+        let spec = spec_of(elem);
+        let func = build_gemm("gemm", elem, tiles).expect("builds");
+        let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+        let wide = ck
+            .asm
+            .lines()
+            .filter(|l| l.trim_start().starts_with("buffer_load_dwordx4"))
+            .count();
+        assert_eq!(wide, 6, "{elem:?}: a's pieces");
+        for dims in [
+            (256, 128, 288),
+            (128, 256, 256),
+            (128, 128, 512),
+            (256, 136, 136),
+            (128, 128, 100),
+        ] {
+            let mut case = gemm_case(elem, tiles, dims, 13);
+            for arg in &mut case.args[..2] {
+                if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
+                    v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
+                }
+            }
+            let want = interpret(&func, &case);
+            check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
+                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
+            let what = format!("pair_a {elem:?} {dims:?}");
+            for t in [Target::Gfx942, Target::Gfx90a] {
+                assert_device_equals(&dev, &func, &case, &want, t, &what);
+            }
+        }
+    }
+}
+
 /// The interior k loop of the default f16 GEMM is one basic block with the step's 16 MFMAs,
 /// its LDS stores and reads and global loads, and no range test: no `v_cmp`/`v_cndmask`, at
 /// most one VALU per global load for its address besides the `v_perm_b32` packing of b, the
