@@ -222,8 +222,9 @@ fn gemm_on_the_mi300x_model() {
     );
 }
 
-/// The instructions of the default f16 GEMM's interior loop body: the basic block with a whole
-/// step's 16 MFMAs and its global loads.
+/// The instructions of the default f16 GEMM's one-step interior loop body: the basic block with
+/// a whole step's 16 MFMAs and its global loads (the two-step loop of `pair_a` has 32; the
+/// one-step loop does the steps it leaves).
 fn interior_loop_body(asm: &str) -> Vec<&str> {
     let mut blocks: Vec<Vec<&str>> = vec![vec![]];
     for l in asm.lines().map(str::trim) {

@@ -34,6 +34,11 @@
 //! past the buffers' ends the range check reads 0. A block inside c stores its results
 //! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
+//! With f16/bf16, one stage and the loads after the stores, the interior loop takes two steps
+//! per iteration (`pair_a`, the default): a is loaded as 16-byte pieces holding a k-group of
+//! each step, so a row's two steps are one whole 128-byte line (the vector memory unit is
+//! charged per line), half of the pieces in each step; the one-step loop does what is left.
+//!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
 //! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers), `early` (the next step's global loads
 //! before this step's LDS stores) and `lead` (sub-steps whose MFMAs precede the iteration's
@@ -90,7 +95,9 @@ pub struct GemmTiles {
     /// a line, so a's loads cost half. The two steps take the even and the odd k-groups of
     /// their 2·`bk` window (a and b alike), so a piece splits into its two steps' fragments
     /// without a select. Half of a's pieces are loaded in each step (`pair_steps`), so the
-    /// unit's work after a barrier is the same every step.
+    /// unit's work after a barrier is the same every step. The default; not a tuning
+    /// parameter (an eighth tuning value sets it). Square problem on `mi300x`: 100,319 →
+    /// 98,709 cycles (docs/mfma-gemm.md).
     pub pair_a: bool,
 }
 
@@ -145,7 +152,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     stages: 1,
     early: false,
     lead: 3,
-    pair_a: false,
+    pair_a: true,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -358,7 +365,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // Where many loads would share a base, each uniform part costs an SGPR through the loop:
     // past `SHARED_BASES` they are folded into per-load bases before the loop instead.
     let shared = a_at.iter().chain(b_at.iter().flatten());
-    if shared.filter(|l| l.by_k + l.by_n > 0).count() > SHARED_BASES {
+    let share = shared.filter(|l| l.by_k + l.by_n > 0).count() <= SHARED_BASES;
+    if !share {
         for l in a_at.iter_mut().chain(b_at.iter_mut().flatten()) {
             let base = match (l.by_k, l.by_n) {
                 (0, 0) => l.base,
@@ -373,7 +381,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // k-groups per lane and row; step s of a pair at k0 takes the k-groups 2g + s of
     // [k0, k0 + 2·bk) into LDS k-group g, for a and b alike. Per-lane bases of a job's piece
     // and of b's rows of its k-group in step 0 (jobs moved by whole rounds as above).
-    let pair = t.pair_a && kl > 1 && kl * elem.bytes() == 8 && t.stages == 1 && !t.early;
+    // Its loads share bases the same way, so blocks past `SHARED_BASES` keep the one-step loop.
+    let pair = t.pair_a && share && kl > 1 && kl * elem.bytes() == 8 && t.stages == 1 && !t.early;
     let pfrag = FragType::new(elem, 2 * kl as u8);
     let mut pa_at: Vec<LoadAt<'_>> = Vec::new();
     let mut pb_at: Vec<Vec<LoadAt<'_>>> = Vec::new();
@@ -1377,10 +1386,6 @@ const TILE_PARAMS: &[TuneParam] = &[
         name: "lead",
         values: &[3, 0, 1, 2],
     },
-    TuneParam {
-        name: "pair_a",
-        values: &[0, 1],
-    },
 ];
 
 /// Tuning parameters of `gemm_f32`, starting at [`F32_TILES`].
@@ -1395,7 +1400,6 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
     TILE_PARAMS[4],
     TILE_PARAMS[5],
     TILE_PARAMS[6],
-    TILE_PARAMS[7],
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
@@ -1407,7 +1411,8 @@ fn tiles(p: &[u32]) -> GemmTiles {
         stages: p[4],
         early: p[5] == 1,
         lead: p[6],
-        pair_a: p[7] == 1,
+        // Not a tuning parameter (the tuner keeps the default); an eighth value sets it.
+        pair_a: p.get(7).map_or(DEFAULT_TILES.pair_a, |&x| x == 1),
     }
 }
 
