@@ -240,6 +240,35 @@ fn interior_loop_body(asm: &str) -> Vec<&str> {
         .unwrap_or_else(|| panic!("no block with a whole step:\n{asm}"))
 }
 
+/// The default f16 GEMM's two-step interior loop (`pair_a`) reads LDS at the same keyed
+/// addresses in both steps (`x ^ c`, one `v_xor_b32` each of an entry-block offset): isel makes
+/// them again after a barrier (`remade_after_barrier` in `backend-gcn/src/isel`), 6 per step,
+/// instead of holding the first step's 6 VGPRs across two barriers, which took the kernel to
+/// 129 VGPRs and 3 waves per SIMD; now it fits 4.
+#[test]
+fn pair_loop_remakes_its_keyed_read_addresses_after_barriers() {
+    let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let mut blocks: Vec<Vec<&str>> = vec![vec![]];
+    for l in ck.asm.lines().map(str::trim) {
+        if l.starts_with(".LBB") || l.starts_with("; %bb") {
+            blocks.push(vec![]);
+        }
+        blocks.last_mut().unwrap().push(l);
+    }
+    let count = |b: &[&str], p: &str| b.iter().filter(|l| l.starts_with(p)).count();
+    let body = blocks
+        .iter()
+        .find(|b| count(b, "v_mfma") == 32)
+        .unwrap_or_else(|| panic!("no two-step loop body:\n{}", ck.asm));
+    assert_eq!(count(body, "v_xor_b32"), 12, "{}", body.join("\n"));
+    assert!(
+        ck.asm.contains("occupancy: 4 waves/SIMD"),
+        "{}",
+        &ck.asm[..400]
+    );
+}
+
 /// The loop's MFMAs are spread through the step, not issued in one burst after the rest
 /// (`schedule.rs`, `MatrixFeed`, and the loop's order in `kernels/src/gemm.rs`): a wave
 /// issues in order, so the matrix unit (32 cycles per `v_mfma_f32_32x32x8_f16`) idles while
