@@ -115,8 +115,7 @@ impl GemmTiles {
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=8).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1))
-        {
+        if !(3..=8).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1)) {
             return Err(format!(
                 "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)]]]]"
             ));
@@ -861,10 +860,11 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 let aligned = (kk % (2 * kl)).eq(0u32);
                 let more = || (t0.get() + 3 * t.bk).lt(fast_end);
                 k.if_(aligned & more(), || {
-                    let later: Vec<_> = load_pair_a(t0.get() + 2 * t.bk, first_jobs..a_jobs as usize)
-                        .into_iter()
-                        .map(|f| k.frag_var(f))
-                        .collect();
+                    let later: Vec<_> =
+                        load_pair_a(t0.get() + 2 * t.bk, first_jobs..a_jobs as usize)
+                            .into_iter()
+                            .map(|f| k.frag_var(f))
+                            .collect();
                     k.while_(more, || pair_steps(&later));
                 });
             }
