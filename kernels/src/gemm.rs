@@ -782,9 +782,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     let first_jobs = (a_jobs / 2) as usize;
     // Steps k0 and k0 + bk of the interior loop with `pair_a`: as two `step`s, but the first
     // loads the pieces of a's first jobs for steps k0 + 2·bk and k0 + 3·bk and b's block of
-    // the first of them, the second the other jobs' pieces for steps k0 + 4·bk and k0 + 5·bk
-    // (into `later`, the variables that carried them from the iteration before) and b's
-    // block of step k0 + 3·bk. The second step's stores split every piece into both steps'
+    // the first of them, the second b's block of step k0 + 3·bk and then the other jobs'
+    // pieces for steps k0 + 4·bk and k0 + 5·bk (into `later`, the variables that carried
+    // them from the iteration before). The second step's stores split every piece into both steps'
     // fragments at once (after the loop's first barrier, so no earlier wait for the loads):
     // the odd halves are the staged a-block at the back edge.
     let pair_steps = |later: &[FragVar<'_>]| {
