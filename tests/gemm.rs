@@ -222,8 +222,9 @@ fn gemm_on_the_mi300x_model() {
     );
 }
 
-/// The instructions of the default f16 GEMM's interior loop body: the basic block with a whole
-/// step's 16 MFMAs and its global loads.
+/// The instructions of the default f16 GEMM's one-step interior loop body: the basic block with
+/// a whole step's 16 MFMAs and its global loads (the two-step loop of `pair_a` has 32; the
+/// one-step loop does the steps it leaves).
 fn interior_loop_body(asm: &str) -> Vec<&str> {
     let mut blocks: Vec<Vec<&str>> = vec![vec![]];
     for l in asm.lines().map(str::trim) {
@@ -237,6 +238,35 @@ fn interior_loop_body(asm: &str) -> Vec<&str> {
         .into_iter()
         .find(|b| count(b, "v_mfma") == 16 && count(b, "buffer_load") > 0)
         .unwrap_or_else(|| panic!("no block with a whole step:\n{asm}"))
+}
+
+/// The default f16 GEMM's two-step interior loop (`pair_a`) reads LDS at the same keyed
+/// addresses in both steps (`x ^ c`, one `v_xor_b32` each of an entry-block offset): isel makes
+/// them again after a barrier (`remade_after_barrier` in `backend-gcn/src/isel`), 6 per step,
+/// instead of holding the first step's 6 VGPRs across two barriers, which took the kernel to
+/// 129 VGPRs and 3 waves per SIMD; now it fits 4.
+#[test]
+fn pair_loop_remakes_its_keyed_read_addresses_after_barriers() {
+    let func = build_gemm("gemm", FragElem::F16, DEFAULT_TILES).unwrap();
+    let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let mut blocks: Vec<Vec<&str>> = vec![vec![]];
+    for l in ck.asm.lines().map(str::trim) {
+        if l.starts_with(".LBB") || l.starts_with("; %bb") {
+            blocks.push(vec![]);
+        }
+        blocks.last_mut().unwrap().push(l);
+    }
+    let count = |b: &[&str], p: &str| b.iter().filter(|l| l.starts_with(p)).count();
+    let body = blocks
+        .iter()
+        .find(|b| count(b, "v_mfma") == 32)
+        .unwrap_or_else(|| panic!("no two-step loop body:\n{}", ck.asm));
+    assert_eq!(count(body, "v_xor_b32"), 12, "{}", body.join("\n"));
+    assert!(
+        ck.asm.contains("occupancy: 4 waves/SIMD"),
+        "{}",
+        &ck.asm[..400]
+    );
 }
 
 /// The loop's MFMAs are spread through the step, not issued in one burst after the rest
@@ -390,6 +420,56 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
                 .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
             let what = format!("{elem:?} {dims:?}");
             assert_device_equals(&dev, &func, &case, &want, Target::Gfx942, &what);
+        }
+    }
+}
+
+/// `pair_a` (a loaded two steps at a time, each lane's 16-byte piece split into the even
+/// and the odd k-group of its two steps; half of the pieces loaded in each step of a pair,
+/// the second half an iteration ahead; `kernels/src/gemm.rs`): device == interpreter == the
+/// CPU reference on gfx942 and gfx90a, with k running several pairs and leftover whole steps
+/// (288, 512), pairs only (256), too few steps for a pair (136), rows that do not start at a
+/// multiple of 8 (k = 100: the pair loop is skipped), and edge blocks (n = 136). The inputs
+/// run one step of ones past the matrices, so a pair loaded past k would show in c. The pair
+/// loop loads a's pieces as `buffer_load_dwordx4`, two in each of its steps (and two before
+/// it, the first iteration's ahead).
+#[test]
+fn pair_loads_of_a_equal_the_interpreter() {
+    let dev = GcnEmulator::new();
+    let tiles = GemmTiles {
+        pair_a: true,
+        ..DEFAULT_TILES
+    };
+    for elem in [FragElem::F16, FragElem::Bf16] {
+        let spec = spec_of(elem);
+        let func = build_gemm("gemm", elem, tiles).expect("builds");
+        let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+        let wide = ck
+            .asm
+            .lines()
+            .filter(|l| l.trim_start().starts_with("buffer_load_dwordx4"))
+            .count();
+        assert_eq!(wide, 6, "{elem:?}: a's pieces");
+        for dims in [
+            (256, 128, 288),
+            (128, 256, 256),
+            (128, 128, 512),
+            (256, 136, 136),
+            (128, 128, 100),
+        ] {
+            let mut case = gemm_case(elem, tiles, dims, 13);
+            for arg in &mut case.args[..2] {
+                if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
+                    v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
+                }
+            }
+            let want = interpret(&func, &case);
+            check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
+                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
+            let what = format!("pair_a {elem:?} {dims:?}");
+            for t in [Target::Gfx942, Target::Gfx90a] {
+                assert_device_equals(&dev, &func, &case, &want, t, &what);
+            }
         }
     }
 }

@@ -277,7 +277,16 @@ fn tile_of(t: GemmTiles) -> [usize; 2] {
 fn kjit_gemm(t: GemmTiles, occupancy: Option<u32>) -> Option<Vec<u8>> {
     let spec = kjit_kernels::find("gemm")?;
     let tuning = spec.tuning.as_ref().expect("gemm declares its tiles");
-    let params = [t.bm, t.bn, t.bk, t.wn, t.stages, t.early as u32, t.lead];
+    let params = [
+        t.bm,
+        t.bn,
+        t.bk,
+        t.wn,
+        t.stages,
+        t.early as u32,
+        t.lead,
+        t.pair_a as u32,
+    ];
     let func = (tuning.build)(&params).expect("gemm builds");
     let opts = CompileOptions {
         occupancy,
@@ -310,7 +319,7 @@ fn kjit_row(
     )
 }
 
-/// kjit's tiles `bm,bn,bk[,wn,stages[,early[,lead]]]` from environment variable `var`, else `default`
+/// kjit's tiles `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` from environment variable `var`, else `default`
 /// (`GemmTiles::parse`).
 fn tiles_from_env(var: &str, default: GemmTiles) -> GemmTiles {
     std::env::var(var)
@@ -431,7 +440,7 @@ fn sizes_from_env(var: &str, default: [usize; 3], seed: u64) -> GemmProblem {
 
 /// The device-filling run of docs/mfma-gemm.md (minutes of host time in a release build).
 /// `KJIT_GEMM_SKINNY=m,64,k` and `KJIT_GEMM_SQUARE=m,n,k` change the sizes,
-/// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages[,early[,lead]]]` kjit's tiles on the n = 64 problem,
+/// `KJIT_GEMM_TALL=bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` kjit's tiles on the n = 64 problem,
 /// `KJIT_GEMM_SQUARE_TILES` (same form) on the square one, `KJIT_GEMM_ONLY=kjit` leaves
 /// out Triton and the twin;
 /// `KJIT_GEMM_REPORT=1` prints each run's full timing report (stalls, hottest instructions),

@@ -34,6 +34,11 @@
 //! past the buffers' ends the range check reads 0. A block inside c stores its results
 //! unchecked; an edge block drops each result outside c by pointing its index past the buffer.
 //!
+//! With f16/bf16, one stage and the loads after the stores, the interior loop takes two steps
+//! per iteration (`pair_a`, the default): a is loaded as 16-byte pieces holding a k-group of
+//! each step, so a row's two steps are one whole 128-byte line (the vector memory unit is
+//! charged per line), half of the pieces in each step; the one-step loop does what is left.
+//!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
 //! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers), `early` (the next step's global loads
 //! before this step's LDS stores) and `lead` (sub-steps whose MFMAs precede the iteration's
@@ -83,6 +88,17 @@ pub struct GemmTiles {
     /// bound: 3); fewer leave the first stretch more MFMAs to hide the loads behind (the
     /// n = 64 problem, bound by a's loads: 0). Measured: docs/mfma-gemm.md.
     pub lead: u32,
+    /// Whether the interior loop loads a two steps at a time (f16/bf16, one stage, loads after
+    /// the stores; else ignored): one 16-byte piece per lane and row holds a k-group of each
+    /// step, so a row's 128 bytes of the two steps are one whole line. The vector memory unit is
+    /// charged per line an instruction touches, and a row's 64 bytes of one step of 32 are half
+    /// a line, so a's loads cost half. The two steps take the even and the odd k-groups of
+    /// their 2·`bk` window (a and b alike), so a piece splits into its two steps' fragments
+    /// without a select. Half of a's pieces are loaded in each step (`pair_steps`), so the
+    /// unit's work after a barrier is the same every step. The default; not a tuning
+    /// parameter (an eighth tuning value sets it). Square problem on `mi300x`: 100,319 →
+    /// 98,709 cycles (docs/mfma-gemm.md).
+    pub pair_a: bool,
 }
 
 impl GemmTiles {
@@ -91,17 +107,17 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead]]]` (the optional ones default to
-    /// [`DEFAULT_TILES`]'s; `early` is 0 or 1).
+    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` (the optional ones default
+    /// to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=7).contains(&v.len()) || v.get(5).is_some_and(|&e| e > 1) {
+        if !(3..=8).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1)) {
             return Err(format!(
-                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead]]]"
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)]]]]"
             ));
         }
         let d = DEFAULT_TILES;
@@ -113,6 +129,7 @@ impl GemmTiles {
             stages: v.get(4).copied().unwrap_or(d.stages),
             early: v.get(5).map_or(d.early, |&e| e == 1),
             lead: v.get(6).copied().unwrap_or(d.lead),
+            pair_a: v.get(7).map_or(d.pair_a, |&e| e == 1),
         })
     }
 
@@ -134,6 +151,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     stages: 1,
     early: false,
     lead: 3,
+    pair_a: true,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -346,7 +364,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     // Where many loads would share a base, each uniform part costs an SGPR through the loop:
     // past `SHARED_BASES` they are folded into per-load bases before the loop instead.
     let shared = a_at.iter().chain(b_at.iter().flatten());
-    if shared.filter(|l| l.by_k + l.by_n > 0).count() > SHARED_BASES {
+    let share = shared.filter(|l| l.by_k + l.by_n > 0).count() <= SHARED_BASES;
+    if !share {
         for l in a_at.iter_mut().chain(b_at.iter_mut().flatten()) {
             let base = match (l.by_k, l.by_n) {
                 (0, 0) => l.base,
@@ -355,6 +374,52 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 (r, j) => l.base + kk * r + n * j,
             };
             *l = LoadAt::new(base, l.off, l.lim);
+        }
+    }
+    // `pair_a` (the interior loop only): a two steps at a time, one piece of both steps'
+    // k-groups per lane and row; step s of a pair at k0 takes the k-groups 2g + s of
+    // [k0, k0 + 2·bk) into LDS k-group g, for a and b alike. Per-lane bases of a job's piece
+    // and of b's rows of its k-group in step 0 (jobs moved by whole rounds as above).
+    // Its loads share bases the same way, so blocks past `SHARED_BASES` keep the one-step loop.
+    let pair = t.pair_a && share && kl > 1 && kl * elem.bytes() == 8 && t.stages == 1 && !t.early;
+    let pfrag = FragType::new(elem, 2 * kl as u8);
+    let mut pa_at: Vec<LoadAt<'_>> = Vec::new();
+    let mut pb_at: Vec<Vec<LoadAt<'_>>> = Vec::new();
+    if pair {
+        for q in 0..a_jobs {
+            let at = match moved(q, t.bm * per_row, &a_order) {
+                Some(rows) => LoadAt {
+                    by_k: rows,
+                    ..pa_at[0]
+                },
+                None => {
+                    let (row, kc) = a_job(q);
+                    LoadAt::new((m0 + row) * kk + 2 * kc, 0, never)
+                }
+            };
+            pa_at.push(at);
+        }
+        for q in 0..b_jobs {
+            let rows = match moved(q, pairs * per_row, &b_order) {
+                Some(lines) => pb_at[0]
+                    .iter()
+                    .map(|&at| LoadAt {
+                        by_n: at.by_n + 2 * lines * kl,
+                        ..at
+                    })
+                    .collect(),
+                None => {
+                    let (col, kc) = b_job(q);
+                    let base = kc * (2 * n) + n0 + col;
+                    (0..kl)
+                        .map(|j| LoadAt {
+                            by_n: j,
+                            ..LoadAt::new(base, j, never)
+                        })
+                        .collect()
+                }
+            };
+            pb_at.push(rows);
         }
     }
     // A load's index at a step's uniform start `u` (k0 for a, k0 · n for b): its per-lane
@@ -680,6 +745,91 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
         }
         t0.set(k0 + t.bk);
     };
+    // `pair_a`: the pieces of a's jobs `jobs` for the two steps from k0, and b's block of the
+    // pair's step s.
+    let load_pair_a = |k0: Val<'_, u32>, jobs: std::ops::Range<usize>| -> Vec<Frag<'_>> {
+        pa_at[jobs]
+            .iter()
+            .map(|l| k.frag_load(&a, load_index(l, k0, kk, n), pfrag))
+            .collect()
+    };
+    let load_pair_b = |k0: Val<'_, u32>, s: u32| -> Vec<Vec<Vec<Frag<'_>>>> {
+        let k0n = k0 * n;
+        let row = |l: &LoadAt<'_>| {
+            let at = LoadAt {
+                by_n: l.by_n + s * kl,
+                ..*l
+            };
+            let at = load_index(&at, k0n, kk, n);
+            (0..pieces)
+                .map(|p| k.frag_load(&b, at + job_col(p * piece_len), piece))
+                .collect()
+        };
+        pb_at
+            .iter()
+            .map(|rows| rows.iter().map(row).collect())
+            .collect()
+    };
+    // Step s's fragment of a pair's piece (its k-group 2g + s).
+    let half = |p: Frag<'_>, s: u32| {
+        let parts: Vec<Val<'_, T>> = (0..kl)
+            .map(|i| p.extract::<T>((s * kl + i) as u8))
+            .collect();
+        k.frag_build(frag, &parts)
+    };
+    // a's jobs whose pieces the first step of a pair loads; the others' pieces are loaded in
+    // the second step of the iteration before, so each step loads half of a's lines.
+    let first_jobs = (a_jobs / 2) as usize;
+    // Steps k0 and k0 + bk of the interior loop with `pair_a`: as two `step`s, but the first
+    // loads the pieces of a's first jobs for steps k0 + 2·bk and k0 + 3·bk and b's block of
+    // the first of them, the second b's block of step k0 + 3·bk and then the other jobs'
+    // pieces for steps k0 + 4·bk and k0 + 5·bk (into `later`, the variables that carried
+    // them from the iteration before). The second step's stores split every piece into both steps'
+    // fragments at once (after the loop's first barrier, so no earlier wait for the loads):
+    // the odd halves are the staged a-block at the back edge.
+    let pair_steps = |later: &[FragVar<'_>]| {
+        let k0 = t0.get();
+        let now = Staged::read(&staged_a, &staged_b);
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        store_stage(&now, k0 + t.bk, (None, None), true);
+        k.barrier();
+        let first = load_pair_a(k0 + 2 * t.bk, 0..first_jobs);
+        let even_b = load_pair_b(k0 + 2 * t.bk, 0);
+        carried.set(&read_step((None, None)));
+        for (a_frags, b_frags) in &carried.get() {
+            issue(a_frags, b_frags);
+        }
+        let pieces_a: Vec<Frag<'_>> = first
+            .iter()
+            .copied()
+            .chain(later.iter().map(|v| v.get()))
+            .collect();
+        let odd_a: Vec<Frag<'_>> = pieces_a.iter().map(|&f| half(f, 1)).collect();
+        let even = Staged {
+            a: pieces_a.iter().map(|&f| half(f, 0)).collect(),
+            b: even_b,
+        };
+        store_stage(&even, k0 + 2 * t.bk, (None, None), true);
+        k.barrier();
+        // b's block first: it is stored in the next step, the pieces a step later, and the
+        // loads count down in order.
+        let odd_b = load_pair_b(k0 + 2 * t.bk, 1);
+        let next = load_pair_a(k0 + 4 * t.bk, first_jobs..a_jobs as usize);
+        carried.set(&read_step((None, None)));
+        for (v, &f) in staged_a.iter().zip(&odd_a) {
+            v.set(f);
+        }
+        for (v, &f) in later.iter().zip(&next) {
+            v.set(f);
+        }
+        let vars = staged_b.iter().flatten().flatten();
+        for (v, x) in vars.zip(odd_b.iter().flatten().flatten()) {
+            v.set(*x);
+        }
+        t0.set(k0 + 2 * t.bk);
+    };
     // The interior loop runs while the step it loads is a whole step of k, in blocks whose
     // rows and columns lie inside a and b with aligned rows and pieces; the general loop
     // while a step follows k0; the last step's MFMAs come after both. Only the uniform tests
@@ -702,6 +852,22 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
                 },
             );
         } else {
+            if pair {
+                // Pieces of two fragments need rows that start at their multiple. An
+                // iteration at k0 loads up to step k0 + 5·bk, a whole step of k while
+                // k0 + 4·bk ≤ fast_end; the one-step loop does the rest (the pieces loaded
+                // for the step after the last iteration go unused).
+                let aligned = (kk % (2 * kl)).eq(0u32);
+                let more = || (t0.get() + 3 * t.bk).lt(fast_end);
+                k.if_(aligned & more(), || {
+                    let later: Vec<_> =
+                        load_pair_a(t0.get() + 2 * t.bk, first_jobs..a_jobs as usize)
+                            .into_iter()
+                            .map(|f| k.frag_var(f))
+                            .collect();
+                    k.while_(more, || pair_steps(&later));
+                });
+            }
             k.while_(|| t0.get().lt(fast_end), || step(true));
         }
     });
@@ -1245,6 +1411,8 @@ fn tiles(p: &[u32]) -> GemmTiles {
         stages: p[4],
         early: p[5] == 1,
         lead: p[6],
+        // Not a tuning parameter (the tuner keeps the default); an eighth value sets it.
+        pair_a: p.get(7).map_or(DEFAULT_TILES.pair_a, |&x| x == 1),
     }
 }
 

@@ -234,6 +234,12 @@ impl Isel<'_> {
             } => self.atomic(op, mem, index, offset, &args, res[0])?,
             InstData::Barrier => {
                 self.push(MInst::isa(op("s_barrier"), &[]));
+                // Nothing moves across a barrier in the schedule: an address of one VALU
+                // reused after it would hold its VGPR through the wait (the GEMM's keyed
+                // LDS reads, two steps per loop body: 6 VGPRs), so it is made again.
+                for key in std::mem::take(&mut self.remade_after_barrier) {
+                    self.addr_cache.remove(&key);
+                }
             }
             InstData::WaveShuffle { args } => {
                 let t = func.value_type(args[0]);
@@ -1161,6 +1167,7 @@ impl Isel<'_> {
             // `(x ^ c) << shift` as `(x << shift) ^ (c << shift)` (exact: the shift distributes
             // over XOR) when `x`'s byte offset is made once in the entry block: a loop's keyed
             // LDS reads (the GEMM's k-group planes) XOR the hoisted offset, no shift per read.
+            self.remade_after_barrier.push((index, shift));
             self.v("v_xor_b32", &[Src::Imm(c), Src::R(xo)])
         } else if let Some((x, c)) = self.divergent_local_shl(index, shift) {
             // `(x << c) << shift` as one shift; the first is dead when it is only an address.

@@ -237,6 +237,10 @@ pub(crate) struct Isel<'a> {
     /// Per-block cache of byte-offset VGPRs: (index, shift) -> `index << shift`, valid in the
     /// current block under the current EXEC (cleared when EXEC is set).
     pub(crate) addr_cache: HashMap<(Value, u32), VReg>,
+    /// The `addr_cache` entries that are one VALU of an entry-block offset (keyed LDS
+    /// indices): forgotten at a barrier, so a read after it remakes its address instead of
+    /// holding a VGPR across the barrier's wait.
+    pub(crate) remade_after_barrier: Vec<(Value, u32)>,
     /// The SGPR sum of the two uniform terms of a divergent `add3` (its value as the key), for
     /// a byte offset of the same `add3` to share.
     pub(crate) uniform_sums: HashMap<Value, VReg>,
@@ -369,6 +373,7 @@ impl<'a> Isel<'a> {
             slots,
             mask_cache: HashMap::default(),
             addr_cache: HashMap::default(),
+            remade_after_barrier: Vec::new(),
             uniform_sums: HashMap::default(),
             lane_copies: HashMap::default(),
             latch: SecondaryMap::new(),
@@ -1076,6 +1081,7 @@ impl<'a> Isel<'a> {
         self.cur = mb;
         self.mask_cache.clear();
         self.addr_cache.clear();
+        self.remade_after_barrier.clear();
         self.lane_copies.clear();
         self.divrem_cache.clear();
         if mb == self.mf.entry() {
