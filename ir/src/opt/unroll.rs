@@ -122,7 +122,8 @@ fn const_bits(f: &Function, v: Value) -> Option<u64> {
     }
 }
 
-fn find(f: &Function) -> Option<Counted> {
+/// Each block's predecessors (each once).
+pub(super) fn predecessors(f: &Function) -> SecondaryMap<Block, Vec<Block>> {
     let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
     for &b in &f.layout {
         for s in f.successors(b) {
@@ -131,6 +132,38 @@ fn find(f: &Function) -> Option<Counted> {
             }
         }
     }
+    preds
+}
+
+/// The loop shape full and runtime unrolling start from: `h` ends in `brif cond, first, exit`,
+/// `first` (the body's first block, not `h`) takes no arguments or parameters and is entered
+/// only from `h`, the exit is not `h`, and `h` has two predecessors (the entry and the latch).
+/// Gives `(cond, first, exit)`.
+pub(super) fn loop_header(
+    f: &Function,
+    preds: &SecondaryMap<Block, Vec<Block>>,
+    h: Block,
+) -> Option<(Value, Block, Block)> {
+    let InstData::Brif {
+        cond,
+        then_dest,
+        else_dest,
+    } = &f.insts[f.terminator(h)?]
+    else {
+        return None;
+    };
+    let (first, exit) = (then_dest.block, else_dest.block);
+    if first == h || exit == h || !then_dest.args.is_empty() {
+        return None;
+    }
+    if !f.blocks[first].params.is_empty() || preds[first].as_slice() != [h] || preds[h].len() != 2 {
+        return None;
+    }
+    Some((*cond, first, exit))
+}
+
+fn find(f: &Function) -> Option<Counted> {
+    let preds = predecessors(f);
     let mut uses: SecondaryMap<Value, u32> = SecondaryMap::new();
     for &b in &f.layout {
         for &i in &f.blocks[b].insts {
@@ -147,24 +180,7 @@ fn counted(
     uses: &SecondaryMap<Value, u32>,
     h: Block,
 ) -> Option<Counted> {
-    let InstData::Brif {
-        cond,
-        then_dest,
-        else_dest,
-    } = &f.insts[f.terminator(h)?]
-    else {
-        return None;
-    };
-    let first = then_dest.block;
-    if first == h || else_dest.block == h || !then_dest.args.is_empty() {
-        return None;
-    }
-    if !f.blocks[first].params.is_empty() || preds[first].as_slice() != [h] {
-        return None;
-    }
-    if preds[h].len() != 2 {
-        return None;
-    }
+    let (cond, first, _) = loop_header(f, preds, h)?;
     // The latch: the predecessor of `h` that `first` reaches; the other one enters the loop.
     let body = natural_loop(f, preds, h, first)?;
     if body.len() > MAX_BODY_BLOCKS {
@@ -190,11 +206,11 @@ fn counted(
         }
     }
     // The header: constants, the compare, the branch; the compare feeds only the branch.
-    let cmp = match f.values[*cond].def {
+    let cmp = match f.values[cond].def {
         ValueDef::Result(i, 0) if f.blocks[h].insts.contains(&i) => i,
         _ => return None,
     };
-    if uses[*cond] != 1 {
+    if uses[cond] != 1 {
         return None;
     }
     let header_ok = f.blocks[h].insts.iter().all(|&i| {

@@ -55,7 +55,7 @@ struct Candidate {
 /// Unrolls every loop of the shape above; gives the new function and the chains of copies to
 /// merge after the e-graph, or `None` when there is no such loop (and nothing was copied).
 pub fn unroll_runtime_loops(func: &Function) -> Option<(Function, Vec<Vec<Block>>)> {
-    let preds = predecessors(func);
+    let preds = super::unroll::predecessors(func);
     let found: Vec<Candidate> = func
         .layout
         .iter()
@@ -69,33 +69,10 @@ pub fn unroll_runtime_loops(func: &Function) -> Option<(Function, Vec<Vec<Block>
     Some((f, chains))
 }
 
-fn predecessors(f: &Function) -> SecondaryMap<Block, Vec<Block>> {
-    let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
-    for &b in &f.layout {
-        for s in f.successors(b) {
-            if !preds[s].contains(&b) {
-                preds[s].push(b);
-            }
-        }
-    }
-    preds
-}
-
 /// The loop headed by `h`, when it has the shape and the loads the module doc describes.
 fn candidate(f: &Function, preds: &SecondaryMap<Block, Vec<Block>>, h: Block) -> Option<Candidate> {
-    let InstData::Brif {
-        cond,
-        then_dest,
-        else_dest,
-    } = &f.insts[f.terminator(h)?]
-    else {
-        return None;
-    };
-    let b = then_dest.block;
-    if b == h || else_dest.block == h || else_dest.block == b || !then_dest.args.is_empty() {
-        return None;
-    }
-    if !f.blocks[b].params.is_empty() || preds[b].as_slice() != [h] || preds[h].len() != 2 {
+    let (cond, b, exit) = super::unroll::loop_header(f, preds, h)?;
+    if exit == b {
         return None;
     }
     let InstData::Jump { dest: back } = &f.insts[f.terminator(b)?] else {
@@ -139,10 +116,10 @@ fn candidate(f: &Function, preds: &SecondaryMap<Block, Vec<Block>>, h: Block) ->
     }
     // The control parameters: those the condition depends on, closed under their next values.
     let mut control = vec![false; params.len()];
-    let (cond_slice, used) = slice(f, &insts, &[*cond]);
+    let (cond_slice, used) = slice(f, &insts, &[cond]);
     mark(params, &used, &mut control);
     let step_slice = loop {
-        let mut roots = vec![*cond];
+        let mut roots = vec![cond];
         roots.extend(
             (0..params.len())
                 .filter(|&k| control[k])
