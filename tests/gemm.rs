@@ -388,6 +388,17 @@ fn gemm_loop_loads_share_one_base_register_per_block() {
     assert_eq!(bases.len(), 2, "load bases {bases:?}:\n{text}");
 }
 
+/// The case with both inputs one step of ones longer than the matrices: past k, b's rows are
+/// then not out of range (reading 0) but ones, so a load past k shows in c.
+fn ones_past_k(mut case: Case, dims: (u32, u32, u32)) -> Case {
+    for arg in &mut case.args[..2] {
+        if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
+            v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
+        }
+    }
+    case
+}
+
 /// The interior k loop (blocks inside c with aligned rows and pieces, steps whose loads lie
 /// inside k) and the general one that finishes each block: device == interpreter == the CPU
 /// reference on sizes whose k runs 2, 1 or 0 interior steps before a whole or partial last
@@ -407,14 +418,7 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
             (256, 128, 64),
             (128, 256, 98),
         ] {
-            let mut case = gemm_case(elem, DEFAULT_TILES, dims, 11);
-            // Both inputs one step of ones longer than the matrices: past k, b's rows are
-            // then not out of range (reading 0) but ones, so a load past k shows in c.
-            for arg in &mut case.args[..2] {
-                if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
-                    v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
-                }
-            }
+            let case = ones_past_k(gemm_case(elem, DEFAULT_TILES, dims, 11), dims);
             let want = interpret(&func, &case);
             check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
                 .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
@@ -457,12 +461,7 @@ fn pair_loads_of_a_equal_the_interpreter() {
             (256, 136, 136),
             (128, 128, 100),
         ] {
-            let mut case = gemm_case(elem, tiles, dims, 13);
-            for arg in &mut case.args[..2] {
-                if let interp::Arg::Buffer(interp::BufferData::F16(v)) = arg {
-                    v.extend(std::iter::repeat_n(f16::ONE, (dims.1 * 32) as usize));
-                }
-            }
+            let case = ones_past_k(gemm_case(elem, tiles, dims, 13), dims);
             let want = interpret(&func, &case);
             check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
                 .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));

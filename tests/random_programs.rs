@@ -623,12 +623,7 @@ const SKIPPED: &str = "skipped";
 
 /// Compiles and runs the program of `seed`, flavour `(div, wide, cross, long_loops)` of
 /// [`random_kernel_with`], on `target`; `Err` describes the first difference.
-fn check_flavour(
-    seed: u64,
-    target: Target,
-    flags: Flags,
-    optimize: bool,
-) -> Result<(), String> {
+fn check_flavour(seed: u64, target: Target, flags: Flags, optimize: bool) -> Result<(), String> {
     let func = random_kernel_with(seed, flags);
     let case = random_case(seed);
     let mut want = case.args.clone();
@@ -830,7 +825,10 @@ fn loops_unrolled_at_run_time() {
         .filter(|f| kjit_ir::opt::unroll_runtime::unroll_runtime_loops(f).is_some())
         .count();
     println!("loops: {unrolled} of the first 200 programs have a runtime-unrolled loop");
-    assert!(unrolled >= 10, "only {unrolled} of 200 programs reach runtime unrolling");
+    assert!(
+        unrolled >= 10,
+        "only {unrolled} of 200 programs reach runtime unrolling"
+    );
 }
 
 /// Every seed that once failed (`tests/random_programs.regressions`: `flavour seed` per line),

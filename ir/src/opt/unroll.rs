@@ -19,7 +19,7 @@
 //! The trip count is found by running the compare and the step with the interpreter's
 //! semantics ([`crate::semantics`]).
 
-use crate::entities::{Block, Value};
+use crate::entities::{Block, Inst, Value};
 use crate::function::{Function, ValueDef};
 use crate::instructions::{BinaryOp, BlockCall, InstData};
 use crate::semantics::{eval_binary, eval_cmp};
@@ -120,6 +120,21 @@ fn const_bits(f: &Function, v: Value) -> Option<u64> {
         },
         _ => None,
     }
+}
+
+/// Makes the copy of `i` whose data (arguments already mapped) is `data`, and maps each result of
+/// `i` to the copy's.
+pub(super) fn make_copy(
+    f: &mut Function,
+    i: Inst,
+    data: InstData,
+    vmap: &mut SecondaryMap<Value, Option<Value>>,
+) -> Inst {
+    let ni = f.make_inst(data).expect("a copy of a valid instruction");
+    for k in 0..f.results[i].len() {
+        vmap[f.results[i][k]] = Some(f.results[ni][k]);
+    }
+    ni
 }
 
 /// Each block's predecessors (each once).
@@ -415,15 +430,7 @@ fn apply(f: &mut Function, l: &Counted) -> Vec<Block> {
                     latch_args = data.args().to_vec();
                     continue;
                 }
-                let ni = f.make_inst(data).expect("a copy of a valid instruction");
-                for (&r, &nr) in f.results[i]
-                    .clone()
-                    .iter()
-                    .zip(f.results[ni].clone().iter())
-                {
-                    vmap[r] = Some(nr);
-                }
-                insts.push(ni);
+                insts.push(make_copy(f, i, data, &mut vmap));
             }
             f.blocks[nb].insts = insts;
         }

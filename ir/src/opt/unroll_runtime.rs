@@ -241,14 +241,7 @@ fn copy_into(
             }
         }
         data.map_args(|a| vmap[a].unwrap_or(a));
-        let ni = f.make_inst(data).expect("a copy of a valid instruction");
-        for (&r, &nr) in f.results[i]
-            .clone()
-            .iter()
-            .zip(f.results[ni].clone().iter())
-        {
-            vmap[r] = Some(nr);
-        }
+        let ni = super::unroll::make_copy(f, i, data, vmap);
         f.blocks[to].insts.push(ni);
     }
 }
