@@ -705,13 +705,36 @@ fn reproduce_seed_from_env() {
         Ok("loops") => vec![(true, false, false, true)],
         _ => vec![(false, false, false, false), (true, false, false, false)],
     };
-    for t in ALL_TARGETS {
-        for &fl in &flavours {
-            if let Err(e) = check_flavour(seed, t, fl, false) {
-                panic!("{e}");
+    if std::env::var("KJIT_PRINT_OPT").is_ok() {
+        let flags = match std::env::var("KJIT_FLAVOUR").as_deref() {
+            Ok("loops") => (true, false, false, true),
+            _ => (true, false, false, false),
+        };
+        let f = random_kernel_with(seed, flags);
+        let o = kjit_ir::opt::optimized(&f);
+        println!("{o}");
+        let case = random_case(seed);
+        let (mut a, mut b) = (case.args.clone(), case.args.clone());
+        kjit_ir::interp::run(&f, &case.launch, &mut a).expect("interpreter");
+        kjit_ir::interp::run(&o, &case.launch, &mut b).expect("interpreter, optimized");
+        for &i in &case.outputs {
+            if a[i] != b[i] {
+                println!("output {i}: the optimized program's interpretation differs");
             }
         }
     }
+    // Both with and without the optimizer: the `optimized` and `loops` flavours run through it.
+    let mut failures = Vec::new();
+    for t in ALL_TARGETS {
+        for &fl in &flavours {
+            for optimize in [false, true] {
+                if let Err(e) = check_flavour(seed, t, fl, optimize) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 /// The program flavours the suite runs, with how many programs of each one CI run checks.

@@ -137,7 +137,7 @@ impl Isel<'_> {
             Mem::Global(buf) => {
                 let desc = self.desc(buf)?;
                 let (addr, imm) =
-                    self.address(index, size, offset as u64 * size as u64, 4095 - span + 1);
+                    self.global_address(index, size, offset as u64 * size as u64, 4095 - span + 1);
                 (Some(desc), addr, imm)
             }
             Mem::Lds(arr) => {

@@ -194,7 +194,7 @@ impl Isel<'_> {
             return Err(IselError::Invalid("load to LDS without its load".into()));
         };
         let desc = self.desc(buf)?;
-        let (addr, imm) = self.address(gindex, 4, goffset as u64 * 4, 4095 - 4 + 1);
+        let (addr, imm) = self.global_address(gindex, 4, goffset as u64 * 4, 4095 - 4 + 1);
         let k = self.lds_base[arr]
             .wrapping_add(offset.wrapping_mul(4))
             .wrapping_sub(imm);

@@ -1113,6 +1113,24 @@ impl Isel<'_> {
         })
     }
 
+    /// [`Self::address`] for a buffer access, whose range check does not wrap `VADDR + OFFSET`
+    /// (`index_sign`): an index that may be negative takes its offset in VADDR, wrapping as the
+    /// IR's index does.
+    pub(crate) fn global_address(
+        &mut self,
+        index: Value,
+        size: u32,
+        imm: u64,
+        max_imm: u64,
+    ) -> (VReg, u32) {
+        let max_imm = if self.non_negative.contains(index) {
+            max_imm
+        } else {
+            0
+        };
+        self.address(index, size, imm, max_imm)
+    }
+
     /// Byte offset VGPR of element `index` (times `size`) and the immediate offset that fits
     /// `max_imm` (the rest is added to the VGPR).
     pub(crate) fn address(
@@ -1428,7 +1446,7 @@ impl Isel<'_> {
             Mem::Global(buf) => {
                 let desc = self.desc(buf)?;
                 let (addr, imm) =
-                    self.address(index, size, offset as u64 * size as u64, 4095 - span + 1);
+                    self.global_address(index, size, offset as u64 * size as u64, 4095 - span + 1);
                 if t == Type::F16 {
                     for k in 0..width as u32 {
                         let d = self.new_vreg(RegClass::Vgpr, 1);
@@ -1518,7 +1536,7 @@ impl Isel<'_> {
             Mem::Global(buf) => {
                 let desc = self.desc(buf)?;
                 let (addr, imm) =
-                    self.address(index, size, offset as u64 * size as u64, 4095 - span + 1);
+                    self.global_address(index, size, offset as u64 * size as u64, 4095 - span + 1);
                 if t == Type::F16 {
                     for (k, &v) in vals.iter().enumerate() {
                         self.mubuf(
@@ -1605,7 +1623,7 @@ impl Isel<'_> {
         match mem {
             Mem::Global(buf) => {
                 let desc = self.desc(buf)?;
-                let (addr, imm) = self.address(index, size, offset as u64 * 4, 4095 - 4 + 1);
+                let (addr, imm) = self.global_address(index, size, offset as u64 * 4, 4095 - 4 + 1);
                 let name = match (o, t) {
                     (AtomicOp::Add, Type::F32) => {
                         if self.target == crate::Target::Gfx900 {

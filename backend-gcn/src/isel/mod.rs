@@ -36,6 +36,7 @@ mod ds_pairs;
 mod exec_fold;
 mod frag;
 mod idiv;
+mod index_sign;
 mod lds_dma;
 mod lower;
 mod order;
@@ -270,6 +271,9 @@ pub(crate) struct Isel<'a> {
     pub(crate) dma_stores: HashMap<kjit_ir::Inst, lds_dma::DmaStore>,
     /// Uniform divisors of unsigned divisions ([`idiv::uniform_divisors`]).
     pub(crate) divisors: rustc_hash::FxHashSet<Value>,
+    /// Global-memory indices that are non-negative by construction: their element offset may
+    /// go in the immediate ([`index_sign`]).
+    pub(crate) non_negative: cranelift_entity::EntitySet<Value>,
     /// Reciprocals of uniform divisors made in the entry block (SGPRs, valid everywhere).
     pub(crate) recips: HashMap<Value, VReg>,
     /// Divergent entry-block values that index LDS (elements or fragments) in other blocks,
@@ -386,6 +390,7 @@ impl<'a> Isel<'a> {
             dma_loads,
             dma_stores,
             divisors,
+            non_negative: index_sign::non_negative_values(func),
             recips: HashMap::default(),
             lds_indices,
             entry_offsets: HashMap::default(),
