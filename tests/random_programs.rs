@@ -753,7 +753,7 @@ const FLAVOURS: &[(&str, Flags, bool, u64)] = &[
     // Loads and division through the e-graph optimizer first.
     ("optimized", (true, false, false, false), true, 1600),
     // As `optimized`, with loops of up to 7 trips: store-free loops with loads take the
-    // optimizer's runtime unrolling (a guarded trip of 4, then the rolled rest).
+    // optimizer's runtime unrolling (two iterations per trip, the second predicated).
     ("loops", (true, false, false, true), true, 1000),
 ];
 

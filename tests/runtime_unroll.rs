@@ -1,7 +1,7 @@
 //! Loops the optimizer unrolls with a runtime trip count (`ir/src/opt/unroll_runtime.rs`),
 //! compiled for every target and run on the software device, give exactly what the IR
-//! interpreter gives: lanes whose trip counts differ (0 to more than two unrolled trips and a
-//! remainder), a count-down loop with a signed compare, an induction variable that wraps past
+//! interpreter gives: lanes whose trip counts differ (0 to several trips, the last one's second
+//! iteration run or not), a count-down loop with a signed compare, an induction variable that wraps past
 //! zero under a `!=` compare, and a loop with two accumulators. Each kernel is checked to be
 //! unrolled, so that the test cannot pass on rolled loops.
 

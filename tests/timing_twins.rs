@@ -2,14 +2,15 @@
 //! (`kjit_kernels::NO_OPENCL_TWIN` lists those without), on the timing model
 //! (`mi300x`): both run the same case on the same timed software device, both are checked against
 //! the kernel's CPU reference, and the table of model cycles is printed (issue 15's cycles
-//! comparison). `cargo test --release --test timing_twins -- --nocapture` shows it.
+//! comparison). `cargo test --release --test timing_twins -- --nocapture` shows it; the same
+//! table on `mi250x` (gfx90a) and `mi25` (gfx900) with `-- --ignored --nocapture` (about twice
+//! as long again, so not in CI).
 
 use std::path::Path;
 
 use kjit_backend_gcn::compile::{compile, CompileOptions};
 use kjit_backend_gcn::llvm_oracle::{compile_opencl, require_all, OpenClBuild, Tool};
 use kjit_backend_gcn::machine::machine_by_name;
-use kjit_backend_gcn::Target;
 use kjit_runtime::emu::{GcnEmulator, RunConfig};
 
 /// A size that fills `mi300x` (304 CUs) for the streaming kernels; the others at sizes whose
@@ -26,10 +27,24 @@ fn size(name: &str) -> usize {
 
 #[test]
 fn kjit_and_clang_twins_on_the_timing_model() {
+    twins_on("mi300x");
+}
+
+#[test]
+#[ignore = "two more models: run with --ignored"]
+fn kjit_and_clang_twins_on_the_gfx90a_and_gfx900_models() {
+    twins_on("mi250x");
+    twins_on("mi25");
+}
+
+/// Runs every twinned kernel and its twin on `model` (for its target), checks both against the
+/// reference and prints the table of cycles.
+fn twins_on(model: &str) {
     let Some(tools) = require_all(&[Tool::Clang, Tool::Lld], "timing twins") else {
         return;
     };
-    let model = machine_by_name("mi300x").unwrap();
+    let model = machine_by_name(model).unwrap();
+    let target = model.target;
     let dev = GcnEmulator::with_config(RunConfig {
         timing: Some(model),
         ..RunConfig::default()
@@ -41,12 +56,12 @@ fn kjit_and_clang_twins_on_the_timing_model() {
         .filter(|s| !kjit_kernels::NO_OPENCL_TWIN.contains(&s.name))
     {
         let func = (spec.build)().unwrap();
-        let k = compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
+        let k = compile(&func, target, &CompileOptions::default()).unwrap();
         let twin = compile_opencl(
             &tools[0],
             &tools[1],
             &twins.join(format!("{}.cl", spec.name)),
-            "gfx942",
+            target.name(),
             &OpenClBuild::default(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -66,6 +81,7 @@ fn kjit_and_clang_twins_on_the_timing_model() {
         }
         rows.push((spec.name, n, cycles[0], cycles[1]));
     }
+    eprintln!("{} ({}):", model.name, target.name());
     eprintln!("| kernel | n | kjit cycles | clang-19 twin cycles | kjit / clang |");
     eprintln!("|---|---|---|---|---|");
     for (name, n, a, b) in &rows {

@@ -1,60 +1,77 @@
 //! Unrolling of small loops with a runtime trip count, after full unrolling ([`super::unroll`]).
 //!
 //! Takes a verified [`Function`]; gives an equivalent one in which every small single-block loop
-//! whose global loads do not wait on the previous iteration's memory runs [`FACTOR`] iterations
-//! per trip while at least that many are left, and the rest in the original loop. Why: such a
-//! loop (a grid-stride loop is the common one) waits for each iteration's loads before the next
-//! iteration can issue its own, so its time is one memory latency per iteration; with the
-//! iterations in one block the backend issues all their loads before the first wait.
+//! whose global loads do not wait on the previous iteration's memory runs up to [`FACTOR`]
+//! iterations per trip. Why: such a loop (a grid-stride loop is the common one) waits for each
+//! iteration's loads before the next iteration can issue its own, so its time is one memory
+//! latency per iteration; with the iterations in one block the backend issues all their loads
+//! before the first wait.
 //!
 //! The shape (as `KernelBuilder::while_` and `for_range` make it): a header `H(params)` of pure
 //! instructions ending in `brif c, B, E`, the body `B` one block (entered only from `H`, no
 //! parameters) that jumps back to `H(next)`, and a preheader that only jumps to `H`. Whether an
 //! iteration runs depends only on the *control* parameters: those `c` depends on, closed under
-//! the pure instructions that compute their next values. The result:
+//! the pure instructions that compute their next values. The result is still one loop, whose
+//! body runs the iterations *predicated*:
 //!
 //! ```text
-//! P:  jump U(init)
-//! U(params):  c0 = c(params); n1 = next(params); c1 = c(n1); …  brif c0 & c1 & … , B0, R
-//! B0 … B(FACTOR−1):  header and body copies of iterations 0 … FACTOR−1;  jump U(next)
-//! R:  jump H(params)          (the original loop runs what is left, then exits to E)
+//! H(params):  header;  brif c, B', E
+//! B':  s1 = body(params)                               iteration 0: H's c holds
+//!      s2 = header+body(s1);  r1 = c(s1)               iteration 1, run iff r1
+//!      s3 = header+body(s2);  r2 = r1 & c(s2)          …
+//!      out = r(F−1) ? s(F) : … r1 ? s2 : s1;  jump H(out)
 //! ```
 //!
-//! Each copy is its own block for the e-graph (its cost grows faster than a block) and the
-//! copies are merged afterwards ([`super::unroll::merge_unrolled`]), as full unrolling does.
-//! Nothing about overflow or the compare's direction is assumed: the guard evaluates the
-//! original compare on each of the next iterations' control values, exactly as the loop would.
+//! Each later iteration is computed whether or not it runs, and `out` is the state after the
+//! last one that runs (the `select`s), so the loop's values are exactly the original's after
+//! those iterations and `H` decides about the next trip as the original loop would: no
+//! remainder loop, and nothing assumed about overflow or the compare's direction. Computing an
+//! iteration that does not run is harmless because the body is pure code and global loads only
+//! (an out-of-range global load gives 0; no pure instruction traps), and what it computes is
+//! thrown away. The costs of that: a trip runs all [`FACTOR`] iterations' instructions, and a
+//! load past the row may read memory the loop never asked for (at most `FACTOR − 1` elements a
+//! lane, in the last trip).
+//!
+//! The later iterations are made as one block each (the e-graph's cost grows faster than a
+//! block) after `B`, and merged into it afterwards ([`super::unroll::merge_unrolled`]), as full
+//! unrolling does.
 
 use crate::entities::{Block, Inst, Value};
 use crate::function::{Function, ValueDef};
 use crate::instructions::{BinaryOp, BlockCall, InstData, Mem};
 use cranelift_entity::SecondaryMap;
 
-/// Iterations per trip of an unrolled loop.
-pub const FACTOR: usize = 4;
+/// Most iterations per trip of an unrolled loop. Each one more costs its loads, a wait, the
+/// body, the compare, an `and` and a `select` per loop value (softmax on gfx942: 153
+/// instructions at 2, 172 at 3, 191 at 4, against clang's 168; cycles at n = 2048 on `mi300x`
+/// 28,140, 24,376, 22,176: `docs/performance-log.md`).
+pub const FACTOR: usize = 2;
 
 /// Most instructions (header and body, without the branches) of a loop that is unrolled: the
-/// unrolled body is [`FACTOR`] copies of it, and the original loop stays for the remainder.
+/// unrolled body is [`FACTOR`] copies of it.
 pub const MAX_LOOP_INSTS: usize = 24;
 
 /// A loop found to unroll.
 struct Candidate {
-    preheader: Block,
     header: Block,
     body: Block,
     /// Whether each header parameter decides (through pure code) whether an iteration runs.
     control: Vec<bool>,
     /// The header's and the body's instructions without their terminators, in order.
     insts: Vec<Inst>,
-    /// Of `insts`, what computes the branch condition from the control parameters.
-    cond_slice: Vec<Inst>,
-    /// Of `insts`, what computes the condition and the control parameters' next values.
+    /// Of `insts`, what computes the control parameters' next values from the parameters.
     step_slice: Vec<Inst>,
 }
 
-/// Unrolls every loop of the shape above; gives the new function and the chains of copies to
-/// merge after the e-graph, or `None` when there is no such loop (and nothing was copied).
+/// Unrolls every loop of the shape above by [`FACTOR`]; gives the new function and the chains
+/// of blocks to merge after the e-graph, or `None` when there is no such loop (and nothing was
+/// copied).
 pub fn unroll_runtime_loops(func: &Function) -> Option<(Function, Vec<Vec<Block>>)> {
+    unroll_by(func, FACTOR)
+}
+
+/// [`unroll_runtime_loops`] with `factor` (≥ 2) iterations per trip.
+fn unroll_by(func: &Function, factor: usize) -> Option<(Function, Vec<Vec<Block>>)> {
     let preds = super::unroll::predecessors(func);
     let found: Vec<Candidate> = func
         .layout
@@ -65,7 +82,7 @@ pub fn unroll_runtime_loops(func: &Function) -> Option<(Function, Vec<Vec<Block>
         return None;
     }
     let mut f = func.clone();
-    let chains = found.iter().map(|c| apply(&mut f, c)).collect();
+    let chains = found.iter().map(|c| apply(&mut f, c, factor)).collect();
     Some((f, chains))
 }
 
@@ -116,31 +133,27 @@ fn candidate(f: &Function, preds: &SecondaryMap<Block, Vec<Block>>, h: Block) ->
     }
     // The control parameters: those the condition depends on, closed under their next values.
     let mut control = vec![false; params.len()];
-    let (cond_slice, used) = slice(f, &insts, &[cond]);
+    let (_, used) = slice(f, &insts, &[cond]);
     mark(params, &used, &mut control);
     let step_slice = loop {
-        let mut roots = vec![cond];
-        roots.extend(
-            (0..params.len())
-                .filter(|&k| control[k])
-                .map(|k| back.args[k]),
-        );
-        let (s, used) = slice(f, &insts, &roots);
+        let next: Vec<Value> = (0..params.len())
+            .filter(|&k| control[k])
+            .map(|k| back.args[k])
+            .collect();
+        let (s, used) = slice(f, &insts, &next);
         if !mark(params, &used, &mut control) {
             break s;
         }
     };
-    // The guard evaluates these ahead of the iterations: pure code only.
+    // Each copy steps the control values again from the header's parameters: pure code only.
     if !step_slice.iter().all(|&i| f.insts[i].effects().is_pure()) {
         return None;
     }
     Some(Candidate {
-        preheader: p,
         header: h,
         body: b,
         control,
         insts,
-        cond_slice,
         step_slice,
     })
 }
@@ -255,116 +268,94 @@ fn push_jump(f: &mut Function, from: Block, to: Block, args: &[Value]) {
     f.blocks[from].insts.push(j);
 }
 
-/// Builds the guarded unrolled loop in front of `c`'s loop; gives its copies' blocks.
-fn apply(f: &mut Function, c: &Candidate) -> Vec<Block> {
+/// Makes `c`'s body run [`FACTOR`] iterations per trip (the module doc's `B'`); gives the
+/// chain of blocks to merge after the e-graph: the body, then one block per later iteration.
+fn apply(f: &mut Function, c: &Candidate, factor: usize) -> Vec<Block> {
     let h = c.header;
     let params = f.blocks[h].params.clone();
     let InstData::Brif { cond, .. } = f.insts[f.terminator(h).expect("a brif")] else {
         unreachable!("checked by `candidate`")
     };
-    let InstData::Jump { dest: back } = f.insts[f.terminator(c.body).expect("a jump")].clone()
-    else {
+    let back_inst = f.terminator(c.body).expect("a jump");
+    let InstData::Jump { dest: back } = f.insts[back_inst].clone() else {
         unreachable!("checked by `candidate`")
     };
-    let guard = f.create_block();
-    let rest = f.create_block();
-    let copies: Vec<Block> = (0..FACTOR).map(|_| f.create_block()).collect();
-    let gparams: Vec<Value> = params
-        .iter()
-        .map(|&p| f.append_block_param(guard, f.values[p].ty))
-        .collect();
-    // The guard: the condition of each of the next FACTOR iterations, and them all.
-    let mut vmap: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
-    let mut cur = gparams.clone();
-    let mut all: Option<Value> = None;
-    for j in 0..FACTOR {
-        for (&p, &v) in params.iter().zip(&cur) {
-            vmap[p] = Some(v);
-        }
-        let last = j + 1 == FACTOR;
-        copy_into(
-            f,
-            guard,
-            if last { &c.cond_slice } else { &c.step_slice },
-            &mut vmap,
-        );
-        let cj = vmap[cond].unwrap_or(cond);
-        all = Some(match all {
-            None => cj,
-            Some(a) => {
-                let and = f
-                    .make_inst(InstData::Binary {
-                        op: BinaryOp::And,
-                        args: [a, cj],
-                    })
-                    .expect("an and of two conditions");
-                f.blocks[guard].insts.push(and);
-                f.results[and][0]
-            }
-        });
-        if !last {
-            cur = (0..params.len())
-                .map(|k| {
-                    if c.control[k] {
-                        vmap[back.args[k]].unwrap_or(back.args[k])
-                    } else {
-                        cur[k]
-                    }
-                })
-                .collect();
-        }
-    }
-    let br = f
-        .make_inst(InstData::Brif {
-            cond: all.expect("FACTOR > 0"),
-            then_dest: BlockCall::new(copies[0], &[]),
-            else_dest: BlockCall::new(rest, &[]),
-        })
-        .expect("a brif");
-    f.blocks[guard].insts.push(br);
-    push_jump(f, rest, h, &gparams);
-    // The iterations, each its header and body with the previous one's next values; the
-    // control values are stepped again from the guard's parameters in each copy, so that the
-    // e-graph sees them as the loop's values plus constants (`i + 3 * 64`, folded into the
-    // loads' immediate offsets) instead of the previous copy's values as leaves.
-    let mut cur = gparams.clone();
+    let copies: Vec<Block> = (1..factor).map(|_| f.create_block()).collect();
+    // The body is iteration 0 (its condition is the header's); it now falls into iteration 1.
+    f.insts[back_inst] = InstData::Jump {
+        dest: BlockCall::new(copies[0], &[]),
+    };
+    // `s`: the values iteration k starts from (computed whether or not it runs); `out`: the
+    // values after the last iteration that runs; `run`: whether iteration k runs.
+    let mut s: Vec<Value> = back.args.to_vec();
+    let mut out = s.clone();
+    let mut run: Option<Value> = None;
     for (j, &blk) in copies.iter().enumerate() {
+        let k = j + 1;
+        // The control values are stepped again from the header's parameters, so that the
+        // e-graph sees them as the loop's values plus constants (`i + 3 * 64`, folded into the
+        // loads' immediate offsets) instead of the previous copy's values as leaves.
         let mut vmap: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
-        let mut ctl = gparams.clone();
-        for _ in 0..j {
+        let mut ctl = params.clone();
+        for _ in 0..k {
             for (&p, &v) in params.iter().zip(&ctl) {
                 vmap[p] = Some(v);
             }
             copy_into(f, blk, &c.step_slice, &mut vmap);
-            for k in (0..params.len()).filter(|&k| c.control[k]) {
-                ctl[k] = vmap[back.args[k]].unwrap_or(back.args[k]);
+            for i in (0..params.len()).filter(|&i| c.control[i]) {
+                ctl[i] = vmap[back.args[i]].unwrap_or(back.args[i]);
             }
         }
-        for (k, &p) in params.iter().enumerate() {
-            vmap[p] = Some(if c.control[k] { ctl[k] } else { cur[k] });
+        for (i, &p) in params.iter().enumerate() {
+            vmap[p] = Some(if c.control[i] { ctl[i] } else { s[i] });
         }
         copy_into(f, blk, &c.insts, &mut vmap);
-        cur = back.args.iter().map(|&a| vmap[a].unwrap_or(a)).collect();
+        let ck = vmap[cond].unwrap_or(cond);
+        let rk = match run {
+            None => ck,
+            Some(r) => push_value(
+                f,
+                blk,
+                InstData::Binary {
+                    op: BinaryOp::And,
+                    args: [r, ck],
+                },
+            ),
+        };
+        run = Some(rk);
+        s = back.args.iter().map(|&a| vmap[a].unwrap_or(a)).collect();
+        for i in 0..params.len() {
+            if s[i] != out[i] {
+                out[i] = push_value(
+                    f,
+                    blk,
+                    InstData::Select {
+                        args: [rk, s[i], out[i]],
+                    },
+                );
+            }
+        }
         match copies.get(j + 1) {
             Some(&next) => push_jump(f, blk, next, &[]),
-            None => push_jump(f, blk, guard, &cur),
+            None => push_jump(f, blk, h, &out),
         }
-    }
-    // The preheader enters the guard instead of the loop.
-    let t = f.terminator(c.preheader).expect("a jump");
-    if let InstData::Jump { dest } = &mut f.insts[t] {
-        dest.block = guard;
     }
     let at = f
         .layout
         .iter()
-        .position(|&b| b == h)
-        .expect("the header is laid out");
-    let mut new_blocks = vec![guard];
-    new_blocks.extend(&copies);
-    new_blocks.push(rest);
-    f.layout.splice(at..at, new_blocks);
-    copies
+        .position(|&b| b == c.body)
+        .expect("the body is laid out");
+    f.layout.splice(at + 1..at + 1, copies.iter().copied());
+    let mut chain = vec![c.body];
+    chain.extend(copies);
+    chain
+}
+
+/// Appends `data` (one result) to `b`; gives its result.
+fn push_value(f: &mut Function, b: Block, data: InstData) -> Value {
+    let i = f.make_inst(data).expect("a valid instruction");
+    f.blocks[b].insts.push(i);
+    f.results[i][0]
 }
 
 #[cfg(test)]
@@ -401,27 +392,25 @@ block3:
     }
 
     #[test]
-    fn a_grid_stride_reduction_gets_a_guarded_unrolled_copy() {
+    fn a_grid_stride_reduction_runs_its_iterations_predicated_in_one_loop() {
         let f = parse(ROW_MAX).unwrap();
         let (g, chains) = unroll_runtime_loops(&f).expect("the loop is unrolled");
         crate::verify(&g).unwrap();
         assert_eq!(chains.len(), 1);
         assert_eq!(chains[0].len(), FACTOR);
+        assert_eq!(chains[0][0], f.layout[2], "the body is iteration 0");
         for &b in &chains[0] {
             assert_eq!(count(&g, b, |d| matches!(d, InstData::Load { .. })), 1);
         }
-        // The guard compares FACTOR induction values; the original loop stays for the rest.
-        let guard = g.layout[1];
-        assert_eq!(
-            count(&g, guard, |d| matches!(d, InstData::Cmp { .. })),
-            FACTOR
-        );
-        assert_eq!(g.layout.len(), f.layout.len() + FACTOR + 2);
-        // Only the accumulator is not a control parameter.
-        assert!(
-            unroll_runtime_loops(&g).is_some(),
-            "the remainder loop still has the shape"
-        );
+        // No guard and no remainder loop: only the later iterations' blocks are new, each with
+        // its own compare and a select for each of the two loop values.
+        assert_eq!(g.layout.len(), f.layout.len() + FACTOR - 1);
+        for &b in &chains[0][1..] {
+            assert_eq!(count(&g, b, |d| matches!(d, InstData::Cmp { .. })), 1);
+            assert_eq!(count(&g, b, |d| matches!(d, InstData::Select { .. })), 2);
+        }
+        let last = *chains[0].last().unwrap();
+        assert_eq!(g.successors(last).as_slice(), &[g.layout[1]]);
     }
 
     #[test]
@@ -488,5 +477,194 @@ block3:
     return
 }";
         assert!(unroll_runtime_loops(&parse(chase).unwrap()).is_none());
+    }
+
+    /// One lane's loop `p op n` stepping `p` by `step` (add or sub), with a sum of loads and of
+    /// the control values it saw (a wrong iteration count or order changes it), and the final
+    /// `p`, in the type `ty`.
+    fn stepped_loop(ty: &str, op: &str, step_op: &str, step: u32) -> Function {
+        parse(&format!(
+            "kernel k(x: buf<{ty}>, out: buf_mut<{ty}>, start: {ty}, n: {ty}) {{
+block0(v0: buf<{ty}>, v1: buf_mut<{ty}>, v2: {ty}, v3: {ty}):
+    v4:{ty} = const.{ty} 0
+    v5:{ty} = const.{ty} {step}
+    v6:{ty} = const.{ty} 63
+    jump block1(v2, v4)
+block1(v7: {ty}, v8: {ty}):
+    v9:bool = {op} v7, v3
+    brif v9, block2, block3
+block2:
+    v10:{ty} = and v7, v6
+    v11:{ty} = load v0[v10]
+    v12:{ty} = xor v11, v7
+    v13:{ty} = add v8, v12
+    v14:{ty} = {step_op} v7, v5
+    jump block1(v14, v13)
+block3:
+    v15:u32 = const.u32 0
+    v16:u32 = const.u32 1
+    store v1[v15], v8
+    store v1[v16], v7
+    return
+}}",
+            step = if ty == "i32" {
+                (step as i32).to_string()
+            } else {
+                step.to_string()
+            },
+        ))
+        .unwrap()
+    }
+
+    /// The original loop's trip count (`None` past `limit`) and whether a control value
+    /// wrapped on the way, by the IR's 32-bit semantics.
+    fn trips(
+        signed: bool,
+        op: &str,
+        down: bool,
+        step: u32,
+        start: u32,
+        n: u32,
+    ) -> (Option<u32>, bool) {
+        let holds = |p: u32| {
+            let (a, b) = if signed {
+                ((p as i32) as i64, (n as i32) as i64)
+            } else {
+                (p as i64, n as i64)
+            };
+            match op {
+                "lt" => a < b,
+                "le" => a <= b,
+                "gt" => a > b,
+                "ge" => a >= b,
+                _ => a != b,
+            }
+        };
+        let (mut p, mut wrapped) = (start, false);
+        for t in 0..12 {
+            if !holds(p) {
+                return (Some(t), wrapped);
+            }
+            let next = if down {
+                p.wrapping_sub(step)
+            } else {
+                p.wrapping_add(step)
+            };
+            let math = if signed { p as i32 as i64 } else { p as i64 };
+            let d = if signed {
+                step as i32 as i64
+            } else {
+                step as i64
+            };
+            let exact = if down { math - d } else { math + d };
+            let back = if signed {
+                next as i32 as i64
+            } else {
+                next as i64
+            };
+            wrapped |= exact != back;
+            p = next;
+        }
+        (None, wrapped)
+    }
+
+    /// Bounds next to 0, 2^31 and 2^32, steps that do and do not divide the distance, steps
+    /// whose multiples pass 2^32 (so that a later iteration's control value wraps back below the
+    /// bound while an earlier one already failed), every compare, both signednesses and
+    /// directions, at 2, 3 and 4 iterations per trip: the unrolled loop's result equals the
+    /// loop's wherever the loop ends within 12 iterations.
+    #[test]
+    fn bounds_near_the_wrap_and_steps_that_do_not_divide_give_the_loops_result() {
+        use crate::interp::{Arg, BufferData, LaunchDims};
+        let launch = LaunchDims {
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            dynamic_lds: 0,
+        };
+        let bounds = [
+            0u32,
+            1,
+            100,
+            0x7fff_fff0,
+            0x7fff_ffff,
+            0x8000_0000,
+            0xffff_fff0,
+            0xffff_ffff,
+        ];
+        let steps = [1u32, 64, 100, 0x3000_0000, 0x5555_5556, 0x8000_0001];
+        let (mut checked, mut wrapping) = (0, 0);
+        for signed in [false, true] {
+            let ty = if signed { "i32" } else { "u32" };
+            for op in ["lt", "le", "gt", "ge", "ne"] {
+                for (step_op, down) in [("add", false), ("sub", true)] {
+                    for &step in &steps {
+                        let f = stepped_loop(ty, op, step_op, step);
+                        let unrolled: Vec<Function> = [2, 3, 4]
+                            .iter()
+                            .map(|&k| unroll_by(&f, k).expect("the loop is unrolled").0)
+                            .collect();
+                        for &n in &bounds {
+                            for back in [0u32, 1, 2, 3, 5] {
+                                for rest in [0u32, 1, step / 2] {
+                                    let dist = back.wrapping_mul(step).wrapping_add(rest);
+                                    let start = if down {
+                                        n.wrapping_add(dist)
+                                    } else {
+                                        n.wrapping_sub(dist)
+                                    };
+                                    let (t, wrapped) = trips(signed, op, down, step, start, n);
+                                    if t.is_none() {
+                                        continue;
+                                    }
+                                    checked += 1;
+                                    wrapping += wrapped as u32;
+                                    let x: Vec<u32> =
+                                        (0..64).map(|i| i * 2_654_435_761u32 >> 7).collect();
+                                    let run = |func: &Function| {
+                                        let (buf, s, m) = if signed {
+                                            (
+                                                BufferData::I32(
+                                                    x.iter().map(|&v| v as i32).collect(),
+                                                ),
+                                                Arg::I32(start as i32),
+                                                Arg::I32(n as i32),
+                                            )
+                                        } else {
+                                            (
+                                                BufferData::U32(x.clone()),
+                                                Arg::U32(start),
+                                                Arg::U32(n),
+                                            )
+                                        };
+                                        let out = if signed {
+                                            BufferData::I32(vec![0; 2])
+                                        } else {
+                                            BufferData::U32(vec![0; 2])
+                                        };
+                                        let mut args =
+                                            vec![Arg::Buffer(buf), Arg::Buffer(out), s, m];
+                                        crate::interp::run(func, &launch, &mut args).expect("runs");
+                                        args
+                                    };
+                                    let want = run(&f);
+                                    for (k, g) in unrolled.iter().enumerate() {
+                                        assert_eq!(
+                                            run(g),
+                                            want,
+                                            "{ty} {op} {step_op} {step:#x}, start {start:#x}, n {n:#x}, factor {}",
+                                            k + 2
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 500 && wrapping > 20,
+            "{checked} cases, {wrapping} wrapping"
+        );
     }
 }
