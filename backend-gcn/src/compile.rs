@@ -265,28 +265,30 @@ pub struct Selected {
     default: DefaultCache,
 }
 
+/// An allocation, shared by the caches and the budgets that take it (a copy of a function
+/// of a thousand instructions cost more than some of the stages that read it).
+type Alloc = std::sync::Arc<PhysFunction>;
+
 /// Default allocations by `checked`.
-type DefaultCache = std::sync::Mutex<
-    std::collections::HashMap<bool, Result<(PhysFunction, Option<u32>), CompileError>>,
->;
+type DefaultCache =
+    std::sync::Mutex<std::collections::HashMap<bool, Result<(Alloc, Option<u32>), CompileError>>>;
 
 /// Allocations without a VGPR budget by (SGPR budget, checked).
-type UnbudgetedCache = std::sync::Mutex<
-    std::collections::HashMap<(Option<u32>, bool), Result<PhysFunction, CompileError>>,
->;
+type UnbudgetedCache =
+    std::sync::Mutex<std::collections::HashMap<(Option<u32>, bool), Result<Alloc, CompileError>>>;
 
 /// Finished kernels by the allocation (before waits and hazards) they were made from.
-type FinishedCache = std::sync::Mutex<Vec<(PhysFunction, CompiledKernel)>>;
+type FinishedCache = std::sync::Mutex<Vec<(Alloc, CompiledKernel)>>;
 
 /// Allocations with their waits and wait states, by the allocation.
-type WaitedCache = std::sync::Mutex<Vec<(PhysFunction, std::sync::Arc<ToPhys>)>>;
+type WaitedCache = std::sync::Mutex<Vec<(Alloc, std::sync::Arc<ToPhys>)>>;
 
 /// Allocations (before the peepholes) by (first bound of the schedule, VGPR budget, SGPR
 /// budget, checked).
 type BySchedule = std::sync::Mutex<
     std::collections::HashMap<
         (Option<u32>, Option<u32>, Option<u32>, bool),
-        Result<PhysFunction, CompileError>,
+        Result<Alloc, CompileError>,
     >,
 >;
 
@@ -352,7 +354,7 @@ type AllocatorCache = std::sync::Mutex<
 
 /// Allocations by (VGPR budget, SGPR budget, checked).
 type AllocationCache = std::sync::Mutex<
-    std::collections::HashMap<(u32, Option<u32>, bool), Result<PhysFunction, CompileError>>,
+    std::collections::HashMap<(u32, Option<u32>, bool), Result<Alloc, CompileError>>,
 >;
 
 /// Verifies (with `opts.check`), optimizes (with `opts.optimize`) and selects: the part of a
@@ -596,27 +598,28 @@ fn allocated(
     bound: Option<u32>,
     ra: &RegallocOptions,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<Alloc, CompileError> {
     let first = scheduled_cached(sel, bound, ra.run_checker, t)?.first;
     let key = (first, ra.vgpr_budget, ra.sgpr_budget, ra.run_checker);
     memo(&sel.by_schedule, key, || {
         let a = allocator(sel, bound, ra.run_checker, t)?;
         let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
-        Ok(timed(&mut t.regalloc, || {
+        Ok(Alloc::new(timed(&mut t.regalloc, || {
             a.allocate(ra.vgpr_budget, ra.sgpr_budget)
-        })?)
+        })?))
     })
 }
 
 /// `r` with the post-allocation peepholes run (timed with the allocation whose moves they
-/// remove).
+/// remove), as a new allocation: the one before them stays cached for other budgets.
 fn with_peepholes(
-    r: Result<PhysFunction, CompileError>,
+    r: Result<Alloc, CompileError>,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
-    r.map(|mut p| {
+) -> Result<Alloc, CompileError> {
+    r.map(|p| {
+        let mut p = Alloc::unwrap_or_clone(p);
         timed(&mut t.regalloc, || crate::peephole::run_peepholes(&mut p));
-        p
+        Alloc::new(p)
     })
 }
 
@@ -627,7 +630,7 @@ fn unbudgeted(
     sel: &Selected,
     ra: &RegallocOptions,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<Alloc, CompileError> {
     let ra = RegallocOptions {
         vgpr_budget: None,
         ..*ra
@@ -672,7 +675,7 @@ fn allocate_monotonic(
     b: u32,
     ra: &RegallocOptions,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<Alloc, CompileError> {
     let key = (b, ra.sgpr_budget, ra.run_checker);
     memo(&sel.allocations, key, || allocate_ladder(sel, b, ra, t))
 }
@@ -683,7 +686,7 @@ fn allocate_ladder(
     b: u32,
     ra: &RegallocOptions,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<Alloc, CompileError> {
     let own = allocate_in_budget(sel, b, ra, &[], t);
     let spills_to_memory = match &own {
         Ok(p) => memory_spills(p) > (0, 0),
@@ -779,7 +782,7 @@ fn allocate_in_budget(
     ra: &RegallocOptions,
     only: &[u32],
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<Alloc, CompileError> {
     let spills = |p: &PhysFunction| {
         let u = &p.usage;
         (
@@ -809,11 +812,11 @@ fn allocate_in_budget(
     let floor = || sel.pressure_floor();
     let mut guided = 0;
     // The best allocation so far, and the bound of its schedule.
-    let mut best: Option<Result<PhysFunction, CompileError>> = None;
+    let mut best: Option<Result<Alloc, CompileError>> = None;
     let mut best_bound = None;
     // Allocations made here, by the first bound of their schedule: a bound whose schedule
     // equals an earlier one's has its allocation.
-    let mut made: Vec<(Option<u32>, Result<PhysFunction, CompileError>)> = Vec::new();
+    let mut made: Vec<(Option<u32>, Result<Alloc, CompileError>)> = Vec::new();
     while let Some(bound) = bounds.pop() {
         let last = bounds.is_empty();
         if bound.is_some() && !last && floor() > b {
@@ -843,7 +846,7 @@ fn allocate_in_budget(
                 q
             }
         };
-        let done = q.as_ref().is_ok_and(in_registers);
+        let done = q.as_ref().is_ok_and(|p| in_registers(p));
         if let (Some(at), Ok(p)) = (bound, &q) {
             if let Some(next) = guided_bound(at, p).filter(|_| !done && guided < GUIDED_BOUNDS) {
                 if bounds.last().is_none_or(|&l| l < Some(next)) {
@@ -874,11 +877,11 @@ fn allocate_in_budget(
 /// error of the other register file alone (the bounded order's SGPR tuples not fitting, say)
 /// would not say what to change.
 fn budget_error(
-    r: Result<PhysFunction, CompileError>,
+    r: Result<Alloc, CompileError>,
     b: u32,
     bound: Option<u32>,
     floor: impl FnOnce() -> u32,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<Alloc, CompileError> {
     match (r, bound) {
         (Err(CompileError::Regalloc(cause)), Some(bound))
             if !matches!(cause, RegallocError::BudgetTooSmall { .. }) =>
@@ -899,7 +902,7 @@ fn back_allocated(
     sel: &Selected,
     opts: &CompileOptions,
     t: &mut StageTimings,
-) -> Result<PhysFunction, CompileError> {
+) -> Result<Alloc, CompileError> {
     let target = sel.target;
     let (vgpr_budget, occ_sgprs) = check_budgets(target, opts)?;
     let ra = RegallocOptions {
@@ -976,7 +979,7 @@ fn default_allocation(
     sel: &Selected,
     check: bool,
     t: &mut StageTimings,
-) -> Result<(PhysFunction, Option<u32>), CompileError> {
+) -> Result<(Alloc, Option<u32>), CompileError> {
     memo(&sel.default, check, || {
         let ra = RegallocOptions {
             vgpr_budget: None,
@@ -989,11 +992,11 @@ fn default_allocation(
         let Some(goal) = occupancy_target(sel, reached) else {
             return Ok((free, None));
         };
-        let profile = |p: &PhysFunction, t: &mut StageTimings| {
+        let profile = |p: &Alloc, t: &mut StageTimings| {
             WaitProfile::of(&late_cached(sel, p, t).phys, &sel.mf)
         };
         let baseline = profile(&free, t);
-        let level = |w: u32, t: &mut StageTimings| -> Result<Option<PhysFunction>, CompileError> {
+        let level = |w: u32, t: &mut StageTimings| -> Result<Option<Alloc>, CompileError> {
             let b = occupancy_budgets(target, w)?;
             let ra = RegallocOptions {
                 vgpr_budget: Some(b.vgprs),
@@ -1015,7 +1018,7 @@ fn default_allocation(
         // for the same waves (hash_chain on gfx900: its latency schedule, 73 VGPRs live at once, fits
         // occupancy 3 in registers once the spill slots share the layout's holes; the bounded
         // one keeps 64 live with the same waits).
-        let fewer = |w: u32, cur: (PhysFunction, Option<u32>), t: &mut StageTimings| {
+        let fewer = |w: u32, cur: (Alloc, Option<u32>), t: &mut StageTimings| {
             // Only code with values in spill slots: regalloc2's class overflowed, so a lower
             // bound can take VGPRs; a code without slots keeps its schedule (hash_chain on
             // gfx942: bound 59 instead of 56 at level 7, 61 VGPRs instead of 64, was 2.4% slower
@@ -1124,7 +1127,7 @@ impl WaitProfile {
 }
 
 /// [`late`] of `p`, made once per distinct allocation of `sel`.
-fn late_cached(sel: &Selected, p: &PhysFunction, t: &mut StageTimings) -> std::sync::Arc<ToPhys> {
+fn late_cached(sel: &Selected, p: &Alloc, t: &mut StageTimings) -> std::sync::Arc<ToPhys> {
     let same = sel
         .waited
         .lock()
@@ -1133,7 +1136,7 @@ fn late_cached(sel: &Selected, p: &PhysFunction, t: &mut StageTimings) -> std::s
     if let Some(w) = same {
         return w;
     }
-    let w = std::sync::Arc::new(late(p.clone(), t));
+    let w = std::sync::Arc::new(late(PhysFunction::clone(p), t));
     if let Ok(mut c) = sel.waited.lock() {
         c.push((p.clone(), w.clone()));
     }
@@ -1185,7 +1188,7 @@ pub fn compile(
     let sel = front(func, target, opts, &mut t)?;
     check_lds_occupancy(&sel, opts)?;
     let p = back(&sel, opts, &mut t)?;
-    let k = finish(p, target, t, start)?;
+    let k = finish(&p, target, t, start)?;
     check_occupancy(&k, opts)?;
     Ok(k)
 }
@@ -1213,8 +1216,8 @@ pub fn compile_selected(
         check_occupancy(&k, opts)?;
         return Ok(k);
     }
-    let waited = late_cached(sel, &phys, &mut t).as_ref().clone();
-    let k = finish(waited, sel.target, t, start)?;
+    let waited = late_cached(sel, &phys, &mut t);
+    let k = finish(&waited, sel.target, t, start)?;
     if let Ok(mut c) = sel.finished.lock() {
         c.push((phys, k.clone()));
     }
@@ -1257,7 +1260,7 @@ fn check_occupancy(k: &CompiledKernel, opts: &CompileOptions) -> Result<(), Comp
 
 /// Emits `p`: the kernel (its occupancy is not checked against `opts`: [`check_occupancy`]).
 fn finish(
-    p: ToPhys,
+    p: &ToPhys,
     target: Target,
     mut t: StageTimings,
     start: Instant,

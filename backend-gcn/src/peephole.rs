@@ -94,6 +94,23 @@ fn access(i: &Inst, v: u16) -> (bool, bool) {
     (reads, writes)
 }
 
+/// Whether `i` reads or writes a VGPR of `a` or of `b` ([`access`] of each, in one pass over
+/// the operands).
+fn touches_either(i: &Inst, a: std::ops::Range<u16>, b: std::ops::Range<u16>) -> bool {
+    let infos = i.operand_infos();
+    i.operands.iter().enumerate().any(|(k, o)| {
+        let Operand::Vgpr { first, count } = *o else {
+            return false;
+        };
+        let end = first + count as u16;
+        let overlaps = |r: &std::ops::Range<u16>| first < r.end && r.start < end;
+        (overlaps(&a) || overlaps(&b))
+            && infos
+                .get(k)
+                .is_none_or(|oi| oi.access.reads() || oi.access.writes())
+    })
+}
+
 /// Whether `i` reads (`want_write` false) or writes (true) VGPR `v`.
 fn touches(i: &Inst, v: u16, want_write: bool) -> bool {
     let (r, w) = access(i, v);
@@ -219,18 +236,21 @@ fn coalescible(
     k: usize,
     (d, s, w): (u16, u16, u16),
 ) -> Option<(usize, usize)> {
-    let regs = || (s..s + w).chain(d..d + w);
     let last = k + w as usize - 1;
     let (mut blk, mut end) = (b, k);
     loop {
         for (j, i) in f.blocks[blk].insts[..end].iter().enumerate().rev() {
-            if whole_vgpr_defs(i) == Some((s, w)) {
+            // The definition writes `vS`: only an instruction touching the ranges can be it.
+            if touches_either(i, s..s + w, d..d + w) {
+                if whole_vgpr_defs(i) != Some((s, w)) {
+                    return None;
+                }
                 // `vD` may be a source of the definition itself (read before the write).
                 let ok = (d..d + w).all(|r| !touches(i, r, true))
                     && (s..s + w).all(|r| dead_after(f, b, last, r));
                 return ok.then_some((blk, j));
             }
-            if regs().any(|r| access(i, r) != (false, false)) || changes_exec(i) {
+            if changes_exec(i) {
                 return None;
             }
         }

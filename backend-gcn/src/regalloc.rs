@@ -264,6 +264,8 @@ pub struct Allocator {
 struct Laid {
     used: [u64; 3],
     slot_class: BTreeMap<usize, ra::RegClass>,
+    /// [`slots::color`] of the run's slots (what `allocate` and [`slots_above`] share).
+    color_of: BTreeMap<usize, usize>,
     layout: vgprs::VgprLayout,
     /// The layout with the spill slots among the PRegs' values, when every VGPR slot is a
     /// single and that ends below `layout` with the slots' colors above it.
@@ -400,6 +402,7 @@ impl Allocator {
         let target = self.shape.target;
         let waves = |top: u32| target.waves_per_simd_for_registers(self.shape.registers(top));
         let (used, slot_class) = used_pregs(&self.func, out);
+        let color_of = slots::color(&self.func, out, &slot_class);
         let layout = vgprs::layout(self, out, &used, &waves);
         let singles = || slot_class.values().filter(|&&c| c == ra::RegClass::Float);
         let with_slots = if singles().next().is_some()
@@ -409,7 +412,7 @@ impl Allocator {
             for (&s, _) in slot_class.iter().filter(|e| *e.1 == ra::RegClass::Float) {
                 slots[s] = true;
             }
-            let above = slots_above(&self.func, out, &slot_class, layout.top);
+            let above = slots_above(&slot_class, &color_of, layout.top);
             vgprs::layout_with_slots(self, out, &used, &slots, &waves).filter(|l| l.top < above)
         } else {
             None
@@ -417,6 +420,7 @@ impl Allocator {
         let l = std::sync::Arc::new(Laid {
             used,
             slot_class,
+            color_of,
             layout,
             with_slots,
         });
@@ -470,7 +474,7 @@ impl Allocator {
             {
                 let end = match &laid.with_slots {
                     Some(l) => l.top,
-                    None => slots_above(&self.func, out, &laid.slot_class, top as u16),
+                    None => slots_above(&laid.slot_class, &laid.color_of, top as u16),
                 };
                 if fits(u32::from(end)) {
                     return Ok(Some((n_f, n_v, run)));
@@ -547,6 +551,7 @@ impl Allocator {
         let Laid {
             used,
             ref slot_class,
+            ref color_of,
             ..
         } = *laid;
         let vgprs::VgprLayout {
@@ -566,7 +571,6 @@ impl Allocator {
         }
         // Slots.
         // Slots never live together share a location: locations are per color.
-        let color_of = slots::color(func, out, slot_class);
         let packed = |s: &usize| slot_vgpr.get(*s).is_some_and(|&v| v != NO_REG);
         let color_class: BTreeMap<usize, ra::RegClass> = slot_class
             .iter()
@@ -692,7 +696,7 @@ impl Allocator {
             taken.insert(r);
         }
         let mut by_slot: Vec<Option<SlotLoc>> = vec![None; out.num_spillslots];
-        for (&s, &k) in &color_of {
+        for (&s, &k) in color_of {
             by_slot[s] = if packed(&s) {
                 Some(SlotLoc::Vgpr(slot_vgpr[s]))
             } else {
@@ -1035,12 +1039,10 @@ fn loop_moves(out: &ra::Output, in_loop: &[bool]) -> [usize; 2] {
 
 /// Where the spill slots' colors end when each takes spare VGPRs above VGPR `top`.
 fn slots_above(
-    func: &ra2::RaFunc,
-    out: &ra::Output,
     slot_class: &BTreeMap<usize, ra::RegClass>,
+    color_of: &BTreeMap<usize, usize>,
     top: u16,
 ) -> u16 {
-    let color_of = slots::color(func, out, slot_class);
     let colors: BTreeMap<usize, ra::RegClass> =
         slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
     let mut end = top;
