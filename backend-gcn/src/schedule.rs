@@ -294,11 +294,11 @@ enum Mem {
     Store,
 }
 
-/// What one instruction touches, for the DAG.
 /// Register units an instruction reads or writes (a few: held inline, not allocated per
 /// instruction).
 type Units = smallvec::SmallVec<[usize; 8]>;
 
+/// What one instruction touches, for the DAG.
 struct Node {
     reads: Units,
     writes: Units,

@@ -421,7 +421,13 @@ pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
         let [latch] = l.latches[..] else { continue };
         let in_loop =
             |f: &Function| -> usize { l.blocks.iter().map(|&b| f.blocks[b].insts.len()).sum() };
-        let ivs = inductions(func, l, pre, latch, &facts.get_or_insert_with(|| Facts::new(func)).def);
+        let ivs = inductions(
+            func,
+            l,
+            pre,
+            latch,
+            &facts.get_or_insert_with(|| Facts::new(func)).def,
+        );
         for iv in ivs {
             // Which roots would be rewritten is read from `func`; a copy is made only when
             // there are some (a trial without a group would add nothing and is not kept).

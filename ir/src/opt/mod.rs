@@ -590,11 +590,9 @@ impl BestCosts {
             for &class in &order {
                 let k = usize::from(class.id);
                 if let Some(seen) = seen_at[k] {
-                    let stale = class.iter().any(|node| {
-                        node.children()
-                            .iter()
-                            .any(|c| changed_at[find(*c)] > seen)
-                    });
+                    let stale = class
+                        .iter()
+                        .any(|node| node.children().iter().any(|c| changed_at[find(*c)] > seen));
                     if !stale {
                         continue;
                     }
