@@ -294,12 +294,16 @@ enum Mem {
     Store,
 }
 
+/// Register units an instruction reads or writes (a few: held inline, not allocated per
+/// instruction).
+type Units = smallvec::SmallVec<[usize; 8]>;
+
 /// What one instruction touches, for the DAG.
 struct Node {
-    reads: Vec<usize>,
-    writes: Vec<usize>,
-    uses: Vec<VReg>,
-    defs: Vec<VReg>,
+    reads: Units,
+    writes: Units,
+    uses: smallvec::SmallVec<[VReg; 4]>,
+    defs: smallvec::SmallVec<[VReg; 2]>,
     tied_use: Option<VReg>,
     global: Mem,
     lds: Mem,
@@ -340,8 +344,8 @@ fn is_vector(op: Opcode) -> bool {
 
 fn node(i: &MInst, target: crate::Target) -> Node {
     let mut n = Node {
-        reads: Vec::new(),
-        writes: Vec::new(),
+        reads: Units::new(),
+        writes: Units::new(),
         uses: i.uses().collect(),
         defs: i.defs().collect(),
         tied_use: i.tied.and_then(|(_, u)| match i.ops.get(u as usize) {
@@ -359,7 +363,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
         matrix_busy: 0,
         vmem: false,
     };
-    let bits = |b: u8, out: &mut Vec<usize>| {
+    let bits = |b: u8, out: &mut Units| {
         if b & implicit::EXEC != 0 {
             out.extend(EXEC);
         }

@@ -134,6 +134,30 @@ impl Function {
         self.layout.first().copied()
     }
 
+    /// A copy (equal to `clone()`) whose instruction and value tables have room for `insts`
+    /// and `values` more entries: a pass that clones a large function to try a change on it
+    /// would otherwise copy the tables a second time when the first entry is added.
+    pub fn clone_with_room(&self, insts: usize, values: usize) -> Function {
+        let mut f = Function {
+            name: self.name.clone(),
+            params: self.params.clone(),
+            flags: self.flags,
+            workgroup_size: self.workgroup_size,
+            lds: self.lds.clone(),
+            insts: PrimaryMap::with_capacity(self.insts.len() + insts),
+            results: self.results.clone(),
+            values: PrimaryMap::with_capacity(self.values.len() + values),
+            blocks: self.blocks.clone(),
+            layout: self.layout.clone(),
+        };
+        f.insts.extend(self.insts.values().cloned());
+        // Room for the results of the new instructions (entries past the instructions are
+        // empty, so a shorter table is the same table).
+        f.results.resize(self.insts.len() + insts);
+        f.values.extend(self.values.values().cloned());
+        f
+    }
+
     /// Creates a block (not yet in the layout).
     pub fn create_block(&mut self) -> Block {
         self.blocks.push(BlockData::default())
@@ -160,6 +184,11 @@ impl Function {
     pub fn make_inst(&mut self, data: InstData) -> Result<Inst, String> {
         let tys = data.result_types(self)?;
         let inst = self.insts.push(data);
+        // The results table grows with the instruction table, by doubling (written one entry
+        // past its end per instruction, it took the slow path of every write).
+        if self.results.get(inst).is_none() {
+            self.results.resize((2 * inst.as_u32() as usize).max(16));
+        }
         let mut res = SmallVec::new();
         for (i, t) in tys.into_iter().enumerate() {
             res.push(self.values.push(ValueData {
@@ -222,8 +251,8 @@ impl Function {
 
     /// Replaces every use of each value by `map(value)` in all instructions of the layout.
     pub fn replace_uses(&mut self, mut map: impl FnMut(Value) -> Value) {
-        for b in self.layout.clone() {
-            for i in self.blocks[b].insts.clone() {
+        for &b in &self.layout {
+            for &i in &self.blocks[b].insts {
                 self.insts[i].map_args(&mut map);
             }
         }
@@ -256,6 +285,7 @@ impl Function {
             bmap[b] = Some(out.create_block());
         }
         let mut vmap: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+        vmap.resize(self.values.len());
         for &b in &self.layout {
             let nb = bmap[b].expect("mapped above");
             out.layout.push(nb);
@@ -293,14 +323,7 @@ impl Function {
             let nb = bmap[b].expect("mapped above");
             for &i in &self.blocks[b].insts {
                 let mut data = self.insts[i].clone();
-                let mut args = Vec::new();
-                data.for_each_arg(|a| args.push(a));
-                let mapped: Vec<Value> = args
-                    .iter()
-                    .map(|a| lookup(*a, &mut out, &mut vmap))
-                    .collect();
-                let mut it = mapped.into_iter();
-                data.map_args(|_| it.next().expect("same operand count"));
+                data.map_args(|a| lookup(a, &mut out, &mut vmap));
                 for call in data.branch_targets_mut() {
                     call.block = bmap[call.block].unwrap_or(Block::new(u32::MAX as usize - 1));
                 }

@@ -63,16 +63,18 @@ fn is_live(func: &Function, i: crate::entities::Inst, needed: &SecondaryMap<Valu
 /// through the instructions and block parameters that define them.
 fn needed_values(func: &Function) -> SecondaryMap<Value, bool> {
     let entry = func.entry();
-    // Branch arguments flowing into each block parameter.
-    let mut incoming: SecondaryMap<Value, Vec<Value>> = SecondaryMap::new();
-    let mut needed: SecondaryMap<Value, bool> = SecondaryMap::new();
+    // Branch arguments flowing into each block parameter: `(parameter, argument)` pairs,
+    // sorted by parameter below (one list instead of a vector per parameter).
+    let mut incoming: Vec<(Value, Value)> = Vec::new();
+    let mut needed: SecondaryMap<Value, bool> = SecondaryMap::with_capacity(func.values.len());
+    needed.resize(func.values.len());
     let mut work: Vec<Value> = Vec::new();
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
             let data = &func.insts[i];
             for call in data.branch_targets() {
                 for (&p, &a) in func.blocks[call.block].params.iter().zip(&call.args) {
-                    incoming[p].push(a);
+                    incoming.push((p, a));
                 }
             }
             match data {
@@ -83,6 +85,7 @@ fn needed_values(func: &Function) -> SecondaryMap<Value, bool> {
             }
         }
     }
+    incoming.sort_unstable_by_key(|&(p, _)| p);
     if let Some(e) = entry {
         work.extend(func.blocks[e].params.iter().copied());
     }
@@ -92,7 +95,15 @@ fn needed_values(func: &Function) -> SecondaryMap<Value, bool> {
         }
         match func.values[v].def {
             ValueDef::Result(i, _) => func.insts[i].for_each_arg(|a| work.push(a)),
-            ValueDef::Param(..) => work.extend(incoming[v].iter().copied()),
+            ValueDef::Param(..) => {
+                let at = incoming.partition_point(|&(p, _)| p < v);
+                work.extend(
+                    incoming[at..]
+                        .iter()
+                        .take_while(|&&(p, _)| p == v)
+                        .map(|&(_, a)| a),
+                );
+            }
             ValueDef::Detached => {}
         }
     }

@@ -16,6 +16,8 @@ use crate::instructions::InstData;
 use crate::uniformity::Uniformity;
 use cranelift_entity::SecondaryMap;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
 
 /// Removes repeated effect-free instructions; gives how many were removed. `kept` is `func`'s
 /// uniformity if a pass before made it and changed nothing since (taken, not computed again);
@@ -27,7 +29,8 @@ pub fn number_values(func: &mut Function, kept: &mut Option<Uniformity>) -> usiz
         .take()
         .unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
     // Sized once for every instruction (growing the table rehashed it several times).
-    let mut seen: FxHashMap<InstData, Vec<(Block, Value)>> =
+    // Sized once for every instruction (growing the table rehashed it several times).
+    let mut seen: FxHashMap<InstData, SmallVec<[(Block, Value); 1]>> =
         FxHashMap::with_capacity_and_hasher(func.inst_count(), Default::default());
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     subst.resize(func.values.len());
@@ -35,8 +38,11 @@ pub fn number_values(func: &mut Function, kept: &mut Option<Uniformity>) -> usiz
     // Reverse post-order visits a value's definition before its uses (except for block
     // arguments along back edges, renamed at the end).
     for &b in &cfg.rpo {
-        let mut keep = Vec::with_capacity(func.blocks[b].insts.len());
-        for i in func.blocks[b].insts.clone() {
+        // Taken out while the block is numbered (nothing below reads the block lists) and
+        // replaced by the instructions kept.
+        let insts = std::mem::take(&mut func.blocks[b].insts);
+        let mut keep = Vec::with_capacity(insts.len());
+        for i in insts {
             func.insts[i].map_args(|a| subst[a].unwrap_or(a));
             let data = &func.insts[i];
             if !data.effects().is_pure() || func.results[i].len() != 1 {
@@ -46,21 +52,31 @@ pub fn number_values(func: &mut Function, kept: &mut Option<Uniformity>) -> usiz
             let r = func.results[i][0];
             let key = canonical(data, func.values[r].ty.is_int());
             let across = super::cost::worth_keeping_live(func, &uni, i);
-            let earlier = seen.get(&key).and_then(|c| {
-                c.iter()
-                    .rev()
-                    .find(|(d, _)| *d == b || (across && dom.dominates(*d, b)))
-            });
+            let earlier = match seen.entry(key) {
+                Entry::Occupied(e) => {
+                    let found = e
+                        .get()
+                        .iter()
+                        .rev()
+                        .find(|(d, _)| *d == b || (across && dom.dominates(*d, b)))
+                        .map(|&(_, v)| v);
+                    if found.is_none() {
+                        e.into_mut().push((b, r));
+                    }
+                    found
+                }
+                Entry::Vacant(e) => {
+                    e.insert(smallvec::smallvec![(b, r)]);
+                    None
+                }
+            };
             match earlier {
-                Some(&(_, v)) => {
+                Some(v) => {
                     subst[r] = Some(v);
                     func.values[r].def = ValueDef::Detached;
                     removed += 1;
                 }
-                None => {
-                    seen.entry(key).or_default().push((b, r));
-                    keep.push(i);
-                }
+                None => keep.push(i),
             }
         }
         func.blocks[b].insts = keep;

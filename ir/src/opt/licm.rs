@@ -28,9 +28,10 @@ pub fn hoist_invariants(func: &mut Function, kept: &mut Option<Uniformity>) -> u
         .take()
         .unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
     let mut moved = 0;
+    // Kept current as instructions move (the same map as made again per loop).
+    let mut def = def_blocks(func);
     for l in &loops {
         let Some(pre) = l.preheader else { continue };
-        let mut def = def_blocks(func);
         let mut hoisted = Vec::new();
         for &b in &l.blocks {
             let mut keep = Vec::with_capacity(func.blocks[b].insts.len());

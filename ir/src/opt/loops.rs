@@ -80,6 +80,7 @@ pub fn find_loops(func: &Function, cfg: &ControlFlowGraph, dom: &DominatorTree) 
 /// The block defining each value (instruction results and block parameters) in the layout.
 pub fn def_blocks(func: &Function) -> SecondaryMap<crate::Value, Option<Block>> {
     let mut def: SecondaryMap<crate::Value, Option<Block>> = SecondaryMap::new();
+    def.resize(func.values.len());
     for &b in &func.layout {
         for &p in &func.blocks[b].params {
             def[p] = Some(b);

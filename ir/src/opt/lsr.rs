@@ -349,6 +349,53 @@ impl Materializer {
     }
 }
 
+/// Where each value is defined and used, for the analysis of one version of the function
+/// (made again only after a rewrite is kept: the rejected trials of a loop's induction
+/// variables all read the same function).
+struct Facts {
+    def: SecondaryMap<Value, Option<Block>>,
+    /// The instructions using value `v` (once per operand):
+    /// `user_list[user_start[v]..user_start[v + 1]]`.
+    user_start: Vec<u32>,
+    user_list: Vec<Inst>,
+}
+
+impl Facts {
+    fn new(func: &Function) -> Facts {
+        let n = func.values.len();
+        let mut user_start = vec![0u32; n + 1];
+        for &b in &func.layout {
+            for &i in &func.blocks[b].insts {
+                func.insts[i].for_each_arg(|a| user_start[a.as_u32() as usize + 1] += 1);
+            }
+        }
+        for k in 1..=n {
+            user_start[k] += user_start[k - 1];
+        }
+        let mut fill = user_start.clone();
+        let mut user_list = vec![Inst::from_u32(0); user_start[n] as usize];
+        for &b in &func.layout {
+            for &i in &func.blocks[b].insts {
+                func.insts[i].for_each_arg(|a| {
+                    let at = &mut fill[a.as_u32() as usize];
+                    user_list[*at as usize] = i;
+                    *at += 1;
+                });
+            }
+        }
+        Facts {
+            def: def_blocks(func),
+            user_start,
+            user_list,
+        }
+    }
+
+    fn users(&self, v: Value) -> &[Inst] {
+        let k = v.as_u32() as usize;
+        &self.user_list[self.user_start[k] as usize..self.user_start[k + 1] as usize]
+    }
+}
+
 /// Strength-reduces every loop; gives the number of parameters added. `kept`: `func`'s
 /// uniformity if the pass before made it and changed nothing since (the last user: taken).
 pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
@@ -368,20 +415,32 @@ pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
     // kept: counted once for the loops whose trials are rejected (the gemm's k loops), not
     // once per loop.
     let mut base: Option<SecondaryMap<Block, usize>> = None;
+    let mut facts: Option<Facts> = None;
     for l in &loops {
         let Some(pre) = l.preheader else { continue };
         let [latch] = l.latches[..] else { continue };
         let in_loop =
             |f: &Function| -> usize { l.blocks.iter().map(|&b| f.blocks[b].insts.len()).sum() };
-        for iv in inductions(func, l, pre, latch) {
+        let ivs = inductions(
+            func,
+            l,
+            pre,
+            latch,
+            &facts.get_or_insert_with(|| Facts::new(func)).def,
+        );
+        for iv in ivs {
+            // Which roots would be rewritten is read from `func`; a copy is made only when
+            // there are some (a trial without a group would add nothing and is not kept).
+            let f = facts.get_or_insert_with(|| Facts::new(func));
+            let groups = plan(func, l, &iv, &uni, f);
+            if groups.is_empty() {
+                continue;
+            }
             // Tried on a copy, cleaned up as the optimizer will: kept only when the loop gets
             // shorter and the kernel no longer (a single product of a uniform counter is one
             // `s_mul_i32`; its running sum costs an init, a step and a register).
-            let mut trial = func.clone();
-            let n = reduce(&mut trial, l, pre, latch, &iv, &uni);
-            if n == 0 {
-                continue;
-            }
+            let mut trial = func.clone_with_room(TRIAL_ROOM, TRIAL_ROOM);
+            let n = rewrite(&mut trial, pre, latch, l.header, &iv, &uni, groups, &f.def);
             super::gvn::number_values(&mut trial, &mut None);
             super::dce::remove_dead_code(&mut trial);
             let b = base.get_or_insert_with(|| super::dce::live_inst_counts(func));
@@ -391,11 +450,16 @@ pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
                 *func = trial;
                 added += n;
                 base = None;
+                facts = None;
             }
         }
     }
     added
 }
+
+/// Instructions and values a trial's copy has room for before its tables grow (a rewrite
+/// adds a few per root: growing a copy of a large kernel's tables copied them again).
+const TRIAL_ROOM: usize = 64;
 
 /// The branch arguments `from` passes to `to` (one call to it, or none found).
 fn call_args(func: &Function, from: Block, to: Block) -> Option<Vec<Value>> {
@@ -411,8 +475,13 @@ fn call_args(func: &Function, from: Block, to: Block) -> Option<Vec<Value>> {
     }
 }
 
-fn inductions(func: &Function, l: &Loop, pre: Block, latch: Block) -> Vec<Induction> {
-    let def = def_blocks(func);
+fn inductions(
+    func: &Function,
+    l: &Loop,
+    pre: Block,
+    latch: Block,
+    def: &SecondaryMap<Value, Option<Block>>,
+) -> Vec<Induction> {
     let (Some(init), Some(next)) = (
         call_args(func, pre, l.header),
         call_args(func, latch, l.header),
@@ -428,7 +497,7 @@ fn inductions(func: &Function, l: &Loop, pre: Block, latch: Block) -> Vec<Induct
         let mut an = Analysis {
             func,
             l,
-            def: &def,
+            def,
             iv: p,
             ty,
             memo: HashMap::default(),
@@ -446,27 +515,22 @@ fn inductions(func: &Function, l: &Loop, pre: Block, latch: Block) -> Vec<Induct
     out
 }
 
-/// Reduces the roots of one induction variable; gives the number of parameters added.
-fn reduce(
-    func: &mut Function,
-    l: &Loop,
-    pre: Block,
-    latch: Block,
-    iv: &Induction,
-    uni: &Uniformity,
-) -> usize {
-    let def = def_blocks(func);
-    // Users of each value, by instruction.
-    let mut users: SecondaryMap<Value, Vec<Inst>> = SecondaryMap::new();
-    for &b in &func.layout {
-        for &i in &func.blocks[b].insts {
-            func.insts[i].for_each_arg(|a| users[a].push(i));
-        }
-    }
+/// Roots of one induction variable with the same `S` and uniformity, and their step per
+/// iteration `delta = c * S`.
+struct Group {
+    s: Lin,
+    delta: Lin,
+    roots: Vec<Root>,
+}
+
+/// The groups of roots of one induction variable whose step can be made (`c * S` needs one
+/// side constant), in program order of their first roots; read from `func`, which is not
+/// changed.
+fn plan(func: &Function, l: &Loop, iv: &Induction, uni: &Uniformity, facts: &Facts) -> Vec<Group> {
     let mut an = Analysis {
         func,
         l,
-        def: &def,
+        def: &facts.def,
         iv: iv.param,
         ty: iv.ty,
         memo: HashMap::default(),
@@ -485,7 +549,7 @@ fn reduce(
                 continue;
             }
             let mut other_use = false;
-            for &u in &users[v] {
+            for &u in facts.users(v) {
                 let ud = &an.func.insts[u];
                 let r = an.func.results[u].first().copied();
                 let follows =
@@ -502,19 +566,42 @@ fn reduce(
             }
         }
     }
-    // The per-iteration step of each group: `c * S` needs one side constant.
+    groups
+        .into_iter()
+        .filter_map(|((s, _), roots)| {
+            let delta = match (as_const(&iv.step), as_const(&s)) {
+                (Some(c), _) => scale(&s, c),
+                (_, Some(k)) => scale(&iv.step, k),
+                _ => return None,
+            };
+            Some(Group { s, delta, roots })
+        })
+        .collect()
+}
+
+/// Rewrites the roots of `groups` (from [`plan`] on this function); gives the number of
+/// parameters added (one per group).
+#[allow(clippy::too_many_arguments)]
+fn rewrite(
+    func: &mut Function,
+    pre: Block,
+    latch: Block,
+    header: Block,
+    iv: &Induction,
+    uni: &Uniformity,
+    groups: Vec<Group>,
+    def: &SecondaryMap<Value, Option<Block>>,
+) -> usize {
     let mut m = Materializer {
         pre,
         ty: iv.ty,
         made: HashMap::default(),
     };
     let mut added = 0;
-    for ((s, _), roots) in groups {
-        let delta = match (as_const(&iv.step), as_const(&s)) {
-            (Some(c), _) => scale(&s, c),
-            (_, Some(k)) => scale(&iv.step, k),
-            _ => continue,
-        };
+    // Each rewritten root and its new value. No new value is a root and no instruction made
+    // here uses a root, so replacing all of them at the end is replacing each in turn.
+    let mut replaced: HashMap<Value, Value> = HashMap::default();
+    for Group { s, delta, roots } in groups {
         let b0 = roots[0].2.clone();
         // `init * S + B0`.
         let start = match const_of(func, iv.init) {
@@ -527,7 +614,7 @@ fn reduce(
         };
         let start = m.value(func, &start);
         let step = m.value(func, &delta);
-        let p = func.append_block_param(l.header, iv.ty);
+        let p = func.append_block_param(header, iv.ty);
         added += 1;
         let next = func
             .make_inst(InstData::Binary {
@@ -538,8 +625,8 @@ fn reduce(
         let nv = func.results[next][0];
         let li = &mut func.blocks[latch].insts;
         li.insert(li.len() - 1, next);
-        push_arg(func, pre, l.header, start);
-        push_arg(func, latch, l.header, nv);
+        push_arg(func, pre, header, start);
+        push_arg(func, latch, header, nv);
         for (i, v, b) in roots {
             let d = sum(&b, &b0, u32::MAX);
             // A divergent difference would hold a VGPR across the loop: such a root keeps
@@ -566,8 +653,11 @@ fn reduce(
                 insts.insert(at, add);
                 func.results[add][0]
             };
-            func.replace_uses(|x| if x == v { new } else { x });
+            replaced.insert(v, new);
         }
+    }
+    if !replaced.is_empty() {
+        func.replace_uses(|x| replaced.get(&x).copied().unwrap_or(x));
     }
     added
 }

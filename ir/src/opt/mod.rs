@@ -448,6 +448,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
     };
     // Where each value is used outside its own block.
     let mut def_block: SecondaryMap<Value, Option<Block>> = SecondaryMap::new();
+    def_block.resize(func.values.len());
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
             for &r in &func.results[i] {
@@ -456,6 +457,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
         }
     }
     let mut live_out: SecondaryMap<Value, bool> = SecondaryMap::new();
+    live_out.resize(func.values.len());
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
             func.insts[i].for_each_arg(|a| {
@@ -467,6 +469,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
     }
     t.prepare = start.elapsed();
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+    subst.resize(func.values.len());
     let mut maps = BlockMaps::new(func.values.len());
     for &b in &func.layout {
         let start = Instant::now();
@@ -536,9 +539,23 @@ struct BestCosts {
     costs: Vec<Option<Cost>>,
     /// Per class: [`cost::operand_info`].
     info: Vec<(Option<Type>, u32)>,
+    /// Per class: its [`lang::ClassData::avail`] (indexing the e-graph is a hash lookup).
+    avail: Vec<i64>,
+    /// Whether the e-graph was clean (rebuilt): then every child id in a node is canonical
+    /// and needs no `find`.
+    clean: bool,
 }
 
 impl BestCosts {
+    /// The index of the class of `c`, a child of a node of `g` (no `find` when `g` was clean).
+    fn child(&self, g: &KGraph, c: Id) -> usize {
+        if self.clean {
+            usize::from(c)
+        } else {
+            usize::from(g.find(c))
+        }
+    }
+
     fn new(g: &KGraph) -> BestCosts {
         // The classes themselves in id order (indexing the e-graph by id is a hash lookup).
         let mut order: Vec<&egg::EClass<Node, lang::ClassData>> = g.classes().collect();
@@ -548,9 +565,19 @@ impl BestCosts {
         let cf = GcnCost { egraph: g };
         // Operand facts per class, looked up once instead of once per node per pass.
         let mut info: Vec<(Option<Type>, u32)> = vec![(None, 0); n];
+        let mut avail: Vec<i64> = vec![-1; n];
         for c in &order {
             info[usize::from(c.id)] = cost::class_operand_info(&c.data);
+            avail[usize::from(c.id)] = c.data.avail;
         }
+        let clean = g.clean;
+        let find = |c: Id| -> usize {
+            if clean {
+                usize::from(c)
+            } else {
+                usize::from(g.find(c))
+            }
+        };
         // A class's best cost is a function of its children's costs: a pass skips a class none
         // of whose children's costs changed since it was last computed (it would find the same
         // cost again). `changed_at`: the count of cost changes when a class's cost last changed;
@@ -563,11 +590,9 @@ impl BestCosts {
             for &class in &order {
                 let k = usize::from(class.id);
                 if let Some(seen) = seen_at[k] {
-                    let stale = class.iter().any(|node| {
-                        node.children()
-                            .iter()
-                            .any(|c| changed_at[usize::from(g.find(*c))] > seen)
-                    });
+                    let stale = class
+                        .iter()
+                        .any(|node| node.children().iter().any(|c| changed_at[find(*c)] > seen));
                     if !stale {
                         continue;
                     }
@@ -575,17 +600,14 @@ impl BestCosts {
                 seen_at[k] = Some(changes);
                 let mut best: Option<Cost> = None;
                 for node in class.iter() {
-                    let known = node
-                        .children()
-                        .iter()
-                        .all(|c| costs[usize::from(g.find(*c))].is_some());
+                    let known = node.children().iter().all(|c| costs[find(*c)].is_some());
                     if !known {
                         continue;
                     }
                     let c = cf.node_cost_with(
                         node,
-                        |c| costs[usize::from(g.find(c))].expect("known above"),
-                        |c| info[usize::from(g.find(c))],
+                        |c| costs[find(c)].expect("known above"),
+                        |c| info[find(c)],
                     );
                     if best.is_none_or(|b| c < b) {
                         best = Some(c);
@@ -604,7 +626,12 @@ impl BestCosts {
                 break;
             }
         }
-        BestCosts { costs, info }
+        BestCosts {
+            costs,
+            info,
+            avail,
+            clean,
+        }
     }
 
     fn find_best_cost(&self, g: &KGraph, id: Id) -> Cost {
@@ -691,7 +718,7 @@ impl Rebuild<'_> {
             _ => n
                 .children()
                 .iter()
-                .map(|c| self.g[*c].data.avail)
+                .map(|c| self.ex.avail[self.ex.child(self.g, *c)])
                 .max()
                 .unwrap_or(-1),
         }
@@ -701,8 +728,8 @@ impl Rebuild<'_> {
         let g = self.g;
         GcnCost { egraph: g }.node_cost_with(
             n,
-            |c| self.ex.find_best_cost(g, c),
-            |c| self.ex.info[usize::from(g.find(c))],
+            |c| self.ex.costs[self.ex.child(g, c)].expect("every class has a cost"),
+            |c| self.ex.info[self.ex.child(g, c)],
         )
     }
 
