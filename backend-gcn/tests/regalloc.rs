@@ -532,27 +532,51 @@ fn pairs_built_into_and_extracted_from_a_vgpr_tuple_share_its_registers() {
             let a = vadd(&mut mf, e, c(1), u(tid));
             let b = vadd(&mut mf, e, c(2), u(tid));
             let pa = mf.vreg(RegClass::Vgpr, 2);
-            push(&mut mf, e, MInst::pseudo(MOpcode::Build, &[d(pa), u(a), u(b)]));
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Build, &[d(pa), u(a), u(b)]),
+            );
             let s0 = pair(&mut mf, &[u(pa), u(pa)]);
             let s1 = pair(&mut mf, &[u(s0), u(pa)]);
             let q = mf.vreg(RegClass::Vgpr, 4);
-            push(&mut mf, e, MInst::pseudo(MOpcode::Build, &[d(q), u(s0), u(s1)]));
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Build, &[d(q), u(s0), u(s1)]),
+            );
             let lo = mf.vreg(RegClass::Vgpr, 2);
-            push(&mut mf, e, MInst::pseudo(MOpcode::Extract(0), &[d(lo), u(q)]));
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Extract(0), &[d(lo), u(q)]),
+            );
             let hi = mf.vreg(RegClass::Vgpr, 2);
-            push(&mut mf, e, MInst::pseudo(MOpcode::Extract(2), &[d(hi), u(q)]));
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Extract(2), &[d(hi), u(q)]),
+            );
             let r0 = pair(&mut mf, &[u(lo), u(hi)]);
             let r1 = pair(&mut mf, &[u(hi), u(hi)]);
             for (i, r) in [r0, r1].into_iter().enumerate() {
                 for k in 0..2u8 {
                     let x = mf.vreg(RegClass::Vgpr, 1);
-                    push(&mut mf, e, MInst::pseudo(MOpcode::Extract(k), &[d(x), u(r)]));
+                    push(
+                        &mut mf,
+                        e,
+                        MInst::pseudo(MOpcode::Extract(k), &[d(x), u(r)]),
+                    );
                     out(&mut mf, e, rsrc, x, 8 * i as i32 + 4 * k as i32);
                 }
             }
             if read_again {
                 let x = mf.vreg(RegClass::Vgpr, 1);
-                push(&mut mf, e, MInst::pseudo(MOpcode::Extract(0), &[d(x), u(q)]));
+                push(
+                    &mut mf,
+                    e,
+                    MInst::pseudo(MOpcode::Extract(0), &[d(x), u(q)]),
+                );
                 out(&mut mf, e, rsrc, x, 64);
             }
             let f = alloc_and_compare(&mf, None, Inputs::default());

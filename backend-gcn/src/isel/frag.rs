@@ -2,9 +2,9 @@
 //! dwords (the allocator aligns it); loads and stores move whole fragments with
 //! `buffer_load/store_dword{x2,x4}` and `ds_read/write_b{32,64,128}`; `frag_build` packs
 //! 16-bit elements in pairs (`v_and_b32` + `v_lshl_or_b32`, or one `v_perm_b32` when both
-//! halves come out of other fragments); `frag_extract` takes a dword (and
-//! its half); `mfma` is one `v_mfma_*` whose result is tied to C, so a loop's accumulator stays
-//! in one register range.
+//! halves come out of other fragments; one `Extract` when the items are a slice of one
+//! fragment from an even dword); `frag_extract` takes a dword (and its half); `mfma` is one
+//! `v_mfma_*` whose result is tied to C, so a loop's accumulator stays in one register range.
 
 use kjit_ir::{FragType, InstData, Mem, MfmaOp, Type, Value};
 
@@ -214,7 +214,7 @@ impl Isel<'_> {
         }
     }
 
-    /// A fragment built of consecutive items of one wider fragment, starting at a dword
+    /// A fragment built of consecutive items of one wider fragment, starting at an even dword
     /// (a 16-byte load's 8-byte half): one `Extract` of those dwords, which the allocator
     /// may place inside the wider fragment's registers, where a `Build` of per-dword
     /// extractions is placed dword by dword (and an 8-byte half stays a copy).

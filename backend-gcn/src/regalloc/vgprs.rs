@@ -34,7 +34,9 @@
 //! dispatcher's values arrive in `v0`..`v2` (and over the CFG edges that value's web crosses);
 //! regalloc2's other values in them are segments like any other's. A pair's two dwords are live
 //! apart (a one-dword `Extract` frees its half), and a pair may be placed with the singles
-//! copied into or out of its dwords (sub-register coalescing, [`group_singles`]); results of an
+//! copied into or out of its dwords (sub-register coalescing, [`group_singles`]), and a pair
+//! copied whole into or out of a tuple web may go on the tuple's registers
+//! ([`Packing::place_pairs_in_area`]); results of an
 //! untied instruction are late defs ([`late_defs`]), so they may take a source dying there.
 //! Operands and regalloc2's moves then name VGPRs per occurrence (`alloc_vgpr`, `edit_vgpr`).
 //!
@@ -768,7 +770,10 @@ impl<'a> Packing<'a> {
         // ungrouped ones again).
         let any_group = self.grouped.iter().any(|g| !g.is_empty());
         // Pairs in the tuple area first only where some pair is copied to or from it.
-        let any_in_area = self.pairs.iter().any(|&x| self.area_hints(x, 0).next().is_some());
+        let any_in_area = self
+            .pairs
+            .iter()
+            .any(|&x| self.area_hints(x, 0).next().is_some());
         [(true, false), (true, true), (false, false), (false, true)]
             .into_iter()
             .filter(|&(grouped, _)| any_group || !grouped)
@@ -854,7 +859,13 @@ impl<'a> Packing<'a> {
         // lower (a long-lived single can push it up; then the singles take their chances).
         let mut with_group = vec![false; self.pairs.len()];
         if pairs_in_place {
-            self.place_pairs_in_area(&mut occ, vweb_base, grouped, &mut item_vgpr, &mut with_group);
+            self.place_pairs_in_area(
+                &mut occ,
+                vweb_base,
+                grouped,
+                &mut item_vgpr,
+                &mut with_group,
+            );
         }
         for (i, &x) in self.pairs.iter().enumerate() {
             if item_vgpr[x] != NO_REG {
@@ -950,7 +961,8 @@ impl<'a> Packing<'a> {
         // A pair built into or extracted from the tuple area off its registers is two moves.
         for &x in &self.pairs {
             let wanted = self.area_hints(x, vweb_base);
-            if wanted.clone().next().is_some() && wanted.clone().all(|(r, _, _)| r != item_vgpr[x]) {
+            if wanted.clone().next().is_some() && wanted.clone().all(|(r, _, _)| r != item_vgpr[x])
+            {
                 misses += 2;
             }
         }
@@ -970,12 +982,14 @@ impl<'a> Packing<'a> {
         x: usize,
         vweb_base: u16,
     ) -> impl Iterator<Item = (u16, u32, Option<bool>)> + Clone + '_ {
-        self.hints[x].iter().filter_map(move |&(h, pos, ok)| match h {
-            Hint::Area(r) if self.vweb_size > 0 && (vweb_base + r) % 2 == 0 => {
-                Some((vweb_base + r, pos, ok))
-            }
-            _ => None,
-        })
+        self.hints[x]
+            .iter()
+            .filter_map(move |&(h, pos, ok)| match h {
+                Hint::Area(r) if self.vweb_size > 0 && (vweb_base + r) % 2 == 0 => {
+                    Some((vweb_base + r, pos, ok))
+                }
+                _ => None,
+            })
     }
 
     /// Sub-register coalescing of whole pairs with the tuple area: each pair an `Extract`
