@@ -509,3 +509,95 @@ fn beyond_256_vgprs_slots_go_to_agprs_or_scratch() {
         }
     }
 }
+
+/// Pairs put into a 4-VGPR tuple by a `Build` and taken out as its two 8-byte halves by
+/// `Extract`s (as the GEMM splits each 16-byte load of a into two steps' fragments) share the
+/// tuple's registers where they meet it only at the copy: no `v_mov_b32` is left. When the
+/// tuple's first dword is read again after the extraction, its low half may not sit there:
+/// that half is copied (two moves) and the stores still equal the MIR's.
+#[test]
+fn pairs_built_into_and_extracted_from_a_vgpr_tuple_share_its_registers() {
+    for t in ALL_TARGETS {
+        for read_again in [false, true] {
+            let mut mf = func(t);
+            let e = mf.entry();
+            let (_kp, tid, rsrc) = prologue(&mut mf);
+            let pair = |mf: &mut kjit_backend_gcn::mir::MachineFunction, ops: &[MOperand]| {
+                let p = mf.vreg(RegClass::Vgpr, 2);
+                let mut all = vec![d(p)];
+                all.extend_from_slice(ops);
+                push(mf, e, isa(Opcode::VAddF64, &all));
+                p
+            };
+            let a = vadd(&mut mf, e, c(1), u(tid));
+            let b = vadd(&mut mf, e, c(2), u(tid));
+            let pa = mf.vreg(RegClass::Vgpr, 2);
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Build, &[d(pa), u(a), u(b)]),
+            );
+            let s0 = pair(&mut mf, &[u(pa), u(pa)]);
+            let s1 = pair(&mut mf, &[u(s0), u(pa)]);
+            let q = mf.vreg(RegClass::Vgpr, 4);
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Build, &[d(q), u(s0), u(s1)]),
+            );
+            let lo = mf.vreg(RegClass::Vgpr, 2);
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Extract(0), &[d(lo), u(q)]),
+            );
+            let hi = mf.vreg(RegClass::Vgpr, 2);
+            push(
+                &mut mf,
+                e,
+                MInst::pseudo(MOpcode::Extract(2), &[d(hi), u(q)]),
+            );
+            let r0 = pair(&mut mf, &[u(lo), u(hi)]);
+            let r1 = pair(&mut mf, &[u(hi), u(hi)]);
+            for (i, r) in [r0, r1].into_iter().enumerate() {
+                for k in 0..2u8 {
+                    let x = mf.vreg(RegClass::Vgpr, 1);
+                    push(
+                        &mut mf,
+                        e,
+                        MInst::pseudo(MOpcode::Extract(k), &[d(x), u(r)]),
+                    );
+                    out(&mut mf, e, rsrc, x, 8 * i as i32 + 4 * k as i32);
+                }
+            }
+            if read_again {
+                let x = mf.vreg(RegClass::Vgpr, 1);
+                push(
+                    &mut mf,
+                    e,
+                    MInst::pseudo(MOpcode::Extract(0), &[d(x), u(q)]),
+                );
+                out(&mut mf, e, rsrc, x, 64);
+            }
+            let f = alloc_and_compare(&mf, None, Inputs::default());
+            // The four adds: s0, s1 (built into q), r0 (of q's halves), r1 (of the high half).
+            let insts = &f.blocks[0].insts;
+            let adds: Vec<usize> = (0..insts.len())
+                .filter(|&i| insts[i].op == Opcode::VAddF64)
+                .collect();
+            let [_, a1, a2, a3] = adds[..] else {
+                panic!("{t}: four v_add_f64\n{}", listing(&f))
+            };
+            let ops = |i: usize| &insts[i].operands;
+            let (s0, s1) = (ops(adds[0])[0], ops(a1)[0]);
+            // The high half is s1's registers: neither its Build nor its Extract moved it.
+            assert_eq!(ops(a3)[1], s1, "{t}: high half copied\n{}", listing(&f));
+            assert_eq!(ops(a3)[2], s1, "{t}: high half copied\n{}", listing(&f));
+            if !read_again {
+                assert_eq!(ops(a2)[1], s0, "{t}: low half copied\n{}", listing(&f));
+                assert_eq!(ops(a2)[2], s1, "{t}: high half copied\n{}", listing(&f));
+                assert_eq!(a2, a1 + 1, "{t}: moves between\n{}", listing(&f));
+            }
+        }
+    }
+}

@@ -2,9 +2,9 @@
 //! dwords (the allocator aligns it); loads and stores move whole fragments with
 //! `buffer_load/store_dword{x2,x4}` and `ds_read/write_b{32,64,128}`; `frag_build` packs
 //! 16-bit elements in pairs (`v_and_b32` + `v_lshl_or_b32`, or one `v_perm_b32` when both
-//! halves come out of other fragments); `frag_extract` takes a dword (and
-//! its half); `mfma` is one `v_mfma_*` whose result is tied to C, so a loop's accumulator stays
-//! in one register range.
+//! halves come out of other fragments; one `Extract` when the items are a slice of one
+//! fragment from an even dword); `frag_extract` takes a dword (and its half); `mfma` is one
+//! `v_mfma_*` whose result is tied to C, so a loop's accumulator stays in one register range.
 
 use kjit_ir::{FragType, InstData, Mem, MfmaOp, Type, Value};
 
@@ -180,6 +180,9 @@ impl Isel<'_> {
     }
 
     fn frag_build(&mut self, ty: FragType, args: &[Value]) -> VReg {
+        if let Some(r) = self.slice_of_fragment(ty, args) {
+            return r;
+        }
         let mut dwords: Vec<VReg> = Vec::new();
         if ty.elem.bytes() == 2 {
             for pair in args.chunks(2) {
@@ -209,6 +212,45 @@ impl Isel<'_> {
         } else {
             self.build(RegClass::Vgpr, &dwords)
         }
+    }
+
+    /// A fragment built of consecutive items of one wider fragment, starting at an even dword
+    /// (a 16-byte load's 8-byte half): one `Extract` of those dwords, which the allocator
+    /// may place inside the wider fragment's registers, where a `Build` of per-dword
+    /// extractions is placed dword by dword (and an 8-byte half stays a copy).
+    fn slice_of_fragment(&mut self, ty: FragType, args: &[Value]) -> Option<VReg> {
+        let bytes = ty.elem.bytes();
+        if args.len() < 2 || !matches!(bytes, 2 | 4) {
+            return None;
+        }
+        let item_of = |v: Value| -> Option<(Value, u32)> {
+            let kjit_ir::ValueDef::Result(i, _) = self.func.values[v].def else {
+                return None;
+            };
+            match self.func.insts[i] {
+                InstData::FragExtract { arg, item } => match self.func.value_type(arg) {
+                    Type::Frag(t) if t.elem == ty.elem => Some((arg, item as u32)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let (src, first) = item_of(args[0])?;
+        let per_dword = 4 / bytes;
+        let whole = args.len() as u32 * bytes;
+        if first % per_dword != 0 || !whole.is_multiple_of(4) {
+            return None;
+        }
+        let in_order = args
+            .iter()
+            .enumerate()
+            .all(|(i, &a)| item_of(a) == Some((src, first + i as u32)));
+        let v = self.val(src);
+        let v = self.to_class(v, RegClass::Vgpr);
+        let (at, n) = (first / per_dword, whole / 4);
+        // Tuples sit at even registers: an odd start could not share them.
+        let fits = n < u32::from(self.mf.vregs[v].dwords) && at % 2 == 0;
+        (in_order && fits).then(|| self.extract(v, at as u8, n as u8))
     }
 
     /// The fragment and item a value is `frag_extract`ed from, for 16-bit fragments.

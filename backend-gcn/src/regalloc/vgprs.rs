@@ -34,7 +34,9 @@
 //! dispatcher's values arrive in `v0`..`v2` (and over the CFG edges that value's web crosses);
 //! regalloc2's other values in them are segments like any other's. A pair's two dwords are live
 //! apart (a one-dword `Extract` frees its half), and a pair may be placed with the singles
-//! copied into or out of its dwords (sub-register coalescing, [`group_singles`]); results of an
+//! copied into or out of its dwords (sub-register coalescing, [`group_singles`]), and a pair
+//! copied whole into or out of a tuple web may go on the tuple's registers
+//! ([`Packing::place_pairs_in_area`]); results of an
 //! untied instruction are late defs ([`late_defs`]), so they may take a source dying there.
 //! Operands and regalloc2's moves then name VGPRs per occurrence (`alloc_vgpr`, `edit_vgpr`).
 //!
@@ -410,6 +412,16 @@ fn hints(
                     if let Hint::Single(x) = dst {
                         hints[x].push((src, pos, ok.then_some(false)));
                     }
+                    // A whole pair built into or extracted from the tuple area.
+                    match (src, dst) {
+                        (Hint::Pair(x, 0), Hint::Area(_)) => {
+                            hints[x].push((dst, pos, ok.then_some(true)));
+                        }
+                        (Hint::Area(_), Hint::Pair(x, 0)) => {
+                            hints[x].push((src, pos, ok.then_some(false)));
+                        }
+                        _ => {}
+                    }
                 }
             };
             match (mi.opcode, mi.ops.as_slice()) {
@@ -430,6 +442,12 @@ fn hints(
                     if let (Some(Hint::Pair(..)), Some(x)) = (src, map[1]) {
                         half_reads[first + x as usize] = 1 << k;
                     }
+                    link(0, 1, src.map(|t| offset(t, k as u16)), at(0, *d));
+                }
+                (MOpcode::Extract(k), [MOperand::Def(d), MOperand::Use(s)])
+                    if p.mf.vregs[*d].dwords == 2 =>
+                {
+                    let src = at(1, *s).filter(|h| matches!(h, Hint::Area(_)));
                     link(0, 1, src.map(|t| offset(t, k as u16)), at(0, *d));
                 }
                 _ => {}
@@ -751,10 +769,23 @@ impl<'a> Packing<'a> {
         // Grouped placements only where some pair has singles to group (else they are the
         // ungrouped ones again).
         let any_group = self.grouped.iter().any(|g| !g.is_empty());
+        // Pairs in the tuple area first only where some pair is copied to or from it.
+        let any_in_area = self
+            .pairs
+            .iter()
+            .any(|&x| self.area_hints(x, 0).next().is_some());
         [(true, false), (true, true), (false, false), (false, true)]
             .into_iter()
             .filter(|&(grouped, _)| any_group || !grouped)
-            .filter_map(|(grouped, hinted_first)| self.place(grouped, hinted_first))
+            .flat_map(|(grouped, hinted_first)| {
+                [false, true]
+                    .into_iter()
+                    .filter(|&in_area| any_in_area || !in_area)
+                    .map(move |in_area| (grouped, hinted_first, in_area))
+            })
+            .filter_map(|(grouped, hinted_first, in_area)| {
+                self.place(grouped, hinted_first, in_area)
+            })
             .min_by_key(key)
             .map(|(l, _)| l)
     }
@@ -789,9 +820,16 @@ impl<'a> Packing<'a> {
 
     /// First fit over the live intervals with the hints (module doc), the singles whose
     /// hinted register is free first when `hinted_first`, each pair placed with the singles
-    /// that share its registers when `grouped`; with the number of hinted singles that got
-    /// none of their registers (`None`: past the file).
-    fn place(&self, grouped: bool, hinted_first: bool) -> Option<(Placement, usize)> {
+    /// that share its registers when `grouped`, the pairs copied to or from the tuple area
+    /// on its registers first when `pairs_in_place` ([`Packing::place_pairs_in_area`]); with
+    /// the number of moves hints left (a hinted single that got none of its registers: one,
+    /// such a pair: two; `None`: past the file).
+    fn place(
+        &self,
+        grouped: bool,
+        hinted_first: bool,
+        pairs_in_place: bool,
+    ) -> Option<(Placement, usize)> {
         let Packing {
             used,
             abi_n,
@@ -820,7 +858,19 @@ impl<'a> Packing<'a> {
         // Per pair: placed with its singles. A group goes where the pair alone would not end
         // lower (a long-lived single can push it up; then the singles take their chances).
         let mut with_group = vec![false; self.pairs.len()];
+        if pairs_in_place {
+            self.place_pairs_in_area(
+                &mut occ,
+                vweb_base,
+                grouped,
+                &mut item_vgpr,
+                &mut with_group,
+            );
+        }
         for (i, &x) in self.pairs.iter().enumerate() {
+            if item_vgpr[x] != NO_REG {
+                continue;
+            }
             let [h0, h1] = &self.halves[i];
             let mut base = occ.first_fit(&[h0, h1], 2)?;
             if grouped && !self.grouped[i].is_empty() {
@@ -908,12 +958,99 @@ impl<'a> Packing<'a> {
             occ.take(base, &[l]);
             item_vgpr[h] = base as u16;
         }
+        // A pair built into or extracted from the tuple area off its registers is two moves.
+        for &x in &self.pairs {
+            let wanted = self.area_hints(x, vweb_base);
+            if wanted.clone().next().is_some() && wanted.clone().all(|(r, _, _)| r != item_vgpr[x])
+            {
+                misses += 2;
+            }
+        }
         let placement = Placement {
             item_vgpr,
             vweb_base,
             top: occ.top as u16,
         };
         Some((placement, misses))
+    }
+
+    /// The tuple-area registers pair item `x` is built into or extracted from (with the
+    /// area at `vweb_base`), even ones only, with the copy's position and whether the pair
+    /// is its source when they may meet there ([`Segments::edge`]).
+    fn area_hints(
+        &self,
+        x: usize,
+        vweb_base: u16,
+    ) -> impl Iterator<Item = (u16, u32, Option<bool>)> + Clone + '_ {
+        self.hints[x]
+            .iter()
+            .filter_map(move |&(h, pos, ok)| match h {
+                Hint::Area(r) if self.vweb_size > 0 && (vweb_base + r) % 2 == 0 => {
+                    Some((vweb_base + r, pos, ok))
+                }
+                _ => None,
+            })
+    }
+
+    /// Sub-register coalescing of whole pairs with the tuple area: each pair an `Extract`
+    /// takes out of a tuple web, or a `Build` puts into one, goes on the tuple's registers
+    /// where its halves (with its singles when `grouped`) meet the area's values only at
+    /// those copies (the tuple's dwords die at the extract, or are born at the build): the
+    /// copies are then self-moves. A pair of a 4-dword load's halves stored apart
+    /// (the GEMM's a-pieces) needs no `v_mov`. Runs before the other pairs' first fit,
+    /// which could take those registers first; sets `item_vgpr` of the pairs it places.
+    fn place_pairs_in_area<'b>(
+        &'b self,
+        occ: &mut Occupancy<'b>,
+        vweb_base: u16,
+        grouped: bool,
+        item_vgpr: &mut [u16],
+        with_group: &mut [bool],
+    ) {
+        for (i, &x) in self.pairs.iter().enumerate() {
+            let copies: Vec<(u16, u32, bool)> = self
+                .area_hints(x, vweb_base)
+                .filter_map(|(r, pos, ok)| ok.map(|src| (r, pos, src)))
+                .collect();
+            let fits = |base: u16, lives: &[Intervals; 2], occ: &Occupancy<'_>| {
+                (0..2u16).all(|j| {
+                    let (r, l) = (base + j, &lives[j as usize]);
+                    let at: Vec<(u32, bool)> = copies
+                        .iter()
+                        .filter(|c| c.0 == base)
+                        .map(|c| (c.1, c.2))
+                        .collect();
+                    let area = self.area.get(usize::from(r).wrapping_sub(vweb_base.into()));
+                    (r as usize) < MAX_VGPRS
+                        && (occ.free(r.into(), l)
+                            || occ.regs[r as usize].iter().all(|o| match area {
+                                Some(a) if std::ptr::eq(*o, a) => meets_only_at(o, l, &at),
+                                _ => !o.overlaps(l),
+                            }))
+                })
+            };
+            let with_singles = grouped && !self.grouped[i].is_empty();
+            let bases = copies.iter().map(|c| c.0);
+            let found = bases.clone().find_map(|b| {
+                if with_singles && fits(b, &self.groups[i], occ) {
+                    Some((b, true))
+                } else {
+                    fits(b, &self.halves[i], occ).then_some((b, false))
+                }
+            });
+            let Some((base, group)) = found else { continue };
+            let lives = if group {
+                for &(s, j) in &self.grouped[i] {
+                    item_vgpr[s] = base + j;
+                }
+                &self.groups[i]
+            } else {
+                &self.halves[i]
+            };
+            with_group[i] = group;
+            occ.take(base.into(), &[&lives[0], &lives[1]]);
+            item_vgpr[x] = base;
+        }
     }
 }
 
@@ -1068,6 +1205,21 @@ enum Pass {
     Hints,
     /// All that are left.
     All,
+}
+
+/// Whether `partner` and `me` have no position in common but those of copies between them
+/// (`at`: position, and whether `me` is the source), as [`copy_meets`] tells for one.
+fn meets_only_at(partner: &Intervals, me: &Intervals, at: &[(u32, bool)]) -> bool {
+    partner.0.iter().all(|&(p0, p1)| {
+        me.0.iter().all(|&(m0, m1)| {
+            let (lo, hi) = (p0.max(m0), p1.min(m1));
+            lo > hi
+                || at.iter().any(|&(pos, me_src)| {
+                    let (src_end, dst_start) = if me_src { (m1, p0) } else { (p1, m0) };
+                    lo == pos && hi == pos && src_end == pos && dst_start == pos
+                })
+        })
+    })
 }
 
 /// Whether `partner` and `me`, copied one to the other at `pos` (from `me` when `me_src`),
