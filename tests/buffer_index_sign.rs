@@ -14,7 +14,8 @@ use kjit_runtime::emu::GcnEmulator;
 
 /// `out[4t + j] = a[idx[t] + k_j]` for offsets 1, 2, 5 (loaded `i32` and `u32` indices, the
 /// latter as -1 reinterpreted), and `out[4t + 3] = a[3t + 2]` (an id-built index).
-const KERNEL: &str = "kernel neg_index(idx: buf<i32>, uidx: buf<u32>, a: buf<u32>, out: buf_mut<u32>) {
+const KERNEL: &str =
+    "kernel neg_index(idx: buf<i32>, uidx: buf<u32>, a: buf<u32>, out: buf_mut<u32>) {
 block0(v0: buf<i32>, v1: buf<u32>, v2: buf<u32>, v3: buf_mut<u32>):
     v4:u32 = workitem_id.x
     v5:i32 = load v0[v4]
@@ -94,8 +95,10 @@ fn negative_indices_with_offsets_equal_the_interpreter() {
             assert_eq!(got.args[3], want[3], "{t} opt={optimize}\n{}", ck.asm);
             // The id-built index keeps its offset in the immediate (`a[3t + 2]`: 8 bytes).
             assert!(
-                ck.asm.lines().any(|l| l.contains("buffer_load_dword")
-                    && l.trim_end().ends_with("offen offset:8")),
+                ck.asm
+                    .lines()
+                    .any(|l| l.contains("buffer_load_dword")
+                        && l.trim_end().ends_with("offen offset:8")),
                 "{t}: no immediate offset left for the id-built index\n{}",
                 ck.asm
             );

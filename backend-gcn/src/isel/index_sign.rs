@@ -140,7 +140,10 @@ fn result_non_negative(func: &Function, data: &InstData, nonneg: &EntitySet<Valu
             BinaryOp::Shr => nn(a),
             BinaryOp::Sub => false,
         },
-        InstData::Ternary { op, args: [a, b, c] } => match op {
+        InstData::Ternary {
+            op,
+            args: [a, b, c],
+        } => match op {
             TernaryOp::LshlAdd | TernaryOp::Add3 | TernaryOp::LshlOr => nn(a) && nn(b) && nn(c),
             TernaryOp::Fma => false,
         },
