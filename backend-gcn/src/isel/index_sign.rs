@@ -1,7 +1,7 @@
 //! Which global-memory indices may carry their element offset in the instruction's immediate.
 //!
-//! Takes the IR function; gives the values that are non-negative by construction, for
-//! [`super::Isel::global_address`].
+//! Takes the IR function; gives, per value, how large an immediate element offset may be added
+//! to it as an index ([`offset_headroom`]), for [`super::Isel::global_address`].
 //!
 //! The IR's `v[x + k]` is element `(x + k) mod 2^32`. A raw buffer access checks
 //! `VADDR + OFFSET` against the buffer's size without wrapping, so `VADDR = x·size` with the
@@ -19,7 +19,8 @@
 //! the other is (`and` with such a mask, unsigned `min`, unsigned right shifts by at least 1,
 //! unsigned division and remainder). A difference, a loaded value, a negative constant or an
 //! `i32` argument is not: its offset is added into VADDR (one `v_add_u32`, wrapping as the IR
-//! does).
+//! does). A masked-off index, `select(c, x, K)` with `K` within 2^20 below 2^32, keeps offsets
+//! below `2^32 - K` in the immediate: neither the element nor the byte offset wraps there.
 //!
 //! Not handled: an index of magnitude 2^30 / size or more (`i32::MIN`, say) wraps as a 32-bit
 //! byte offset and may land back in range, where the IR reads 0 (`docs/backend.md`).
@@ -32,9 +33,70 @@ fn small_const(bits: u64, ty: Type) -> bool {
     word_int(ty) && bits < 1 << 31
 }
 
-/// The values of `func` that are non-negative by construction (see the module docs).
-pub(crate) fn non_negative_values(func: &Function) -> EntitySet<Value> {
-    // Incoming values of each block parameter, from every branch.
+/// How far above each global index an immediate element offset may reach: the offset `k` of
+/// `v[x + k]` may go in the MUBUF immediate when `k < headroom[x]`. A value non-negative by
+/// construction has 2^31; a masked-off index `select(c, x, K)` with a sentinel `K` near
+/// `u32::MAX` (the GEMM's edge rows) has the least of its arms' (`2^32 - K` for the
+/// constant, whose element and byte offset then stay past every buffer on both sides); anything
+/// else 0.
+pub(crate) fn offset_headroom(func: &Function) -> SecondaryMap<Value, u32> {
+    let incoming = incoming_values(func);
+    let nonneg = greatest_fixed_point(func, &incoming, |d, set| result_non_negative(func, d, set));
+    // The greatest fixed point of `min` rules: parameters start at the top and only go down,
+    // to the headrooms of constants, so this ends.
+    const TOP: u32 = 1 << 31;
+    let mut room: SecondaryMap<Value, u32> = SecondaryMap::with_default(TOP);
+    let entry = func.layout.first().copied();
+    loop {
+        let mut changed = false;
+        for &b in &func.layout {
+            for &p in &func.blocks[b].params {
+                let r = if Some(b) == entry {
+                    if nonneg.contains(p) {
+                        TOP
+                    } else {
+                        0
+                    }
+                } else {
+                    incoming[p].iter().map(|&a| room[a]).min().unwrap_or(TOP)
+                };
+                if r < room[p] {
+                    room[p] = r;
+                    changed = true;
+                }
+            }
+            for &i in &func.blocks[b].insts {
+                let r = match func.insts[i] {
+                    _ if func.results[i].first().is_some_and(|&v| nonneg.contains(v)) => TOP,
+                    InstData::Const { ty, bits }
+                        if word_int(ty) && bits >= (1 << 32) - (1 << 20) =>
+                    {
+                        ((1u64 << 32) - bits) as u32
+                    }
+                    InstData::Select { args: [_, a, b] } => room[a].min(room[b]),
+                    InstData::Convert { to, arg } | InstData::Bitcast { to, arg }
+                        if word_int(to) && word_int(func.value_type(arg)) =>
+                    {
+                        room[arg]
+                    }
+                    _ => 0,
+                };
+                for &v in &func.results[i] {
+                    if r < room[v] {
+                        room[v] = r;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            return room;
+        }
+    }
+}
+
+/// The incoming values of each block parameter, from every branch.
+fn incoming_values(func: &Function) -> SecondaryMap<Value, Vec<Value>> {
     let mut incoming: SecondaryMap<Value, Vec<Value>> = SecondaryMap::new();
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
@@ -54,7 +116,7 @@ pub(crate) fn non_negative_values(func: &Function) -> EntitySet<Value> {
             }
         }
     }
-    greatest_fixed_point(func, &incoming, |d, set| result_non_negative(func, d, set))
+    incoming
 }
 
 /// The largest set of values closed under `rule` (an instruction's result is in it when `rule`

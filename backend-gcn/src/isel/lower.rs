@@ -1114,8 +1114,8 @@ impl Isel<'_> {
     }
 
     /// [`Self::address`] for a buffer access, whose range check does not wrap `VADDR + OFFSET`
-    /// (`index_sign`): an index that may be negative takes its offset in VADDR, wrapping as the
-    /// IR's index does.
+    /// (`index_sign`): an offset beyond the index's headroom (any offset of an index that may be
+    /// negative) goes in VADDR, wrapping as the IR's index does.
     pub(crate) fn global_address(
         &mut self,
         index: Value,
@@ -1123,10 +1123,10 @@ impl Isel<'_> {
         imm: u64,
         max_imm: u64,
     ) -> (VReg, u32) {
-        let max_imm = if self.non_negative.contains(index) {
-            max_imm
-        } else {
+        let max_imm = if imm / size as u64 >= self.offset_headroom[index] as u64 {
             0
+        } else {
+            max_imm
         };
         self.address(index, size, imm, max_imm)
     }

@@ -271,9 +271,9 @@ pub(crate) struct Isel<'a> {
     pub(crate) dma_stores: HashMap<kjit_ir::Inst, lds_dma::DmaStore>,
     /// Uniform divisors of unsigned divisions ([`idiv::uniform_divisors`]).
     pub(crate) divisors: rustc_hash::FxHashSet<Value>,
-    /// Global-memory indices that are non-negative by construction: their element offset may
-    /// go in the immediate ([`index_sign`]).
-    pub(crate) non_negative: cranelift_entity::EntitySet<Value>,
+    /// How large an element offset may go in the immediate of a global access at each index
+    /// ([`index_sign`]).
+    pub(crate) offset_headroom: SecondaryMap<Value, u32>,
     /// Reciprocals of uniform divisors made in the entry block (SGPRs, valid everywhere).
     pub(crate) recips: HashMap<Value, VReg>,
     /// Divergent entry-block values that index LDS (elements or fragments) in other blocks,
@@ -390,7 +390,7 @@ impl<'a> Isel<'a> {
             dma_loads,
             dma_stores,
             divisors,
-            non_negative: index_sign::non_negative_values(func),
+            offset_headroom: index_sign::offset_headroom(func),
             recips: HashMap::default(),
             lds_indices,
             entry_offsets: HashMap::default(),
