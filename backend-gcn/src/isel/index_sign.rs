@@ -25,8 +25,8 @@
 //! Not handled: an index of magnitude 2^30 / size or more (`i32::MIN`, say) wraps as a 32-bit
 //! byte offset and may land back in range, where the IR reads 0 (`docs/backend.md`).
 
-use cranelift_entity::{EntitySet, SecondaryMap};
-use kjit_ir::{BinaryOp, Function, InstData, SpecialReg, TernaryOp, Type, Value, ValueDef};
+use cranelift_entity::SecondaryMap;
+use kjit_ir::{BinaryOp, Function, Inst, InstData, SpecialReg, TernaryOp, Type, Value, ValueDef};
 
 /// A 32-bit integer constant below 2^31.
 fn small_const(bits: u64, ty: Type) -> bool {
@@ -41,59 +41,38 @@ fn small_const(bits: u64, ty: Type) -> bool {
 /// else 0.
 pub(crate) fn offset_headroom(func: &Function) -> SecondaryMap<Value, u32> {
     let incoming = incoming_values(func);
-    let nonneg = greatest_fixed_point(func, &incoming, |d, set| result_non_negative(func, d, set));
-    // The greatest fixed point of `min` rules: parameters start at the top and only go down,
-    // to the headrooms of constants, so this ends.
-    const TOP: u32 = 1 << 31;
-    let mut room: SecondaryMap<Value, u32> = SecondaryMap::with_default(TOP);
-    let entry = func.layout.first().copied();
-    loop {
-        let mut changed = false;
-        for &b in &func.layout {
-            for &p in &func.blocks[b].params {
-                let r = if Some(b) == entry {
-                    if nonneg.contains(p) {
-                        TOP
-                    } else {
-                        0
-                    }
-                } else {
-                    incoming[p].iter().map(|&a| room[a]).min().unwrap_or(TOP)
-                };
-                if r < room[p] {
-                    room[p] = r;
-                    changed = true;
-                }
-            }
-            for &i in &func.blocks[b].insts {
-                let r = match func.insts[i] {
-                    _ if func.results[i].first().is_some_and(|&v| nonneg.contains(v)) => TOP,
-                    InstData::Const { ty, bits }
-                        if word_int(ty) && bits >= (1 << 32) - (1 << 20) =>
-                    {
-                        ((1u64 << 32) - bits) as u32
-                    }
-                    InstData::Select { args: [_, a, b] } => room[a].min(room[b]),
-                    InstData::Convert { to, arg } | InstData::Bitcast { to, arg }
-                        if word_int(to) && word_int(func.value_type(arg)) =>
-                    {
-                        room[arg]
-                    }
-                    _ => 0,
-                };
-                for &v in &func.results[i] {
-                    if r < room[v] {
-                        room[v] = r;
-                        changed = true;
-                    }
-                }
-            }
+    // Non-negative by construction: TOP, else 0.
+    let entry_arg = |p: Value| {
+        if func.value_type(p) == Type::U32 {
+            TOP
+        } else {
+            0
         }
-        if !changed {
-            return room;
+    };
+    let nonneg = greatest_fixed_point(func, &incoming, entry_arg, |i, nn| {
+        if result_non_negative(func, &func.insts[i], nn) {
+            TOP
+        } else {
+            0
         }
-    }
+    });
+    greatest_fixed_point(func, &incoming, entry_arg, |i, room| match func.insts[i] {
+        _ if func.results[i].first().is_some_and(|&v| nonneg[v] != 0) => TOP,
+        InstData::Const { ty, bits } if word_int(ty) && bits >= (1 << 32) - (1 << 20) => {
+            ((1u64 << 32) - bits) as u32
+        }
+        InstData::Select { args: [_, a, b] } => room[a].min(room[b]),
+        InstData::Convert { to, arg } | InstData::Bitcast { to, arg }
+            if word_int(to) && word_int(func.value_type(arg)) =>
+        {
+            room[arg]
+        }
+        _ => 0,
+    })
 }
+
+/// The headroom of a value non-negative by construction (the assumed bound of index arithmetic).
+const TOP: u32 = 1 << 31;
 
 /// The incoming values of each block parameter, from every branch.
 fn incoming_values(func: &Function) -> SecondaryMap<Value, Vec<Value>> {
@@ -119,45 +98,44 @@ fn incoming_values(func: &Function) -> SecondaryMap<Value, Vec<Value>> {
     incoming
 }
 
-/// The largest set of values closed under `rule` (an instruction's result is in it when `rule`
-/// says so of the set; a loop parameter when all its incoming values are; an entry parameter
-/// when it is a `u32` argument). Parameters start in the set and leave it when an incoming value
-/// does not belong; every rule is monotone, so values only ever leave.
+/// The greatest fixed point of monotone `min`-like rules: every value starts at [`TOP`]; an
+/// instruction's results take `rule` of the current map, an entry parameter `entry_arg`, a loop
+/// parameter the least of its incoming values. Values only go down, to values the rules name, so
+/// this ends.
 fn greatest_fixed_point(
     func: &Function,
     incoming: &SecondaryMap<Value, Vec<Value>>,
-    rule: impl Fn(&InstData, &EntitySet<Value>) -> bool,
-) -> EntitySet<Value> {
-    let mut set = EntitySet::new();
-    for v in func.values.keys() {
-        set.insert(v);
-    }
+    entry_arg: impl Fn(Value) -> u32,
+    rule: impl Fn(Inst, &SecondaryMap<Value, u32>) -> u32,
+) -> SecondaryMap<Value, u32> {
+    let mut map: SecondaryMap<Value, u32> = SecondaryMap::with_default(TOP);
     let entry = func.layout.first().copied();
     loop {
         let mut changed = false;
         for &b in &func.layout {
             for &p in &func.blocks[b].params {
-                let keep = if Some(b) == entry {
-                    func.value_type(p) == Type::U32
+                let r = if Some(b) == entry {
+                    entry_arg(p)
                 } else {
-                    incoming[p].iter().all(|&a| set.contains(a))
+                    incoming[p].iter().map(|&a| map[a]).min().unwrap_or(TOP)
                 };
-                if !keep && set.contains(p) {
-                    set.remove(p);
+                if r < map[p] {
+                    map[p] = r;
                     changed = true;
                 }
             }
             for &i in &func.blocks[b].insts {
-                for &r in &func.results[i] {
-                    if set.contains(r) && !rule(&func.insts[i], &set) {
-                        set.remove(r);
+                let r = rule(i, &map);
+                for &v in &func.results[i] {
+                    if r < map[v] {
+                        map[v] = r;
                         changed = true;
                     }
                 }
             }
         }
         if !changed {
-            return set;
+            return map;
         }
     }
 }
@@ -167,8 +145,12 @@ fn word_int(t: Type) -> bool {
 }
 
 /// The rule for one instruction's (first) result, given what is known of its operands.
-fn result_non_negative(func: &Function, data: &InstData, nonneg: &EntitySet<Value>) -> bool {
-    let nn = |v: Value| nonneg.contains(v);
+fn result_non_negative(
+    func: &Function,
+    data: &InstData,
+    nonneg: &SecondaryMap<Value, u32>,
+) -> bool {
+    let nn = |v: Value| nonneg[v] != 0;
     let unsigned = |v: Value| func.value_type(v) == Type::U32;
     match *data {
         InstData::Const { ty, bits } => small_const(bits, ty),
