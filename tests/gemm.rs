@@ -54,6 +54,29 @@ fn assert_device_equals(
     );
 }
 
+/// The interpreter's c for `case` within the `elem` kernel's tolerance of the CPU reference,
+/// and the device's equal to it bit for bit on each of `targets`.
+fn assert_case_equals(
+    dev: &GcnEmulator,
+    func: &kjit::ir::Function,
+    elem: FragElem,
+    case: &Case,
+    targets: &[Target],
+    what: &str,
+) {
+    let want = interpret(func, case);
+    check(
+        case,
+        &want,
+        &gemm_reference(elem, case),
+        spec_of(elem).tolerance,
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    for &t in targets {
+        assert_device_equals(dev, func, case, &want, t, what);
+    }
+}
+
 /// Sizes (m, n, k): tile multiples and not, k not a multiple of the fragment length, odd n.
 const SIZES: [(u32, u32, u32); 3] = [(128, 128, 32), (70, 38, 75), (33, 65, 18)];
 
@@ -410,7 +433,6 @@ fn ones_past_k(mut case: Case, dims: (u32, u32, u32)) -> Case {
 fn interior_loop_and_k_tails_equal_the_interpreter() {
     let dev = GcnEmulator::new();
     for elem in [FragElem::F16, FragElem::Bf16] {
-        let spec = spec_of(elem);
         let func = build_gemm("gemm", elem, DEFAULT_TILES).expect("builds");
         for dims in [
             (256, 136, 100),
@@ -419,11 +441,8 @@ fn interior_loop_and_k_tails_equal_the_interpreter() {
             (128, 256, 98),
         ] {
             let case = ones_past_k(gemm_case(elem, DEFAULT_TILES, dims, 11), dims);
-            let want = interpret(&func, &case);
-            check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
-                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
             let what = format!("{elem:?} {dims:?}");
-            assert_device_equals(&dev, &func, &case, &want, Target::Gfx942, &what);
+            assert_case_equals(&dev, &func, elem, &case, &[Target::Gfx942], &what);
         }
     }
 }
@@ -445,7 +464,6 @@ fn pair_loads_of_a_equal_the_interpreter() {
         ..DEFAULT_TILES
     };
     for elem in [FragElem::F16, FragElem::Bf16] {
-        let spec = spec_of(elem);
         let func = build_gemm("gemm", elem, tiles).expect("builds");
         let ck = kjit::compile(&func, Target::Gfx942, &CompileOptions::default()).unwrap();
         let wide = ck
@@ -462,13 +480,15 @@ fn pair_loads_of_a_equal_the_interpreter() {
             (128, 128, 100),
         ] {
             let case = ones_past_k(gemm_case(elem, tiles, dims, 13), dims);
-            let want = interpret(&func, &case);
-            check(&case, &want, &gemm_reference(elem, &case), spec.tolerance)
-                .unwrap_or_else(|e| panic!("{elem:?} {dims:?}: {e}"));
             let what = format!("pair_a {elem:?} {dims:?}");
-            for t in [Target::Gfx942, Target::Gfx90a] {
-                assert_device_equals(&dev, &func, &case, &want, t, &what);
-            }
+            assert_case_equals(
+                &dev,
+                &func,
+                elem,
+                &case,
+                &[Target::Gfx942, Target::Gfx90a],
+                &what,
+            );
         }
     }
 }
