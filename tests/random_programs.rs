@@ -73,6 +73,8 @@ struct Gen<'k> {
     lds: Lds<'k, u32>,
     lid: Val<'k, u32>,
     returned: std::cell::Cell<bool>,
+    /// Loops around the statement being generated.
+    loops: std::cell::Cell<u32>,
 }
 
 const U_CONSTS: [u32; 10] = [0, 1, 2, 3, 7, 31, 32, 0x8000_0000, 0xffff_ffff, 1000];
@@ -473,14 +475,21 @@ impl<'k> Gen<'k> {
                 k.for_range(k.lit(0u32), bound, k.lit(1u32), |i| {
                     let v = self.vu[target].get() + i;
                     self.vu[target].set(v);
+                    self.loops.set(self.loops.get() + 1);
                     self.stmts(n, depth + 1);
+                    self.loops.set(self.loops.get() - 1);
                 });
             }
             _ => {
+                // In a loop, an early return comes before the loop's earlier statements too
+                // (the next round runs them): cross-lane programs get none there (the same
+                // random draws, so the other programs stay the same).
                 if self.rng.borrow_mut().chance(3) {
                     let c = self.eb(1);
-                    self.returned.set(true);
-                    k.return_if(c);
+                    if !(self.cross && self.loops.get() > 0) {
+                        self.returned.set(true);
+                        k.return_if(c);
+                    }
                 } else {
                     let v = self.eu(2);
                     self.vu[self.r(NU as u64) as usize].set(v);
@@ -540,6 +549,7 @@ fn random_kernel_with(seed: u64, (div, wide, cross, long_loops): Flags) -> Funct
         lds,
         lid,
         returned: std::cell::Cell::new(false),
+        loops: std::cell::Cell::new(0),
         k: &k,
         rng: RefCell::new(rng),
         vu,

@@ -700,6 +700,61 @@ impl<'a> Isel<'a> {
         self.rejoin.values().any(|&j| j == b)
     }
 
+    /// Where the head of `b`'s section goes when EXEC is empty: `after`, the next section in
+    /// the layout, where lanes of the same region may wait. Past a direct body (the layout puts
+    /// the other side of a uniform branch after this side), that section may belong to another
+    /// region, which no lane here ever reaches, and jumping into it (maybe into a loop) breaks
+    /// the machine CFG's dominance. Then the skip takes the next section after it that the
+    /// region's entry (the nearest direct block dominating `b`) reaches, or ends the wave (no
+    /// lane of the region is left).
+    #[allow(clippy::too_many_arguments)]
+    fn skip_target(
+        &self,
+        b: Block,
+        body: MBlock,
+        after: MBlock,
+        end: MBlock,
+        chain: &[MBlock],
+        chain_ir: &[Option<Block>],
+        direct_bodies: &[MBlock],
+    ) -> MBlock {
+        let func = self.func;
+        let Some(k) = chain.iter().position(|&x| x == body) else {
+            return after;
+        };
+        let Some(ka) = chain.iter().position(|&x| x == after) else {
+            return after;
+        };
+        if !chain[k + 1..ka].iter().any(|x| direct_bodies.contains(x)) {
+            return after;
+        }
+        let cfg = kjit_ir::cfg::ControlFlowGraph::new(func);
+        let dt = kjit_ir::cfg::DominatorTree::new(func, &cfg);
+        let mut entry = b;
+        while !self.direct[entry] {
+            match dt.idom(entry) {
+                Some(d) => entry = d,
+                None => break,
+            }
+        }
+        let mut reached: SecondaryMap<Block, bool> = SecondaryMap::new();
+        let mut work = vec![entry];
+        reached[entry] = true;
+        while let Some(x) = work.pop() {
+            for &s in &cfg.succs[x] {
+                if !reached[s] {
+                    reached[s] = true;
+                    work.push(s);
+                }
+            }
+        }
+        chain[ka..]
+            .iter()
+            .zip(&chain_ir[ka..])
+            .find(|(x, ir)| !direct_bodies.contains(x) && ir.map_or(true, |ir| reached[ir]))
+            .map_or(end, |(x, _)| *x)
+    }
+
     /// Creates the machine blocks and their terminators (without arguments) for the layout.
     fn build_skeleton(&mut self) {
         let func = self.func;
@@ -708,6 +763,8 @@ impl<'a> Isel<'a> {
         // Main chain in layout order; direct bodies are in it for the emission order but are
         // never fallen into ([`Isel::compute_direct`]).
         let mut chain: Vec<MBlock> = Vec::new();
+        // The IR block each chain entry stands for (a latch: its loop's header).
+        let mut chain_ir: Vec<Option<Block>> = Vec::new();
         let mut direct_bodies: Vec<MBlock> = Vec::new();
         for (i, &b) in self.order.clone().iter().enumerate() {
             let depth = self.loops.depth(b);
@@ -720,8 +777,10 @@ impl<'a> Isel<'a> {
             let body = self.new_block(depth, partial || i > 0 && self.any_partial_before(i));
             if let Some(h) = head {
                 chain.push(h);
+                chain_ir.push(Some(b));
             }
             chain.push(body);
+            chain_ir.push(Some(b));
             if self.direct[b] {
                 direct_bodies.push(body);
             }
@@ -738,10 +797,12 @@ impl<'a> Isel<'a> {
                 let l = self.new_block(self.loops.depth(h).saturating_sub(1), true);
                 self.latch[h] = Some(l);
                 chain.push(l);
+                chain_ir.push(Some(h));
             }
         }
         let end = self.new_block(0, false);
         chain.push(end);
+        chain_ir.push(None);
         let next_of = |mb: MBlock, chain: &[MBlock]| -> MBlock {
             let k = chain.iter().position(|&x| x == mb).unwrap_or(0);
             chain[k + 1..]
@@ -780,9 +841,11 @@ impl<'a> Isel<'a> {
                     args: vec![],
                 };
             } else if let Some(h) = sec.head {
+                let target =
+                    self.skip_target(b, body, after, end, &chain, &chain_ir, &direct_bodies);
                 let skip = self.new_block(self.loops.depth(b), true);
                 self.mf.blocks[skip].term = Terminator::Jump {
-                    target: after,
+                    target,
                     args: vec![],
                 };
                 self.mf.blocks[h].term = Terminator::Branch {
