@@ -596,6 +596,10 @@ block3:
             "without `noalias` a store may alias the loads"
         );
         let f = grid_stride_add(" noalias");
+        assert!(f.flags.noalias);
+        let text = f.to_string();
+        assert!(text.starts_with("kernel k(a: buf<f32>, b: buf<f32>, c: buf_mut<f32>, n: u32) noalias {"), "{text}");
+        assert_eq!(parse(&text).unwrap().to_string(), text);
         let (g, chains) = unroll_runtime_loops(&f).expect("the loop is unrolled");
         crate::verify(&g).unwrap();
         let insts: Vec<&InstData> = chains[0]
