@@ -235,7 +235,9 @@ pub fn check_no_alias(meta: &KernelMeta, args: &[ArgValue]) -> DeviceResult<()> 
         .zip(args)
         .enumerate()
         .filter_map(|(k, (m, v))| match v {
-            ArgValue::Buffer(b) if matches!(m.value_kind, ValueKind::GlobalBuffer) && b.size > 0 => {
+            ArgValue::Buffer(b)
+                if matches!(m.value_kind, ValueKind::GlobalBuffer) && b.size > 0 =>
+            {
                 Some((k, m, *b))
             }
             _ => None,
@@ -245,7 +247,8 @@ pub fn check_no_alias(meta: &KernelMeta, args: &[ArgValue]) -> DeviceResult<()> 
         for &(j, n, c) in &buffers[i + 1..] {
             let promised = m.is_restrict || n.is_restrict;
             let written = !m.is_const || !n.is_const;
-            let overlap = b.addr < c.addr.saturating_add(c.size) && c.addr < b.addr.saturating_add(b.size);
+            let overlap =
+                b.addr < c.addr.saturating_add(c.size) && c.addr < b.addr.saturating_add(b.size);
             if promised && written && overlap {
                 return Err(DeviceError::InvalidLaunch(format!(
                     "kernel '{}': {} and {} overlap (bytes {:#x}..{:#x} and {:#x}..{:#x}), but the kernel declares its buffers restrict (noalias) and writes {}",
@@ -375,7 +378,10 @@ mod tests {
     /// `(a: buf<f32>, b: buf_mut<f32>, c: buf<f32>)` with its `restrict` marks as given.
     fn three_buffers(restrict: bool) -> KernelMeta {
         let mut m = KernelMeta::new("k");
-        for (k, (name, is_const)) in [("a", true), ("b", false), ("c", true)].into_iter().enumerate() {
+        for (k, (name, is_const)) in [("a", true), ("b", false), ("c", true)]
+            .into_iter()
+            .enumerate()
+        {
             let mut a = ArgMeta::new(8 * k as u32, 8, ValueKind::GlobalBuffer);
             a.name = Some(name.into());
             a.is_const = is_const;
@@ -392,7 +398,11 @@ mod tests {
     #[test]
     fn a_written_restrict_buffer_may_not_overlap_another() {
         let m = three_buffers(true);
-        check_args(&m, &[at(0x1000, 0x100), at(0x1100, 0x100), at(0x1000, 0x100)]).unwrap();
+        check_args(
+            &m,
+            &[at(0x1000, 0x100), at(0x1100, 0x100), at(0x1000, 0x100)],
+        )
+        .unwrap();
         // The written `b` shares its first byte with `a`'s last.
         let e = check_args(&m, &[at(0x1000, 0x101), at(0x1100, 0x100), at(0x3000, 4)])
             .unwrap_err()
@@ -404,10 +414,17 @@ mod tests {
         );
         // The same buffer passed as `b` and `c`.
         let e = check_args(&m, &[at(0x1000, 4), at(0x2000, 64), at(0x2000, 64)]).unwrap_err();
-        assert!(e.to_string().contains("argument 1 (b) and argument 2 (c) overlap"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("argument 1 (b) and argument 2 (c) overlap"),
+            "{e}"
+        );
         // Without the declaration the kernel must cope with aliasing: nothing to check.
-        check_args(&three_buffers(false), &[at(0x2000, 64), at(0x2000, 64), at(0x2000, 64)])
-            .unwrap();
+        check_args(
+            &three_buffers(false),
+            &[at(0x2000, 64), at(0x2000, 64), at(0x2000, 64)],
+        )
+        .unwrap();
         // Empty buffers hold no byte to share.
         check_args(&m, &[at(0x2000, 0), at(0x2000, 64), at(0x3000, 4)]).unwrap();
     }

@@ -598,7 +598,12 @@ block3:
         let f = grid_stride_add(" noalias");
         assert!(f.flags.noalias);
         let text = f.to_string();
-        assert!(text.starts_with("kernel k(a: buf<f32>, b: buf<f32>, c: buf_mut<f32>, n: u32) noalias {"), "{text}");
+        assert!(
+            text.starts_with(
+                "kernel k(a: buf<f32>, b: buf<f32>, c: buf_mut<f32>, n: u32) noalias {"
+            ),
+            "{text}"
+        );
         assert_eq!(parse(&text).unwrap().to_string(), text);
         let (g, chains) = unroll_runtime_loops(&f).expect("the loop is unrolled");
         crate::verify(&g).unwrap();
@@ -613,7 +618,10 @@ block3:
             .filter(|&k| matches!(insts[k], InstData::Store { .. }))
             .collect();
         assert_eq!((loads.len(), stores.len()), (2 * FACTOR, FACTOR));
-        assert!(loads.last() < stores.first(), "every load before the first store");
+        assert!(
+            loads.last() < stores.first(),
+            "every load before the first store"
+        );
     }
 
     #[test]
