@@ -2,8 +2,10 @@
 //! compiled for every target and run on the software device, give exactly what the IR
 //! interpreter gives: lanes whose trip counts differ (0 to several trips, the last one's second
 //! iteration run or not), a count-down loop with a signed compare, an induction variable that wraps past
-//! zero under a `!=` compare, and a loop with two accumulators. Each kernel is checked to be
-//! unrolled, so that the test cannot pass on rolled loops.
+//! zero under a `!=` compare, a loop with two accumulators, and a `noalias` grid-stride loop
+//! with a store (stores last, a later iteration's guarded) bounded below its output's length.
+//! Each kernel is checked to be unrolled, so that the test cannot pass on rolled loops. A launch
+//! of the `noalias` kernel with its output overlapping an input is an error on the device.
 
 use kjit::exec::run_case;
 use kjit::{compile, CompileOptions};
@@ -43,6 +45,27 @@ fn strided_sums() -> Function {
         },
     );
     k.store(&outf, lid, m.get());
+    k.finish().unwrap()
+}
+
+/// `c[i] = a[i] * 3 + b[i]` for `i = lid, lid + 64, … < n` (`n` an argument, so that `c` may be
+/// longer), its buffers declared `noalias`.
+fn strided_store() -> Function {
+    let k = KernelBuilder::new("strided_store");
+    k.noalias(true);
+    let a = k.buffer::<u32>("a");
+    let b = k.buffer::<u32>("b");
+    let c = k.buffer_mut::<u32>("c");
+    let n = k.arg::<u32>("n");
+    let i = k.var_named("i", k.local_id(Dim::X));
+    k.while_(
+        || i.get().lt(n),
+        || {
+            let v = k.load(&a, i.get()) * k.lit(3u32) + k.load(&b, i.get());
+            k.store(&c, i.get(), v);
+            i.set(i.get() + k.lit(64u32));
+        },
+    );
     k.finish().unwrap()
 }
 
@@ -127,6 +150,24 @@ fn cases() -> Vec<(Function, Case)> {
             },
         ));
     }
+    // `c` is 64 × 9 + 5 long and poisoned: a later iteration past `n` that stored would show.
+    let len = 64 * 9 + 5;
+    for n in [0u32, 1, 100, 64 * 4, 64 * 6 + 9, len as u32] {
+        v.push((
+            strided_store(),
+            Case {
+                n: n as usize,
+                args: vec![
+                    Arg::Buffer(BufferData::U32(u32s(len, 2))),
+                    Arg::Buffer(BufferData::U32(u32s(len, 4))),
+                    Arg::Buffer(BufferData::U32(vec![0xdead_beef; len])),
+                    Arg::U32(n),
+                ],
+                launch: launch(),
+                outputs: vec![2],
+            },
+        ));
+    }
     let trips: Vec<i32> = (0..64).map(|l| (l * 7 % 23) - 3).collect();
     v.push((
         count_down(),
@@ -190,4 +231,38 @@ fn runtime_unrolled_loops_match_the_interpreter_on_every_target() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_noalias_kernel_rejects_an_output_that_overlaps_an_input() {
+    use kjit_runtime::{ArgValue, Device};
+    let dev = GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&strided_store(), t, &CompileOptions::default()).expect("compiles");
+        let m = dev.load_module(&k.code_object).unwrap();
+        let (x, y) = (dev.alloc(1024).unwrap(), dev.alloc(1024).unwrap());
+        let dims = kjit_runtime::LaunchDims::new([1, 1, 1], [64, 1, 1]);
+        let args = |a, b, c| {
+            vec![
+                ArgValue::Buffer(a),
+                ArgValue::U32(256),
+                ArgValue::Buffer(b),
+                ArgValue::U32(256),
+                ArgValue::Buffer(c),
+                ArgValue::U32(256),
+                ArgValue::U32(256),
+            ]
+        };
+        // Two inputs may share memory; the output may not share an input's.
+        dev.launch(m, "strided_store", dims, &args(x, x, y))
+            .unwrap_or_else(|e| panic!("{t}: {e}"));
+        let e = dev
+            .launch(m, "strided_store", dims, &args(x, y, y))
+            .expect_err("c is b")
+            .to_string();
+        assert!(
+            e.contains("argument 2 (b) and argument 4 (c) overlap") && e.contains("noalias"),
+            "{t}: {e}"
+        );
+    }
 }

@@ -237,6 +237,15 @@ impl KernelBuilder {
         self.inner.borrow_mut().func.flags.contract = yes;
     }
 
+    /// Declares that no buffer the kernel writes overlaps another of its buffer arguments, as
+    /// C's `restrict` on every pointer does. The optimizer may then issue loads ahead of stores
+    /// to other buffers (a grid-stride loop's next loads before this iteration's store); the
+    /// code object marks the buffers `.is_restrict`, and every device rejects a launch whose
+    /// written buffer overlaps another buffer argument.
+    pub fn noalias(&self, yes: bool) {
+        self.inner.borrow_mut().func.flags.noalias = yes;
+    }
+
     /// Declares the workgroup size every launch of the kernel has: ids along dimensions of
     /// size 1 become 0 and `group_size` a constant (a 1-D kernel reads no y and z ids), the
     /// code object records it (`.reqd_workgroup_size`), and the device and the interpreter

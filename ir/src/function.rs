@@ -47,6 +47,10 @@ pub struct Flags {
     /// `a*b + c` may be contracted into one fused multiply-add (results may then differ in the
     /// last bits from the separately rounded form).
     pub contract: bool,
+    /// No buffer the kernel writes overlaps another buffer argument of a launch (C's
+    /// `restrict` on every pointer; the code object marks the buffers `.is_restrict` and the
+    /// devices reject a launch that breaks it). Lets loads move above stores to other buffers.
+    pub noalias: bool,
 }
 
 /// Where a value comes from.

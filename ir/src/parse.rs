@@ -590,6 +590,10 @@ pub fn parse_function(text: &str) -> Result<Function, ParseError> {
                         flags.contract = true;
                         l.pos += 1;
                     }
+                    "noalias" => {
+                        flags.noalias = true;
+                        l.pos += 1;
+                    }
                     "workgroup_size" => {
                         l.pos += 1;
                         l.expect('(')?;

@@ -229,6 +229,9 @@ pub fn function_to_string(func: &Function) -> String {
     if func.flags.contract {
         w.push_str(" contract");
     }
+    if func.flags.noalias {
+        w.push_str(" noalias");
+    }
     w.push_str(" {\n");
     for (a, d) in func.lds.iter() {
         if d.dynamic {

@@ -164,9 +164,12 @@ pub const PERSISTENT_GROUPS: u32 = 3;
 /// Work-items per workgroup of the persistent kernel.
 pub const PERSISTENT_BLOCK: u32 = 128;
 
-/// The seed's persistent vector add: a fixed grid strides over the whole vector.
+/// The seed's persistent vector add: a fixed grid strides over the whole vector. Its buffers
+/// are declared `noalias` (`c` overlaps neither `a` nor `b`; the launch checks it), so the
+/// optimizer issues the next iteration's loads before this one's store.
 pub fn build_vector_add_persistent() -> BuildResult {
     let k = KernelBuilder::new("vector_add_persistent");
+    k.noalias(true);
     let a = k.buffer::<f32>("a");
     let b = k.buffer::<f32>("b");
     let c = k.buffer_mut::<f32>("c");

@@ -7,7 +7,9 @@
 //! the count, a scalar where a buffer is expected (or the reverse), a value of the wrong size, a
 //! float where an integer is declared (or the reverse), an integer the declared type cannot hold,
 //! or — for kjit's kernel ABI, where a buffer `x` is followed by its length `x.len` in elements —
-//! a length larger than the buffer.
+//! a length larger than the buffer; and, where a buffer is declared `restrict` (`.is_restrict`:
+//! a kjit kernel built with `noalias`), a written buffer overlapping another buffer argument
+//! ([`check_no_alias`]).
 //!
 //! The declared scalar type comes from `.value_type` (deprecated, and not written by LLVM 19, so
 //! usually absent) or else from `.type_name` when that names a scalar type kjit knows (its own
@@ -219,6 +221,49 @@ pub fn check_args(meta: &KernelMeta, args: &[ArgValue]) -> DeviceResult<()> {
             )));
         }
     }
+    check_no_alias(meta, args)
+}
+
+/// The promise of `restrict` (`.is_restrict`): no buffer the kernel may write (not `.is_const`)
+/// overlaps another buffer argument where either of the two is `restrict`. A kernel compiled
+/// on that promise may read a buffer after another one's store was meant to change it, so a
+/// launch that breaks it is an error rather than wrong results. Overlap is of the buffers'
+/// whole byte ranges; two read-only buffers may overlap.
+pub fn check_no_alias(meta: &KernelMeta, args: &[ArgValue]) -> DeviceResult<()> {
+    let buffers: Vec<(usize, &ArgMeta, crate::device::DeviceBuffer)> = meta
+        .explicit_args()
+        .zip(args)
+        .enumerate()
+        .filter_map(|(k, (m, v))| match v {
+            ArgValue::Buffer(b)
+                if matches!(m.value_kind, ValueKind::GlobalBuffer) && b.size > 0 =>
+            {
+                Some((k, m, *b))
+            }
+            _ => None,
+        })
+        .collect();
+    for (i, &(k, m, b)) in buffers.iter().enumerate() {
+        for &(j, n, c) in &buffers[i + 1..] {
+            let promised = m.is_restrict || n.is_restrict;
+            let written = !m.is_const || !n.is_const;
+            let overlap =
+                b.addr < c.addr.saturating_add(c.size) && c.addr < b.addr.saturating_add(b.size);
+            if promised && written && overlap {
+                return Err(DeviceError::InvalidLaunch(format!(
+                    "kernel '{}': {} and {} overlap (bytes {:#x}..{:#x} and {:#x}..{:#x}), but the kernel declares its buffers restrict (noalias) and writes {}",
+                    meta.name,
+                    arg_label(k, m),
+                    arg_label(j, n),
+                    b.addr,
+                    b.addr + b.size,
+                    c.addr,
+                    c.addr + c.size,
+                    if m.is_const { arg_label(j, n) } else { arg_label(k, m) },
+                )));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -328,6 +373,60 @@ mod tests {
             "{e}"
         );
         assert!(e.starts_with("invalid launch: kernel 'k': "), "{e}");
+    }
+
+    /// `(a: buf<f32>, b: buf_mut<f32>, c: buf<f32>)` with its `restrict` marks as given.
+    fn three_buffers(restrict: bool) -> KernelMeta {
+        let mut m = KernelMeta::new("k");
+        for (k, (name, is_const)) in [("a", true), ("b", false), ("c", true)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut a = ArgMeta::new(8 * k as u32, 8, ValueKind::GlobalBuffer);
+            a.name = Some(name.into());
+            a.is_const = is_const;
+            a.is_restrict = restrict;
+            m.args.push(a);
+        }
+        m
+    }
+
+    fn at(addr: u64, size: u64) -> ArgValue {
+        ArgValue::Buffer(DeviceBuffer { addr, size })
+    }
+
+    #[test]
+    fn a_written_restrict_buffer_may_not_overlap_another() {
+        let m = three_buffers(true);
+        check_args(
+            &m,
+            &[at(0x1000, 0x100), at(0x1100, 0x100), at(0x1000, 0x100)],
+        )
+        .unwrap();
+        // The written `b` shares its first byte with `a`'s last.
+        let e = check_args(&m, &[at(0x1000, 0x101), at(0x1100, 0x100), at(0x3000, 4)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("argument 0 (a) and argument 1 (b) overlap (bytes 0x1000..0x1101 and 0x1100..0x1200)")
+                && e.contains("writes argument 1 (b)"),
+            "{e}"
+        );
+        // The same buffer passed as `b` and `c`.
+        let e = check_args(&m, &[at(0x1000, 4), at(0x2000, 64), at(0x2000, 64)]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("argument 1 (b) and argument 2 (c) overlap"),
+            "{e}"
+        );
+        // Without the declaration the kernel must cope with aliasing: nothing to check.
+        check_args(
+            &three_buffers(false),
+            &[at(0x2000, 64), at(0x2000, 64), at(0x2000, 64)],
+        )
+        .unwrap();
+        // Empty buffers hold no byte to share.
+        check_args(&m, &[at(0x2000, 0), at(0x2000, 64), at(0x3000, 4)]).unwrap();
     }
 
     #[test]

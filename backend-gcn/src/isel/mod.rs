@@ -139,6 +139,7 @@ fn kernel_meta(func: &Function) -> (KernelMeta, Vec<ArgSlot>) {
                 a.type_name = Some(format!("{}*", elem));
                 a.address_space = Some(AddressSpace::Global);
                 a.is_const = !writable;
+                a.is_restrict = func.flags.noalias;
                 meta.args.push(a);
                 let addr = off;
                 off += 8;

@@ -32,6 +32,15 @@
 //! load past the row may read memory the loop never asked for (at most `FACTOR − 1` elements a
 //! lane, in the last trip).
 //!
+//! In a kernel that declares its buffers `noalias` (no written buffer overlaps another), the
+//! body may also store to global buffers it does not load. The stores then go last, after every
+//! iteration's loads, so that the loads of all iterations are in flight together (a grid-stride
+//! `c[i] = a[i] + b[i]` waits once per trip instead of once per iteration): iteration 0's as
+//! they were, and each later iteration's with its index replaced by
+//! `select(r_k, index, GUARD_INDEX)`, an index past every buffer, where a store does nothing, so
+//! that an iteration that does not run stores nothing. Stores keep their order among
+//! themselves; only loads of other buffers pass them, which the declaration makes safe.
+//!
 //! The later iterations are made as one block each (the e-graph's cost grows faster than a
 //! block) after `B`, and merged into it afterwards ([`super::unroll::merge_unrolled`]), as full
 //! unrolling does.
@@ -61,6 +70,8 @@ struct Candidate {
     insts: Vec<Inst>,
     /// Of `insts`, what computes the control parameters' next values from the parameters.
     step_slice: Vec<Inst>,
+    /// The body's global stores, in order (only in a `noalias` kernel).
+    stores: Vec<Inst>,
 }
 
 /// Unrolls every loop of the shape above by [`FACTOR`]; gives the new function and the chains
@@ -107,24 +118,37 @@ fn candidate(f: &Function, preds: &SecondaryMap<Block, Vec<Block>>, h: Block) ->
     if header.len() + body.len() > MAX_LOOP_INSTS {
         return None;
     }
-    // The header is recomputed in every copy; the body may touch memory only by global loads.
-    // No LDS, atomics, barriers or cross-lane operations: unrolling would change their active
-    // lanes or their order across lanes. No stores: the buffers of a launch may alias, so a
-    // copy's loads would wait behind the previous copy's store, which waits for that copy's
-    // loads (vector_add_persistent unrolled by 4 was 2% faster on `mi300x` for 60 instructions).
+    // The header is recomputed in every copy; the body may touch memory only by global loads,
+    // and by global stores where the kernel declares its buffers `noalias`. No LDS, atomics,
+    // barriers or cross-lane operations: unrolling would change their active lanes or their
+    // order across lanes. Stores need the declaration because the unrolled body issues every
+    // iteration's loads before the first store: where buffers may alias, a copy's loads would
+    // wait behind the previous copy's store, which waits for that copy's loads
+    // (vector_add_persistent unrolled by 4 without it was 2% faster on `mi300x` for 60
+    // instructions). Even then no loop loads a buffer it stores to.
     if !header.iter().all(|&i| f.insts[i].effects().is_pure()) {
         return None;
     }
-    let body_ok = body.iter().all(|&i| match &f.insts[i] {
-        InstData::Load {
-            mem: Mem::Global(_),
-            ..
-        } => true,
-        d => d.effects().is_pure(),
-    });
-    if !body_ok {
+    let mut stores = Vec::new();
+    let mut loaded = Vec::new();
+    for &i in &body {
+        match &f.insts[i] {
+            InstData::Load {
+                mem: Mem::Global(buf),
+                ..
+            } => loaded.push(*buf),
+            InstData::Store {
+                mem: Mem::Global(buf),
+                ..
+            } if f.flags.noalias => stores.push((i, *buf)),
+            d if d.effects().is_pure() => {}
+            _ => return None,
+        }
+    }
+    if stores.iter().any(|(_, buf)| loaded.contains(buf)) {
         return None;
     }
+    let stores: Vec<Inst> = stores.into_iter().map(|(i, _)| i).collect();
     let params = &f.blocks[h].params;
     let mut insts = header;
     insts.extend(body);
@@ -155,6 +179,7 @@ fn candidate(f: &Function, preds: &SecondaryMap<Block, Vec<Block>>, h: Block) ->
         control,
         insts,
         step_slice,
+        stores,
     })
 }
 
@@ -285,6 +310,16 @@ fn apply(f: &mut Function, c: &Candidate, factor: usize) -> Vec<Block> {
     f.insts[back_inst] = InstData::Jump {
         dest: BlockCall::new(copies[0], &[]),
     };
+    // Stores go last, after every iteration's loads: iteration 0's as they were, each later
+    // one's guarded (`stores`); the copies compute everything else.
+    f.blocks[c.body].insts.retain(|i| !c.stores.contains(i));
+    let computed: Vec<Inst> = c
+        .insts
+        .iter()
+        .filter(|i| !c.stores.contains(i))
+        .copied()
+        .collect();
+    let mut later_stores: Vec<InstData> = Vec::new();
     // `s`: the values iteration k starts from (computed whether or not it runs); `out`: the
     // values after the last iteration that runs; `run`: whether iteration k runs.
     let mut s: Vec<Value> = back.args.to_vec();
@@ -309,7 +344,7 @@ fn apply(f: &mut Function, c: &Candidate, factor: usize) -> Vec<Block> {
         for (i, &p) in params.iter().enumerate() {
             vmap[p] = Some(if c.control[i] { ctl[i] } else { s[i] });
         }
-        copy_into(f, blk, &c.insts, &mut vmap);
+        copy_into(f, blk, &computed, &mut vmap);
         let ck = vmap[cond].unwrap_or(cond);
         let rk = match run {
             None => ck,
@@ -323,6 +358,17 @@ fn apply(f: &mut Function, c: &Candidate, factor: usize) -> Vec<Block> {
             ),
         };
         run = Some(rk);
+        for &st in &c.stores {
+            let data = f.insts[st].clone();
+            later_stores.push(guarded_store(f, blk, &data, &vmap, rk));
+        }
+        if j + 1 == copies.len() {
+            f.blocks[blk].insts.extend(&c.stores);
+            for data in std::mem::take(&mut later_stores) {
+                let i = f.make_inst(data).expect("a store of the loop");
+                f.blocks[blk].insts.push(i);
+            }
+        }
         s = back.args.iter().map(|&a| vmap[a].unwrap_or(a)).collect();
         for i in 0..params.len() {
             if s[i] != out[i] {
@@ -349,6 +395,45 @@ fn apply(f: &mut Function, c: &Candidate, factor: usize) -> Vec<Block> {
     let mut chain = vec![c.body];
     chain.extend(copies);
     chain
+}
+
+/// An index past every buffer: a store there does nothing (the IR's rule; on the device the
+/// byte offset, even wrapped to 32 bits, is past every buffer under 4 GiB − 4 MiB). It lies
+/// within 2^20 below 2^32, where instruction selection keeps the index's immediate offsets from
+/// wrapping it back into range (`backend-gcn/src/isel/index_sign.rs`).
+pub const GUARD_INDEX: u32 = 0xfff0_0000;
+
+/// `data` (a store of the loop body) renamed by `vmap`, storing only when `run` holds: its
+/// index becomes `select(run, index, GUARD_INDEX)`, computed in `b`.
+fn guarded_store(
+    f: &mut Function,
+    b: Block,
+    data: &InstData,
+    vmap: &SecondaryMap<Value, Option<Value>>,
+    run: Value,
+) -> InstData {
+    let mut data = data.clone();
+    data.map_args(|a| vmap[a].unwrap_or(a));
+    let InstData::Store { index, .. } = &mut data else {
+        unreachable!("only stores are guarded")
+    };
+    let ty = f.value_type(*index);
+    let guard = push_value(
+        f,
+        b,
+        InstData::Const {
+            ty,
+            bits: GUARD_INDEX as u64,
+        },
+    );
+    *index = push_value(
+        f,
+        b,
+        InstData::Select {
+            args: [run, *index, guard],
+        },
+    );
+    data
 }
 
 /// Appends `data` (one result) to `b`; gives its result.
@@ -477,6 +562,121 @@ block3:
     return
 }";
         assert!(unroll_runtime_loops(&parse(chase).unwrap()).is_none());
+    }
+
+    /// A grid-stride `c[i] = a[i] + b[i]` for `i < n` (`n` may be less than `c`'s length).
+    fn grid_stride_add(flags: &str) -> Function {
+        parse(&format!(
+            "kernel k(a: buf<f32>, b: buf<f32>, c: buf_mut<f32>, n: u32){flags} {{
+block0(v0: buf<f32>, v1: buf<f32>, v2: buf_mut<f32>, v3: u32):
+    v4:u32 = workitem_id.x
+    v5:u32 = const.u32 64
+    jump block1(v4)
+block1(v6: u32):
+    v7:bool = lt v6, v3
+    brif v7, block2, block3
+block2:
+    v8:f32 = load v0[v6]
+    v9:f32 = load v1[v6]
+    v10:f32 = add v8, v9
+    store v2[v6], v10
+    v11:u32 = add v6, v5
+    jump block1(v11)
+block3:
+    return
+}}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_noalias_store_loop_loads_every_iteration_before_its_stores() {
+        assert!(
+            unroll_runtime_loops(&grid_stride_add("")).is_none(),
+            "without `noalias` a store may alias the loads"
+        );
+        let f = grid_stride_add(" noalias");
+        assert!(f.flags.noalias);
+        let text = f.to_string();
+        assert!(
+            text.starts_with(
+                "kernel k(a: buf<f32>, b: buf<f32>, c: buf_mut<f32>, n: u32) noalias {"
+            ),
+            "{text}"
+        );
+        assert_eq!(parse(&text).unwrap().to_string(), text);
+        let (g, chains) = unroll_runtime_loops(&f).expect("the loop is unrolled");
+        crate::verify(&g).unwrap();
+        let insts: Vec<&InstData> = chains[0]
+            .iter()
+            .flat_map(|&b| g.blocks[b].insts.iter().map(|&i| &g.insts[i]))
+            .collect();
+        let loads: Vec<usize> = (0..insts.len())
+            .filter(|&k| matches!(insts[k], InstData::Load { .. }))
+            .collect();
+        let stores: Vec<usize> = (0..insts.len())
+            .filter(|&k| matches!(insts[k], InstData::Store { .. }))
+            .collect();
+        assert_eq!((loads.len(), stores.len()), (2 * FACTOR, FACTOR));
+        assert!(
+            loads.last() < stores.first(),
+            "every load before the first store"
+        );
+    }
+
+    #[test]
+    fn a_later_iteration_that_does_not_run_stores_nothing() {
+        let f = grid_stride_add(" noalias");
+        let (g, _) = unroll_runtime_loops(&f).unwrap();
+        // `c` is longer than `n`: an unguarded later iteration would store inside it, past `n`.
+        let len = 64 * 9 + 5;
+        let a: Vec<f32> = (0..len).map(|i| (i % 17) as f32).collect();
+        let b: Vec<f32> = (0..len).map(|i| (i % 5) as f32 * 0.5).collect();
+        for n in [0u32, 1, 63, 64, 65, 100, 128, 64 * 5 + 7, len as u32] {
+            let run = |func: &Function| {
+                use crate::interp::{Arg, BufferData, LaunchDims};
+                let launch = LaunchDims {
+                    grid: [1, 1, 1],
+                    block: [64, 1, 1],
+                    dynamic_lds: 0,
+                };
+                let mut args = vec![
+                    Arg::Buffer(BufferData::F32(a.clone())),
+                    Arg::Buffer(BufferData::F32(b.clone())),
+                    Arg::Buffer(BufferData::F32(vec![-7.0; len])),
+                    Arg::U32(n),
+                ];
+                crate::interp::run(func, &launch, &mut args).expect("runs");
+                args
+            };
+            assert_eq!(run(&f), run(&g), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn a_noalias_loop_that_loads_the_buffer_it_stores_is_not_unrolled() {
+        let f = parse(
+            "kernel k(a: buf<f32>, c: buf_mut<f32>, n: u32) noalias {
+block0(v0: buf<f32>, v1: buf_mut<f32>, v2: u32):
+    v3:u32 = workitem_id.x
+    v4:u32 = const.u32 64
+    jump block1(v3)
+block1(v5: u32):
+    v6:bool = lt v5, v2
+    brif v6, block2, block3
+block2:
+    v7:f32 = load v0[v5]
+    v8:f32 = load v1[v5]
+    v9:f32 = add v7, v8
+    store v1[v5], v9
+    v10:u32 = add v5, v4
+    jump block1(v10)
+block3:
+    return
+}",
+        )
+        .unwrap();
+        assert!(unroll_runtime_loops(&f).is_none());
     }
 
     /// One lane's loop `p op n` stepping `p` by `step` (add or sub), with a sum of loads and of
