@@ -335,3 +335,82 @@ fn lds_reads_are_issued_only_until_a_consumers_reads_are_known_back() {
         assert_eq!(r, (2 * i + 2 + 15).min(32), "FMA {i}: {n:?}");
     }
 }
+
+/// A block with an MFMA whose loads' registers would come from values the block stores
+/// (gemm's pair loop: the next pieces of a loaded where the last ones' halves are stored):
+/// each 8-byte value stored by `ds_write_b64` dies there, and the latency order hoisted the
+/// 16-byte loads above the stores, so both sets were live at once (16 VGPRs more at the
+/// block's peak). The loads now go after the stores that free registers, which lowers the
+/// block's peak live VGPRs; the MFMA and every dependence stay.
+#[test]
+fn loads_in_a_matrix_block_go_after_the_stores_that_free_registers() {
+    use kjit_backend_gcn::mir::{MOpcode, Terminator};
+    let mut f = mf();
+    let (e, b, x) = (f.block(), f.block(), f.block());
+    let rsrc = f.vreg(RegClass::Sgpr, 4);
+    let acc = f.vreg(RegClass::Vgpr, 4);
+    let (fa, fb) = (f.vreg(RegClass::Vgpr, 2), f.vreg(RegClass::Vgpr, 2));
+    let addr = f.vreg(RegClass::Vgpr, 1);
+    let halves: Vec<_> = (0..4).map(|_| f.vreg(RegClass::Vgpr, 2)).collect();
+    f.blocks[e].insts = [rsrc, acc, fa, fb, addr]
+        .iter()
+        .chain(&halves)
+        .map(|&v| MInst::pseudo(MOpcode::ImplicitDef, &[Def(v)]))
+        .collect();
+    f.blocks[e].term = Terminator::Jump {
+        target: b,
+        args: vec![],
+    };
+    let d = f.vreg(RegClass::Vgpr, 4);
+    let mut mfma = MInst::isa(
+        Opcode::VMfmaF32_4x4x4F16,
+        &[Def(d), Use(fa), Use(fb), Use(acc)],
+    );
+    mfma.tied = Some((0, 3));
+    let mut insts = vec![mfma];
+    for (i, &h) in halves.iter().enumerate() {
+        let mut w = MInst::isa(Opcode::DsWriteB64, &[Use(addr), Use(h)]);
+        w.mods.offset = 8 * i as u32;
+        insts.push(w);
+    }
+    let mut pieces = Vec::new();
+    for i in 0..4 {
+        let q = f.vreg(RegClass::Vgpr, 4);
+        let mut l = MInst::isa(
+            Opcode::BufferLoadDwordx4,
+            &[Def(q), Use(addr), Use(rsrc), Phys(Operand::InlineInt(0))],
+        );
+        l.mods.offen = true;
+        l.mods.offset = 16 * i;
+        insts.push(l);
+        pieces.push(q);
+    }
+    f.blocks[b].insts = insts;
+    let params: Vec<_> = std::iter::once(d)
+        .chain(pieces.iter().copied())
+        .map(|v| {
+            let p = f.vreg(RegClass::Vgpr, f.vregs[v].dwords);
+            (v, p)
+        })
+        .collect();
+    f.blocks[x].params = params.iter().map(|&(_, p)| p).collect();
+    f.blocks[b].term = Terminator::Jump {
+        target: x,
+        args: params.iter().map(|&(v, _)| v).collect(),
+    };
+    f.blocks[x].term = Terminator::Return;
+    schedule(&mut f);
+    kjit_backend_gcn::mir_verify::verify(&f).unwrap();
+    let n: Vec<&str> = f.blocks[b]
+        .insts
+        .iter()
+        .map(|i| match i.opcode {
+            MOpcode::Isa(op) => op.name(),
+            _ => "pseudo",
+        })
+        .collect();
+    let last_store = n.iter().rposition(|s| *s == "ds_write_b64").unwrap();
+    let first_load = n.iter().position(|s| *s == "buffer_load_dwordx4").unwrap();
+    assert!(last_store < first_load, "{n:?}");
+    assert_eq!(n.iter().filter(|s| s.starts_with("v_mfma")).count(), 1);
+}
