@@ -41,11 +41,7 @@
 //! the unit idle while the rest of the step issues. While MFMAs are left, at most one
 //! vector-memory instruction that no MFMA waits for (a later step's prefetch) goes between
 //! two MFMAs: the CU's vector memory unit serves its waves' loads one after the other, so a
-//! run of loads waits there with the MFMAs behind it. Such a block is also scheduled with its
-//! vector-memory loads after ready instructions that free VGPRs (a value's last read), and
-//! that order is kept where it lowers the block's peak live VGPRs: a load hoisted above the
-//! stores of the registers it could take keeps both sets live (gemm's pair loop: 129 VGPRs and
-//! 3 waves, 123 and 4 with the loads after the stores).
+//! run of loads waits there with the MFMAs behind it.
 //!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
@@ -838,39 +834,16 @@ impl BlockDag {
         if self.nodes < 3 {
             return None;
         }
-        let latency = self.order_with(limit, false)?;
-        if self.vmem.is_empty() {
-            return Some(latency);
-        }
-        // A block with MFMAs: loads after the deaths where that lowers the block's peak VGPRs
-        // (else the latency order, as for the short tails).
-        match self.order_with(limit, true) {
-            Some(d) if self.peak(&d) < self.peak(&latency) => Some(d),
-            _ => Some(latency),
-        }
-    }
-
-    /// The list schedule under `limit` by latency heights, or with short ALU tails in their
-    /// original order where that lowers the block's peak VGPRs; `deaths_first` as
-    /// [`order_by`](Self::order_by).
-    fn order_with(&self, limit: Option<u32>, deaths_first: bool) -> Option<Vec<usize>> {
-        let by_height = self.order_by(&self.height, limit, deaths_first)?;
+        let by_height = self.order_by(&self.height, limit)?;
         let Some(tail) = &self.tail_height else {
             return Some(by_height);
         };
         // Short ALU tails in their original order where that lowers the block's peak VGPRs
         // (else the latency order: equal pressure, no reason to differ from it).
-        match self.order_by(tail, limit, deaths_first) {
+        match self.order_by(tail, limit) {
             Some(t) if self.peak(&t) < self.peak(&by_height) => Some(t),
             _ => Some(by_height),
         }
-    }
-
-    /// Whether node `k`, whose pressure change is now `d`, frees VGPRs and may go before a load
-    /// for it: not a load itself, and not an MFMA ([`MatrixFeed`] times those by the matrix
-    /// unit; moved up, they wait for their LDS fragments).
-    fn frees_now(&self, k: usize, d: i64) -> bool {
-        d < 0 && !self.vmem[k] && self.matrix_busy[k] == 0
     }
 
     /// The most VGPRs live at once in the block under `order`.
@@ -891,18 +864,8 @@ impl BlockDag {
         most.max(0) as u32
     }
 
-    /// The list schedule under `limit` with priorities `height`. `deaths_first` (a block
-    /// with MFMAs): a vector-memory load the list would issue next goes after a ready
-    /// instruction that frees VGPRs (the last read of a value): one turn later, the load can
-    /// take the dying value's registers instead of a second set. A load that the stores of
-    /// the registers it would reuse follow keeps both live (gemm's pair loop: the next pieces
-    /// of a hoisted above the stores of the last ones' halves, 129 VGPRs and 3 waves).
-    fn order_by(
-        &self,
-        height: &[u64],
-        limit: Option<u32>,
-        deaths_first: bool,
-    ) -> Option<Vec<usize>> {
+    /// The list schedule under `limit` with priorities `height`.
+    fn order_by(&self, height: &[u64], limit: Option<u32>) -> Option<Vec<usize>> {
         let n = self.nodes;
         let mut npred = self.npred.clone();
         // List scheduling: the ready instruction with the greatest height, then the earliest.
@@ -916,10 +879,9 @@ impl BlockDag {
         ready.sort_by_key(|&k| key(k));
         let mut order = Vec::with_capacity(n);
         // Per value: reads not yet scheduled in this block.
-        let track = limit.is_some() || deaths_first;
-        let mut left: Vec<u32> = match track {
-            true => self.uses.clone(),
-            false => Vec::new(),
+        let mut left: Vec<u32> = match limit {
+            Some(_) => self.uses.clone(),
+            None => Vec::new(),
         };
         let mut live = self.start;
         let delta = |k: usize, left: &[u32]| -> i64 {
@@ -935,9 +897,9 @@ impl BlockDag {
         // deltas of the nodes that read one of its operands, and only once that operand's
         // unscheduled reads are few enough to be one node's (before, `left == here` holds for
         // no reader).
-        let mut ds: Vec<i64> = match track {
-            true => (0..n).map(|k| delta(k, &left)).collect(),
-            false => Vec::new(),
+        let mut ds: Vec<i64> = match limit {
+            Some(_) => (0..n).map(|k| delta(k, &left)).collect(),
+            None => Vec::new(),
         };
         // Per scheduled LDS/scalar load: how many such loads were scheduled before it.
         let mut seq: Vec<usize> = vec![0; n];
@@ -985,14 +947,6 @@ impl BlockDag {
                 Some(m) => m.pick(&ready, at, |k| allowed(k) && fits(k)),
                 None => at,
             };
-            let load = |k: usize| self.vmem[k] && self.def_size[k] > 0;
-            let at = match deaths_first && load(ready[at]) {
-                true => ready
-                    .iter()
-                    .rposition(|&d| self.frees_now(d, ds[d]) && allowed(d) && fits(d))
-                    .unwrap_or(at),
-                false => at,
-            };
             let k = ready.remove(at);
             if let Some(m) = &mut matrix {
                 m.issue(k, &self.succs[k]);
@@ -1006,7 +960,7 @@ impl BlockDag {
                 seq[k] = issued;
                 issued += self.def_size[k].max(1) as usize;
             }
-            if track {
+            if limit.is_some() {
                 live = (live as i64 + ds[k]).max(0) as u32;
                 for &(v, here) in &self.reads[k] {
                     left[v as usize] -= here;

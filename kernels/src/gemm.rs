@@ -794,8 +794,8 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
             issue(a_frags, b_frags);
         }
         store_stage(&now, k0 + t.bk, (None, None), true);
-        let first = load_pair_a(k0 + 2 * t.bk, 0..first_jobs);
         k.barrier();
+        let first = load_pair_a(k0 + 2 * t.bk, 0..first_jobs);
         let even_b = load_pair_b(k0 + 2 * t.bk, 0);
         carried.set(&read_step((None, None)));
         for (a_frags, b_frags) in &carried.get() {
