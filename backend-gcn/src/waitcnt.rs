@@ -199,6 +199,15 @@ pub(crate) fn mem_class(inst: &Inst) -> MemClass {
 /// named by the 32-bit encodings are operands too). Buffer atomics without `glc` return nothing;
 /// a buffer load with the `lds` bit writes LDS, not its `vdata`.
 pub(crate) fn for_each_access(inst: &Inst, mut f: impl FnMut(usize, bool, bool)) {
+    accesses(inst, |r, reads, writes| {
+        for u in r {
+            f(u, reads, writes);
+        }
+    });
+}
+
+/// [`for_each_access`] by operand: its units, and whether it reads and writes them.
+fn accesses(inst: &Inst, mut f: impl FnMut(std::ops::Range<usize>, bool, bool)) {
     let infos = inst.operand_infos();
     let fmt = inst.op.format();
     let buffer = matches!(fmt, Format::Mubuf | Format::Mtbuf);
@@ -219,9 +228,7 @@ pub(crate) fn for_each_access(inst: &Inst, mut f: impl FnMut(usize, bool, bool))
         if !reads && !writes {
             continue;
         }
-        for u in units(o) {
-            f(u, reads, writes);
-        }
+        f(units(o), reads, writes);
     }
 }
 
@@ -292,12 +299,13 @@ fn retire(slots: &mut [u8], n: u8) {
 }
 
 impl Brackets {
-    fn new() -> Brackets {
+    /// Nothing pending, over the first `units` register units ([`units_named`]).
+    fn new(units: usize) -> Brackets {
         Brackets {
-            vm: vec![NONE; UNITS],
-            lds: vec![NONE; UNITS],
-            ool: vec![false; UNITS],
-            exp: vec![NONE; UNITS],
+            vm: vec![NONE; units],
+            lds: vec![NONE; units],
+            ool: vec![false; units],
+            exp: vec![NONE; units],
             vm_out: 0,
             lds_out: 0,
             ool_out: false,
@@ -308,7 +316,7 @@ impl Brackets {
     }
 
     fn merge(&mut self, o: &Brackets) {
-        for i in 0..UNITS {
+        for i in 0..self.vm.len() {
             self.vm[i] = self.vm[i].min(o.vm[i]);
             self.lds[i] = self.lds[i].min(o.lds[i]);
             self.ool[i] |= o.ool[i];
@@ -329,10 +337,10 @@ impl Brackets {
     }
 
     /// The weakest wait before `inst` (at `target`) that leaves nothing it touches in flight.
-    fn needed(&self, inst: &Inst, target: Target, after: Option<&RegionSet>) -> Wait {
+    fn needed(&self, inst: &Inst, accs: &[Acc], target: Target, after: Option<&RegionSet>) -> Wait {
         let mut w = Wait::default();
         let class = mem_class(inst);
-        for_each_access(inst, |u, reads, writes| {
+        each_unit(accs, |u, reads, writes| {
             // Write-after-write with a newer load of the same in-order class is benign.
             let benign_write = match class {
                 MemClass::Vmem => self.lds[u] == NONE && !self.ool[u],
@@ -460,7 +468,7 @@ impl Brackets {
     }
 
     /// The effect of issuing memory instruction `inst`.
-    fn issue(&mut self, inst: &Inst) {
+    fn issue(&mut self, inst: &Inst, accs: &[Acc]) {
         let class = mem_class(inst);
         if class == MemClass::None {
             return;
@@ -495,7 +503,7 @@ impl Brackets {
         }
         let mut dests = Vec::new();
         let mut gds_sources = Vec::new();
-        for_each_access(inst, |u, reads, writes| {
+        each_unit(accs, |u, reads, writes| {
             if writes {
                 dests.push(u);
             } else if reads && class == MemClass::Gds && u >= V_BASE {
@@ -519,19 +527,117 @@ impl Brackets {
         }
     }
 
+    /// The wait [`Brackets::step`] would give `inst`, without running it.
+    fn wait_before(
+        &self,
+        inst: &Inst,
+        accs: &[Acc],
+        target: Target,
+        after: Option<&RegionSet>,
+    ) -> Wait {
+        match Wait::of_inst(inst, target) {
+            Some(_) => Wait::default(),
+            None => self.needed(inst, accs, target, after),
+        }
+    }
+
     /// Runs one instruction: the wait it needs (applied), then its own effect.
-    fn step(&mut self, inst: &Inst, target: Target, after: Option<&RegionSet>) -> Wait {
+    /// `accs`: the instruction's register accesses ([`Accesses`]).
+    fn step(
+        &mut self,
+        inst: &Inst,
+        accs: &[Acc],
+        target: Target,
+        after: Option<&RegionSet>,
+    ) -> Wait {
         if let Some(w) = Wait::of_inst(inst, target) {
             self.apply_wait(&w);
             return Wait::default();
         }
-        let w = self.needed(inst, target, after);
+        let w = self.needed(inst, accs, target, after);
         if !w.is_empty() {
             self.apply_wait(&w);
         }
-        self.issue(inst);
+        self.issue(inst, accs);
         w
     }
+}
+
+/// One register access of an instruction: units `start..end`, read and/or written (as
+/// [`for_each_access`] reports them).
+#[derive(Clone, Copy)]
+struct Acc {
+    start: u16,
+    end: u16,
+    reads: bool,
+    writes: bool,
+}
+
+/// `f` for every unit of `accs`, as [`for_each_access`] calls it.
+fn each_unit(accs: &[Acc], mut f: impl FnMut(usize, bool, bool)) {
+    for a in accs {
+        for u in a.start as usize..a.end as usize {
+            f(u, a.reads, a.writes);
+        }
+    }
+}
+
+/// Every instruction's register accesses, made once: the fixed point visits a loop's blocks
+/// more than once and placing the waits steps every instruction again, and working out an
+/// instruction's operand accesses cost more than the rest of a step.
+struct Accesses {
+    accs: Vec<Acc>,
+    /// Per instruction (blocks in order), where its accesses start in `accs`; one more at
+    /// the end.
+    at: Vec<u32>,
+    /// Per block, its first instruction's index in `at`.
+    block: Vec<u32>,
+}
+
+impl Accesses {
+    fn new(f: &PhysFunction) -> Accesses {
+        let n: usize = f.blocks.iter().map(|b| b.insts.len()).sum();
+        let mut a = Accesses {
+            accs: Vec::with_capacity(3 * n),
+            at: Vec::with_capacity(n + 1),
+            block: Vec::with_capacity(f.blocks.len()),
+        };
+        for b in &f.blocks {
+            a.block.push(a.at.len() as u32);
+            for inst in &b.insts {
+                a.at.push(a.accs.len() as u32);
+                accesses(inst, |r, reads, writes| {
+                    a.accs.push(Acc {
+                        start: r.start as u16,
+                        end: r.end as u16,
+                        reads,
+                        writes,
+                    })
+                });
+            }
+        }
+        a.at.push(a.accs.len() as u32);
+        a
+    }
+
+    /// The accesses of instruction `k` of block `b` (as the blocks were when made).
+    fn of(&self, b: usize, k: usize) -> &[Acc] {
+        let i = self.block[b] as usize + k;
+        &self.accs[self.at[i] as usize..self.at[i + 1] as usize]
+    }
+}
+
+/// One past the highest register unit an operand of `f` names, and at least the SGPRs and
+/// special registers (branch conditions read VCC and EXEC): the brackets track no more,
+/// since a unit no instruction names is never pending. Every memory operation ages each
+/// tracked unit, so a kernel with 100 VGPRs ages 228 units instead of the whole 640.
+fn units_named(f: &PhysFunction) -> usize {
+    f.blocks
+        .iter()
+        .flat_map(|b| &b.insts)
+        .flat_map(|i| &i.operands)
+        .map(|o| units(o).end)
+        .fold(V_BASE, usize::max)
 }
 
 /// For each block that enters a loop through a forward edge (a preheader): the register units
@@ -643,10 +749,12 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     }
     let flush = preheader_flush_sets(f);
     let after_barrier = regions_after_barriers(f);
+    let units = units_named(f);
+    let acc = Accesses::new(f);
     // Predecessor-merged entry states, to a fixed point (blocks in layout order; a change
     // re-queues the successors).
     let mut entry: Vec<Option<Brackets>> = vec![None; n];
-    entry[0] = Some(Brackets::new());
+    entry[0] = Some(Brackets::new(units));
     let mut queued = vec![false; n];
     let mut work = std::collections::VecDeque::new();
     work.push_back(0usize);
@@ -654,10 +762,11 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     while let Some(b) = work.pop_front() {
         queued[b] = false;
         stats.iterations += 1;
-        let mut s = entry[b].clone().unwrap_or_else(Brackets::new);
+        let mut s = entry[b].clone().unwrap_or_else(|| Brackets::new(units));
         for (k, inst) in f.blocks[b].insts.iter().enumerate() {
             s.step(
                 inst,
+                acc.of(b, k),
                 target,
                 after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
             );
@@ -688,18 +797,18 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     }
     // Materialize the waits from the fixed-point entry states.
     for (b, block) in f.blocks.iter_mut().enumerate() {
-        let mut s = entry[b].clone().unwrap_or_else(Brackets::new);
-        let mut out = Vec::with_capacity(block.insts.len() + 4);
+        let mut s = entry[b].clone().unwrap_or_else(|| Brackets::new(units));
+        // Room for a wait before every other instruction: growing copied the block.
+        let mut out = Vec::with_capacity(block.insts.len() * 3 / 2 + 4);
         let insts = std::mem::take(&mut block.insts);
         for (k, inst) in insts.iter().enumerate() {
             let after = |k: usize| after_barrier.get(&(b, k)).and_then(|x| x.as_ref());
-            let mut w = s.step(inst, target, after(k));
+            let mut w = s.step(inst, acc.of(b, k), target, after(k));
             if let Some(next) = insts.get(k + 1).filter(|_| !w.is_empty()) {
                 // The next instruction's wait on the other counters goes into this one (one
                 // `s_waitcnt`, the later wait one instruction early) when this instruction
                 // issues nothing the next could be waiting for.
-                let mut s2 = s.clone();
-                let w2 = s2.step(next, target, after(k + 1));
+                let w2 = s.wait_before(next, acc.of(b, k + 1), target, after(k + 1));
                 let disjoint = (w.vm.is_none() || w2.vm.is_none())
                     && (w.lgkm.is_none() || w2.lgkm.is_none())
                     && (w.exp.is_none() || w2.exp.is_none());
