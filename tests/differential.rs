@@ -31,6 +31,7 @@ fn run_kernel(name: &str) {
                 vgpr_budget: None,
                 occupancy: None,
                 check: true,
+                kernarg_preload: true,
             };
             let ck = match compile(&func, t, &opts) {
                 Ok(k) => k,
@@ -186,6 +187,7 @@ fn run_custom(func: &kjit_ir::Function, case: &kjit_kernels::Case) {
             vgpr_budget: None,
             occupancy: None,
             check: true,
+            kernarg_preload: true,
         };
         let ck = compile(func, t, &opts).expect("compiles");
         let out = run_case(&dev, &ck.code_object, func, case).expect("runs without faults");

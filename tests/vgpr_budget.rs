@@ -86,6 +86,7 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
                 vgpr_budget: budget,
                 occupancy: None,
                 check: true,
+                kernarg_preload: true,
             };
             let ck = match compile(&func, t, &opts) {
                 Ok(k) => k,

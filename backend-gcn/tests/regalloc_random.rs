@@ -688,6 +688,7 @@ fn check_occupancy_levels(
         check: true,
         occupancy,
         vgpr_budget: None,
+        kernarg_preload: true,
     };
     let free = compile_selected(&sel, &opts(None)).expect("compiles without a budget");
     let h = &free.header;
