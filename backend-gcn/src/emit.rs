@@ -10,6 +10,7 @@
 //!  blocks ──terminators──► s_cbranch_* / s_branch / s_endpgm (a jump to the next block is dropped;
 //!        │                 a branch whose taken side falls through is inverted)
 //!        ├─ isa::encode (every instruction, sizes known) ──► block offsets ──► branch simm16
+//!        ├─ codeobj::preload::prologue first when kernel arguments are preloaded (256 bytes)
 //!        ├─ DescriptorParams (VGPR/AGPR/SGPR counts, LDS, scratch, user/system SGPRs, work-item ids)
 //!        └─ CodeObjectBuilder ──► ELF bytes;   asm text with labels `.LBB<n>` at branch targets
 //! ```
