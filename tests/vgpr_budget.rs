@@ -340,6 +340,7 @@ fn regalloc_time_per_kernel() {
             vgpr_budget: None,
             occupancy: None,
             check: false,
+            kernarg_preload: true,
         };
         let mut best = std::time::Duration::MAX;
         let mut summary = String::new();

@@ -769,6 +769,7 @@ fn a_budget_of_the_default_registers_keeps_its_code() {
         check: true,
         occupancy: None,
         vgpr_budget,
+        kernarg_preload: true,
     };
     let mut failed = Vec::new();
     for t in ALL_TARGETS {
