@@ -61,8 +61,7 @@ pub fn loads(u: &UserSgprs) -> Vec<Inst> {
 }
 
 /// The whole prologue: [`loads`], `s_waitcnt lgkmcnt(0)`, the branch to [`PROLOGUE_BYTES`]
-/// and `s_nop 0` up to it. Empty when nothing is preloaded. With `words` of the encoded loads
-/// (1 dword per instruction but the SMEM loads' 2), the caller knows each offset.
+/// and `s_nop 0` up to it, 256 bytes in all. Empty when nothing is preloaded.
 pub fn prologue(target: Target, u: &UserSgprs) -> Vec<Inst> {
     if u.kernarg_preload == 0 {
         return Vec::new();
@@ -76,12 +75,14 @@ pub fn prologue(target: Target, u: &UserSgprs) -> Vec<Inst> {
         }
         .inst(target),
     );
-    // SMEM instructions are 8 bytes, the SOPP ones 4.
-    let dwords: u32 = out.len() as u32 + (out.len() as u32 - 1);
+    // The loads (SMEM) are 2 dwords each, the wait (SOPP) 1.
+    let dwords: u32 = 2 * (out.len() as u32 - 1) + 1;
     let branch_at = dwords;
+    // At most 16 user SGPRs (the descriptor refuses more): at most 16 loads, so the branch
+    // always lies inside the 256 bytes and jumps forward.
     out.push(Inst::new(
         Opcode::SBranch,
-        &[Operand::Imm((PROLOGUE_BYTES / 4 - (branch_at + 1)) as i64)],
+        &[Operand::Imm(PROLOGUE_BYTES as i64 / 4 - (branch_at as i64 + 1))],
     ));
     for _ in branch_at + 1..PROLOGUE_BYTES / 4 {
         out.push(Inst::new(Opcode::SNop, &[Operand::Imm(0)]));
