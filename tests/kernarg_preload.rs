@@ -118,7 +118,11 @@ fn the_switch_turns_preloading_off_and_gfx900_never_preloads() {
         // Without preloading the code starts with the body (no branch over a prologue).
         let insts = decoded(&ck.code_object, t);
         let first = &insts[0].1;
-        assert_eq!(first.op == Opcode::SLoadDwordx2 && preloads, preloads, "{t}: {first:?}");
+        assert_eq!(
+            first.op == Opcode::SLoadDwordx2 && preloads,
+            preloads,
+            "{t}: {first:?}"
+        );
         assert_eq!(ck.asm.contains(".Lkernarg_preloaded"), preloads, "{t}");
     }
 }
@@ -167,7 +171,10 @@ fn the_prologue_loads_the_preloaded_sgprs_and_branches_to_entry_plus_256() {
         }
         assert_eq!(next_sgpr, 2 + n as u16, "{t}: every preloaded SGPR loaded");
         assert_eq!(branch, Some(256), "{t}: the branch lands on entry + 256");
-        assert!(insts.iter().any(|(at, _)| *at == 256), "{t}: the body starts at 256");
+        assert!(
+            insts.iter().any(|(at, _)| *at == 256),
+            "{t}: the body starts at 256"
+        );
         assert!(
             insts.last().is_some_and(|(at, _)| *at > 256),
             "{t}: the body decodes"
@@ -203,7 +210,10 @@ fn clang_19_preloading_twins_run_on_the_device() {
             if target == "gfx900" {
                 assert_eq!(kd.kernarg_preload_length(), 0, "gfx900 has no preloading");
             } else {
-                assert!(kd.kernarg_preload_length() > 0, "{name} {target}: no preload");
+                assert!(
+                    kd.kernarg_preload_length() > 0,
+                    "{name} {target}: no preload"
+                );
             }
             let case = (spec.make_case)(77, 5);
             let want = (spec.reference)(&case);
@@ -252,8 +262,7 @@ fn clang_19_preloading_twins_run_on_the_device() {
                 }
                 Ok(after)
             };
-            let after = run(&GcnEmulator::new())
-                .unwrap_or_else(|e| panic!("{name} {target}: {e}"));
+            let after = run(&GcnEmulator::new()).unwrap_or_else(|e| panic!("{name} {target}: {e}"));
             kjit_kernels::check(&case, &after, &want, spec.tolerance)
                 .unwrap_or_else(|m| panic!("{name} {target}: {m}"));
             // LLVM 19's header is `s_trap 2` then s_nops: old firmware traps.

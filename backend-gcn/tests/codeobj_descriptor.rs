@@ -293,7 +293,11 @@ fn kernarg_preload_fields_and_limits() {
     let kd = KernelDescriptor::build(Target::Gfx942, FeatureSetting::Any, &p(12)).unwrap();
     assert_eq!(kd.kernarg_preload_length(), 12);
     assert_eq!(kd.kernarg_preload_offset(), 0);
-    assert_eq!(kd.user_sgpr_count(), 14, "the pointer and the preloaded dwords");
+    assert_eq!(
+        kd.user_sgpr_count(),
+        14,
+        "the pointer and the preloaded dwords"
+    );
     assert_eq!(kd.implied_user_sgprs(), 2);
     // The dwords come after the enabled user SGPRs.
     let sg = kd.initial_sgprs(Target::Gfx942);

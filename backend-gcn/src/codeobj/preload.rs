@@ -82,7 +82,9 @@ pub fn prologue(target: Target, u: &UserSgprs) -> Vec<Inst> {
     // always lies inside the 256 bytes and jumps forward.
     out.push(Inst::new(
         Opcode::SBranch,
-        &[Operand::Imm(PROLOGUE_BYTES as i64 / 4 - (branch_at as i64 + 1))],
+        &[Operand::Imm(
+            PROLOGUE_BYTES as i64 / 4 - (branch_at as i64 + 1),
+        )],
     ));
     for _ in branch_at + 1..PROLOGUE_BYTES / 4 {
         out.push(Inst::new(Opcode::SNop, &[Operand::Imm(0)]));

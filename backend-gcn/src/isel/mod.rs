@@ -120,7 +120,12 @@ pub fn select_verified_with(
     target: Target,
     kernarg_preload: bool,
 ) -> Result<MachineFunction, IselError> {
-    let mut s = Isel::new(func, uni, target, kernarg_preload && target.has_kernarg_preload())?;
+    let mut s = Isel::new(
+        func,
+        uni,
+        target,
+        kernarg_preload && target.has_kernarg_preload(),
+    )?;
     s.run()?;
     pair_lds_accesses(&mut s.mf);
     Ok(s.mf)

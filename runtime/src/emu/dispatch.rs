@@ -631,10 +631,22 @@ mod tests {
         };
         let w = initial_wave(Target::Gfx90a, &s, &dims, &addrs, [1, 0, 0], 0, 0, 0x1000);
         assert_eq!((w.sgpr[4], w.sgpr[5]), (0x7000, 0), "kernarg pointer");
-        assert_eq!(&w.sgpr[6..10], &[11, 22, 33, 44], "preloaded dwords after it");
+        assert_eq!(
+            &w.sgpr[6..10],
+            &[11, 22, 33, 44],
+            "preloaded dwords after it"
+        );
         assert_eq!(w.sgpr[10], 1, "workgroup id x after USER_SGPR_COUNT");
-        assert_eq!(s.wave_entry(0x1000, false), 0x1100, "preloading firmware skips 256 bytes");
-        assert_eq!(s.wave_entry(0x1000, true), 0x1000, "old firmware runs the prologue");
+        assert_eq!(
+            s.wave_entry(0x1000, false),
+            0x1100,
+            "preloading firmware skips 256 bytes"
+        );
+        assert_eq!(
+            s.wave_entry(0x1000, true),
+            0x1000,
+            "old firmware runs the prologue"
+        );
         s.kernarg_preload = 0;
         assert_eq!(s.wave_entry(0x1000, false), 0x1000);
     }

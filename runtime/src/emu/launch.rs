@@ -226,9 +226,7 @@ pub fn run_launch(
             addrs,
             mem: &view,
             config,
-            entry: k
-                .setup
-                .wave_entry(k.entry, config.legacy_kernarg_firmware),
+            entry: k.setup.wave_entry(k.entry, config.legacy_kernarg_firmware),
         };
         let [gx, gy, gz] = dims.grid.map(|g| g as u64);
         let total = gx * gy * gz;
