@@ -21,6 +21,7 @@ fn every_kernel_compiles_with_all_verifiers_on_every_target() {
                     vgpr_budget,
                     occupancy: None,
                     check: true,
+                    kernarg_preload: true,
                 };
                 let k = compile(&func, t, &opts).unwrap_or_else(|e| {
                     panic!(

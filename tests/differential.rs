@@ -2,12 +2,15 @@
 //! kjit's software GCN device, gives what the IR interpreter gives for the same case — bit for
 //! bit for integers, within the kernel's stated tolerance for floats — and the device reports no
 //! hazard (a hazard is a launch error). Sizes are not multiples of the workgroup size, so the
-//! partial last workgroup and out-of-range lanes are exercised.
+//! partial last workgroup and out-of-range lanes are exercised. The odd size also runs on a
+//! device dispatching as firmware without kernarg preloading does (the code's compatibility
+//! prologue loads the arguments the default device preloads).
 
 use kjit::exec::run_case;
 use kjit::{compile, CompileOptions};
 use kjit_backend_gcn::target::ALL_TARGETS;
 use kjit_runtime::emu::gcn::GcnEmulator;
+use kjit_runtime::emu::RunConfig;
 
 /// Problem sizes per kernel: small, odd, and around the kernel's default.
 fn sizes(name: &str) -> Vec<usize> {
@@ -23,6 +26,12 @@ fn run_kernel(name: &str) {
     let spec = kjit_kernels::find(name).expect("library kernel");
     let func = (spec.build)().expect("kernel builds");
     let dev = GcnEmulator::new();
+    // Firmware without kernarg preloading: gfx90a/gfx942 code starts in its compatibility
+    // prologue, which must load the same arguments.
+    let legacy = GcnEmulator::with_config(RunConfig {
+        legacy_kernarg_firmware: true,
+        ..RunConfig::default()
+    });
     let mut failures = Vec::new();
     for t in ALL_TARGETS {
         for optimize in [false, true] {
@@ -31,6 +40,7 @@ fn run_kernel(name: &str) {
                 vgpr_budget: None,
                 occupancy: None,
                 check: true,
+                kernarg_preload: true,
             };
             let ck = match compile(&func, t, &opts) {
                 Ok(k) => k,
@@ -39,7 +49,7 @@ fn run_kernel(name: &str) {
                     continue;
                 }
             };
-            for n in sizes(name) {
+            for (i, n) in sizes(name).into_iter().enumerate() {
                 let case = (spec.make_case)(n, 7 + n as u64);
                 let mut want = case.args.clone();
                 kjit_ir::interp::run(&func, &case.launch, &mut want).expect("interpreter runs");
@@ -48,23 +58,34 @@ fn run_kernel(name: &str) {
                     .iter()
                     .map(|&o| want[o].as_buffer().expect("output buffer").clone())
                     .collect();
-                match run_case(&dev, &ck.code_object, &func, &case) {
-                    Ok(out) => {
-                        if std::env::var("KJIT_DIFF_STATS").is_ok() {
-                            eprintln!("{name} {t} opt={optimize} n={n}: {:?}", out.stats);
+                // The odd size also runs as old firmware runs it.
+                let devices: &[(&GcnEmulator, &str)] = if i == 1 {
+                    &[(&dev, ""), (&legacy, " (legacy kernarg firmware)")]
+                } else {
+                    &[(&dev, "")]
+                };
+                for &(dev, how) in devices {
+                    let t = format!("{t}{how}");
+                    match run_case(dev, &ck.code_object, &func, &case) {
+                        Ok(out) => {
+                            if std::env::var("KJIT_DIFF_STATS").is_ok() {
+                                eprintln!("{name} {t} opt={optimize} n={n}: {:?}", out.stats);
+                            }
+                            // The code ran: every launched wave executed vector memory instructions.
+                            if out.stats.waves == 0 || out.stats.vmem == 0 {
+                                failures.push(format!(
+                                    "{name} {t} n={n}: nothing ran: {:?}",
+                                    out.stats
+                                ));
+                            }
+                            if let Err(m) =
+                                kjit_kernels::check(&case, &out.args, &expected, spec.tolerance)
+                            {
+                                failures.push(format!("{name} {t} opt={optimize} n={n}: {m}"));
+                            }
                         }
-                        // The code ran: every launched wave executed vector memory instructions.
-                        if out.stats.waves == 0 || out.stats.vmem == 0 {
-                            failures
-                                .push(format!("{name} {t} n={n}: nothing ran: {:?}", out.stats));
-                        }
-                        if let Err(m) =
-                            kjit_kernels::check(&case, &out.args, &expected, spec.tolerance)
-                        {
-                            failures.push(format!("{name} {t} opt={optimize} n={n}: {m}"));
-                        }
+                        Err(e) => failures.push(format!("{name} {t} opt={optimize} n={n}: {e}")),
                     }
-                    Err(e) => failures.push(format!("{name} {t} opt={optimize} n={n}: {e}")),
                 }
             }
         }
@@ -186,6 +207,7 @@ fn run_custom(func: &kjit_ir::Function, case: &kjit_kernels::Case) {
             vgpr_budget: None,
             occupancy: None,
             check: true,
+            kernarg_preload: true,
         };
         let ck = compile(func, t, &opts).expect("compiles");
         let out = run_case(&dev, &ck.code_object, func, case).expect("runs without faults");

@@ -290,6 +290,8 @@ fn kjit_gemm(t: GemmTiles, occupancy: Option<u32>) -> Option<Vec<u8>> {
     let func = (tuning.build)(&params).expect("gemm builds");
     let opts = CompileOptions {
         occupancy,
+        // `KJIT_KERNARG_PRELOAD=0`: every argument an `s_load` (to measure what preloading gives).
+        kernarg_preload: std::env::var("KJIT_KERNARG_PRELOAD").as_deref() != Ok("0"),
         ..CompileOptions::default()
     };
     let k = kjit::compile(&func, Target::Gfx942, &opts).unwrap_or_else(|e| panic!("gemm: {e}"));

@@ -24,6 +24,7 @@ fn opts() -> CompileOptions {
         vgpr_budget: None,
         occupancy: None,
         check: true,
+        kernarg_preload: true,
     }
 }
 

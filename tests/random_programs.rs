@@ -644,6 +644,7 @@ fn check_flavour(seed: u64, target: Target, flags: Flags, optimize: bool) -> Res
         vgpr_budget: None,
         occupancy: None,
         check: true,
+        kernarg_preload: true,
     };
     let ck = match compile(&func, target, &opts) {
         Ok(k) => k,

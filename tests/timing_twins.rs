@@ -56,7 +56,12 @@ fn twins_on(model: &str) {
         .filter(|s| !kjit_kernels::NO_OPENCL_TWIN.contains(&s.name))
     {
         let func = (spec.build)().unwrap();
-        let k = compile(&func, target, &CompileOptions::default()).unwrap();
+        // `KJIT_KERNARG_PRELOAD=0`: every argument an `s_load` (to measure what preloading gives).
+        let opts = CompileOptions {
+            kernarg_preload: std::env::var("KJIT_KERNARG_PRELOAD").as_deref() != Ok("0"),
+            ..CompileOptions::default()
+        };
+        let k = compile(&func, target, &opts).unwrap();
         let twin = compile_opencl(
             &tools[0],
             &tools[1],

@@ -86,6 +86,7 @@ fn decreasing_budgets_spill_more_and_stay_correct() {
                 vgpr_budget: budget,
                 occupancy: None,
                 check: true,
+                kernarg_preload: true,
             };
             let ck = match compile(&func, t, &opts) {
                 Ok(k) => k,
@@ -339,6 +340,7 @@ fn regalloc_time_per_kernel() {
             vgpr_budget: None,
             occupancy: None,
             check: false,
+            kernarg_preload: true,
         };
         let mut best = std::time::Duration::MAX;
         let mut summary = String::new();

@@ -410,6 +410,7 @@ fn compiled(
         vgpr_budget: None,
         occupancy: None,
         check: false,
+        kernarg_preload: true,
     };
     let phys = compile_to_phys(&func, target, &opts).map_err(|e| e.to_string())?;
     Ok((func, phys))

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use crate::emit::{emit, EmitError};
-use crate::isel::{select, select_verified, IselError};
+use crate::isel::{select_verified_with, select_with, IselError};
 use crate::mir_verify::MirVerifyError;
 use crate::phys::PhysFunction;
 use crate::regalloc::{Allocator, RegallocError, RegallocOptions};
@@ -36,6 +36,9 @@ pub struct CompileOptions {
     pub occupancy: Option<u32>,
     /// Run every stage's verifier and regalloc2's checker (slower; for tests).
     pub check: bool,
+    /// Have the dispatcher preload the first kernel arguments into user SGPRs where the target
+    /// can (gfx90a/gfx942), with the 256-byte compatibility prologue (`codeobj::preload`).
+    pub kernarg_preload: bool,
 }
 
 impl Default for CompileOptions {
@@ -46,6 +49,7 @@ impl Default for CompileOptions {
             vgpr_budget: None,
             occupancy: None,
             check: false,
+            kernarg_preload: true,
         }
     }
 }
@@ -224,7 +228,7 @@ struct ToPhys {
 
 /// A kernel after optimization, instruction selection and scheduling: what every register
 /// budget of one kernel shares, so a tuner compiles it once and allocates it per budget
-/// ([`select`], then [`compile_selected`]). A clone starts with no cached allocations.
+/// ([`crate::isel::select`], then [`compile_selected`]). A clone starts with no cached allocations.
 #[derive(Debug)]
 pub struct Selected {
     mf: crate::mir::MachineFunction,
@@ -411,8 +415,8 @@ fn front(
         func
     };
     let mf = timed(&mut t.isel, || match checked {
-        Some(uni) => select_verified(func, uni, target),
-        None => select(func, target),
+        Some(uni) => select_verified_with(func, uni, target, opts.kernarg_preload),
+        None => select_with(func, target, opts.kernarg_preload),
     })?;
     if opts.check {
         verify_mir(&mf, "instruction selection", t)?;

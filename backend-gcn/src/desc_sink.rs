@@ -22,7 +22,8 @@
 //! Also: a constant's `s_mov_b32` read only later in its own block goes right before its
 //! first reader ([`constants_late`]), not where the latency schedule hoisted it.
 //!
-//! Safe because the moved instructions read only the kernarg pointer, the shared config-word
+//! Safe because the moved instructions read only the kernarg pointer (or the preloaded kernarg
+//! SGPRs, which nothing writes), the shared config-word
 //! pair and each other (all defined earlier), nothing else reads their results, the `s_load`
 //! reads memory no kernel writes, and the scalar ALU ones (which write SCC) are only put where
 //! SCC is dead: the next instruction touching SCC writes it first, or nothing reads it before

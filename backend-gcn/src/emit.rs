@@ -10,6 +10,7 @@
 //!  blocks ──terminators──► s_cbranch_* / s_branch / s_endpgm (a jump to the next block is dropped;
 //!        │                 a branch whose taken side falls through is inverted)
 //!        ├─ isa::encode (every instruction, sizes known) ──► block offsets ──► branch simm16
+//!        ├─ codeobj::preload::prologue first when kernel arguments are preloaded (256 bytes)
 //!        ├─ DescriptorParams (VGPR/AGPR/SGPR counts, LDS, scratch, user/system SGPRs, work-item ids)
 //!        └─ CodeObjectBuilder ──► ELF bytes;   asm text with labels `.LBB<n>` at branch targets
 //! ```
@@ -122,10 +123,16 @@ pub struct KernelHeader {
     pub occupancy: u32,
     /// What limits the occupancy.
     pub occupancy_limit: OccupancyLimit,
-    /// Instructions in `.text`, branches and `s_endpgm` included.
+    /// Instructions in `.text` that run when the dispatcher preloads the kernel arguments
+    /// (from entry + 256 then), branches and `s_endpgm` included.
     pub instructions: u32,
-    /// Bytes of machine code.
+    /// Bytes of machine code (the compatibility prologue included).
     pub code_bytes: u32,
+    /// Kernarg dwords preloaded into user SGPRs (0: none, and no prologue).
+    pub kernarg_preload: u32,
+    /// Instructions of the kernarg preload compatibility prologue before them (its loads,
+    /// wait and branch; not its `s_nop` padding), which only firmware without preloading runs.
+    pub prologue_instructions: u32,
 }
 
 impl KernelHeader {
@@ -152,10 +159,17 @@ impl KernelHeader {
                 "occupancy: {} waves/SIMD (limited by {limit})",
                 self.occupancy
             ),
-            format!(
-                "instructions: {} ({} bytes)",
-                self.instructions, self.code_bytes
-            ),
+            if self.kernarg_preload > 0 {
+                format!(
+                    "instructions: {} ({} bytes); kernarg preload: {} dwords, compatibility prologue: {} instructions + s_nop to 256 bytes",
+                    self.instructions, self.code_bytes, self.kernarg_preload, self.prologue_instructions
+                )
+            } else {
+                format!(
+                    "instructions: {} ({} bytes)",
+                    self.instructions, self.code_bytes
+                )
+            },
         ]
     }
 }
@@ -203,6 +217,10 @@ struct AsmSource {
 
 /// One line of the assembly after the header.
 enum AsmLine {
+    /// The kernarg preload compatibility prologue's branch to the body (entry + 256).
+    PrologueBranch,
+    /// `n` dwords of `s_nop 0` padding up to the body.
+    ProloguePadding(usize),
     /// Block `b` starts: `.LBB<b>:` when a branch goes there, else a comment.
     Block { b: usize, target: bool },
     /// Instruction `i` of [`AsmSource::insts`].
@@ -231,6 +249,11 @@ impl Asm {
                     AsmLine::Branch(op, b) => {
                         writeln!(asm, "\t{} .LBB{b}", op.info().name_on(s.target))
                     }
+                    AsmLine::PrologueBranch => writeln!(asm, "\ts_branch .Lkernarg_preloaded"),
+                    AsmLine::ProloguePadding(n) => writeln!(
+                        asm,
+                        "\t.fill {n}, 4, 0xbf800000 ; s_nop 0\n.Lkernarg_preloaded:"
+                    ),
                 };
             }
             asm
@@ -498,9 +521,24 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
         }
     }
 
+    // The kernarg preload compatibility prologue (256 bytes) comes first: the body's branch
+    // targets count from its end.
+    let prologue = crate::codeobj::preload::prologue(target, &f.user_sgprs);
+    let mut prologue_words = Vec::with_capacity(prologue.len());
+    for inst in &prologue {
+        let words = isa::encode(inst, target).map_err(|source| EmitError::Encode {
+            block: 0,
+            index: usize::MAX,
+            inst: format!("{inst:?}"),
+            source,
+        })?;
+        prologue_words.push(words);
+    }
+    let prologue_dwords: usize = prologue_words.iter().map(|w| w.len()).sum();
+
     // 2. Block offsets in dwords.
     let mut block_at = vec![0i64; nblocks];
-    let mut pc = 0i64;
+    let mut pc = prologue_dwords as i64;
     for it in &items {
         match it {
             Item::Block(b) => block_at[*b] = pc,
@@ -511,8 +549,34 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
 
     // 3. Encode branches, collect code and the lines of the text.
     let mut code: Vec<u8> = Vec::with_capacity(pc as usize * 4);
-    let mut insts: Vec<(u32, Inst)> = Vec::with_capacity(items.len());
-    let mut lines: Vec<AsmLine> = Vec::with_capacity(items.len());
+    let mut insts: Vec<(u32, Inst)> = Vec::with_capacity(items.len() + prologue.len());
+    let mut lines: Vec<AsmLine> = Vec::with_capacity(items.len() + prologue.len());
+    let mut prologue_instructions = 0u32;
+    for (inst, words) in prologue.into_iter().zip(&prologue_words) {
+        match inst.op {
+            Opcode::SNop => {
+                if !matches!(lines.last(), Some(AsmLine::ProloguePadding(_))) {
+                    lines.push(AsmLine::ProloguePadding(0));
+                }
+                if let Some(AsmLine::ProloguePadding(n)) = lines.last_mut() {
+                    *n += 1;
+                }
+            }
+            Opcode::SBranch => {
+                prologue_instructions += 1;
+                lines.push(AsmLine::PrologueBranch);
+            }
+            _ => {
+                prologue_instructions += 1;
+                lines.push(AsmLine::Inst(insts.len()));
+            }
+        }
+        insts.push((code.len() as u32, inst));
+        for w in words {
+            code.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+    let body_start = insts.len();
     let mut cur_block = 0usize;
     for it in items {
         let here = (code.len() / 4) as i64;
@@ -639,8 +703,10 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
         spills_scratch: u.spills_to_scratch,
         occupancy: occ.waves_per_simd,
         occupancy_limit: occ.limited_by,
-        instructions: insts.len() as u32,
+        instructions: (insts.len() - body_start) as u32,
         code_bytes: code.len() as u32,
+        kernarg_preload: f.user_sgprs.kernarg_preload,
+        prologue_instructions,
     };
 
     let asm = Asm(std::sync::Arc::new(AsmSource {

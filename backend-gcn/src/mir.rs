@@ -62,6 +62,9 @@ pub enum MOperand {
 pub enum AbiValue {
     /// Kernarg segment pointer (SGPR pair).
     KernargPtr,
+    /// The first kernarg dwords, preloaded by the dispatcher into the user SGPRs after the
+    /// kernarg pointer (an SGPR tuple of an even number of dwords, gfx90a/gfx942).
+    KernargPreload,
     /// Workgroup id x/y/z (one SGPR each).
     WorkgroupId(u8),
     /// Work-item ids: `v0` packed x | y << 10 | z << 20 on gfx90a/gfx942; on gfx900 the

@@ -43,7 +43,8 @@
 //! # ABI registers
 //!
 //! User SGPRs: the private segment buffer `s[0:3]` when scratch is used on gfx900/gfx90a, then
-//! the kernarg segment pointer; then the system SGPRs: enabled workgroup ids x, y, z, then the
+//! the kernarg segment pointer, then the preloaded kernarg dwords (`LiveIn(KernargPreload)`, one
+//! tuple web placed right after the pointer); then the system SGPRs: enabled workgroup ids x, y, z, then the
 //! private segment wave offset (scratch on gfx900/gfx90a). Work-item ids: `v0` packed on
 //! gfx90a/gfx942, `v0`/`v1`/`v2` on gfx900. `LiveIn` pseudos become fixed-register defs.
 //!
@@ -785,6 +786,8 @@ impl Allocator {
             user_sgprs: UserSgprs {
                 private_segment_buffer: uses_scratch_abi,
                 kernarg_segment_ptr: true,
+                kernarg_preload: livein_vreg(p, AbiValue::KernargPreload)
+                    .map_or(0, |v| p.mf.vregs[v].dwords as u32),
                 ..UserSgprs::default()
             },
             scratch_wave_offset_sgpr: lay.wave_offset,
@@ -1196,6 +1199,11 @@ fn sgpr_layout(
         blocked.extend(0..4);
     }
     let mut pos = kernarg_at + 2;
+    // Preloaded kernarg dwords follow the pointer (their tuple web is placed there).
+    let preload = livein_vreg(p, AbiValue::KernargPreload);
+    if let Some(v) = preload {
+        pos += p.mf.vregs[v].dwords as u16;
+    }
     let mut wg_fixed = Vec::new();
     for d in 0..3u8 {
         if abi.workgroup_ids[d as usize] || livein_vreg(p, AbiValue::WorkgroupId(d)).is_some() {
@@ -1213,6 +1221,10 @@ fn sgpr_layout(
     for r in w.webs.iter_mut().filter(|r| r.class == RegClass::Sgpr) {
         r.reg = None;
         r.precolor = None;
+    }
+    if let Some(v) = preload {
+        let root = w.web_of[&v];
+        w.webs[root].precolor = Some(kernarg_at + 2);
     }
     if let Some(k) = kernarg {
         let root = w.web_of[&k];

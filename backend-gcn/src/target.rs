@@ -52,6 +52,13 @@ impl Target {
         matches!(self, Target::Gfx942)
     }
 
+    /// The dispatcher can place kernel arguments in user SGPRs (LLVM 19's `FeatureKernargPreload`,
+    /// which gfx90a and gfx940+ have: `clang-19 -mllvm -amdgpu-kernarg-preload-count=N` preloads
+    /// on both, never on gfx900).
+    pub fn has_kernarg_preload(self) -> bool {
+        matches!(self, Target::Gfx90a | Target::Gfx942)
+    }
+
     /// gfx940+ has architected flat scratch: the hardware sets up FLAT_SCRATCH, no private segment
     /// buffer or flat-scratch-init user SGPRs, and LLVM always counts the 6 extra SGPRs
     /// (VCC, FLAT_SCRATCH, XNACK_MASK) in the SGPR allocation.

@@ -48,6 +48,10 @@ fn amdhsa_block(name: &str, target: Target, p: &DescriptorParams) -> String {
     d("user_sgpr_kernarg_segment_ptr", b(u.kernarg_segment_ptr));
     d("user_sgpr_dispatch_id", b(u.dispatch_id));
     d("user_sgpr_private_segment_size", b(u.private_segment_size));
+    if target.has_kernarg_preload() {
+        d("user_sgpr_kernarg_preload_length", u.kernarg_preload);
+        d("user_sgpr_kernarg_preload_offset", 0);
+    }
     d("uses_dynamic_stack", b(p.uses_dynamic_stack));
     d("system_sgpr_workgroup_id_x", b(p.workgroup_id[0]));
     d("system_sgpr_workgroup_id_y", b(p.workgroup_id[1]));
@@ -145,6 +149,26 @@ fn cases(target: Target) -> Vec<DescriptorParams> {
         group_segment_fixed_size: 65536,
         ..Default::default()
     });
+    // Kernarg preloading (gfx90a/gfx942): after the pointer alone, and after the scratch V#
+    // and the dispatch pointer, up to the 16 user SGPRs.
+    if target.has_kernarg_preload() {
+        for (n, scratch) in [(2, false), (11, false), (14, false), (6, true), (1, true)] {
+            let scratch = scratch && scratch_sgprs;
+            v.push(DescriptorParams {
+                vgprs: 3,
+                sgprs: 16,
+                kernarg_size: 304,
+                user_sgprs: UserSgprs {
+                    kernarg_segment_ptr: true,
+                    private_segment_buffer: scratch,
+                    dispatch_ptr: scratch,
+                    kernarg_preload: n,
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+    }
     for (vg, ag, sg) in [
         (5, 0, 9),
         (9, 3, 17),
@@ -253,4 +277,43 @@ fn architected_flat_scratch_rejects_scratch_user_sgprs() {
     p.user_sgprs.private_segment_buffer = true;
     assert!(KernelDescriptor::build(Target::Gfx942, FeatureSetting::Any, &p).is_err());
     assert!(KernelDescriptor::build(Target::Gfx90a, FeatureSetting::Any, &p).is_ok());
+}
+
+#[test]
+fn kernarg_preload_fields_and_limits() {
+    let p = |n| DescriptorParams {
+        kernarg_size: 304,
+        user_sgprs: UserSgprs {
+            kernarg_segment_ptr: true,
+            kernarg_preload: n,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let kd = KernelDescriptor::build(Target::Gfx942, FeatureSetting::Any, &p(12)).unwrap();
+    assert_eq!(kd.kernarg_preload_length(), 12);
+    assert_eq!(kd.kernarg_preload_offset(), 0);
+    assert_eq!(
+        kd.user_sgpr_count(),
+        14,
+        "the pointer and the preloaded dwords"
+    );
+    assert_eq!(kd.implied_user_sgprs(), 2);
+    // The dwords come after the enabled user SGPRs.
+    let sg = kd.initial_sgprs(Target::Gfx942);
+    assert!(sg.contains(&("preloaded_kernargs", 2, 12)), "{sg:?}");
+    assert!(matches!(
+        KernelDescriptor::build(Target::Gfx900, FeatureSetting::Any, &p(2)),
+        Err(kjit_backend_gcn::codeobj::DescriptorError::NotSupported { .. })
+    ));
+    assert!(matches!(
+        KernelDescriptor::build(Target::Gfx942, FeatureSetting::Any, &p(15)),
+        Err(kjit_backend_gcn::codeobj::DescriptorError::OutOfRange {
+            what: "user_sgpr_count",
+            ..
+        })
+    ));
+    let mut no_ptr = p(2);
+    no_ptr.user_sgprs.kernarg_segment_ptr = false;
+    assert!(KernelDescriptor::build(Target::Gfx90a, FeatureSetting::Any, &no_ptr).is_err());
 }

@@ -688,6 +688,7 @@ fn check_occupancy_levels(
         check: true,
         occupancy,
         vgpr_budget: None,
+        kernarg_preload: true,
     };
     let free = compile_selected(&sel, &opts(None)).expect("compiles without a budget");
     let h = &free.header;
@@ -768,6 +769,7 @@ fn a_budget_of_the_default_registers_keeps_its_code() {
         check: true,
         occupancy: None,
         vgpr_budget,
+        kernarg_preload: true,
     };
     let mut failed = Vec::new();
     for t in ALL_TARGETS {

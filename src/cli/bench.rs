@@ -189,6 +189,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         vgpr_budget: None,
         occupancy: None,
         check: false,
+        kernarg_preload: true,
     };
     if args.cold_child {
         return cold_child(args, &opts);

@@ -1,4 +1,4 @@
-//! `kjit build KERNEL|FILE.kir -o FILE.hsaco [--target T] [--vgpr-budget N] [--no-opt]`: compiles a
+//! `kjit build KERNEL|FILE.kir -o FILE.hsaco [--target T] [--vgpr-budget N] [--no-opt] [--no-kernarg-preload]`: compiles a
 //! library kernel (or an IR text file) and writes its code object, loadable by `kjit emu run` and by HIP
 //! (`hipModuleLoad`). Prints the resource header and the compile time.
 
@@ -33,6 +33,9 @@ pub struct BuildArgs {
     /// Compile without the e-graph optimizer.
     #[arg(long)]
     pub no_opt: bool,
+    /// Load every kernel argument with `s_load` (no preloading into user SGPRs on gfx90a/gfx942).
+    #[arg(long)]
+    pub no_kernarg_preload: bool,
 }
 
 /// Runs `kjit build`.
@@ -55,6 +58,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
         vgpr_budget: args.vgpr_budget,
         occupancy: tuned.as_ref().map_or(args.occupancy, |(_, t)| t.occupancy),
         check: false,
+        kernarg_preload: !args.no_kernarg_preload,
     };
     let k = compile(&func, args.target, &opts)
         .map_err(|e| anyhow!("compiling {} for {}: {e}", func.name, args.target))?;

@@ -1,4 +1,4 @@
-//! `kjit dump KERNEL|FILE.kir [--target T] [--ir | --opt-ir | --asm] [--vgpr-budget N] [--no-opt]`: a
+//! `kjit dump KERNEL|FILE.kir [--target T] [--ir | --opt-ir | --asm] [--vgpr-budget N] [--no-opt] [--no-kernarg-preload]`: a
 //! library kernel's (or an IR text file's) IR, optimized IR, or compiled assembly (the default). The assembly starts
 //! with the resource header (VGPRs, SGPRs, AGPRs, LDS, scratch, spills, occupancy, instruction
 //! count) as `;` comments and re-assembles with `llvm-mc-19 -arch=amdgcn -mcpu=T` to exactly the
@@ -37,6 +37,9 @@ pub struct DumpArgs {
     /// Compile without the e-graph optimizer.
     #[arg(long)]
     pub no_opt: bool,
+    /// Load every kernel argument with `s_load` (no preloading into user SGPRs on gfx90a/gfx942).
+    #[arg(long)]
+    pub no_kernarg_preload: bool,
 }
 
 /// Runs `kjit dump`.
@@ -58,6 +61,7 @@ pub fn run(args: &DumpArgs) -> Result<()> {
         vgpr_budget: args.vgpr_budget,
         occupancy: args.occupancy,
         check: false,
+        kernarg_preload: !args.no_kernarg_preload,
     };
     let k = compile(&func, args.target, &opts)
         .map_err(|e| anyhow!("compiling {} for {}: {e}", func.name, args.target))?;

@@ -79,6 +79,10 @@ pub struct RunArgs {
     /// buffer) as an error instead of loading 0 / dropping the store.
     #[arg(long)]
     pub bounds_check: bool,
+    /// Dispatch as firmware without kernarg preloading: a kernel that preloads its arguments
+    /// starts at its entry, where its compatibility prologue loads them.
+    #[arg(long)]
+    pub legacy_kernarg_firmware: bool,
 }
 
 /// One parsed `--arg`.
@@ -275,6 +279,7 @@ fn run_kernel(a: RunArgs) -> Result<()> {
         check_wait_states: !a.no_wait_state_checks,
         timing,
         bounds_check: a.bounds_check,
+        legacy_kernarg_firmware: a.legacy_kernarg_firmware,
         ..RunConfig::default()
     });
     let module = dev.load_module(&code)?;

@@ -187,6 +187,7 @@ fn run_compiled(args: &RunArgs, kernel: &ResolvedKernel) -> anyhow::Result<()> {
         vgpr_budget: args.vgpr_budget,
         occupancy: tuned.as_ref().map_or(args.occupancy, |(_, t)| t.occupancy),
         check: false,
+        kernarg_preload: true,
     };
     let k =
         compile(func, target, &opts).map_err(|e| anyhow!("compiling {name} for {target}: {e}"))?;

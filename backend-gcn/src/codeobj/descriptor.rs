@@ -637,6 +637,10 @@ pub struct UserSgprs {
     pub flat_scratch_init: bool,
     /// Private segment size per work-item.
     pub private_segment_size: bool,
+    /// Kernarg dwords (from dword 0) the dispatcher places in the user SGPRs after the enabled
+    /// ones (`.amdhsa_user_sgpr_kernarg_preload_length`; gfx90a/gfx942). Firmware that does so
+    /// enters the kernel 256 bytes past its entry, where a compatibility prologue ends.
+    pub kernarg_preload: u32,
 }
 
 impl UserSgprs {
@@ -649,6 +653,12 @@ impl UserSgprs {
             + 2 * self.dispatch_id as u32
             + 2 * self.flat_scratch_init as u32
             + self.private_segment_size as u32
+            + self.kernarg_preload
+    }
+
+    /// The first user SGPR holding a preloaded kernarg dword (after the enabled fields).
+    pub fn first_preload_sgpr(&self) -> u32 {
+        self.count() - self.kernarg_preload
     }
 
     fn code_properties(&self) -> u16 {
@@ -845,6 +855,22 @@ impl KernelDescriptor {
         range("sgprs", p.sgprs, target.max_sgprs())?;
         let user_sgpr_count = p.user_sgpr_count.unwrap_or(p.user_sgprs.count());
         range("user_sgpr_count", user_sgpr_count, 16)?;
+        let preload = p.user_sgprs.kernarg_preload;
+        if preload > 0 {
+            if !target.has_kernarg_preload() {
+                return Err(DescriptorError::NotSupported {
+                    what: "kernarg preloading",
+                    target,
+                });
+            }
+            if !p.user_sgprs.kernarg_segment_ptr {
+                return Err(DescriptorError::NotSupported {
+                    what: "kernarg preloading without the kernarg segment pointer",
+                    target,
+                });
+            }
+            range("kernarg_preload_length", preload, 0x7f)?;
+        }
         range("workitem_id_dims", p.workitem_id_dims, 2)?;
         range("float_round_mode_32", p.float_round_mode_32, 3)?;
         range("float_round_mode_16_64", p.float_round_mode_16_64, 3)?;
@@ -905,7 +931,9 @@ impl KernelDescriptor {
             compute_pgm_rsrc1: r1,
             compute_pgm_rsrc2: r2,
             kernel_code_properties: props,
-            kernarg_preload: 0,
+            // KERNARG_PRELOAD_SPEC_LENGTH; the offset (bits 15:7) stays 0: kjit preloads from
+            // the first dword, as LLVM 19 does.
+            kernarg_preload: preload as u16,
         })
     }
 }

@@ -4,11 +4,13 @@
 //! ```text
 //!  KernelBuild{code, DescriptorParams, args} ──write──► ELF bytes (ET_DYN, EM_AMDGPU, v5)
 //!  ELF bytes (ours, clang+lld, Triton) ──CodeObject::parse──► Kernel{code, descriptor, meta}
+//!  UserSgprs with preloaded kernargs ──preload::prologue──► the 256-byte compatibility prologue
 //! ```
 //! Facts come from LLVM's AMDGPUUsage; `tests/codeobj_*.rs` check them against LLVM 19's tools.
 
 pub mod descriptor;
 pub mod metadata;
+pub mod preload;
 pub mod read;
 pub mod target_id;
 pub mod write;

@@ -83,11 +83,23 @@ pub(crate) enum Var {
     Alive,
 }
 
-/// Selects machine instructions for `func` on `target`.
+/// Selects machine instructions for `func` on `target` (kernel arguments preloaded where the
+/// target can: [`select_verified_with`]).
 pub fn select(func: &Function, target: Target) -> Result<MachineFunction, IselError> {
     let uni =
         kjit_ir::verify_with_uniformity(func).map_err(|e| IselError::Invalid(e.to_string()))?;
     select_verified(func, uni, target)
+}
+
+/// [`select`], preloading kernel arguments only when `kernarg_preload`.
+pub fn select_with(
+    func: &Function,
+    target: Target,
+    kernarg_preload: bool,
+) -> Result<MachineFunction, IselError> {
+    let uni =
+        kjit_ir::verify_with_uniformity(func).map_err(|e| IselError::Invalid(e.to_string()))?;
+    select_verified_with(func, uni, target, kernarg_preload)
 }
 
 /// [`select`] for a `func` the caller verified, with the uniformity the verifier gave
@@ -97,7 +109,23 @@ pub fn select_verified(
     uni: Uniformity,
     target: Target,
 ) -> Result<MachineFunction, IselError> {
-    let mut s = Isel::new(func, uni, target)?;
+    select_verified_with(func, uni, target, target.has_kernarg_preload())
+}
+
+/// [`select_verified`], preloading kernel arguments into user SGPRs when `kernarg_preload`
+/// and the target has it (see [`preload_dwords`]); otherwise every argument is an `s_load`.
+pub fn select_verified_with(
+    func: &Function,
+    uni: Uniformity,
+    target: Target,
+    kernarg_preload: bool,
+) -> Result<MachineFunction, IselError> {
+    let mut s = Isel::new(
+        func,
+        uni,
+        target,
+        kernarg_preload && target.has_kernarg_preload(),
+    )?;
     s.run()?;
     pair_lds_accesses(&mut s.mf);
     Ok(s.mf)
@@ -176,6 +204,58 @@ fn kernel_meta(func: &Function) -> (KernelMeta, Vec<ArgSlot>) {
     meta.args.extend(hidden);
     meta.kernarg_segment_size = size;
     (meta, slots)
+}
+
+/// Most kernarg dwords kjit preloads on `target`: the 16 user SGPRs less the kernarg pointer
+/// (2) and, on gfx90a, the private segment buffer (4) that spilling to scratch may add after
+/// the SGPR layout is made (gfx942's scratch needs no user SGPRs). An even number, so that
+/// preloaded 8-byte arguments (8-aligned in the segment) sit in even-aligned pairs.
+fn max_preload_dwords(target: Target) -> u32 {
+    if target.has_architected_flat_scratch() {
+        14
+    } else {
+        10
+    }
+}
+
+/// The kernarg dwords (a prefix of the segment, in dwords, even) worth preloading into user
+/// SGPRs: enough to hold every prologue load that fits under [`max_preload_dwords`] (explicit
+/// arguments, and the hidden workgroup sizes and counts when they are that close). A load
+/// that does not fit stays an `s_load`. 0 when there is nothing to preload.
+fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Target) -> u32 {
+    let limit = max_preload_dwords(target);
+    // (first dword, dwords) of each load the prologue makes.
+    let mut loads: Vec<(u32, u32)> = Vec::new();
+    for (k, &p) in func.blocks[func.layout[0]].params.iter().enumerate() {
+        let slot = slots[k];
+        match func.value_type(p) {
+            Type::Buffer { .. } => {
+                loads.push((slot.offset / 4, 2));
+                loads.push((slot.len_offset / 4, 2));
+            }
+            t => loads.push((slot.offset / 4, if t.bytes() == 8 { 2 } else { 1 })),
+        }
+    }
+    for d in func.insts.values() {
+        if let InstData::Special { reg } = d {
+            match reg {
+                kjit_ir::SpecialReg::WorkgroupSize(d) => {
+                    loads.push(((hidden + 12 + 2 * d.index() as u32) / 4, 1))
+                }
+                kjit_ir::SpecialReg::NumWorkgroups(d) => {
+                    loads.push((hidden / 4 + d.index() as u32, 1))
+                }
+                _ => {}
+            }
+        }
+    }
+    let end = loads
+        .iter()
+        .map(|&(a, n)| a + n)
+        .filter(|&e| e <= limit)
+        .max()
+        .unwrap_or(0);
+    end.div_ceil(2) * 2
 }
 
 /// Offset of the v5 hidden-argument block after the explicit arguments.
@@ -260,6 +340,10 @@ pub(crate) struct Isel<'a> {
     pub(crate) noclobber: rustc_hash::FxHashSet<kjit_ir::Inst>,
     /// Kernarg loads made so far, by (byte offset, dwords): one load per slot.
     kernarg_loads: HashMap<(u32, u8), VReg>,
+    /// Kernarg dwords the dispatcher preloads into user SGPRs (0: none), and the SGPR tuple
+    /// that holds them (made by the prologue).
+    preload: u32,
+    preloaded: Option<VReg>,
     /// IR blocks entered by the whole wave through real branches ([`Isel::compute_direct`]):
     /// no head, no mask, reached only by `s_branch`/`s_cbranch_scc*` from their predecessors.
     direct: SecondaryMap<Block, bool>,
@@ -294,7 +378,12 @@ pub(crate) struct Isel<'a> {
 
 impl<'a> Isel<'a> {
     /// Selection state for `func`, whose uniformity is `uni`.
-    fn new(func: &'a Function, uni: Uniformity, target: Target) -> Result<Isel<'a>, IselError> {
+    fn new(
+        func: &'a Function,
+        uni: Uniformity,
+        target: Target,
+        kernarg_preload: bool,
+    ) -> Result<Isel<'a>, IselError> {
         let divisors = idiv::uniform_divisors(func, &uni);
         let lds_indices = lower::entry_lds_indices(func, &uni);
         let loops = LoopInfo::compute(func)?;
@@ -304,6 +393,11 @@ impl<'a> Isel<'a> {
             pos[b] = i;
         }
         let (meta, slots) = kernel_meta(func);
+        let preload = if kernarg_preload && !func.layout.is_empty() {
+            preload_dwords(func, &slots, hidden_base(&meta), target)
+        } else {
+            0
+        };
         let mut lds_base = SecondaryMap::new();
         let mut lds_off = 0u32;
         // Static arrays in declaration order, then the dynamic one at the (aligned) static size,
@@ -386,6 +480,8 @@ impl<'a> Isel<'a> {
             zero_pairs: Default::default(),
             noclobber: lower::noclobber_loads(func),
             kernarg_loads: HashMap::default(),
+            preload,
+            preloaded: None,
             direct: SecondaryMap::new(),
             rejoin: HashMap::default(),
             dma_loads,
@@ -1468,6 +1564,14 @@ impl<'a> Isel<'a> {
             &[MOperand::Def(ka)],
         ));
         self.kernarg = Some(ka);
+        if self.preload > 0 {
+            let t = self.new_vreg(RegClass::Sgpr, self.preload as u8);
+            self.push(MInst::pseudo(
+                MOpcode::LiveIn(crate::mir::AbiValue::KernargPreload),
+                &[MOperand::Def(t)],
+            ));
+            self.preloaded = Some(t);
+        }
         // ABI live-ins first.
         for d in 0..3u8 {
             if self.mf.abi.workgroup_ids[d as usize] {
@@ -1552,7 +1656,9 @@ impl<'a> Isel<'a> {
                     // SGPRs, so no moves): the register allocator's webs put each pair straight
                     // into its half of the quad (`regalloc/webs.rs`, Build-part coalescing).
                     // Address and length side by side: one `s_load_dwordx4` for both pairs.
-                    let (addr, lp) = if slot.len_offset == slot.offset + 8 {
+                    // Preloaded: the two pairs straight from the user SGPRs.
+                    let preloaded = self.is_preloaded(slot.offset, 4);
+                    let (addr, lp) = if slot.len_offset == slot.offset + 8 && !preloaded {
                         let q = self.s_load(slot.offset, 4);
                         let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 2));
                         // A later argument in the pair's second word is read out of it.
@@ -1690,12 +1796,24 @@ impl<'a> Isel<'a> {
         k
     }
 
-    /// `s_load_dword{,x2,x4}` from the kernarg segment.
+    /// Whether the `dwords` kernarg dwords at byte `offset` are all preloaded.
+    fn is_preloaded(&self, offset: u32, dwords: u8) -> bool {
+        offset % 4 == 0 && offset / 4 + dwords as u32 <= self.preload
+    }
+
+    /// `s_load_dword{,x2,x4}` from the kernarg segment, or the words out of the preloaded
+    /// user SGPRs.
     fn s_load(&mut self, offset: u32, dwords: u8) -> VReg {
         let ka = self
             .kernarg
             .expect("prologue loads the kernarg pointer first");
         if let Some(&r) = self.kernarg_loads.get(&(offset, dwords)) {
+            return r;
+        }
+        // Words the dispatcher preloaded: read out of their user SGPRs.
+        if let Some(t) = self.preloaded.filter(|_| self.is_preloaded(offset, dwords)) {
+            let r = self.extract(t, (offset / 4) as u8, dwords);
+            self.kernarg_loads.insert((offset, dwords), r);
             return r;
         }
         // Words an earlier load already holds (a scalar argument right after a buffer's

@@ -205,6 +205,9 @@ pub fn validate(mf: &MachineFunction) -> Result<(), RegallocError> {
                 let d = mf.vregs[v];
                 let ok = match a {
                     crate::mir::AbiValue::KernargPtr => d.class == RegClass::Sgpr && d.dwords == 2,
+                    crate::mir::AbiValue::KernargPreload => {
+                        d.class == RegClass::Sgpr && d.dwords >= 2 && d.dwords % 2 == 0
+                    }
                     crate::mir::AbiValue::WorkgroupId(k) => {
                         k < 3 && d.class == RegClass::Sgpr && d.dwords == 1
                     }

@@ -68,6 +68,8 @@ pub fn livein(mf: &mut MachineFunction, a: AbiValue) -> VReg {
         AbiValue::KernargPtr => (RegClass::Sgpr, 2),
         AbiValue::WorkgroupId(_) => (RegClass::Sgpr, 1),
         AbiValue::WorkitemId(_) => (RegClass::Vgpr, 1),
+        // The shortest preload (a pair); these tests' programs read arguments from memory.
+        AbiValue::KernargPreload => (RegClass::Sgpr, 2),
     };
     let v = mf.vreg(class, dw);
     let e = mf.entry();
@@ -452,6 +454,9 @@ pub fn run_mir(mf: &MachineFunction, inp: Inputs) -> Machine {
                             m.set(Loc::R(v.as_u32(), 0), lanes(inp.wg[k as usize]))
                         }
                         AbiValue::WorkitemId(k) => m.set(Loc::R(v.as_u32(), 0), tid(k, packed)),
+                        AbiValue::KernargPreload => {
+                            unreachable!("the MIR programs here load their arguments")
+                        }
                     }
                 }
                 MOpcode::ImplicitDef => {}

@@ -7,7 +7,9 @@
 //! - user SGPRs, dense from s0 in the documented order, each present when its
 //!   `kernel_code_properties` bit is set: private segment buffer (4, a swizzled scratch V#),
 //!   dispatch ptr (2), queue ptr (2), kernarg segment ptr (2), dispatch id (2), flat scratch init
-//!   (2), private segment size (1);
+//!   (2), private segment size (1); then, on gfx90a/gfx942, the kernarg dwords the descriptor's
+//!   `KERNARG_PRELOAD_SPEC` asks for (AMDGPUUsage "Preloaded Kernel Arguments"), read from the
+//!   kernarg segment once per launch ([`DispatchAddrs::preload`]);
 //! - system SGPRs from `USER_SGPR_COUNT` on, each present when its `COMPUTE_PGM_RSRC2` bit is
 //!   set: workgroup id x, y, z, workgroup info, private segment wave offset;
 //! - work-item ids in v0, v1, v2, or packed 10:10:10 into v0 on gfx90a/gfx942;
@@ -38,7 +40,16 @@ pub struct KernelSetup {
     pub rsrc3: u32,
     /// kernel_code_properties (user SGPR enables, wave32, dynamic stack).
     pub code_properties: u16,
+    /// KERNARG_PRELOAD_SPEC: length in dwords (bits 6:0), first dword (bits 15:7).
+    pub kernarg_preload: u16,
 }
+
+/// Bytes of the backward-compatibility prologue of a kernel with preloaded kernel arguments:
+/// firmware that preloads enters at `entry + 256` (AMDGPUUsage "Preloaded Kernel Arguments").
+pub const KERNARG_PRELOAD_ENTRY_OFFSET: u64 = 256;
+
+/// Most user SGPRs the dispatcher initialises on gfx9.
+const MAX_USER_SGPRS: u32 = 16;
 
 /// kernel_code_properties bits.
 mod kcp {
@@ -71,7 +82,41 @@ impl KernelSetup {
             rsrc1: u32_at(48),
             rsrc2: u32_at(52),
             code_properties: u16::from_le_bytes([kd[56], kd[57]]),
+            kernarg_preload: u16::from_le_bytes([kd[58], kd[59]]),
         })
+    }
+
+    /// KERNARG_PRELOAD_SPEC_LENGTH: kernarg dwords placed in user SGPRs.
+    pub fn kernarg_preload_length(&self) -> u32 {
+        (self.kernarg_preload & 0x7f) as u32
+    }
+
+    /// KERNARG_PRELOAD_SPEC_OFFSET: the first preloaded kernarg dword.
+    pub fn kernarg_preload_offset(&self) -> u32 {
+        (self.kernarg_preload >> 7) as u32
+    }
+
+    /// User SGPRs the enabled `kernel_code_properties` fields occupy (before preloaded kernargs).
+    pub fn enabled_user_sgprs(&self) -> u32 {
+        let kp = self.code_properties;
+        let on = |bit: u16, n: u32| if kp & bit != 0 { n } else { 0 };
+        on(kcp::PRIVATE_SEGMENT_BUFFER, 4)
+            + on(kcp::DISPATCH_PTR, 2)
+            + on(kcp::QUEUE_PTR, 2)
+            + on(kcp::KERNARG_SEGMENT_PTR, 2)
+            + on(kcp::DISPATCH_ID, 2)
+            + on(kcp::FLAT_SCRATCH_INIT, 2)
+            + on(kcp::PRIVATE_SEGMENT_SIZE, 1)
+    }
+
+    /// Where a wave starts: `entry`, or past the 256-byte compatibility prologue when kernel
+    /// arguments are preloaded and the firmware preloads them (`legacy_firmware` false).
+    pub fn wave_entry(&self, entry: u64, legacy_firmware: bool) -> u64 {
+        if self.kernarg_preload_length() > 0 && !legacy_firmware {
+            entry + KERNARG_PRELOAD_ENTRY_OFFSET
+        } else {
+            entry
+        }
     }
 
     /// Checks that the device can run this descriptor on `target`.
@@ -89,6 +134,52 @@ impl KernelSetup {
         }
         if self.vgpr_workitem_id() > 2 {
             return Err("ENABLE_VGPR_WORKITEM_ID is 3 (undefined)".into());
+        }
+        self.validate_kernarg_preload(target)
+    }
+
+    /// The descriptor's kernarg preload request against the target and its own fields: only
+    /// gfx90a/gfx942 preload; the dwords lie inside the kernarg segment; they follow the
+    /// enabled user SGPRs within the 16 the dispatcher writes, and `USER_SGPR_COUNT` counts them.
+    fn validate_kernarg_preload(&self, target: Target) -> Result<(), String> {
+        let (len, off) = (self.kernarg_preload_length(), self.kernarg_preload_offset());
+        if len == 0 {
+            return Ok(());
+        }
+        if !target.has_kernarg_preload() {
+            return Err(format!(
+                "the descriptor preloads {len} kernarg dwords, but {target} has no kernarg preloading"
+            ));
+        }
+        if self.code_properties & kcp::KERNARG_SEGMENT_PTR == 0 {
+            return Err(
+                "the descriptor preloads kernel arguments without the kernarg segment pointer \
+                 (the compatibility prologue loads them through it)"
+                    .into(),
+            );
+        }
+        let end = 4 * (off as u64 + len as u64);
+        if end > self.kernarg_size as u64 {
+            return Err(format!(
+                "kernarg preload of {len} dwords from dword {off} ends at byte {end}, past the \
+                 {}-byte kernarg segment",
+                self.kernarg_size
+            ));
+        }
+        let enabled = self.enabled_user_sgprs();
+        if enabled + len > MAX_USER_SGPRS {
+            return Err(format!(
+                "{enabled} enabled user SGPRs and {len} preloaded kernarg dwords exceed the \
+                 {MAX_USER_SGPRS} user SGPRs"
+            ));
+        }
+        if self.user_sgpr_count() != enabled + len {
+            return Err(format!(
+                "USER_SGPR_COUNT is {}, but {enabled} enabled user SGPRs and {len} preloaded \
+                 kernarg dwords make {}",
+                self.user_sgpr_count(),
+                enabled + len
+            ));
         }
         Ok(())
     }
@@ -156,6 +247,11 @@ pub struct DispatchAddrs {
     pub scratch_base: u64,
     /// Bytes of scratch per work-item (dword-rounded).
     pub scratch_per_lane: u32,
+    /// The kernarg dwords the dispatcher preloads into user SGPRs (the first
+    /// `preload_len`), read from the kernarg segment at dispatch.
+    pub preload: [u32; 16],
+    /// How many of `preload` are loaded.
+    pub preload_len: u32,
 }
 
 impl DispatchAddrs {
@@ -331,6 +427,8 @@ pub fn init_wave(
     if kp & kcp::PRIVATE_SEGMENT_SIZE != 0 {
         s.push(addrs.scratch_per_lane);
     }
+    // Preloaded kernel arguments follow the enabled user SGPRs.
+    s.extend_from_slice(&addrs.preload[..(addrs.preload_len as usize).min(16)]);
     // Only the first 16 user SGPRs are initialised by the CP.
     let s = s.as_slice();
     w.sgpr[..s.len()].copy_from_slice(s);
@@ -507,6 +605,93 @@ mod tests {
         assert!(s.validate(Target::Gfx942).is_ok());
         let bad = setup(kcp::PRIVATE_SEGMENT_BUFFER, 0);
         assert!(bad.validate(Target::Gfx942).is_err());
+    }
+
+    #[test]
+    fn preloaded_kernargs_follow_the_enabled_user_sgprs_and_move_the_entry() {
+        // gfx90a with the scratch V# and the kernarg pointer (6 user SGPRs) and 4 preloaded
+        // dwords: USER_SGPR_COUNT 10, workgroup id x in s10.
+        let mut s = setup(
+            kcp::PRIVATE_SEGMENT_BUFFER | kcp::KERNARG_SEGMENT_PTR,
+            10 << 1 | 1 << 7,
+        );
+        s.kernarg_size = 64;
+        s.kernarg_preload = 4;
+        assert_eq!(s.validate(Target::Gfx90a), Ok(()));
+        let mut addrs = DispatchAddrs {
+            kernarg: 0x7000,
+            preload_len: 4,
+            ..Default::default()
+        };
+        addrs.preload[..4].copy_from_slice(&[11, 22, 33, 44]);
+        let dims = LaunchDims {
+            grid: [2, 1, 1],
+            block: [64, 1, 1],
+            dynamic_lds: 0,
+        };
+        let w = initial_wave(Target::Gfx90a, &s, &dims, &addrs, [1, 0, 0], 0, 0, 0x1000);
+        assert_eq!((w.sgpr[4], w.sgpr[5]), (0x7000, 0), "kernarg pointer");
+        assert_eq!(
+            &w.sgpr[6..10],
+            &[11, 22, 33, 44],
+            "preloaded dwords after it"
+        );
+        assert_eq!(w.sgpr[10], 1, "workgroup id x after USER_SGPR_COUNT");
+        assert_eq!(
+            s.wave_entry(0x1000, false),
+            0x1100,
+            "preloading firmware skips 256 bytes"
+        );
+        assert_eq!(
+            s.wave_entry(0x1000, true),
+            0x1000,
+            "old firmware runs the prologue"
+        );
+        s.kernarg_preload = 0;
+        assert_eq!(s.wave_entry(0x1000, false), 0x1000);
+    }
+
+    #[test]
+    fn bad_kernarg_preload_specs_are_errors() {
+        let ok = {
+            let mut s = setup(kcp::KERNARG_SEGMENT_PTR, 8 << 1 | 1 << 7);
+            s.kernarg_size = 24;
+            s.kernarg_preload = 6;
+            s
+        };
+        assert_eq!(ok.validate(Target::Gfx942), Ok(()));
+        let e = ok.validate(Target::Gfx900).unwrap_err();
+        assert!(e.contains("no kernarg preloading"), "{e}");
+        // Past the kernarg segment: dwords 1..7 of a 24-byte segment.
+        let past = KernelSetup {
+            kernarg_preload: 6 | 1 << 7,
+            ..ok
+        };
+        let e = past.validate(Target::Gfx942).unwrap_err();
+        assert!(e.contains("past the 24-byte kernarg segment"), "{e}");
+        // 2 + 15 user SGPRs.
+        let many = KernelSetup {
+            kernarg_size: 256,
+            kernarg_preload: 15,
+            rsrc2: 17 << 1,
+            ..ok
+        };
+        let e = many.validate(Target::Gfx942).unwrap_err();
+        assert!(e.contains("exceed the 16 user SGPRs"), "{e}");
+        // USER_SGPR_COUNT that does not count the preloaded dwords.
+        let count = KernelSetup {
+            rsrc2: 2 << 1,
+            ..ok
+        };
+        let e = count.validate(Target::Gfx942).unwrap_err();
+        assert!(e.contains("USER_SGPR_COUNT is 2"), "{e}");
+        // No kernarg pointer for the prologue to load through.
+        let no_ptr = KernelSetup {
+            code_properties: kcp::DISPATCH_PTR,
+            ..ok
+        };
+        let e = no_ptr.validate(Target::Gfx942).unwrap_err();
+        assert!(e.contains("without the kernarg segment pointer"), "{e}");
     }
 
     #[test]

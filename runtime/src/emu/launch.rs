@@ -168,6 +168,23 @@ pub fn run_launch(
         let kernarg_addr = alloc(ka_len)?;
         mem.write(kernarg_addr, &kernarg)
             .map_err(|f| LaunchError::Invalid(f.to_string()))?;
+        // Preloaded kernarg dwords, as the dispatcher reads them (the segment beyond the
+        // packed bytes reads 0, as the allocation does).
+        let mut preload = [0u32; 16];
+        let preload_len = if config.legacy_kernarg_firmware {
+            0
+        } else {
+            k.setup.kernarg_preload_length().min(16)
+        };
+        let first = k.setup.kernarg_preload_offset() as usize * 4;
+        for (i, d) in preload.iter_mut().take(preload_len as usize).enumerate() {
+            let at = first + 4 * i;
+            let mut w = [0u8; 4];
+            for (j, b) in w.iter_mut().enumerate() {
+                *b = kernarg.get(at + j).copied().unwrap_or(0);
+            }
+            *d = u32::from_le_bytes(w);
+        }
         let packet_addr = alloc(64)?;
         mem.write(
             packet_addr,
@@ -190,6 +207,8 @@ pub fn run_launch(
             dispatch_id,
             scratch_base: 0,
             scratch_per_lane: per_lane,
+            preload,
+            preload_len,
         };
         let slots = rayon::current_num_threads().max(1) as u64;
         let slot_bytes = nwaves * addrs.scratch_per_wave();
@@ -207,7 +226,7 @@ pub fn run_launch(
             addrs,
             mem: &view,
             config,
-            entry: k.entry,
+            entry: k.setup.wave_entry(k.entry, config.legacy_kernarg_firmware),
         };
         let [gx, gy, gz] = dims.grid.map(|g| g as u64);
         let total = gx * gy * gz;

@@ -80,6 +80,11 @@ pub struct RunConfig {
     /// buffer) as an error instead of applying the descriptor's rule (loads give 0, stores are
     /// dropped). Accesses outside every allocation are faults either way.
     pub bounds_check: bool,
+    /// Dispatch as firmware without kernarg preloading does: waves of a kernel whose descriptor
+    /// preloads kernel arguments start at its entry (the compatibility prologue loads them)
+    /// with no kernarg dwords in user SGPRs. Off: they start at entry + 256 with the dwords
+    /// preloaded.
+    pub legacy_kernarg_firmware: bool,
 }
 
 impl Default for RunConfig {
@@ -90,6 +95,7 @@ impl Default for RunConfig {
             strict_store_sources: false,
             check_wait_states: true,
             timing: None,
+            legacy_kernarg_firmware: false,
             bounds_check: false,
         }
     }
