@@ -397,11 +397,12 @@ fn apply(f: &mut Function, c: &Candidate, factor: usize) -> Vec<Block> {
     chain
 }
 
-/// An index past every buffer: a store there does nothing (the IR's rule; on the device the
-/// byte offset, even wrapped to 32 bits, is past every buffer under 4 GiB − 4 MiB). It lies
-/// within 2^20 below 2^32, where instruction selection keeps the index's immediate offsets from
-/// wrapping it back into range (`backend-gcn/src/isel/index_sign.rs`).
-pub const GUARD_INDEX: u32 = 0xfff0_0000;
+/// An index past every buffer: a store there does nothing (the IR's rule: lengths are below
+/// 2^32). On the device its byte offset (−16 for 4-byte elements, −8 or −32 for 2- or 8-byte
+/// ones) is past every buffer under 4 GiB − 32 bytes, and adding the access size does not wrap
+/// it to 32 bits. For 4- and 2-byte elements the offset is an inline constant, so the guard's
+/// select needs no register for it (it was 0xfff0_0000: a `v_mov_b32` of the literal a trip).
+pub const GUARD_INDEX: u32 = 0xffff_fffc;
 
 /// `data` (a store of the loop body) renamed by `vmap`, storing only when `run` holds: its
 /// index becomes `select(run, index, GUARD_INDEX)`, computed in `b`.
