@@ -814,6 +814,7 @@ impl<'a> Isel<'a> {
         chain: &[MBlock],
         chain_ir: &[Option<Block>],
         direct_bodies: &[MBlock],
+        graphs: &mut Option<(kjit_ir::cfg::ControlFlowGraph, kjit_ir::cfg::DominatorTree)>,
     ) -> MBlock {
         let func = self.func;
         let Some(k) = chain.iter().position(|&x| x == body) else {
@@ -825,8 +826,12 @@ impl<'a> Isel<'a> {
         if !chain[k + 1..ka].iter().any(|x| direct_bodies.contains(x)) {
             return after;
         }
-        let cfg = kjit_ir::cfg::ControlFlowGraph::new(func);
-        let dt = kjit_ir::cfg::DominatorTree::new(func, &cfg);
+        // Made once per function, and only when a skip needs them (rare).
+        let (cfg, dt) = graphs.get_or_insert_with(|| {
+            let cfg = kjit_ir::cfg::ControlFlowGraph::new(func);
+            let dt = kjit_ir::cfg::DominatorTree::new(func, &cfg);
+            (cfg, dt)
+        });
         let mut entry = b;
         while !self.direct[entry] {
             match dt.idom(entry) {
@@ -925,6 +930,7 @@ impl<'a> Isel<'a> {
         let last_barrier = self.order.iter().rposition(|&b| has_barrier(b));
         let early_end = matches!((first_ret, last_barrier), (Some(r), Some(l)) if r < l);
         // Terminators.
+        let mut graphs = None;
         for i in 0..n {
             let b = self.order[i];
             let sec = self.sections[b];
@@ -938,8 +944,16 @@ impl<'a> Isel<'a> {
                     args: vec![],
                 };
             } else if let Some(h) = sec.head {
-                let target =
-                    self.skip_target(b, body, after, end, &chain, &chain_ir, &direct_bodies);
+                let target = self.skip_target(
+                    b,
+                    body,
+                    after,
+                    end,
+                    &chain,
+                    &chain_ir,
+                    &direct_bodies,
+                    &mut graphs,
+                );
                 let skip = self.new_block(self.loops.depth(b), true);
                 self.mf.blocks[skip].term = Terminator::Jump {
                     target,

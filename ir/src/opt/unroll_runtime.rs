@@ -567,9 +567,15 @@ block3:
 
     /// A grid-stride `c[i] = a[i] + b[i]` for `i < n` (`n` may be less than `c`'s length).
     fn grid_stride_add(flags: &str) -> Function {
+        grid_stride_add_into(flags, "buf", "v2")
+    }
+
+    /// [`grid_stride_add`] with `b`'s kind (`buf` or `buf_mut`) and the stored buffer (`v2` is
+    /// `c`, `v1` is `b`, which the loop also loads).
+    fn grid_stride_add_into(flags: &str, b_kind: &str, stored: &str) -> Function {
         parse(&format!(
-            "kernel k(a: buf<f32>, b: buf<f32>, c: buf_mut<f32>, n: u32){flags} {{
-block0(v0: buf<f32>, v1: buf<f32>, v2: buf_mut<f32>, v3: u32):
+            "kernel k(a: buf<f32>, b: {b_kind}<f32>, c: buf_mut<f32>, n: u32){flags} {{
+block0(v0: buf<f32>, v1: {b_kind}<f32>, v2: buf_mut<f32>, v3: u32):
     v4:u32 = workitem_id.x
     v5:u32 = const.u32 64
     jump block1(v4)
@@ -580,7 +586,7 @@ block2:
     v8:f32 = load v0[v6]
     v9:f32 = load v1[v6]
     v10:f32 = add v8, v9
-    store v2[v6], v10
+    store {stored}[v6], v10
     v11:u32 = add v6, v5
     jump block1(v11)
 block3:
@@ -656,27 +662,7 @@ block3:
 
     #[test]
     fn a_noalias_loop_that_loads_the_buffer_it_stores_is_not_unrolled() {
-        let f = parse(
-            "kernel k(a: buf<f32>, c: buf_mut<f32>, n: u32) noalias {
-block0(v0: buf<f32>, v1: buf_mut<f32>, v2: u32):
-    v3:u32 = workitem_id.x
-    v4:u32 = const.u32 64
-    jump block1(v3)
-block1(v5: u32):
-    v6:bool = lt v5, v2
-    brif v6, block2, block3
-block2:
-    v7:f32 = load v0[v5]
-    v8:f32 = load v1[v5]
-    v9:f32 = add v7, v8
-    store v1[v5], v9
-    v10:u32 = add v5, v4
-    jump block1(v10)
-block3:
-    return
-}",
-        )
-        .unwrap();
+        let f = grid_stride_add_into(" noalias", "buf_mut", "v1");
         assert!(unroll_runtime_loops(&f).is_none());
     }
 
