@@ -950,22 +950,26 @@ impl BlockDag {
             let fits = |k: usize| limit.is_none_or(|l| live as i64 + ds[k].max(0) <= l as i64);
             let at = match limit {
                 None => ready.iter().rposition(|&k| allowed(k)).unwrap_or(0),
-                Some(_) => ready
-                    .iter()
-                    .rposition(|&k| allowed(k) && fits(k))
-                    .unwrap_or_else(|| {
-                        (0..ready.len())
-                            .filter(|&i| allowed(ready[i]))
-                            .max_by_key(|&i| {
-                                let k = ready[i];
-                                (
-                                    std::cmp::Reverse(ds[k]),
-                                    std::cmp::Reverse(height[k]),
-                                    std::cmp::Reverse(k),
-                                )
-                            })
-                            .unwrap_or(0)
-                    }),
+                // One pass from the end: the last that fits, and meanwhile the one raising the
+                // pressure least, lowest, earliest (least `(ds, height, k)`) for when none does.
+                Some(_) => {
+                    let mut least: Option<((i64, u64, usize), usize)> = None;
+                    let mut fit = None;
+                    for (i, &k) in ready.iter().enumerate().rev() {
+                        if !allowed(k) {
+                            continue;
+                        }
+                        if fits(k) {
+                            fit = Some(i);
+                            break;
+                        }
+                        let key = (ds[k], height[k], k);
+                        if least.is_none_or(|(l, _)| key < l) {
+                            least = Some((key, i));
+                        }
+                    }
+                    fit.or(least.map(|(_, i)| i)).unwrap_or(0)
+                }
             };
             let at = match &mut matrix {
                 Some(m) => m.pick(&ready, at, |k| allowed(k) && fits(k)),
