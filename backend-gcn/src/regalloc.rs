@@ -259,6 +259,11 @@ pub struct Allocator {
     runs: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), RaRun>>,
     /// The PRegs and slots each regalloc2 run used and its VGPR layout, by register counts.
     layouts: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), std::sync::Arc<Laid>>>,
+    /// The input, kept when its singles were split over two classes ([`overflow`]): a budget
+    /// that must keep values in memory is allocated with every single in `Float`
+    /// ([`Allocator::one_class`]), where regalloc2 chooses what to spill over all of them.
+    source: Option<Box<MachineFunction>>,
+    one_class: std::sync::OnceLock<Result<Box<Allocator>, RegallocError>>,
 }
 
 /// What [`Allocator::laid_out`] gives for one regalloc2 run: [`used_pregs`] and the
@@ -287,6 +292,16 @@ impl Allocator {
     /// Prepares `mf` for allocation under any budgets, with regalloc2's checker when
     /// `run_checker`.
     pub fn new(mf: &MachineFunction, run_checker: bool) -> Result<Allocator, RegallocError> {
+        Self::with_classes(mf, run_checker, true)
+    }
+
+    /// [`Allocator::new`], with the singles beyond `Float` in `Vector` when `two_classes`
+    /// allows and the function needs it.
+    fn with_classes(
+        mf: &MachineFunction,
+        run_checker: bool,
+        two_classes: bool,
+    ) -> Result<Allocator, RegallocError> {
         prep::validate(mf)?;
         let target = mf.abi.target;
         let p = prep::prepare(mf);
@@ -336,8 +351,8 @@ impl Allocator {
         let n_temps = min_f.max(abi_n).max(1);
         // More singles live at once than `Float` has registers, and no pairs: the excess goes
         // to the `Vector` class, so that regalloc2 spills none of it.
-        let second = if !has_pairs && pres_f > 64 {
-            overflow::partition(&p, &lv)
+        let second = if two_classes && !has_pairs && pres_f > 64 {
+            overflow::partition(&p, &lv, pres_f)
         } else {
             Vec::new()
         };
@@ -376,10 +391,24 @@ impl Allocator {
             run_checker,
             start,
             pres_f,
-            func,
             runs: Default::default(),
             layouts: Default::default(),
+            source: (func.vector_dwords == 1).then(|| Box::new(mf.clone())),
+            one_class: std::sync::OnceLock::new(),
+            func,
         })
+    }
+
+    /// The allocator of the same function with every single VGPR in `Float` (itself when it
+    /// is that already).
+    fn one_class(&self) -> Result<&Allocator, RegallocError> {
+        let Some(mf) = &self.source else {
+            return Ok(self);
+        };
+        let a = self
+            .one_class
+            .get_or_init(|| Self::with_classes(mf, self.run_checker, false).map(Box::new));
+        a.as_ref().map(|a| &**a).map_err(Clone::clone)
     }
 
     fn ra_opts(&self) -> ra::RegallocOptions {
@@ -535,6 +564,10 @@ impl Allocator {
         let found = self.unbudgeted(n_int, budget)?;
         let (n_f, n_v, run) = match found {
             Some(x) => x,
+            // Values must stay in memory: regalloc2 chooses them over all singles in one class.
+            None if self.source.is_some() => {
+                return self.one_class()?.allocate(vgpr_budget, sgpr_budget)
+            }
             None => {
                 let caps = shape.caps(budget)?;
                 let (n_f, n_v, _, run) = search(self, n_int, self.start, &caps)?;

@@ -32,8 +32,12 @@ fn root(parent: &mut [u32], mut x: u32) -> u32 {
     x
 }
 
-/// Per vreg, whether it is a single VGPR that goes to the `Vector` class.
-pub fn partition(p: &Prepared, lv: &Liveness) -> Vec<bool> {
+/// Per vreg, whether it is a single VGPR that goes to the `Vector` class, given the most
+/// singles live at once (`pressure`): at no point more than [`FIRST`] or half of `pressure`
+/// (both classes keep room for the registers regalloc2 needs beyond the pressure) stay in
+/// `Float`; 64 when `pressure` exceeds both classes (regalloc2 spills anyway, and the search
+/// then starts at the whole class instead of growing it to there after a spilling run).
+pub fn partition(p: &Prepared, lv: &Liveness, pressure: u32) -> Vec<bool> {
     let mf = &p.mf;
     let n = mf.vregs.len();
     let single: Vec<bool> = mf
@@ -77,82 +81,124 @@ pub fn partition(p: &Prepared, lv: &Liveness) -> Vec<bool> {
     for v in pinned {
         movable[roots[v.index()] as usize] = false;
     }
+    // The members of each group, back to back (`at[r]..at[r + 1]` for root `r`).
+    let mut at = vec![0u32; n + 1];
+    for &r in &roots {
+        at[r as usize + 1] += 1;
+    }
+    for i in 0..n {
+        at[i + 1] += at[i];
+    }
+    let mut members = vec![0u32; n];
+    let mut fill = at.clone();
+    for (v, &r) in roots.iter().enumerate() {
+        members[fill[r as usize] as usize] = v as u32;
+        fill[r as usize] += 1;
+    }
 
-    // Each group's length: the points (two per instruction) its members are live at.
+    // Each group's length: the points its members are live at (walking backward, a value
+    // is live from where it enters the set to where its def takes it out).
     let mut length = vec![0u64; n];
-    walk(p, lv, &single, |live| {
-        for x in live.iter() {
-            length[roots[x] as usize] += 1;
+    let mut enter = vec![0u64; n];
+    let mut pos = 0u64;
+    walk(p, lv, &single, |step, live| match step {
+        Step::Point => pos += 1,
+        Step::Enter(v) => enter[v] = pos,
+        Step::Leave(v) => length[roots[v] as usize] += pos - enter[v],
+        Step::BlockStart => {
+            for v in live.iter() {
+                length[roots[v] as usize] += pos - enter[v];
+            }
         }
     });
 
-    // Over the line at a point: move the live group that lives longest until it is not. A
+    // Over the line at a point: move the live groups that live longest until it is not. A
     // move only lowers the counts elsewhere, so one walk brings every point under the line.
+    let line = if pressure > 128 {
+        64
+    } else {
+        FIRST.min(pressure.div_ceil(2))
+    };
     let mut second = vec![false; n];
     let mut groups: Vec<u32> = Vec::new();
-    walk(p, lv, &single, |live| {
-        let count = |second: &[bool]| live.iter().filter(|&x| !second[x]).count() as u32;
-        let mut c = count(&second);
-        if c <= FIRST {
-            return;
-        }
-        groups.clear();
-        groups.extend(
-            live.iter()
-                .map(|x| roots[x])
-                .filter(|&r| movable[r as usize] && !second[r as usize]),
-        );
-        groups.sort_unstable_by_key(|&r| (std::cmp::Reverse(length[r as usize]), r));
-        groups.dedup();
-        for &r in &groups {
-            if c <= FIRST {
-                break;
-            }
-            for x in 0..n {
-                if roots[x] == r {
-                    second[x] = true;
+    let mut c = 0u32;
+    walk(p, lv, &single, |step, live| match step {
+        Step::Enter(v) => c += u32::from(!second[v]),
+        Step::Leave(v) => c -= u32::from(!second[v]),
+        Step::BlockStart => c = 0,
+        Step::Point if c > line => {
+            groups.clear();
+            groups.extend(
+                live.iter()
+                    .map(|x| roots[x])
+                    .filter(|&r| movable[r as usize] && !second[r as usize]),
+            );
+            groups.sort_unstable_by_key(|&r| (std::cmp::Reverse(length[r as usize]), r));
+            groups.dedup();
+            for &r in &groups {
+                if c <= line {
+                    break;
+                }
+                for &m in &members[at[r as usize] as usize..at[r as usize + 1] as usize] {
+                    second[m as usize] = true;
+                    c -= u32::from(live.contains(m as usize));
                 }
             }
-            c = count(&second);
         }
+        Step::Point => {}
     });
     second
 }
 
-/// Calls `at` with the single VGPRs live at every point of `p` (`lv`): at each block's end, and
-/// at each instruction both after it (its results included, dead ones too) and before it.
-fn walk(p: &Prepared, lv: &Liveness, single: &[bool], mut at: impl FnMut(&BitSet)) {
+/// What [`walk`] reports.
+enum Step {
+    /// A point: the set is what is live there.
+    Point,
+    /// A single VGPR enters the live set (walking backward: its last use).
+    Enter(usize),
+    /// It leaves (its def).
+    Leave(usize),
+    /// The block's first point was the last reported; the set is what is live into it.
+    BlockStart,
+}
+
+/// Walks the blocks of `p` backward with the single VGPRs live (`lv`), reporting each block's
+/// end and each instruction's two points — after it (its results included, dead ones too)
+/// and before it — and every value entering and leaving the set.
+fn walk(p: &Prepared, lv: &Liveness, single: &[bool], mut at: impl FnMut(Step, &BitSet)) {
     let mf = &p.mf;
     let mut live = BitSet::new(mf.vregs.len());
-    let only_singles = |live: &mut BitSet| {
-        let drop: Vec<usize> = live.iter().filter(|&x| !single[x]).collect();
-        for x in drop {
-            live.remove(x);
-        }
-    };
     for (b, bd) in mf.blocks.iter() {
-        live.clone_from(&lv.live_out[b.index()]);
-        for (_, args) in bd.term.successors() {
-            for a in args {
-                live.insert(a.index());
+        live.clear();
+        let succs = bd.term.successors();
+        let args = succs.iter().flat_map(|(_, a)| a.iter().map(|v| v.index()));
+        for v in lv.live_out[b.index()].iter().chain(args) {
+            if single[v] && live.insert_new(v) {
+                at(Step::Enter(v), &live);
             }
         }
-        only_singles(&mut live);
-        at(&live);
+        at(Step::Point, &live);
         for inst in bd.insts.iter().rev() {
             if inst.defs().next().is_some() {
                 for d in inst.defs().filter(|d| single[d.index()]) {
-                    live.insert(d.index());
+                    if live.insert_new(d.index()) {
+                        at(Step::Enter(d.index()), &live);
+                    }
                 }
-                at(&live);
+                at(Step::Point, &live);
             }
-            for d in inst.defs() {
-                live.remove(d.index());
+            for d in inst.defs().filter(|d| single[d.index()]) {
+                if live.remove_old(d.index()) {
+                    at(Step::Leave(d.index()), &live);
+                }
             }
             for u in inst.uses().filter(|u| single[u.index()]) {
-                live.insert(u.index());
+                if live.insert_new(u.index()) {
+                    at(Step::Enter(u.index()), &live);
+                }
             }
-            at(&live);
+            at(Step::Point, &live);
         }
+        at(Step::BlockStart, &live);
     }
 }
