@@ -11,6 +11,7 @@
 //! |---|---|---|---|
 //! | 1 SGPR | regalloc2 | `Int` | ≤ 63 singles, placed by live intervals around the tuples ([`locs`]) |
 //! | 1 VGPR | regalloc2 | `Float` | ≤ 64 singles (`v0`.. first; `v0`/`v0..v2` are the work-item ids) |
+//! | 1 VGPR beyond `Float` | regalloc2 | `Vector` | in a function without pairs ([`overflow`]) |
 //! | 2 VGPRs | regalloc2 | `Vector` | ≤ 64 even-aligned pairs (after the singles, or packed among them) |
 //! | SGPR tuples, VGPR tuples of 3+ dwords, AGPRs | [`webs`] (here) | — | one aligned range per web |
 //!
