@@ -343,8 +343,7 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
                 let single = (c.0, c.1, 1);
                 let found = coalescible(f, &spans, &preds, b, k, c).map(|x| (x, c));
                 found.or_else(|| {
-                    let first =
-                        (c.2 > 1).then(|| coalescible(f, &spans, &preds, b, k, single));
+                    let first = (c.2 > 1).then(|| coalescible(f, &spans, &preds, b, k, single));
                     first.flatten().map(|x| (x, single))
                 })
             });
