@@ -286,6 +286,7 @@ fn kjit_gemm(t: GemmTiles, occupancy: Option<u32>) -> Option<Vec<u8>> {
         t.early as u32,
         t.lead,
         t.pair_a as u32,
+        t.super_rows,
     ];
     let func = (tuning.build)(&params).expect("gemm builds");
     let opts = CompileOptions {

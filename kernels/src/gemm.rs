@@ -99,7 +99,21 @@ pub struct GemmTiles {
     /// parameter (an eighth tuning value sets it). Square problem on `mi300x`: 100,319 →
     /// 98,709 cycles (docs/mfma-gemm.md).
     pub pair_a: bool,
+    /// Block order: 0 runs block (x, y) of the launch grid at column tile x, row tile y.
+    /// `g > 0` renumbers the blocks so that each of the device's [`PARTITIONS`] (workgroup
+    /// `i` runs on partition `i mod PARTITIONS`, the dispatcher's rule for gfx942's XCDs) takes
+    /// a contiguous run of the tile order, and that order goes through c in super-rows of `g`
+    /// row tiles, column by column (Triton's grouped order): the blocks one partition runs at
+    /// once share a's and b's blocks in its L2. A permutation of the blocks, so any grid is
+    /// covered. Not a tuning parameter yet (a ninth tuning value sets it).
+    pub super_rows: u32,
 }
+
+/// Partitions (L2 domains) the block order of [`GemmTiles::super_rows`] spreads its runs
+/// over: gfx942's 8 XCDs, to which the dispatcher hands workgroups round-robin (AMD's MI300
+/// workgroup placement; docs/timing.md "Dispatcher"). On a device with fewer partitions the
+/// order is still a permutation.
+pub const PARTITIONS: u32 = 8;
 
 impl GemmTiles {
     /// Wave tile: 64×`wn`, or the block's size where it is smaller.
@@ -107,17 +121,17 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` (the optional ones default
-    /// to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
+    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a[,super_rows]]]]]` (the optional
+    /// ones default to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=8).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1)) {
+        if !(3..=9).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1)) {
             return Err(format!(
-                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)]]]]"
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)[,super_rows]]]]]"
             ));
         }
         let d = DEFAULT_TILES;
@@ -130,6 +144,7 @@ impl GemmTiles {
             early: v.get(5).map_or(d.early, |&e| e == 1),
             lead: v.get(6).copied().unwrap_or(d.lead),
             pair_a: v.get(7).map_or(d.pair_a, |&e| e == 1),
+            super_rows: v.get(8).copied().unwrap_or(d.super_rows),
         })
     }
 
@@ -152,6 +167,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     early: false,
     lead: 3,
     pair_a: true,
+    super_rows: 0,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -229,8 +245,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     } else {
         (wave / waves_n * wm, wave % waves_n * wn)
     };
-    let m0 = k.group_id(Dim::Y) * t.bm;
-    let n0 = k.group_id(Dim::X) * t.bn;
+    let (row_tile, col_tile) = block_tile(&k, t.super_rows);
+    let m0 = row_tile * t.bm;
+    let n0 = col_tile * t.bn;
     let outside = k.lit(OUTSIDE);
     let zero = k.lit(0u32);
 
@@ -907,6 +924,31 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.finish()
 }
 
+/// The (row, column) tile of c this workgroup computes: the launch grid's (y, x), or with
+/// `super_rows > 0` the order of [`GemmTiles::super_rows`]. Uniform arithmetic, once per
+/// workgroup.
+fn block_tile<'k>(k: &'k KernelBuilder, super_rows: u32) -> (Val<'k, u32>, Val<'k, u32>) {
+    if super_rows == 0 {
+        return (k.group_id(Dim::Y), k.group_id(Dim::X));
+    }
+    let (cols, rows) = (k.num_groups(Dim::X), k.num_groups(Dim::Y));
+    let id = k.group_id(Dim::Y) * cols + k.group_id(Dim::X);
+    // Partition p = id mod P runs ids p, p + P, ...: give it tiles p·per, p·per + 1, ... (the
+    // ids past P·per keep their own number).
+    let per = rows * cols / PARTITIONS;
+    let tile = k.select(
+        id.lt(per * PARTITIONS),
+        id % PARTITIONS * per + id / PARTITIONS,
+        id,
+    );
+    // Super-rows of `super_rows` row tiles (the last one may be shorter), column-major inside.
+    let band = super_rows * cols;
+    let first = tile / band * super_rows;
+    let height = (rows - first).min(super_rows);
+    let inside = tile % band;
+    (first + inside % height, inside / height)
+}
+
 /// Most global loads of a step that share a per-lane base with a uniform part made in the loop
 /// (each part an SGPR through it): the default 128 × 128 f16 blocks have 6 (3 a-jobs, 3 rows
 /// of b), 8 VGPRs → 2; blocks with many jobs per thread (one wave of 64 × 128, f32) have up to
@@ -1413,6 +1455,8 @@ fn tiles(p: &[u32]) -> GemmTiles {
         lead: p[6],
         // Not a tuning parameter (the tuner keeps the default); an eighth value sets it.
         pair_a: p.get(7).map_or(DEFAULT_TILES.pair_a, |&x| x == 1),
+        // Not a tuning parameter either; a ninth value sets it.
+        super_rows: p.get(8).copied().unwrap_or(DEFAULT_TILES.super_rows),
     }
 }
 
