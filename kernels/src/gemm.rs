@@ -936,14 +936,12 @@ fn block_tile<'k>(k: &'k KernelBuilder, super_rows: u32) -> (Val<'k, u32>, Val<'
     }
     let (cols, rows) = (k.num_groups(Dim::X), k.num_groups(Dim::Y));
     let id = k.group_id(Dim::Y) * cols + k.group_id(Dim::X);
-    // Partition p = id mod P runs ids p, p + P, ...: give it tiles p·per, p·per + 1, ... (the
-    // ids past P·per keep their own number).
-    let per = rows * cols / PARTITIONS;
-    let tile = k.select(
-        id.lt(per * PARTITIONS),
-        id % PARTITIONS * per + id / PARTITIONS,
-        id,
-    );
+    // Partition p = id mod P runs ids p, p + P, ... (per or per + 1 of them, the first
+    // `extra` partitions one more): give it the consecutive tiles from p·per + min(p, extra).
+    let count = rows * cols;
+    let (per, extra) = (count / PARTITIONS, count % PARTITIONS);
+    let p = id % PARTITIONS;
+    let tile = p * per + p.min(extra) + id / PARTITIONS;
     // Super-rows of `super_rows` row tiles (the last one may be shorter), column-major inside.
     let band = super_rows * cols;
     let first = tile / band * super_rows;
