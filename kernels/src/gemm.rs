@@ -39,6 +39,10 @@
 //! each step, so a row's two steps are one whole 128-byte line (the vector memory unit is
 //! charged per line), half of the pieces in each step; the one-step loop does what is left.
 //!
+//! Block order: by default a workgroup renumbers its block so that each XCD runs a contiguous
+//! run of super-rows of 8 row tiles, column by column (`super_rows`): the blocks an XCD holds
+//! at once share their a and b blocks in its L2.
+//!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
 //! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers), `early` (the next step's global loads
 //! before this step's LDS stores) and `lead` (sub-steps whose MFMAs precede the iteration's
@@ -105,7 +109,7 @@ pub struct GemmTiles {
     /// a contiguous run of the tile order, and that order goes through c in super-rows of `g`
     /// row tiles, column by column (Triton's grouped order): the blocks one partition runs at
     /// once share a's and b's blocks in its L2. A permutation of the blocks, so any grid is
-    /// covered. 8 by default: the square problem on `mi300x` 98,833 → 91,063 cycles (its 152
+    /// covered. 8 by default: the square problem on `mi300x` 98,833 → 89,371 cycles (its 152
     /// resident blocks per XCD: 8 row tiles × 19 column tiles, 3.4 MiB of a and b, inside the
     /// 4 MiB L2; docs/mfma-gemm.md). Not a tuning parameter (every tuning choice would double
     /// `tuning_params`' run); a ninth tuning value sets it.
