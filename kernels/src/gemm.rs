@@ -1450,7 +1450,7 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
-    GemmTiles {
+    let t = GemmTiles {
         bm: p[0],
         bn: p[1],
         bk: p[2],
@@ -1460,8 +1460,18 @@ fn tiles(p: &[u32]) -> GemmTiles {
         lead: p[6],
         // Not a tuning parameter (the tuner keeps the default); an eighth value sets it.
         pair_a: p.get(7).map_or(DEFAULT_TILES.pair_a, |&x| x == 1),
-        // Not a tuning parameter either; a ninth value sets it.
-        super_rows: p.get(8).copied().unwrap_or(DEFAULT_TILES.super_rows),
+        super_rows: 0,
+    };
+    // Not a tuning parameter either; a ninth value sets it. One-wave blocks keep the launch
+    // order: 64 × 128 with two stages already needs all 102 SGPRs, and the block order's
+    // uniform values need more (`tuning_params` found it out of SGPRs).
+    let one_wave = t.threads() == 64;
+    GemmTiles {
+        super_rows: p
+            .get(8)
+            .copied()
+            .unwrap_or(if one_wave { 0 } else { DEFAULT_TILES.super_rows }),
+        ..t
     }
 }
 
