@@ -344,7 +344,10 @@ impl Allocator {
         let aweb_size = aweb.last().map(|x| x + 1).unwrap_or(0) as u32;
 
         // Budget split between regalloc2's Float singles and Vector pairs.
-        let has_pairs = p.mf.vregs.values().any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
+        let has_pairs =
+            p.mf.vregs
+                .values()
+                .any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
         let plain = ra2::classes(&p, &[]);
         let (min_f, mut min_v, pres_f, mut pres_v) = demand(&p, &lv, &plain);
         let abi_n = abi_vgprs(&p);

@@ -473,8 +473,14 @@ fn wide_random_functions_allocate_singles_in_two_classes() {
         }
     }
     eprintln!("{wide} unbudgeted allocations over 64 VGPRs, {spill_free_wide} without spills");
-    assert!(wide > 0, "the wide programs never exceed 64 VGPRs: raise the pressure");
-    assert!(spill_free_wide > 0, "no wide program was allocated without spills");
+    assert!(
+        wide > 0,
+        "the wide programs never exceed 64 VGPRs: raise the pressure"
+    );
+    assert!(
+        spill_free_wide > 0,
+        "no wide program was allocated without spills"
+    );
 }
 
 #[test]

@@ -1467,10 +1467,11 @@ fn tiles(p: &[u32]) -> GemmTiles {
     // uniform values need more (`tuning_params` found it out of SGPRs).
     let one_wave = t.threads() == 64;
     GemmTiles {
-        super_rows: p
-            .get(8)
-            .copied()
-            .unwrap_or(if one_wave { 0 } else { DEFAULT_TILES.super_rows }),
+        super_rows: p.get(8).copied().unwrap_or(if one_wave {
+            0
+        } else {
+            DEFAULT_TILES.super_rows
+        }),
         ..t
     }
 }

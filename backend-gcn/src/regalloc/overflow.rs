@@ -48,7 +48,10 @@ pub fn partition(p: &Prepared, lv: &Liveness, pressure: u32) -> Vec<bool> {
     let mut parent: Vec<u32> = (0..n as u32).collect();
     let join = |a: VReg, b: VReg, parent: &mut Vec<u32>| {
         if single[a.index()] && single[b.index()] {
-            let (ra, rb) = (root(parent, a.index() as u32), root(parent, b.index() as u32));
+            let (ra, rb) = (
+                root(parent, a.index() as u32),
+                root(parent, b.index() as u32),
+            );
             parent[ra as usize] = rb;
         }
     };

@@ -184,14 +184,13 @@ pub fn build(p: &Prepared, second: &[bool]) -> RaFunc {
                                         && vector_dwords == 2 =>
                                     {
                                         Operand::new(
-                                        r,
-                                        OperandConstraint::Reg,
-                                        OperandKind::Def,
-                                        OperandPos::Early,
+                                            r,
+                                            OperandConstraint::Reg,
+                                            OperandKind::Def,
+                                            OperandPos::Early,
                                         )
                                     }
-                                    None if is_isa && tied_def != Some(i) && single(r.class()) =>
-                                    {
+                                    None if is_isa && tied_def != Some(i) && single(r.class()) => {
                                         Operand::new(
                                             r,
                                             OperandConstraint::Any,

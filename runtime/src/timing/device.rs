@@ -975,7 +975,10 @@ fn report_groups(mut log: Vec<(u64, u32, u64, u64)>, partitions: u64) {
         last[p] = last[p].max(end);
         first[p] = first[p].min(end);
     }
-    eprintln!("partition first/last end: {:?}", first.iter().zip(&last).collect::<Vec<_>>());
+    eprintln!(
+        "partition first/last end: {:?}",
+        first.iter().zip(&last).collect::<Vec<_>>()
+    );
     let partner = |id: u64, cu: u32| {
         log.iter()
             .filter(|g| g.1 == cu && g.0 != id)
