@@ -278,10 +278,12 @@ fn is_vmem(inst: &Inst) -> bool {
 
 /// Reads M0 in a way that needs a wait state after a SALU writes it.
 fn is_m0_reader(inst: &Inst) -> bool {
-    let name = inst.op.name();
-    name.starts_with("s_sendmsg")
-        || name.starts_with("s_movrel")
-        || (inst.op.format() == Format::Ds && inst.mods.gds)
+    op_facts(inst.op) & op_bits::M0_NAME != 0 || is_m0_reader_by_mods(inst)
+}
+
+/// The part of [`is_m0_reader`] the modifiers decide: GDS and buffer-to-LDS accesses.
+fn is_m0_reader_by_mods(inst: &Inst) -> bool {
+    (inst.op.format() == Format::Ds && inst.mods.gds)
         || (matches!(inst.op.format(), Format::Mubuf) && inst.mods.lds)
 }
 
@@ -294,12 +296,11 @@ fn is_lane_op(inst: &Inst) -> bool {
 }
 
 fn is_cmpx(inst: &Inst) -> bool {
-    inst.op.name().starts_with("v_cmpx_")
+    op_facts(inst.op) & op_bits::CMPX != 0
 }
 
 /// gfx942's class of VALU SGPR writers whose result is forwarded late (CDNA3 ISA, wait states).
-fn is_sgpr_fwd_class(inst: &Inst) -> bool {
-    let n = inst.op.name();
+fn is_sgpr_fwd_name(n: &str) -> bool {
     n.starts_with("v_readlane")
         || n.starts_with("v_readfirstlane")
         || n.starts_with("v_cmp")
@@ -308,7 +309,7 @@ fn is_sgpr_fwd_class(inst: &Inst) -> bool {
         || n.starts_with("v_div_scale")
 }
 
-fn is_trans(inst: &Inst) -> bool {
+fn is_trans_name(name: &str) -> bool {
     const TRANS: [&str; 20] = [
         "v_exp_f32",
         "v_log_f32",
@@ -331,7 +332,7 @@ fn is_trans(inst: &Inst) -> bool {
         "v_exp_legacy_f32",
         "v_log_legacy_f32",
     ];
-    TRANS.contains(&inst.op.name())
+    TRANS.contains(&name)
 }
 
 /// Whether a VALU writes only part of its destination (gfx942 forwarding hazard).
@@ -390,10 +391,66 @@ struct Facts {
     wait_states: u32,
 }
 
+/// Bits of [`op_facts`]: what a hazard rule asks of the mnemonic alone.
+mod op_bits {
+    pub const TRANS: u16 = 1 << 0;
+    pub const FWD: u16 = 1 << 1;
+    pub const CMPX: u16 = 1 << 2;
+    pub const GETSET: u16 = 1 << 3;
+    pub const SETREG: u16 = 1 << 4;
+    /// `s_sendmsg*` / `s_movrel*`: reads M0 whatever its modifiers.
+    pub const M0_NAME: u16 = 1 << 5;
+    pub const FMA64: u16 = 1 << 6;
+    /// The entry is filled in.
+    pub const KNOWN: u16 = 1 << 15;
+}
+
+/// The [`op_bits`] of `op`, worked out from its mnemonic the first time an instruction with it
+/// is looked at (the tests compare strings, up to 20 per instruction; [`Facts::of`] runs for
+/// every instruction of every compile).
+fn op_facts(op: Opcode) -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static FACTS: [AtomicU16; crate::isa::OPCODE_COUNT] =
+        [const { AtomicU16::new(0) }; crate::isa::OPCODE_COUNT];
+    let slot = &FACTS[op as usize];
+    let known = slot.load(Ordering::Relaxed);
+    if known & op_bits::KNOWN != 0 {
+        return known;
+    }
+    let name = op.name();
+    let salu = matches!(
+        op.format(),
+        Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc
+    );
+    let mut bits = op_bits::KNOWN;
+    for (on, bit) in [
+        (is_trans_name(name), op_bits::TRANS),
+        (is_sgpr_fwd_name(name), op_bits::FWD),
+        (name.starts_with("v_cmpx_"), op_bits::CMPX),
+        (
+            name.starts_with("s_getreg") || name.starts_with("s_setreg"),
+            op_bits::GETSET,
+        ),
+        (salu && name.starts_with("s_setreg"), op_bits::SETREG),
+        (
+            name.starts_with("s_sendmsg") || name.starts_with("s_movrel"),
+            op_bits::M0_NAME,
+        ),
+        (mfma::is_fma_f64(op), op_bits::FMA64),
+    ] {
+        if on {
+            bits |= bit;
+        }
+    }
+    slot.store(bits, Ordering::Relaxed);
+    bits
+}
+
 impl Facts {
     fn of(inst: &Inst, target: Target) -> Facts {
         let mfma = is_mfma(inst);
-        let name = inst.op.name();
+        let ops = op_facts(inst.op);
+        let has = |bit: u16| ops & bit != 0;
         let mut dst_range = None;
         let mut srcc_range = None;
         if mfma {
@@ -428,16 +485,16 @@ impl Facts {
                 inst.op,
                 Opcode::VReadlaneB32 | Opcode::VReadfirstlaneB32 | Opcode::VWritelaneB32
             ),
-            trans: is_trans(inst),
-            fwd: is_sgpr_fwd_class(inst),
-            cmpx: is_cmpx(inst),
+            trans: has(op_bits::TRANS),
+            fwd: has(op_bits::FWD),
+            cmpx: has(op_bits::CMPX),
             partial: has_partial_dst(inst),
             div_fmas: inst.op == Opcode::VDivFmasF32 || inst.op == Opcode::VDivFmasF64,
-            m0_reader: is_m0_reader(inst),
-            getset: name.starts_with("s_getreg") || name.starts_with("s_setreg"),
-            setreg: is_salu(inst) && name.starts_with("s_setreg"),
+            m0_reader: has(op_bits::M0_NAME) || is_m0_reader_by_mods(inst),
+            getset: has(op_bits::GETSET),
+            setreg: has(op_bits::SETREG),
             kind: MfmaKind::of(inst.op, target),
-            fma64: mfma::is_fma_f64(inst.op),
+            fma64: has(op_bits::FMA64),
             dst_range,
             srcc_range,
             wide: wide_store_data(inst),

@@ -577,12 +577,16 @@ impl VregTables {
     }
 }
 
+/// Nodes of a block's DAG (a node's successors, a value's readers): most have a few, held
+/// inline instead of one allocation per node.
+type NodeList = smallvec::SmallVec<[usize; 4]>;
+
 /// One block's dependence DAG, heights, and what its pressure bound reads, in the block's
 /// own numbering of the values it reads.
 struct BlockDag {
     /// Instructions in the block (no DAG below 3: the block keeps its order).
     nodes: usize,
-    succs: Vec<Vec<usize>>,
+    succs: Vec<NodeList>,
     /// Predecessors of each node.
     npred: Vec<usize>,
     /// Longest latency path from each node to the end of the block.
@@ -594,9 +598,9 @@ struct BlockDag {
     /// Per node: VGPRs its definitions add.
     def_size: Vec<i64>,
     /// Per node: the values it reads (block numbers, distinct) and how many operands read each.
-    reads: Vec<Vec<(u32, u32)>>,
+    reads: Vec<smallvec::SmallVec<[(u32, u32); 4]>>,
     /// Per value read in the block: the nodes reading it (distinct).
-    readers: Vec<Vec<usize>>,
+    readers: Vec<NodeList>,
     /// Per value: operands of the block reading it.
     uses: Vec<u32>,
     /// Per value: the most operands of one node reading it.
@@ -660,11 +664,11 @@ fn block_dag(
         t.touched.extend(nd.tied_use.map(|v| v.index()));
         t.units_touched.extend(nd.reads.iter().chain(&nd.writes));
     }
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut succs: Vec<NodeList> = vec![NodeList::new(); n];
     let mut npred = vec![0usize; n];
     // Every edge is added while its target `b` is the node being visited, so a duplicate
     // would be the last successor added.
-    let edge = |a: usize, b: usize, succs: &mut Vec<Vec<usize>>, npred: &mut Vec<usize>| {
+    let edge = |a: usize, b: usize, succs: &mut Vec<NodeList>, npred: &mut Vec<usize>| {
         if a != b && succs[a].last() != Some(&b) {
             succs[a].push(b);
             npred[b] += 1;
@@ -805,10 +809,12 @@ fn block_dag(
         dag.tail_height = Some(tail_height);
     }
     // The pressure facts: each read value numbered in the block.
+    dag.def_size.reserve_exact(n);
+    dag.reads.reserve_exact(n);
     for (k, nd) in nodes.iter().enumerate() {
         dag.def_size
             .push(nd.defs.iter().map(|v| size[v.index()] as i64).sum());
-        let mut reads: Vec<(u32, u32)> = Vec::new();
+        let mut reads = smallvec::SmallVec::new();
         for (i, v) in nd.uses.iter().enumerate() {
             if nd.uses[..i].contains(v) {
                 continue;
@@ -818,7 +824,7 @@ fn block_dag(
             if id == u32::MAX {
                 id = dag.uses.len() as u32;
                 t.local[v.index()] = id;
-                dag.readers.push(Vec::new());
+                dag.readers.push(NodeList::new());
                 dag.uses.push(0);
                 dag.most_by_one.push(0);
                 dag.frees.push(if live_out.contains(v.index()) {

@@ -792,10 +792,25 @@ impl KernelBuilder {
 /// Removes block parameters that receive one value on every edge (or themselves), replacing
 /// them by that value, until none is left. Such parameters come from variables read in a loop
 /// header or join that were never changed on the way.
+///
+/// One parameter goes at a time, the first in layout order, and the search starts again from
+/// the first block (a removal can make an earlier parameter trivial). Removing parameters does
+/// not change the CFG (made once), and the replaced values are read through a
+/// substitution until one pass replaces them all at the end: a pass over the whole function and
+/// a new CFG per removed parameter were most of the build of kernels with many loop variables.
 pub(crate) fn remove_trivial_params(func: &mut Function) {
+    let cfg = ControlFlowGraph::new(func);
+    let entry = func.entry();
+    // Per value: what a removed parameter was replaced by (not itself removed when it was).
+    let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+    let resolve = |subst: &SecondaryMap<Value, Option<Value>>, mut v: Value| {
+        while let Some(n) = subst[v] {
+            v = n;
+        }
+        v
+    };
+    let mut removed = false;
     loop {
-        let cfg = ControlFlowGraph::new(func);
-        let entry = func.entry();
         let mut found = None;
         'search: for &b in &func.layout {
             if Some(b) == entry {
@@ -810,7 +825,7 @@ pub(crate) fn remove_trivial_params(func: &mut Function) {
                     };
                     for call in func.insts[t].branch_targets() {
                         if call.block == b {
-                            let a = call.args[i];
+                            let a = resolve(&subst, call.args[i]);
                             if a != p && unique.is_some_and(|u| u != a) {
                                 many = true;
                             } else if a != p {
@@ -825,7 +840,7 @@ pub(crate) fn remove_trivial_params(func: &mut Function) {
                 }
             }
         }
-        let Some((b, i, p, v)) = found else { return };
+        let Some((b, i, p, v)) = found else { break };
         for &pred in &cfg.preds[b] {
             if let Some(t) = func.terminator(pred) {
                 for call in func.insts[t].branch_targets_mut() {
@@ -840,6 +855,10 @@ pub(crate) fn remove_trivial_params(func: &mut Function) {
             func.values[q].def = ValueDef::Param(b, k as u16);
         }
         func.values[p].def = ValueDef::Detached;
-        func.replace_uses(|x| if x == p { v } else { x });
+        subst[p] = Some(v);
+        removed = true;
+    }
+    if removed {
+        func.replace_uses(|x| resolve(&subst, x));
     }
 }
