@@ -105,7 +105,16 @@ impl Dags {
         let lv = crate::regalloc::liveness(mf);
         // VGPRs of each vreg, for every block's pressure.
         let size = vgpr_sizes(mf);
-        let mut tables = VregTables::new(mf.vregs.len());
+        // The tables of the last function made on this thread, clear (each block clears what
+        // it touched), grown to this function's vregs: their per-vreg lists keep their room
+        // from compile to compile instead of being allocated and freed again each time.
+        thread_local! {
+            static TABLES: std::cell::RefCell<Option<VregTables>> = const { std::cell::RefCell::new(None) };
+        }
+        let mut tables = TABLES
+            .with(|t| t.take())
+            .unwrap_or_else(|| VregTables::new(0));
+        tables.grow(mf.vregs.len());
         let blocks = mf
             .blocks
             .iter()
@@ -126,6 +135,7 @@ impl Dags {
                 )
             })
             .collect();
+        TABLES.with(|t| t.replace(Some(tables)));
         Dags { blocks }
     }
 
@@ -558,6 +568,16 @@ impl VregTables {
             last_write: vec![None; NRES],
             reads_since: vec![Vec::new(); NRES],
             units_touched: Vec::new(),
+        }
+    }
+
+    /// Makes room for `nvregs` vregs (new entries clear).
+    fn grow(&mut self, nvregs: usize) {
+        if self.def_at.len() < nvregs {
+            self.def_at.resize(nvregs, None);
+            self.users.resize_with(nvregs, Vec::new);
+            self.tied_writers.resize_with(nvregs, Vec::new);
+            self.local.resize(nvregs, u32::MAX);
         }
     }
 

@@ -161,7 +161,7 @@ pub(super) fn may_read_exec(inst: &MInst) -> bool {
 
 /// `s_mov_b64 exec, src`: a plain EXEC write, the only kind removed when dead.
 pub(super) fn is_exec_move(inst: &MInst) -> bool {
-    matches!(inst.opcode, MOpcode::Isa(op) if op.info().name == "s_mov_b64")
+    inst.opcode == MOpcode::Isa(isa::Opcode::SMovB64)
         && matches!(
             inst.ops.first(),
             Some(MOperand::Phys(Operand::Special(SpecialReg::Exec)))

@@ -27,7 +27,7 @@ fn exec_and(inst: &MInst) -> Option<crate::mir::VReg> {
         (
             MOpcode::Isa(op),
             [MOperand::Def(t), MOperand::Phys(Operand::Special(SpecialReg::Exec)), MOperand::Use(_)],
-        ) if op.info().name == "s_and_b64" => Some(*t),
+        ) if op == Opcode::SAndB64 => Some(*t),
         _ => None,
     }
 }
@@ -117,7 +117,7 @@ fn exec_and_in_place(inst: &MInst) -> Option<crate::mir::VReg> {
     let exec = MOperand::Phys(Operand::Special(SpecialReg::Exec));
     match (inst.opcode, inst.ops.as_slice()) {
         (MOpcode::Isa(op), [d, s, MOperand::Use(m)])
-            if op.info().name == "s_and_b64" && *d == exec && *s == exec =>
+            if op == Opcode::SAndB64 && *d == exec && *s == exec =>
         {
             Some(*m)
         }
@@ -131,7 +131,7 @@ fn exec_save(inst: &MInst) -> Option<crate::mir::VReg> {
         (
             MOpcode::Isa(op),
             [MOperand::Def(x), MOperand::Phys(Operand::Special(SpecialReg::Exec))],
-        ) if op.info().name == "s_mov_b64" => Some(*x),
+        ) if op == Opcode::SMovB64 => Some(*x),
         _ => None,
     }
 }
@@ -186,7 +186,7 @@ fn fold_saveexec(mf: &mut MachineFunction) -> usize {
 fn mask_and(inst: &MInst) -> Option<(VReg, VReg, VReg)> {
     match (inst.opcode, inst.ops.as_slice()) {
         (MOpcode::Isa(op), [MOperand::Def(m), MOperand::Use(x), MOperand::Use(y)])
-            if op.info().name == "s_and_b64" =>
+            if op == Opcode::SAndB64 =>
         {
             Some((*m, *x, *y))
         }
