@@ -22,7 +22,7 @@
 use crate::isa::{Format, Operand};
 use cranelift_entity::EntityRef;
 
-use crate::mir::{implicit, MInst, MOpcode, MOperand, MachineFunction, RegClass, VReg};
+use crate::mir::{implicit, MBlock, MInst, MOpcode, MOperand, MachineFunction, RegClass, VReg};
 
 use super::dce::writes_exec;
 use super::op;
@@ -121,6 +121,25 @@ fn between(inst: &MInst) -> Between {
 
 /// Pairs the LDS dword reads and writes of every block (module doc); returns how many pairs.
 pub fn pair_lds_accesses(mf: &mut MachineFunction) -> usize {
+    // Only a group of at least 4 reads of one window is paired (`Plan::window`): a block with
+    // fewer candidate reads is left as it is, and a function without such a block needs
+    // neither the read counts nor a copy of any block.
+    let busy: Vec<MBlock> = mf
+        .blocks
+        .iter()
+        .filter(|(_, bd)| {
+            bd.insts
+                .iter()
+                .enumerate()
+                .filter(|&(k, i)| access(i, k, false).is_some())
+                .nth(3)
+                .is_some()
+        })
+        .map(|(b, _)| b)
+        .collect();
+    if busy.is_empty() {
+        return 0;
+    }
     let mut pairs = 0;
     let mut reads = vec![0u32; mf.vregs.len()];
     for (_, bd) in mf.blocks.iter() {
@@ -130,7 +149,7 @@ pub fn pair_lds_accesses(mf: &mut MachineFunction) -> usize {
         }
     }
     let mut hoisted = Vec::new();
-    for b in mf.blocks.keys().collect::<Vec<_>>() {
+    for b in busy {
         // Writes are not paired: a merged write in gemm_f32 (tuning parameters of
         // `tests/tuning_params.rs`) raced another wave's write on the device; not analysed.
         for write in [false] {
