@@ -208,7 +208,9 @@ fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
     let mut kept = None;
     let numbered = timed(&mut t.gvn, || gvn::number_values(func, &mut kept));
     let hoisted = timed(&mut t.licm, || licm::hoist_invariants(func, &mut kept));
-    let speculated = timed(&mut t.licm, || speculate::hoist_uniform_loads(func, &mut kept));
+    let speculated = timed(&mut t.licm, || {
+        speculate::hoist_uniform_loads(func, &mut kept)
+    });
     let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength(func, kept));
     // Numbering again finds something only in what hoisting, speculation or strength reduction
     // changed: a numbered function numbers to itself (each value is looked up after its

@@ -12,7 +12,8 @@
 //! and work instead of starting only after the branch's mask is known: seed_2d's `b[0]`, behind
 //! its bounds check, was a second scalar-memory round trip after the kernel-argument loads.
 //! A divergent load is left where it is: it would cost a VGPR and vector-memory bandwidth for
-//! lanes that do not need it.
+//! lanes that do not need it; so is a uniform load that is not a scalar load (a writable
+//! buffer, elements of other sizes), for the same reason.
 //!
 //! Loops: a block is left alone when its predecessor is a loop header (the loop's body: the
 //! header runs once more than the body) or sits in a loop the block is not in (the loop's exit:
@@ -23,6 +24,7 @@ use crate::cfg::{ControlFlowGraph, DominatorTree};
 use crate::entities::Block;
 use crate::function::Function;
 use crate::instructions::{InstData, Mem};
+use crate::types::Type;
 use crate::uniformity::Uniformity;
 use cranelift_entity::SecondaryMap;
 
@@ -50,7 +52,13 @@ pub fn hoist_uniform_loads(func: &mut Function, kept: &mut Option<Uniformity>) -
                 _ => return None,
             }
             let has_load = func.blocks[b].insts.iter().any(|&i| {
-                matches!(func.insts[i], InstData::Load { mem: Mem::Global(_), .. })
+                matches!(
+                    func.insts[i],
+                    InstData::Load {
+                        mem: Mem::Global(_),
+                        ..
+                    }
+                )
             });
             has_load.then_some((b, p))
         })
@@ -106,10 +114,16 @@ pub fn hoist_uniform_loads(func: &mut Function, kept: &mut Option<Uniformity>) -
                 }
                 continue;
             }
-            let is_global_load = matches!(data, InstData::Load { mem: Mem::Global(_), .. });
-            if !is_global_load {
+            let InstData::Load {
+                mem: Mem::Global(buf),
+                ..
+            } = *data
+            else {
                 // Anything else with an effect: a later load must stay after it.
                 break;
+            };
+            if !scalar_loadable(func, buf) {
+                continue;
             }
             // The needed pure instructions, found by their results: mark them available first
             // (in order, so each sees its own operands' state), then test the load.
@@ -152,6 +166,16 @@ pub fn hoist_uniform_loads(func: &mut Function, kept: &mut Option<Uniformity>) -
         *kept = Some(uni);
     }
     moved
+}
+
+/// Whether a uniform load of `buf` can go through the scalar cache (isel's `scalar_load`): a
+/// read-only buffer of 4- or 8-byte elements. Any other uniform load is a vector load of every
+/// active lane, which is not worth running for waves that skip the block.
+fn scalar_loadable(func: &Function, buf: crate::Value) -> bool {
+    matches!(
+        func.value_type(buf),
+        Type::Buffer { elem, writable: false } if matches!(elem.ty().bytes(), 4 | 8)
+    )
 }
 
 /// The instructions of `ready` (pure, uniform, operands from outside the block or from earlier
@@ -216,8 +240,15 @@ block2:
         assert_eq!(hoist_uniform_loads(&mut g, &mut None), 2);
         crate::verify(&g).unwrap();
         let entry = &g.blocks[g.layout[0]].insts;
-        assert!(matches!(g.insts[entry[entry.len() - 2]], InstData::Load { .. }));
-        assert_eq!(g.blocks[g.layout[1]].insts.len(), 4, "add, store, load, jump stay");
+        assert!(matches!(
+            g.insts[entry[entry.len() - 2]],
+            InstData::Load { .. }
+        ));
+        assert_eq!(
+            g.blocks[g.layout[1]].insts.len(),
+            4,
+            "add, store, load, jump stay"
+        );
         let run = |f: &Function| {
             use crate::interp::{run, Arg, LaunchDims};
             let mut args = vec![
@@ -255,6 +286,27 @@ block1:
     v6:u32 = load v0[v2]
     v7:u32 = add v5, v6
     store v0[v2], v7
+    jump block2
+block2:
+    return
+}";
+        let mut g = parse_function(src).unwrap();
+        assert_eq!(hoist_uniform_loads(&mut g, &mut None), 0);
+    }
+
+    #[test]
+    fn a_uniform_load_of_a_writable_or_16_bit_buffer_stays() {
+        let src = "kernel k(b: buf<f16>, x: buf_mut<u32>, y: buf_mut<f16>, n: u32) {
+block0(v0: buf<f16>, v1: buf_mut<u32>, v2: buf_mut<f16>, v3: u32):
+    v4:u32 = workitem_id.x
+    v5:bool = lt v4, v3
+    brif v5, block1, block2
+block1:
+    v6:u32 = const.u32 1
+    v7:u32 = load v1[v6]
+    v8:f16 = load v0[v6]
+    store v1[v4], v7
+    store v2[v4], v8
     jump block2
 block2:
     return
