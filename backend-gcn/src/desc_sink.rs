@@ -326,66 +326,94 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
     let entry = mf.entry();
     let insts = &mf.blocks[entry].insts;
     let n = insts.len();
-    let mut set: Vec<usize> = Vec::new();
-    let mut def_at = None;
-    for (k, i) in insts.iter().enumerate() {
-        if descriptor(mf, i).is_some() {
-            set.extend(
-                chain(mf, &rd, def_at.get_or_insert_with(|| entry_defs(mf)), k)
-                    .into_iter()
-                    .filter(|&j| !is_smem(&insts[j])),
-            );
-        }
+    if !insts.iter().any(|i| descriptor(mf, i).is_some()) {
+        return 0;
     }
+    let def_at = entry_defs(mf);
     let in_entry = |d: VReg| rd.get(&d).is_some_and(|r| r.iter().all(|&(b, _)| b == 0));
-    let read_by_set = |d: VReg| {
-        rd.get(&d)
-            .is_some_and(|r| r.iter().all(|&(b, j)| b == 0 && set.contains(&j)))
+    // Descriptors read before any word is (a uniform load hoisted to the block's start, whose
+    // descriptor must be built first): left where the schedule put them, the others built late.
+    let mut early: Vec<usize> = Vec::new();
+    let (mut set, to) = loop {
+        let mut set: Vec<usize> = Vec::new();
+        // The early descriptors' words: not where the others go.
+        let mut early_words: Vec<usize> = Vec::new();
+        for (k, i) in insts.iter().enumerate() {
+            if descriptor(mf, i).is_some() {
+                let words = chain(mf, &rd, &def_at, k)
+                    .into_iter()
+                    .filter(|&j| !is_smem(&insts[j]));
+                if early.contains(&k) {
+                    early_words.extend(words);
+                } else {
+                    set.extend(words);
+                }
+            }
+        }
+        let read_by_set = |d: VReg| {
+            rd.get(&d)
+                .is_some_and(|r| r.iter().all(|&(b, j)| b == 0 && set.contains(&j)))
+        };
+        let constants: Vec<usize> = (0..n)
+            .filter(|&k| {
+                let i = &insts[k];
+                matches!(i.opcode, MOpcode::Isa(op) if op.info().format == Format::Sop2)
+                    && i.uses().next().is_none()
+                    && i.implicit_uses == 0
+                    && i.defs().all(|d| in_entry(d) && read_by_set(d))
+            })
+            .collect();
+        set.extend(constants);
+        set.sort_unstable();
+        set.dedup();
+        if set.is_empty() {
+            return 0;
+        }
+        // Tuples the words are built over, and the words extracted from them elsewhere.
+        let built_over: Vec<VReg> = set.iter().flat_map(|&j| insts[j].uses()).collect();
+        let extracted: Vec<VReg> = insts
+            .iter()
+            .enumerate()
+            .filter(|&(k, i)| {
+                !set.contains(&k)
+                    && matches!(i.opcode, MOpcode::Extract(_))
+                    && i.uses().any(|u| built_over.contains(&u))
+            })
+            .flat_map(|(_, i)| i.defs())
+            .collect();
+        let descs: Vec<(usize, VReg)> = set
+            .iter()
+            .filter_map(|&j| Some((j, descriptor(mf, &insts[j])?)))
+            .collect();
+        let to = (0..n)
+            .find(|&k| {
+                !set.contains(&k)
+                    && !early_words.contains(&k)
+                    && insts[k]
+                        .uses()
+                        .any(|u| descs.iter().any(|d| d.1 == u) || extracted.contains(&u))
+            })
+            .unwrap_or(n);
+        if to == n {
+            return 0;
+        }
+        // Only for a word read there (else the words stay where the schedule put them, between
+        // the address arithmetic it interleaved them with), once the descriptors read before
+        // any word are left out.
+        if insts[to].uses().any(|u| extracted.contains(&u)) {
+            break (set, to);
+        }
+        let before = early.len();
+        early.extend(
+            descs
+                .iter()
+                .filter(|d| insts[to].uses().any(|u| u == d.1))
+                .map(|d| d.0),
+        );
+        if early.len() == before {
+            return 0;
+        }
     };
-    let constants: Vec<usize> = (0..n)
-        .filter(|&k| {
-            let i = &insts[k];
-            matches!(i.opcode, MOpcode::Isa(op) if op.info().format == Format::Sop2)
-                && i.uses().next().is_none()
-                && i.implicit_uses == 0
-                && i.defs().all(|d| in_entry(d) && read_by_set(d))
-        })
-        .collect();
-    set.extend(constants);
-    set.sort_unstable();
-    set.dedup();
-    if set.is_empty() {
-        return 0;
-    }
-    // Tuples the words are built over, and the words extracted from them elsewhere.
-    let built_over: Vec<VReg> = set.iter().flat_map(|&j| insts[j].uses()).collect();
-    let extracted: Vec<VReg> = insts
-        .iter()
-        .enumerate()
-        .filter(|&(k, i)| {
-            !set.contains(&k)
-                && matches!(i.opcode, MOpcode::Extract(_))
-                && i.uses().any(|u| built_over.contains(&u))
-        })
-        .flat_map(|(_, i)| i.defs())
-        .collect();
-    let descs: Vec<VReg> = set
-        .iter()
-        .filter_map(|&j| descriptor(mf, &insts[j]))
-        .collect();
-    let to = (0..n)
-        .find(|&k| {
-            !set.contains(&k)
-                && insts[k]
-                    .uses()
-                    .any(|u| descs.contains(&u) || extracted.contains(&u))
-        })
-        .unwrap_or(n);
-    // Only for a word read there (else the words stay where the schedule put them, between
-    // the address arithmetic it interleaved them with).
-    if to == n || !insts[to].uses().any(|u| extracted.contains(&u)) {
-        return 0;
-    }
     // Only what is before `to` moves (down); already in place if it is the run before `to`.
     set.retain(|&j| j < to);
     if set.iter().copied().eq(to - set.len()..to) {

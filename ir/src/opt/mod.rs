@@ -28,6 +28,7 @@ pub mod lsr;
 pub mod pattern;
 pub mod rules;
 pub mod run;
+pub mod speculate;
 pub mod unroll;
 pub mod unroll_runtime;
 
@@ -120,6 +121,9 @@ pub struct OptReport {
     pub numbered: usize,
     /// Loop-invariant instructions hoisted to preheaders.
     pub hoisted: usize,
+    /// Uniform global loads, and the instructions their indices need, moved out of conditional
+    /// blocks ([`speculate`]).
+    pub speculated: usize,
     /// Header parameters added by strength reduction.
     pub reduced_ivs: usize,
     /// Dead instructions and block parameters removed.
@@ -147,7 +151,8 @@ pub struct OptTimings {
     pub merge: Duration,
     /// Value numbering ([`gvn`], both runs).
     pub gvn: Duration,
-    /// Loop-invariant code motion ([`licm`]).
+    /// Loop-invariant code motion ([`licm`]) and the speculation of uniform loads
+    /// ([`speculate`]).
     pub licm: Duration,
     /// Strength reduction ([`lsr`], its trials included).
     pub lsr: Duration,
@@ -181,6 +186,7 @@ impl OptTimings {
 struct LoopPasses {
     numbered: usize,
     hoisted: usize,
+    speculated: usize,
     reduced_ivs: usize,
     dead: (usize, usize),
 }
@@ -202,11 +208,14 @@ fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
     let mut kept = None;
     let numbered = timed(&mut t.gvn, || gvn::number_values(func, &mut kept));
     let hoisted = timed(&mut t.licm, || licm::hoist_invariants(func, &mut kept));
+    let speculated = timed(&mut t.licm, || {
+        speculate::hoist_uniform_loads(func, &mut kept)
+    });
     let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength(func, kept));
-    // Numbering again finds something only in what hoisting or strength reduction changed: a
-    // numbered function numbers to itself (each value is looked up after its operands were
-    // renamed, in one pass).
-    let numbered = if hoisted > 0 || reduced_ivs > 0 {
+    // Numbering again finds something only in what hoisting, speculation or strength reduction
+    // changed: a numbered function numbers to itself (each value is looked up after its
+    // operands were renamed, in one pass).
+    let numbered = if hoisted > 0 || speculated > 0 || reduced_ivs > 0 {
         numbered + timed(&mut t.gvn, || gvn::number_values(func, &mut None))
     } else {
         numbered
@@ -215,6 +224,7 @@ fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
     LoopPasses {
         numbered,
         hoisted,
+        speculated,
         reduced_ivs,
         dead,
     }
@@ -229,8 +239,8 @@ impl std::fmt::Display for OptReport {
         )?;
         writeln!(
             f,
-            "loop passes: {} repeated values numbered, {} invariants hoisted, {} induction sums added, {} dead instructions and {} dead parameters removed",
-            self.numbered, self.hoisted, self.reduced_ivs, self.dead.0, self.dead.1
+            "loop passes: {} repeated values numbered, {} invariants hoisted, {} instructions speculated, {} induction sums added, {} dead instructions and {} dead parameters removed",
+            self.numbered, self.hoisted, self.speculated, self.reduced_ivs, self.dead.0, self.dead.1
         )?;
         write!(f, "time (us), {} e-nodes:", self.nodes)?;
         for (name, d) in self.timings.phases() {
@@ -514,6 +524,7 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
     let lp = loop_passes(&mut out, &mut t);
     report.numbered = lp.numbered;
     report.hoisted = lp.hoisted;
+    report.speculated = lp.speculated;
     report.reduced_ivs = lp.reduced_ivs;
     report.dead = lp.dead;
     let start = Instant::now();
