@@ -218,12 +218,16 @@ fn max_preload_dwords(target: Target) -> u32 {
     }
 }
 
-/// The kernarg dwords (a prefix of the segment, in dwords, 0 or at least 2) worth preloading
-/// into user SGPRs: enough to hold every prologue load that fits under [`max_preload_dwords`]
-/// (explicit arguments, and the hidden workgroup sizes and counts when they are that close),
-/// and no more: a trailing dword nothing reads (the high half of the last buffer's length slot)
-/// would only push the system SGPRs up. A load that does not fit stays an `s_load`. 0 when
-/// there is nothing to preload.
+/// The kernarg dwords (a prefix of the segment, in dwords, even) worth preloading into user
+/// SGPRs: enough to hold every prologue load that fits under [`max_preload_dwords`] (explicit
+/// arguments, and the hidden workgroup sizes and counts when they are that close). A load
+/// that does not fit stays an `s_load`. 0 when there is nothing to preload.
+///
+/// Measured against two narrower choices (issue 15, `docs/performance-log.md`): preloading only
+/// the dwords the descriptors read (a buffer's length is one dword, no rounding to even), and
+/// also leaving out the pointer of a buffer whose length does not fit, gave the same cycles
+/// on `mi300x` and up to 5% more on `mi250x` (hash_rounds, stencil_pipelined), through the
+/// allocation that followed the shifted system SGPRs; and no SGPR row came under clang's + 8.
 fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Target) -> u32 {
     let limit = max_preload_dwords(target);
     // (first dword, dwords) of each load the prologue makes.
@@ -231,15 +235,9 @@ fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Targe
     for (k, &p) in func.blocks[func.layout[0]].params.iter().enumerate() {
         let slot = slots[k];
         match func.value_type(p) {
-            // The descriptor reads the length's low dword only.
-            // The descriptor reads the length's low dword only; a buffer whose length does
-            // not fit is loaded whole (`s_load_dwordx4`), its pointer not read from SGPRs.
             Type::Buffer { .. } => {
-                let (a, b) = (slot.offset / 4, slot.len_offset / 4);
-                let (first, end) = (a.min(b), (a + 2).max(b + 1));
-                if end <= limit {
-                    loads.push((first, end - first));
-                }
+                loads.push((slot.offset / 4, 2));
+                loads.push((slot.len_offset / 4, 2));
             }
             t => loads.push((slot.offset / 4, if t.bytes() == 8 { 2 } else { 1 })),
         }
@@ -263,12 +261,7 @@ fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Targe
         .filter(|&e| e <= limit)
         .max()
         .unwrap_or(0);
-    // One dword is still a pair (the tuple is an SGPR web, at least 2 dwords).
-    if end == 1 {
-        2
-    } else {
-        end
-    }
+    end.div_ceil(2) * 2
 }
 
 /// Offset of the v5 hidden-argument block after the explicit arguments.
