@@ -1,10 +1,10 @@
 //! `hash_lanes` and `hash_lanes_wide` (`kernels/src/hash_lanes.rs`): four (five) interleaved
 //! lookup chains over 80 (100) words of state per work-item. Their compiled code gives the CPU
-//! reference's hashes on every target. That the tuner beats `hash_lanes_wide`'s default with a
-//! level in between is `the_tuner_beats_the_default_with_a_level_in_between` in `tests/tune.rs`.
-//! That its default compile reaches the occupancy level the tuner used to find above it (since
-//! the VGPR layout packs spill slots among the values) is
-//! `hash_lanes_default_reaches_the_level_the_tuner_found` in `tests/tune.rs`.
+//! reference's hashes on every target. That their default compiles reach the occupancy level
+//! the tuner used to find above them (since the VGPR layout packs spill slots among the values,
+//! and, for `hash_lanes_wide`, since the singles beyond regalloc2's 64-register class go to a
+//! second class) is `hash_lanes_default_reaches_the_level_the_tuner_found` and
+//! `hash_lanes_wide_default_reaches_the_level_the_tuner_found` in `tests/tune.rs`.
 
 use kjit::exec::run_case;
 use kjit::{compile, CompileOptions};

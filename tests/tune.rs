@@ -502,16 +502,16 @@ fn hash_lanes_default_reaches_the_level_the_tuner_found() {
 }
 
 /// `hash_lanes_wide` (`kernels/src/hash_lanes.rs`: 5 interleaved lookup chains over 100 words
-/// of state) on mi300x at its default size (n = 2048, 4 rounds). Its latency schedule takes
-/// more VGPRs than level 4 allows; the schedule bounded to level 4 fits in registers but leaves
-/// fewer loads in flight at some waits, so the default compile's occupancy policy (give up
-/// nothing) keeps the latency schedule's level, and the tuner finds the level above faster: the
-/// winner is an occupancy level whose code is not the default's, with more waves and fewer
-/// VGPRs than the default, nothing in scratch, and at least 3% fewer cycles; the highest
-/// reachable level spills the state to scratch and loses. A policy that took level 4 itself, a
-/// tuner that kept the default, or a level 4 that spilled, fails it.
+/// of state) on mi300x at its default size (n = 2048, 4 rounds). Its latency schedule keeps 212
+/// single VGPRs live. While regalloc2 allocated them in its one 64-register `Float` class, the
+/// default was 142 VGPRs (3 waves, 221 values in spill slots) and the tuner's level 4 (128 VGPRs,
+/// the schedule bounded to it) beat it by 7%. With the singles beyond 64 in a second class
+/// (`regalloc/overflow.rs`) the default is 113 VGPRs, 4 waves, no spill moves, 28% fewer cycles
+/// than before and 23% fewer than that level 4: the default reaches the level the tuner found and
+/// is the best candidate, while the highest reachable level spills the state to scratch and
+/// loses. A default back at 3 waves, or one that kept values in scratch, fails it.
 #[test]
-fn the_tuner_beats_the_default_with_a_level_in_between() {
+fn hash_lanes_wide_default_reaches_the_level_the_tuner_found() {
     let spec = kjit_kernels::find("hash_lanes_wide").unwrap();
     let job = Job::from_library(spec, spec.default_n, 1);
     let r = tune(&job, &TuneOptions::new(Target::Gfx942), &mut |_, _| {}).expect("tunes");
@@ -521,27 +521,12 @@ fn the_tuner_beats_the_default_with_a_level_in_between() {
     let default = &r.candidates[0];
     assert_eq!(default.occupancy, None, "{t}");
     let best = r.best().expect("a winner");
-    assert!(best.occupancy.is_some(), "{t}");
+    assert_eq!(best.cycles, default.cycles, "{t}");
     assert!(
-        !best
-            .note
-            .as_deref()
-            .unwrap_or("")
-            .contains("same code as #0"),
-        "the winner should not be the default's code\n{t}"
-    );
-    assert!(
-        best.reached_occupancy > default.reached_occupancy
-            && best.vgprs < default.vgprs
-            && best.spills_scratch == 0,
+        default.reached_occupancy >= 4 && default.spills_scratch == 0,
         "{t}"
     );
-    let (b, d) = (best.cycles.unwrap(), default.cycles.unwrap());
-    assert!(
-        b * 100 <= d * 97,
-        "{b} cycles against the default's {d}\n{t}"
-    );
-    highest_level_spills_and_loses(&r, best.occupancy);
+    highest_level_spills_and_loses(&r, Some(default.reached_occupancy));
 }
 
 /// The highest occupancy level that ran is above `above`, keeps values in scratch and takes

@@ -267,6 +267,10 @@ pub struct Selected {
     /// The default compile's allocation ([`default_allocation`]) by `checked`, with the
     /// occupancy level it was taken from (`None`: the latency schedule's without a budget).
     default: DefaultCache,
+    /// Allocations after the post-allocation peepholes, by the allocation before them: the
+    /// default compile's fewer-VGPRs check allocates a level's budget again and can take the
+    /// allocation the level took ([`with_peepholes`]).
+    peepholed: PeepholedCache,
 }
 
 /// An allocation, shared by the caches and the budgets that take it (a copy of a function
@@ -286,6 +290,9 @@ type FinishedCache = std::sync::Mutex<Vec<(Alloc, CompiledKernel)>>;
 
 /// Allocations with their waits and wait states, by the allocation.
 type WaitedCache = std::sync::Mutex<Vec<(Alloc, std::sync::Arc<ToPhys>)>>;
+
+/// Allocations after the post-allocation peepholes, by the allocation before them.
+type PeepholedCache = std::sync::Mutex<Vec<(Alloc, Alloc)>>;
 
 /// Allocations (before the peepholes) by (first bound of the schedule, VGPR budget, SGPR
 /// budget, checked).
@@ -323,6 +330,7 @@ impl Selected {
             waited: WaitedCache::default(),
             by_schedule: BySchedule::default(),
             default: DefaultCache::default(),
+            peepholed: PeepholedCache::default(),
         }
     }
 
@@ -346,6 +354,8 @@ struct Schedule {
     pressure: u32,
     /// The first bound that made this code: the key of its [`Allocator`].
     first: Option<u32>,
+    /// The blocks' orders that made it from the selected code.
+    orders: crate::schedule::BlockOrders,
 }
 
 /// Allocators by (first bound of the schedule, checked).
@@ -509,11 +519,24 @@ fn verify_mir(
         .map_err(|source| CompileError::Mir { stage, source })
 }
 
-/// A copy of `sel`'s code scheduled (bounded by `vgpr_limit` live VGPRs, if any), verified
-/// with `check`; the blocks' DAGs are built on the first call and shared by the others.
-fn scheduled(
+/// The blocks' orders of `sel`'s code scheduled with `vgpr_limit` live VGPRs at most (if
+/// any); the blocks' DAGs are built on the first call and shared by the others.
+fn scheduled_orders(
     sel: &Selected,
     vgpr_limit: Option<u32>,
+    t: &mut StageTimings,
+) -> crate::schedule::BlockOrders {
+    timed(&mut t.schedule, || {
+        sel.dags
+            .get_or_init(|| crate::schedule::Dags::new(&sel.mf))
+            .orders(&sel.mf, vgpr_limit)
+    })
+}
+
+/// A copy of `sel`'s code reordered by `orders` ([`scheduled_orders`]), verified with `check`.
+fn scheduled(
+    sel: &Selected,
+    orders: &crate::schedule::BlockOrders,
     check: bool,
     t: &mut StageTimings,
 ) -> Result<crate::mir::MachineFunction, CompileError> {
@@ -521,7 +544,7 @@ fn scheduled(
     timed(&mut t.schedule, || {
         sel.dags
             .get_or_init(|| crate::schedule::Dags::new(&sel.mf))
-            .reorder(&mut mf, vgpr_limit)
+            .apply(&mut mf, orders)
     });
     if check {
         verify_mir(&mf, "scheduling", t)?;
@@ -532,7 +555,9 @@ fn scheduled(
 /// `sel`'s code scheduled with `vgpr_limit` (as [`scheduled`]) and its VGPR pressure, made
 /// once per bound for all the budgets compiled from `sel`. A bound whose schedule equals one
 /// made before (bounds below what any order reaches give the same code) shares it, and so
-/// its [`Allocator`] and regalloc2 runs.
+/// its [`Allocator`] and regalloc2 runs; when the blocks' orders already equal an earlier
+/// schedule's, the code is not copied, reordered and compared again (hash_lanes' tune: 10
+/// bounds, 5 distinct schedules).
 fn scheduled_cached(
     sel: &Selected,
     vgpr_limit: Option<u32>,
@@ -543,21 +568,30 @@ fn scheduled_cached(
     if let Some(s) = sel.schedules.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(s);
     }
-    let mf = scheduled(sel, vgpr_limit, check, t)?;
-    let same = sel.schedules.lock().ok().and_then(|c| {
-        c.iter()
-            .find(|((_, chk), s)| *chk == check && s.mf == mf)
-            .map(|(_, s)| s.clone())
-    });
-    let s = match same {
+    let orders = scheduled_orders(sel, vgpr_limit, t);
+    let find = |same: &dyn Fn(&Schedule) -> bool| {
+        sel.schedules.lock().ok().and_then(|c| {
+            c.iter()
+                .find(|((_, chk), s)| *chk == check && same(s))
+                .map(|(_, s)| s.clone())
+        })
+    };
+    let s = match find(&|s| s.orders == orders) {
         Some(s) => s,
         None => {
-            let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&mf));
-            std::sync::Arc::new(Schedule {
-                mf,
-                pressure,
-                first: vgpr_limit,
-            })
+            let mf = scheduled(sel, &orders, check, t)?;
+            match find(&|s| s.mf == mf) {
+                Some(s) => s,
+                None => {
+                    let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&mf));
+                    std::sync::Arc::new(Schedule {
+                        mf,
+                        pressure,
+                        first: vgpr_limit,
+                        orders,
+                    })
+                }
+            }
         }
     };
     if let Ok(mut c) = sel.schedules.lock() {
@@ -615,15 +649,29 @@ fn allocated(
 }
 
 /// `r` with the post-allocation peepholes run (timed with the allocation whose moves they
-/// remove), as a new allocation: the one before them stays cached for other budgets.
+/// remove), as a new allocation: the one before them stays cached for other budgets. Run
+/// once per distinct allocation of `sel`.
 fn with_peepholes(
+    sel: &Selected,
     r: Result<Alloc, CompileError>,
     t: &mut StageTimings,
 ) -> Result<Alloc, CompileError> {
     r.map(|p| {
-        let mut p = Alloc::unwrap_or_clone(p);
-        timed(&mut t.regalloc, || crate::peephole::run_peepholes(&mut p));
-        Alloc::new(p)
+        let same = sel
+            .peepholed
+            .lock()
+            .ok()
+            .and_then(|c| c.iter().find(|(q, _)| *q == p).map(|(_, r)| r.clone()));
+        if let Some(r) = same {
+            return r;
+        }
+        let mut q = PhysFunction::clone(&p);
+        timed(&mut t.regalloc, || crate::peephole::run_peepholes(&mut q));
+        let q = Alloc::new(q);
+        if let Ok(mut c) = sel.peepholed.lock() {
+            c.push((p, q.clone()));
+        }
+        q
     })
 }
 
@@ -640,7 +688,7 @@ fn unbudgeted(
         ..*ra
     };
     memo(&sel.unbudgeted, (ra.sgpr_budget, ra.run_checker), || {
-        with_peepholes(allocated(sel, None, &ra, t), t)
+        with_peepholes(sel, allocated(sel, None, &ra, t), t)
     })
 }
 
@@ -873,7 +921,7 @@ fn allocate_in_budget(
         }
     }
     let best = best.expect("the last schedule is always allocated");
-    with_peepholes(budget_error(best, b, best_bound, floor), t)
+    with_peepholes(sel, budget_error(best, b, best_bound, floor), t)
 }
 
 /// `r`, with a failure of the schedule bounded to `bound` under VGPR budget `b` (one made only

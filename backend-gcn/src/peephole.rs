@@ -133,6 +133,47 @@ fn changes_exec(i: &Inst) -> bool {
         })
 }
 
+/// What the coalescing scans ask of an instruction first: the VGPRs its operands name (as one
+/// range from the lowest to past the highest) and whether it may change EXEC. Made once per
+/// instruction per run, so the scans pass over the instructions that touch neither range
+/// without walking their operands (an instruction whose range misses a register neither
+/// reads nor writes it).
+#[derive(Clone, Copy)]
+struct Span {
+    /// The lowest VGPR named, and one past the highest (equal: none).
+    lo: u16,
+    hi: u16,
+    exec: bool,
+}
+
+impl Span {
+    fn of(i: &Inst) -> Span {
+        let (mut lo, mut hi) = (u16::MAX, 0);
+        for r in i.operands.iter().filter_map(vgprs) {
+            lo = lo.min(r.start);
+            hi = hi.max(r.end);
+        }
+        Span {
+            lo: lo.min(hi),
+            hi,
+            exec: changes_exec(i),
+        }
+    }
+
+    /// Whether an operand may name a VGPR of `r`.
+    fn meets(&self, r: &std::ops::Range<u16>) -> bool {
+        self.lo < r.end && r.start < self.hi
+    }
+
+    /// Whether an operand may name VGPR `v`.
+    fn names(&self, v: u16) -> bool {
+        self.lo <= v && v < self.hi
+    }
+}
+
+/// [`Span`]s of every instruction, by block.
+type Spans = Vec<Vec<Span>>;
+
 /// The VGPRs `first .. first + count` `i` writes whole under EXEC, if that is all it writes
 /// (one, or a tuple such as a `buffer_load_dwordx2`'s): a VALU result
 /// without DPP/SDWA/op_sel or a vector memory load into VGPRs (not into LDS, no `tfe`), whose
@@ -174,12 +215,16 @@ fn whole_vgpr_defs(i: &Inst) -> Option<(u16, u16)> {
 /// path from there, `v` is written whole before any read while EXEC is still the same (a
 /// write under another EXEC may leave lanes of the old value that a later read sees), or the
 /// program ends.
-fn dead_after(f: &PhysFunction, b: usize, k: usize, v: u16) -> bool {
+fn dead_after(f: &PhysFunction, spans: &Spans, b: usize, k: usize, v: u16) -> bool {
     let mut seen = vec![[false; 2]; f.blocks.len()];
     let mut work = vec![(b, k + 1, false)];
     while let Some((blk, from, mut exec_changed)) = work.pop() {
         let mut ended = false;
-        for i in &f.blocks[blk].insts[from..] {
+        for (i, sp) in f.blocks[blk].insts[from..].iter().zip(&spans[blk][from..]) {
+            if !sp.names(v) {
+                exec_changed |= sp.exec;
+                continue;
+            }
             let (reads, writes) = access(i, v);
             if reads {
                 return false;
@@ -192,7 +237,7 @@ fn dead_after(f: &PhysFunction, b: usize, k: usize, v: u16) -> bool {
                 ended = true;
                 break;
             }
-            exec_changed |= changes_exec(i);
+            exec_changed |= sp.exec;
         }
         if ended {
             continue;
@@ -231,6 +276,7 @@ fn vgpr_copy(insts: &[Inst], k: usize) -> Option<(u16, u16, u16)> {
 /// sources' values are not read after the copy. Returns the defining instruction's place.
 fn coalescible(
     f: &PhysFunction,
+    spans: &Spans,
     preds: &[Vec<usize>],
     b: usize,
     k: usize,
@@ -239,18 +285,21 @@ fn coalescible(
     let last = k + w as usize - 1;
     let (mut blk, mut end) = (b, k);
     loop {
-        for (j, i) in f.blocks[blk].insts[..end].iter().enumerate().rev() {
+        let insts = f.blocks[blk].insts[..end].iter().zip(&spans[blk][..end]);
+        for (j, (i, sp)) in insts.enumerate().rev() {
             // The definition writes `vS`: only an instruction touching the ranges can be it.
-            if touches_either(i, s..s + w, d..d + w) {
+            if (sp.meets(&(s..s + w)) || sp.meets(&(d..d + w)))
+                && touches_either(i, s..s + w, d..d + w)
+            {
                 if whole_vgpr_defs(i) != Some((s, w)) {
                     return None;
                 }
                 // `vD` may be a source of the definition itself (read before the write).
                 let ok = (d..d + w).all(|r| !touches(i, r, true))
-                    && (s..s + w).all(|r| dead_after(f, b, last, r));
+                    && (s..s + w).all(|r| dead_after(f, spans, b, last, r));
                 return ok.then_some((blk, j));
             }
-            if changes_exec(i) {
+            if sp.exec {
                 return None;
             }
         }
@@ -279,6 +328,11 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
             preds[s.index()].push(b);
         }
     }
+    let mut spans: Spans = f
+        .blocks
+        .iter()
+        .map(|bd| bd.insts.iter().map(Span::of).collect())
+        .collect();
     let mut gone: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
     for (b, gone) in gone.iter_mut().enumerate() {
         let mut k = 0;
@@ -287,9 +341,9 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
             // A pair that cannot go as a pair may still go as its first move.
             let at = copy.and_then(|c| {
                 let single = (c.0, c.1, 1);
-                let found = coalescible(f, &preds, b, k, c).map(|x| (x, c));
+                let found = coalescible(f, &spans, &preds, b, k, c).map(|x| (x, c));
                 found.or_else(|| {
-                    let first = (c.2 > 1).then(|| coalescible(f, &preds, b, k, single));
+                    let first = (c.2 > 1).then(|| coalescible(f, &spans, &preds, b, k, single));
                     first.flatten().map(|x| (x, single))
                 })
             });
@@ -310,8 +364,10 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
                         };
                     }
                 }
+                spans[db][j] = Span::of(def);
                 for g in k..k + w as usize {
                     f.blocks[b].insts[g] = Inst::new(Opcode::SNop, &[]);
+                    spans[b][g] = Span::of(&f.blocks[b].insts[g]);
                     gone.push(g);
                 }
                 k += w as usize;

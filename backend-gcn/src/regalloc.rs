@@ -11,6 +11,7 @@
 //! |---|---|---|---|
 //! | 1 SGPR | regalloc2 | `Int` | ≤ 63 singles, placed by live intervals around the tuples ([`locs`]) |
 //! | 1 VGPR | regalloc2 | `Float` | ≤ 64 singles (`v0`.. first; `v0`/`v0..v2` are the work-item ids) |
+//! | 1 VGPR beyond `Float` | regalloc2 | `Vector` | in a function without pairs ([`overflow`]) |
 //! | 2 VGPRs | regalloc2 | `Vector` | ≤ 64 even-aligned pairs (after the singles, or packed among them) |
 //! | SGPR tuples, VGPR tuples of 3+ dwords, AGPRs | [`webs`] (here) | — | one aligned range per web |
 //!
@@ -57,6 +58,7 @@
 //! s_mov_b64 exec, save` with `save` a reserved SGPR pair, so it is whole-wave.
 
 mod locs;
+mod overflow;
 mod prep;
 mod ra2;
 mod slots;
@@ -258,6 +260,11 @@ pub struct Allocator {
     runs: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), RaRun>>,
     /// The PRegs and slots each regalloc2 run used and its VGPR layout, by register counts.
     layouts: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), std::sync::Arc<Laid>>>,
+    /// The input, kept when its singles were split over two classes ([`overflow`]): a budget
+    /// that must keep values in memory is allocated with every single in `Float`
+    /// ([`Allocator::one_class`]), where regalloc2 chooses what to spill over all of them.
+    source: Option<Box<MachineFunction>>,
+    one_class: std::sync::OnceLock<Result<Box<Allocator>, RegallocError>>,
 }
 
 /// What [`Allocator::laid_out`] gives for one regalloc2 run: [`used_pregs`] and the
@@ -286,6 +293,16 @@ impl Allocator {
     /// Prepares `mf` for allocation under any budgets, with regalloc2's checker when
     /// `run_checker`.
     pub fn new(mf: &MachineFunction, run_checker: bool) -> Result<Allocator, RegallocError> {
+        Self::with_classes(mf, run_checker, true)
+    }
+
+    /// [`Allocator::new`], with the singles beyond `Float` in `Vector` when `two_classes`
+    /// allows and the function needs it.
+    fn with_classes(
+        mf: &MachineFunction,
+        run_checker: bool,
+        two_classes: bool,
+    ) -> Result<Allocator, RegallocError> {
         prep::validate(mf)?;
         let target = mf.abi.target;
         let p = prep::prepare(mf);
@@ -327,30 +344,44 @@ impl Allocator {
         let aweb_size = aweb.last().map(|x| x + 1).unwrap_or(0) as u32;
 
         // Budget split between regalloc2's Float singles and Vector pairs.
-        let (min_f, min_v, pres_f, pres_v, has_pairs) = demand(&p, &lv);
+        let has_pairs =
+            p.mf.vregs
+                .values()
+                .any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
+        let plain = ra2::classes(&p, &[]);
+        let (min_f, mut min_v, pres_f, mut pres_v) = demand(&p, &lv, &plain);
         let abi_n = abi_vgprs(&p);
-        let min_f = min_f.max(abi_n).max(1);
         // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
-        let n_temps = min_f;
+        let n_temps = min_f.max(abi_n).max(1);
+        // More singles live at once than `Float` has registers, and no pairs: the excess goes
+        // to the `Vector` class, so that regalloc2 spills none of it.
+        let second = if two_classes && !has_pairs && pres_f > 64 {
+            overflow::partition(&p, &lv, pres_f)
+        } else {
+            Vec::new()
+        };
+        let (mut min_f, mut pres_first) = (min_f, pres_f);
+        if second.contains(&true) {
+            (min_f, min_v, pres_first, pres_v) = demand(&p, &lv, &ra2::classes(&p, &second));
+        }
+        let min_f = min_f.max(abi_n).max(1);
+        let func = ra2::build(&p, &second);
+        let has_v = has_pairs || func.vector_dwords == 1;
         let shape = Shape {
             target,
             vweb_size,
             aweb_size,
             min_f,
-            min_v: if has_pairs { min_v.max(1) } else { 0 },
+            min_v: if has_v { min_v.max(1) } else { 0 },
             pres_v,
             n_temps,
+            vector_dwords: u32::from(func.vector_dwords),
         };
 
         let (probe, probe_scratch) = probe?;
-        let func = ra2::build(&p);
         let start = (
-            pres_f.max(min_f),
-            if has_pairs {
-                pres_v.max(min_v.max(1))
-            } else {
-                0
-            },
+            pres_first.max(min_f),
+            if has_v { pres_v.max(min_v.max(1)) } else { 0 },
         );
         Ok(Allocator {
             p,
@@ -364,10 +395,24 @@ impl Allocator {
             run_checker,
             start,
             pres_f,
-            func,
             runs: Default::default(),
             layouts: Default::default(),
+            source: (func.vector_dwords == 1).then(|| Box::new(mf.clone())),
+            one_class: std::sync::OnceLock::new(),
+            func,
         })
+    }
+
+    /// The allocator of the same function with every single VGPR in `Float` (itself when it
+    /// is that already).
+    fn one_class(&self) -> Result<&Allocator, RegallocError> {
+        let Some(mf) = &self.source else {
+            return Ok(self);
+        };
+        let a = self
+            .one_class
+            .get_or_init(|| Self::with_classes(mf, self.run_checker, false).map(Box::new));
+        a.as_ref().map(|a| &**a).map_err(Clone::clone)
     }
 
     fn ra_opts(&self) -> ra::RegallocOptions {
@@ -405,15 +450,17 @@ impl Allocator {
         let (used, slot_class) = used_pregs(&self.func, out);
         let color_of = slots::color(&self.func, out, &slot_class);
         let layout = vgprs::layout(self, out, &used, &waves);
-        let singles = || slot_class.values().filter(|&&c| c == ra::RegClass::Float);
-        let with_slots = if singles().next().is_some()
-            && slot_class.values().all(|&c| c != ra::RegClass::Vector)
+        let single = |c: &ra::RegClass| self.func.single_vgpr(*c);
+        let with_slots = if slot_class.values().any(single)
+            && slot_class
+                .values()
+                .all(|c| single(c) || *c == ra::RegClass::Int)
         {
             let mut slots = vec![false; out.num_spillslots];
-            for (&s, _) in slot_class.iter().filter(|e| *e.1 == ra::RegClass::Float) {
+            for (&s, _) in slot_class.iter().filter(|e| single(e.1)) {
                 slots[s] = true;
             }
-            let above = slots_above(&slot_class, &color_of, layout.top);
+            let above = slots_above(&self.func, &slot_class, &color_of, layout.top);
             vgprs::layout_with_slots(self, out, &used, &slots, &waves).filter(|l| l.top < above)
         } else {
             None
@@ -471,11 +518,11 @@ impl Allocator {
                 && laid
                     .slot_class
                     .values()
-                    .all(|&c| vgpr_slot_dwords(c).is_some())
+                    .all(|&c| self.func.vgpr_dwords(c).is_some())
             {
                 let end = match &laid.with_slots {
                     Some(l) => l.top,
-                    None => slots_above(&laid.slot_class, &laid.color_of, top as u16),
+                    None => slots_above(&self.func, &laid.slot_class, &laid.color_of, top as u16),
                 };
                 if fits(u32::from(end)) {
                     return Ok(Some((n_f, n_v, run)));
@@ -521,6 +568,10 @@ impl Allocator {
         let found = self.unbudgeted(n_int, budget)?;
         let (n_f, n_v, run) = match found {
             Some(x) => x,
+            // Values must stay in memory: regalloc2 chooses them over all singles in one class.
+            None if self.source.is_some() => {
+                return self.one_class()?.allocate(vgpr_budget, sgpr_budget)
+            }
             None => {
                 let caps = shape.caps(budget)?;
                 let (n_f, n_v, _, run) = search(self, n_int, self.start, &caps)?;
@@ -585,7 +636,7 @@ impl Allocator {
         let vec_slots: Vec<(usize, u16)> = color_class
             .iter()
             .filter_map(|(&s, &c)| {
-                let dw = vgpr_slot_dwords(c);
+                let dw = func.vgpr_dwords(c);
                 if dw.is_none() {
                     sgpr_slots.push(s);
                 }
@@ -844,6 +895,8 @@ struct Shape {
     pres_v: u32,
     /// VGPRs reserved to carry operands left in AGPR/scratch slots.
     n_temps: u32,
+    /// VGPRs of a `Vector` register ([`ra2::RaFunc::vector_dwords`]).
+    vector_dwords: u32,
 }
 
 /// The most registers regalloc2 may get under one budget.
@@ -859,22 +912,24 @@ impl Shape {
         let vgpr_cap = self.vgpr_cap(budget);
         let vweb = self.vweb_size;
         let avail = vgpr_cap.saturating_sub(vweb.div_ceil(4) * 4 + if vweb > 0 { 3 } else { 0 });
-        let has_pairs = self.min_v > 0;
-        // Pairs live across an instruction plus the pairs it defines early: the most a
-        // spill-free allocation of the pairs can need.
-        let mut n_v = if has_pairs {
+        let has_v = self.min_v > 0;
+        // `Vector` values live across an instruction plus those it defines early: the most a
+        // spill-free allocation of the class can need. Pairs are even-aligned after the
+        // singles (one register of padding).
+        let (w, pad) = (self.vector_dwords, u32::from(self.vector_dwords == 2));
+        let mut n_v = if has_v {
             (self.pres_v + self.min_v).clamp(self.min_v, 64)
         } else {
             0
         };
-        n_v = n_v.min(avail.saturating_sub(self.min_f + self.n_temps + 1) / 2);
-        if has_pairs && n_v < self.min_v {
+        n_v = n_v.min(avail.saturating_sub(self.min_f + self.n_temps + pad) / w);
+        if has_v && n_v < self.min_v {
             return Err(RegallocError::BudgetTooSmall {
                 budget,
                 need: self.need(),
             });
         }
-        let n_f = 64.min(avail.saturating_sub(2 * n_v + u32::from(n_v > 0) + self.n_temps));
+        let n_f = 64.min(avail.saturating_sub(w * n_v + u32::from(n_v > 0) * pad + self.n_temps));
         if n_f < self.min_f {
             return Err(RegallocError::BudgetTooSmall {
                 budget,
@@ -899,7 +954,7 @@ impl Shape {
         let vweb = self.vweb_size;
         let web_area = vweb.div_ceil(4) * 4 + if vweb > 0 { 3 } else { 0 };
         let pairs = if self.min_v > 0 {
-            2 * self.min_v + 1
+            self.vector_dwords * self.min_v + u32::from(self.vector_dwords == 2)
         } else {
             0
         };
@@ -1042,6 +1097,7 @@ fn loop_moves(out: &ra::Output, in_loop: &[bool]) -> [usize; 2] {
 
 /// Where the spill slots' colors end when each takes spare VGPRs above VGPR `top`.
 fn slots_above(
+    func: &ra2::RaFunc,
     slot_class: &BTreeMap<usize, ra::RegClass>,
     color_of: &BTreeMap<usize, usize>,
     top: u16,
@@ -1049,19 +1105,10 @@ fn slots_above(
     let colors: BTreeMap<usize, ra::RegClass> =
         slot_class.iter().map(|(s, c)| (color_of[s], *c)).collect();
     let mut end = top;
-    for dw in colors.values().filter_map(|&c| vgpr_slot_dwords(c)) {
+    for dw in colors.values().filter_map(|&c| func.vgpr_dwords(c)) {
         end = end.next_multiple_of(dw) + dw;
     }
     end
-}
-
-/// Dwords of a spill slot of class `c` that can live in spare VGPRs (`None`: an SGPR slot).
-fn vgpr_slot_dwords(c: ra::RegClass) -> Option<u16> {
-    match c {
-        ra::RegClass::Int => None,
-        ra::RegClass::Float => Some(1),
-        ra::RegClass::Vector => Some(2),
-    }
 }
 
 fn livein_vreg(p: &Prepared, a: AbiValue) -> Option<crate::mir::VReg> {
@@ -1081,24 +1128,21 @@ fn abi_vgprs(p: &Prepared) -> u32 {
         .unwrap_or(0)
 }
 
-/// (most Float operands of one instruction, most Pair operands, Float pressure, Pair
-/// pressure, whether there are pairs).
-fn demand(p: &Prepared, lv: &prep::Liveness) -> (u32, u32, u32, u32, bool) {
+/// (most `Float` operands of one instruction, most `Vector` operands, `Float` pressure,
+/// `Vector` pressure) with the vregs in regalloc2 classes `classes`.
+fn demand(
+    p: &Prepared,
+    lv: &prep::Liveness,
+    classes: &[Option<ra::RegClass>],
+) -> (u32, u32, u32, u32) {
     let mf = &p.mf;
-    // Kind per vreg, looked up once (it is needed for every operand and live vreg).
-    let kinds: Vec<Kind> = mf
-        .vregs
-        .values()
-        .map(|d| kind_of(d.class, d.dwords))
-        .collect();
     let (mut mf1, mut mv1, mut pf, mut pv) = (0u32, 0u32, 0u32, 0u32);
-    let has_pairs = kinds.contains(&Kind::Pair);
     // Float/Pair counts of the live set are kept up to date as vregs enter and leave it
     // instead of recounting the whole set after every instruction.
-    let bump = |k: Kind, f: &mut u32, v: &mut u32, up: bool| {
+    let bump = |k: Option<ra::RegClass>, f: &mut u32, v: &mut u32, up: bool| {
         let c = match k {
-            Kind::Float => f,
-            Kind::Pair => v,
+            Some(ra::RegClass::Float) => f,
+            Some(ra::RegClass::Vector) => v,
             _ => return,
         };
         if up {
@@ -1118,7 +1162,7 @@ fn demand(p: &Prepared, lv: &prep::Liveness) -> (u32, u32, u32, u32, bool) {
         }
         let (mut lf, mut lvv) = (0u32, 0u32);
         for x in live.iter() {
-            bump(kinds[x], &mut lf, &mut lvv, true);
+            bump(classes[x], &mut lf, &mut lvv, true);
         }
         for inst in bd.insts.iter().rev() {
             let (mut f, mut v) = (0, 0);
@@ -1129,9 +1173,9 @@ fn demand(p: &Prepared, lv: &prep::Liveness) -> (u32, u32, u32, u32, bool) {
                         continue;
                     }
                     seen.push(*x);
-                    match kinds[x.index()] {
-                        Kind::Float => f += 1,
-                        Kind::Pair => v += 1,
+                    match classes[x.index()] {
+                        Some(ra::RegClass::Float) => f += 1,
+                        Some(ra::RegClass::Vector) => v += 1,
                         _ => {}
                     }
                 }
@@ -1140,19 +1184,19 @@ fn demand(p: &Prepared, lv: &prep::Liveness) -> (u32, u32, u32, u32, bool) {
             mv1 = mv1.max(v);
             for d in inst.defs() {
                 if live.remove_old(d.index()) {
-                    bump(kinds[d.index()], &mut lf, &mut lvv, false);
+                    bump(classes[d.index()], &mut lf, &mut lvv, false);
                 }
             }
             for u in inst.uses() {
                 if live.insert_new(u.index()) {
-                    bump(kinds[u.index()], &mut lf, &mut lvv, true);
+                    bump(classes[u.index()], &mut lf, &mut lvv, true);
                 }
             }
             pf = pf.max(lf);
             pv = pv.max(lvv);
         }
     }
-    (mf1, mv1, pf, pv, has_pairs)
+    (mf1, mv1, pf, pv)
 }
 
 fn machine_env(n_int: usize, n_f: usize, n_v: usize) -> MachineEnv {
@@ -1494,10 +1538,10 @@ impl Ctx<'_> {
     /// Register `r`, a `Float`/`Vector` PReg being on `vgpr` there (its values have VGPRs of
     /// their own).
     fn preg(&self, r: PReg, vgpr: u16) -> Operand {
-        match r.class() {
-            ra::RegClass::Int => Operand::s(self.int_map[r.hw_enc()]),
-            ra::RegClass::Float => Operand::v(vgpr),
-            ra::RegClass::Vector => Operand::vr(vgpr, 2),
+        match self.func.vgpr_dwords(r.class()) {
+            None => Operand::s(self.int_map[r.hw_enc()]),
+            Some(1) => Operand::v(vgpr),
+            Some(n) => Operand::vr(vgpr, n as u8),
         }
     }
 
@@ -1660,31 +1704,25 @@ impl Ctx<'_> {
                     return;
                 }
                 usage.moves += 1;
-                match f.class() {
-                    ra::RegClass::Int => {
-                        body.push(mov(Opcode::SMovB32, self.preg(t, vt), self.preg(f, vf)))
-                    }
-                    ra::RegClass::Float => {
-                        body.push(mov(Opcode::VMovB32, self.preg(t, vt), self.preg(f, vf)))
-                    }
-                    ra::RegClass::Vector => {
-                        let (a, b) = (vf, vt);
-                        for k in 0..2 {
-                            body.push(mov(Opcode::VMovB32, Operand::v(b + k), Operand::v(a + k)));
+                match self.func.vgpr_dwords(f.class()) {
+                    None => body.push(mov(Opcode::SMovB32, self.preg(t, vt), self.preg(f, vf))),
+                    Some(n) => {
+                        for k in 0..n {
+                            body.push(mov(Opcode::VMovB32, Operand::v(vt + k), Operand::v(vf + k)));
                         }
                     }
                 }
             }
             (Some(f), None) => {
                 let slot = self.edit_slot(to, vt);
-                if slot != SlotLoc::Vgpr(vf) || f.class() != ra::RegClass::Float {
+                if slot != SlotLoc::Vgpr(vf) || !self.func.single_vgpr(f.class()) {
                     usage.spill_insts += 1;
                     self.slot_access(self.preg(f, vf), slot, true, body);
                 }
             }
             (None, Some(t)) => {
                 let slot = self.edit_slot(from, vf);
-                if slot != SlotLoc::Vgpr(vt) || t.class() != ra::RegClass::Float {
+                if slot != SlotLoc::Vgpr(vt) || !self.func.single_vgpr(t.class()) {
                     usage.spill_insts += 1;
                     self.slot_access(self.preg(t, vt), slot, false, body);
                 }

@@ -134,15 +134,35 @@ impl Dags {
     /// (see [`schedule_bounded`]). A block whose instruction count does not match its DAG is
     /// left as it is.
     pub fn reorder(&self, mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
+        let orders = self.orders(mf, vgpr_limit);
+        self.apply(mf, &orders);
+    }
+
+    /// The list schedule of each block of `mf` under `vgpr_limit` (`None` for a block that
+    /// keeps its order): what [`Dags::reorder`] does to `mf`, as data. Equal orders give
+    /// equal functions, so a caller holding schedules made before can find one it would
+    /// remake without copying the function ([`Dags::apply`]).
+    pub fn orders(&self, mf: &MachineFunction, vgpr_limit: Option<u32>) -> BlockOrders {
+        mf.blocks
+            .values()
+            .zip(&self.blocks)
+            .map(|(bd, dag)| {
+                (dag.nodes == bd.insts.len())
+                    .then(|| dag.order(vgpr_limit))
+                    .flatten()
+            })
+            .collect()
+    }
+
+    /// Reorders `mf`'s blocks by `orders` ([`Dags::orders`] of the same function), then
+    /// places descriptors, builds, extracts and constants as [`Dags::reorder`] does.
+    pub fn apply(&self, mf: &mut MachineFunction, orders: &BlockOrders) {
         let keys: Vec<_> = mf.blocks.keys().collect();
-        for (b, dag) in keys.into_iter().zip(&self.blocks) {
-            if dag.nodes != mf.blocks[b].insts.len() {
-                continue;
-            }
-            if let Some(order) = dag.order(vgpr_limit) {
+        for (b, order) in keys.into_iter().zip(orders) {
+            if let Some(order) = order {
                 let insts = std::mem::take(&mut mf.blocks[b].insts);
                 let mut slots: Vec<Option<MInst>> = insts.into_iter().map(Some).collect();
-                mf.blocks[b].insts = order.into_iter().filter_map(|k| slots[k].take()).collect();
+                mf.blocks[b].insts = order.iter().filter_map(|&k| slots[k].take()).collect();
             }
         }
         // Descriptors loaded late where another's SGPRs come free first, and built late (after
@@ -154,6 +174,10 @@ impl Dags {
         crate::desc_sink::constants_late(mf);
     }
 }
+
+/// Per block: its instructions' new order (indices into the block), or `None` where it keeps
+/// its order.
+pub type BlockOrders = Vec<Option<Vec<usize>>>;
 
 /// The most VGPRs (dwords of VGPR-class vregs) live at once anywhere in `mf`: no allocation
 /// under a smaller budget keeps every value in a register.
@@ -926,22 +950,26 @@ impl BlockDag {
             let fits = |k: usize| limit.is_none_or(|l| live as i64 + ds[k].max(0) <= l as i64);
             let at = match limit {
                 None => ready.iter().rposition(|&k| allowed(k)).unwrap_or(0),
-                Some(_) => ready
-                    .iter()
-                    .rposition(|&k| allowed(k) && fits(k))
-                    .unwrap_or_else(|| {
-                        (0..ready.len())
-                            .filter(|&i| allowed(ready[i]))
-                            .max_by_key(|&i| {
-                                let k = ready[i];
-                                (
-                                    std::cmp::Reverse(ds[k]),
-                                    std::cmp::Reverse(height[k]),
-                                    std::cmp::Reverse(k),
-                                )
-                            })
-                            .unwrap_or(0)
-                    }),
+                // One pass from the end: the last that fits, and meanwhile the one raising the
+                // pressure least, lowest, earliest (least `(ds, height, k)`) for when none does.
+                Some(_) => {
+                    let mut least: Option<((i64, u64, usize), usize)> = None;
+                    let mut fit = None;
+                    for (i, &k) in ready.iter().enumerate().rev() {
+                        if !allowed(k) {
+                            continue;
+                        }
+                        if fits(k) {
+                            fit = Some(i);
+                            break;
+                        }
+                        let key = (ds[k], height[k], k);
+                        if least.is_none_or(|(l, _)| key < l) {
+                            least = Some((key, i));
+                        }
+                    }
+                    fit.or(least.map(|(_, i)| i)).unwrap_or(0)
+                }
             };
             let at = match &mut matrix {
                 Some(m) => m.pick(&ready, at, |k| allowed(k) && fits(k)),

@@ -87,10 +87,13 @@ fn pressure_kernel(t: Target, n: u32) -> kjit_backend_gcn::mir::MachineFunction 
 fn more_than_64_live_vgprs_spill_to_spare_vgprs_then_agprs_then_scratch() {
     for t in ALL_TARGETS {
         let mf = pressure_kernel(t, 100);
+        // Without a budget the singles beyond regalloc2's 64-register `Float` class go to a
+        // second class (regalloc/overflow.rs): registers, no spill slots.
         let f = alloc_and_compare(&mf, None, Inputs::default());
         assert!(f.usage.vgprs > 64, "{t}: {:?}", f.usage);
-        assert!(
-            f.usage.spills_to_vgprs + f.usage.spills_to_agprs > 0 && f.usage.spills_to_scratch == 0,
+        assert_eq!(
+            f.usage.spills_to_vgprs + f.usage.spills_to_agprs + f.usage.spills_to_scratch,
+            0,
             "{t}: {:?}",
             f.usage
         );

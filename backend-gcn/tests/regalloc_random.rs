@@ -44,6 +44,8 @@ struct Gen<'a> {
     rsrc: VReg,
     tag: i32,
     depth: u32,
+    /// No VGPR pairs (a `Build` of two singles is an add instead).
+    no_pairs: bool,
 }
 
 impl Gen<'_> {
@@ -54,7 +56,7 @@ impl Gen<'_> {
     fn op(&mut self, b: MBlock, pool: &mut Pool) {
         let mf_v = |g: &mut Gen, c: RegClass, d: u8| g.mf.vreg(c, d);
         match self.r.below(10) {
-            0 | 1 => {
+            0 | 1 | 5 => {
                 let (a, x) = (self.pick(&pool.v), self.pick(&pool.v));
                 let v = mf_v(self, RegClass::Vgpr, 1);
                 push(&mut self.mf, b, isa(Opcode::VAddU32, &[d(v), u(a), u(x)]));
@@ -81,7 +83,7 @@ impl Gen<'_> {
                 push(&mut self.mf, b, isa(Opcode::VAddU32, &[d(v), u(a), u(x)]));
                 pool.v.push(v);
             }
-            5 => {
+            5 if !self.no_pairs => {
                 let (a, x) = (self.pick(&pool.v), self.pick(&pool.v));
                 let p = mf_v(self, RegClass::Vgpr, 2);
                 push(
@@ -332,6 +334,12 @@ impl Gen<'_> {
 }
 
 fn program(t: Target, seed: u64) -> MachineFunction {
+    program_with(t, seed, false)
+}
+
+/// A random program; `wide`: without VGPR pairs and with 70–119 values made first, so that
+/// more singles are live at once than regalloc2's `Float` class holds.
+fn program_with(t: Target, seed: u64, wide: bool) -> MachineFunction {
     let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut mf = func(t);
     let (kp, tid, rsrc) = prologue(&mut mf);
@@ -346,6 +354,7 @@ fn program(t: Target, seed: u64) -> MachineFunction {
         rsrc,
         tag: 0,
         depth: 0,
+        no_pairs: wide,
     };
     let mut pool = Pool {
         v: vec![tid],
@@ -353,7 +362,11 @@ fn program(t: Target, seed: u64) -> MachineFunction {
         p: vec![],
         sp: vec![],
     };
-    let n0 = 4 + g.r.below(40);
+    let n0 = if wide {
+        70 + g.r.below(50)
+    } else {
+        4 + g.r.below(40)
+    };
     g.ops(e, &mut pool, n0);
     let mut b = e;
     for _ in 0..1 + g.r.below(4) {
@@ -427,6 +440,46 @@ fn random_functions_allocate_and_compute_the_same_stores() {
     assert!(
         stats[1] > 0,
         "the random programs never spill: raise the pressure"
+    );
+}
+
+/// More singles live at once than `Float` holds, no pairs: the excess goes to a second regalloc2
+/// class (`regalloc/overflow.rs`; ties, copies and block parameters with their arguments in one
+/// class, the work-item id in `Float`). Checker on, the same stores, without a budget and under
+/// budgets that keep values in memory.
+#[test]
+fn wide_random_functions_allocate_singles_in_two_classes() {
+    let cases: u64 = std::env::var("KJIT_RA_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(40, |n: u64| n / 4);
+    let (mut wide, mut spill_free_wide) = (0, 0);
+    for seed in 0..cases {
+        for t in ALL_TARGETS {
+            let mf = program_with(t, seed, true);
+            for budget in [None, Some(96), Some(40)] {
+                let inp = Inputs::default();
+                let f = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    alloc_and_compare(&mf, budget, inp)
+                }));
+                let Ok(f) = f else {
+                    panic!("wide seed {seed} {t} budget {budget:?} failed")
+                };
+                if budget.is_none() && f.usage.vgprs > 64 {
+                    wide += 1;
+                    spill_free_wide += u32::from(f.usage.spills() == 0);
+                }
+            }
+        }
+    }
+    eprintln!("{wide} unbudgeted allocations over 64 VGPRs, {spill_free_wide} without spills");
+    assert!(
+        wide > 0,
+        "the wide programs never exceed 64 VGPRs: raise the pressure"
+    );
+    assert!(
+        spill_free_wide > 0,
+        "no wide program was allocated without spills"
     );
 }
 

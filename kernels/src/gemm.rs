@@ -39,6 +39,10 @@
 //! each step, so a row's two steps are one whole 128-byte line (the vector memory unit is
 //! charged per line), half of the pieces in each step; the one-step loop does what is left.
 //!
+//! Block order: by default a workgroup renumbers its block so that each XCD runs a contiguous
+//! run of super-rows of 8 row tiles, column by column (`super_rows`): the blocks an XCD holds
+//! at once share their a and b blocks in its L2.
+//!
 //! Tuning parameters (`kjit tune gemm`): `bm`, `bn` (block), `bk` (step), `wn` (wave tile
 //! 64×64 or 64×128, smaller where the block is), `stages` (1 or 2 LDS buffers), `early` (the next step's global loads
 //! before this step's LDS stores) and `lead` (sub-steps whose MFMAs precede the iteration's
@@ -99,7 +103,24 @@ pub struct GemmTiles {
     /// parameter (an eighth tuning value sets it). Square problem on `mi300x`: 100,319 →
     /// 98,709 cycles (docs/mfma-gemm.md).
     pub pair_a: bool,
+    /// Block order: 0 runs block (x, y) of the launch grid at column tile x, row tile y.
+    /// `g > 0` renumbers the blocks so that each of the device's [`PARTITIONS`] (workgroup
+    /// `i` runs on partition `i mod PARTITIONS`, the dispatcher's rule for gfx942's XCDs) takes
+    /// a contiguous run of the tile order, and that order goes through c in super-rows of `g`
+    /// row tiles, column by column (Triton's grouped order): the blocks one partition runs at
+    /// once share a's and b's blocks in its L2. A permutation of the blocks, so any grid is
+    /// covered. 8 by default: the square problem on `mi300x` 98,833 → 89,371 cycles (its 152
+    /// resident blocks per XCD: 8 row tiles × 19 column tiles, 3.4 MiB of a and b, inside the
+    /// 4 MiB L2; docs/mfma-gemm.md). Not a tuning parameter (every tuning choice would double
+    /// `tuning_params`' run); a ninth tuning value sets it.
+    pub super_rows: u32,
 }
+
+/// Partitions (L2 domains) the block order of [`GemmTiles::super_rows`] spreads its runs
+/// over: gfx942's 8 XCDs, to which the dispatcher hands workgroups round-robin (AMD's MI300
+/// workgroup placement; docs/timing.md "Dispatcher"). On a device with fewer partitions the
+/// order is still a permutation.
+pub const PARTITIONS: u32 = 8;
 
 impl GemmTiles {
     /// Wave tile: 64×`wn`, or the block's size where it is smaller.
@@ -107,17 +128,17 @@ impl GemmTiles {
         (self.bm.min(64), self.bn.min(self.wn))
     }
 
-    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a]]]]` (the optional ones default
-    /// to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
+    /// Tiles from `bm,bn,bk[,wn,stages[,early[,lead[,pair_a[,super_rows]]]]]` (the optional
+    /// ones default to [`DEFAULT_TILES`]'s; `early` and `pair_a` are 0 or 1).
     pub fn parse(text: &str) -> Result<GemmTiles, String> {
         let v = text
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("tiles `{text}`: {e}"))?;
-        if !(3..=8).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1)) {
+        if !(3..=9).contains(&v.len()) || [5, 7].iter().any(|&i| v.get(i).is_some_and(|&e| e > 1)) {
             return Err(format!(
-                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)]]]]"
+                "tiles `{text}`: want bm,bn,bk[,wn,stages[,early (0 or 1)[,lead[,pair_a (0 or 1)[,super_rows]]]]]"
             ));
         }
         let d = DEFAULT_TILES;
@@ -130,6 +151,7 @@ impl GemmTiles {
             early: v.get(5).map_or(d.early, |&e| e == 1),
             lead: v.get(6).copied().unwrap_or(d.lead),
             pair_a: v.get(7).map_or(d.pair_a, |&e| e == 1),
+            super_rows: v.get(8).copied().unwrap_or(d.super_rows),
         })
     }
 
@@ -152,6 +174,7 @@ pub const DEFAULT_TILES: GemmTiles = GemmTiles {
     early: false,
     lead: 3,
     pair_a: true,
+    super_rows: 8,
 };
 
 /// The default tiles for f32: steps of 16 (with 32, twice the registers per step spill and
@@ -229,8 +252,9 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     } else {
         (wave / waves_n * wm, wave % waves_n * wn)
     };
-    let m0 = k.group_id(Dim::Y) * t.bm;
-    let n0 = k.group_id(Dim::X) * t.bn;
+    let (row_tile, col_tile) = block_tile(&k, t.super_rows);
+    let m0 = row_tile * t.bm;
+    let n0 = col_tile * t.bn;
     let outside = k.lit(OUTSIDE);
     let zero = k.lit(0u32);
 
@@ -907,6 +931,29 @@ fn build_typed<T: kjit_frontend::Num>(name: &str, elem: FragElem, t: GemmTiles) 
     k.finish()
 }
 
+/// The (row, column) tile of c this workgroup computes: the launch grid's (y, x), or with
+/// `super_rows > 0` the order of [`GemmTiles::super_rows`]. Uniform arithmetic, once per
+/// workgroup.
+fn block_tile<'k>(k: &'k KernelBuilder, super_rows: u32) -> (Val<'k, u32>, Val<'k, u32>) {
+    if super_rows == 0 {
+        return (k.group_id(Dim::Y), k.group_id(Dim::X));
+    }
+    let (cols, rows) = (k.num_groups(Dim::X), k.num_groups(Dim::Y));
+    let id = k.group_id(Dim::Y) * cols + k.group_id(Dim::X);
+    // Partition p = id mod P runs ids p, p + P, ... (per or per + 1 of them, the first
+    // `extra` partitions one more): give it the consecutive tiles from p·per + min(p, extra).
+    let count = rows * cols;
+    let (per, extra) = (count / PARTITIONS, count % PARTITIONS);
+    let p = id % PARTITIONS;
+    let tile = p * per + p.min(extra) + id / PARTITIONS;
+    // Super-rows of `super_rows` row tiles (the last one may be shorter), column-major inside.
+    let band = super_rows * cols;
+    let first = tile / band * super_rows;
+    let height = (rows - first).min(super_rows);
+    let inside = tile % band;
+    (first + inside % height, inside / height)
+}
+
 /// Most global loads of a step that share a per-lane base with a uniform part made in the loop
 /// (each part an SGPR through it): the default 128 × 128 f16 blocks have 6 (3 a-jobs, 3 rows
 /// of b), 8 VGPRs → 2; blocks with many jobs per thread (one wave of 64 × 128, f32) have up to
@@ -1403,7 +1450,7 @@ const F32_TILE_PARAMS: &[TuneParam] = &[
 ];
 
 fn tiles(p: &[u32]) -> GemmTiles {
-    GemmTiles {
+    let t = GemmTiles {
         bm: p[0],
         bn: p[1],
         bk: p[2],
@@ -1413,6 +1460,19 @@ fn tiles(p: &[u32]) -> GemmTiles {
         lead: p[6],
         // Not a tuning parameter (the tuner keeps the default); an eighth value sets it.
         pair_a: p.get(7).map_or(DEFAULT_TILES.pair_a, |&x| x == 1),
+        super_rows: 0,
+    };
+    // Not a tuning parameter either; a ninth value sets it. One-wave blocks keep the launch
+    // order: 64 × 128 with two stages already needs all 102 SGPRs, and the block order's
+    // uniform values need more (`tuning_params` found it out of SGPRs).
+    let one_wave = t.threads() == 64;
+    GemmTiles {
+        super_rows: p.get(8).copied().unwrap_or(if one_wave {
+            0
+        } else {
+            DEFAULT_TILES.super_rows
+        }),
+        ..t
     }
 }
 

@@ -3,6 +3,8 @@
 //! (one SGPR or literal per VALU instruction; no literal in VOP3). Operands that break a rule
 //! are copied to VGPRs first; classes are never left for the allocator to change.
 
+use smallvec::SmallVec;
+
 use crate::isa::{self, Encoding, Format, InlineFloat, Kind, Opcode, Operand, Slot};
 use crate::mir::{implicit, MInst, MOpcode, MOperand, RegClass, VReg};
 
@@ -121,12 +123,12 @@ impl Isel<'_> {
                 continue;
             }
             let r = self.new_vreg(class, 1);
-            let name = if class == RegClass::Vgpr {
-                "v_mov_b32"
+            let opc = if class == RegClass::Vgpr {
+                Opcode::VMovB32
             } else {
-                "v_readfirstlane_b32"
+                Opcode::VReadfirstlaneB32
             };
-            let mut i = MInst::isa(op(name), &[MOperand::Def(r), MOperand::Use(p)]);
+            let mut i = MInst::isa(opc, &[MOperand::Def(r), MOperand::Use(p)]);
             i.implicit_uses = implicit::EXEC;
             self.push(i);
             if class == RegClass::Sgpr {
@@ -170,7 +172,7 @@ impl Isel<'_> {
         }
         let r = self.new_vreg(RegClass::Vgpr, 1);
         let src = inline32(bits).unwrap_or(Operand::Literal(bits));
-        let mut i = MInst::isa(op("v_mov_b32"), &[MOperand::Def(r), MOperand::Phys(src)]);
+        let mut i = MInst::isa(Opcode::VMovB32, &[MOperand::Def(r), MOperand::Phys(src)]);
         i.implicit_uses = implicit::EXEC;
         self.push(i);
         r
@@ -182,7 +184,7 @@ impl Isel<'_> {
             if let Some(c) = inline64(bits) {
                 let r = self.new_vreg(RegClass::Sgpr, 2);
                 self.push(MInst::isa(
-                    op("s_mov_b64"),
+                    Opcode::SMovB64,
                     &[MOperand::Def(r), MOperand::Phys(c)],
                 ));
                 return r;
@@ -198,7 +200,7 @@ impl Isel<'_> {
         let r = self.new_vreg(RegClass::Sgpr, 1);
         let src = inline32(bits).unwrap_or(Operand::Literal(bits));
         self.push(MInst::isa(
-            op("s_mov_b32"),
+            Opcode::SMovB32,
             &[MOperand::Def(r), MOperand::Phys(src)],
         ));
         r
@@ -265,7 +267,7 @@ impl Isel<'_> {
         let opc = op(name);
         let dw = opc.info().operands[0].dwords.max(1);
         let r = self.new_vreg(RegClass::Vgpr, dw);
-        self.vop(name, &[r], srcs);
+        self.vop_of(opc, name, &[r], srcs);
         r
     }
 
@@ -284,11 +286,16 @@ impl Isel<'_> {
     /// A VALU instruction with legal operands: `defs` fill the written slots in order, `srcs`
     /// the read slots.
     pub(crate) fn vop(&mut self, name: &str, defs: &[VReg], srcs: &[Src]) {
-        let opc: Opcode = op(name);
+        self.vop_of(op(name), name, defs, srcs);
+    }
+
+    /// [`Isel::vop`] of `opc`, the opcode named `name` (looked up once by the caller). The
+    /// operand lists are held inline: this runs for every VALU instruction isel makes.
+    fn vop_of(&mut self, opc: Opcode, name: &str, defs: &[VReg], srcs: &[Src]) {
         let info = opc.info();
         let native_vop = matches!(info.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
         let has_vcc = info.operands.iter().any(|o| o.kind == Kind::FixedVcc);
-        let mut srcs = srcs.to_vec();
+        let mut srcs: SmallVec<[Src; 4]> = SmallVec::from_slice(srcs);
         let enc = if native_vop && !has_vcc && info.format != Format::Vopc {
             if info.format == Format::Vop2
                 && srcs.len() >= 2
@@ -310,16 +317,17 @@ impl Isel<'_> {
         };
         let forms = isa::operand_infos(opc, enc, false);
         let vop3 = enc == Encoding::E64 || matches!(info.format, Format::Vop3 | Format::Vop3p);
-        let f16 = name.contains("_f16") || name.contains("_b16") || name.contains("_u16");
+        // Asked only of an immediate source.
+        let f16 = || name.contains("_f16") || name.contains("_b16") || name.contains("_u16");
         // First pass: which slot each source goes to.
-        let mut slots = Vec::new();
+        let mut slots: SmallVec<[isa::OperandInfo; 4]> = SmallVec::new();
         for f in forms {
             if f.access.reads() && !f.access.writes() && f.kind != Kind::FixedVcc {
                 slots.push(*f);
             }
         }
         // Constant bus: SGPRs that cannot move (SReg slots) first.
-        let mut bus: Vec<VReg> = Vec::new();
+        let mut bus: SmallVec<[VReg; 2]> = SmallVec::new();
         for (f, s) in slots.iter().zip(&srcs) {
             if f.kind == Kind::SReg {
                 if let Src::R(v) = s {
@@ -335,7 +343,7 @@ impl Isel<'_> {
             .filter(|s| matches!(s, Src::R(v) if self.mf.vregs[*v].class != RegClass::Vgpr))
             .count();
         let mut lit_used = false;
-        let mut src_ops = Vec::new();
+        let mut src_ops: SmallVec<[MOperand; 4]> = SmallVec::new();
         for (f, s) in slots.iter().zip(srcs.iter()) {
             let dwords = f.dwords.max(1);
             let o = match (f.kind, *s) {
@@ -360,7 +368,7 @@ impl Isel<'_> {
                     }
                 }
                 (_, Src::Imm(b)) => {
-                    let inl = if f16 {
+                    let inl = if f16() {
                         let i = b as i32;
                         (-16..=64)
                             .contains(&i)
@@ -405,7 +413,7 @@ impl Isel<'_> {
             src_ops.push(o);
         }
         // Assemble in form order.
-        let mut ops = Vec::new();
+        let mut ops: SmallVec<[MOperand; 6]> = SmallVec::new();
         let mut di = 0;
         let mut si = 0;
         for f in forms {

@@ -1,5 +1,9 @@
 //! The regalloc2 view of a prepared machine function: singles and VGPR pairs as regalloc2
 //! operands, tuples (webs) left out, one branch/return instruction per block.
+//!
+//! A regalloc2 class is not a register width by itself: `Vector` holds VGPR pairs, or, in a
+//! function without pairs whose single VGPRs outgrow `Float`, the singles the partition
+//! ([`super::overflow`]) moved there. [`RaFunc::vgpr_dwords`] says which.
 
 use cranelift_entity::EntityRef;
 use regalloc2 as ra;
@@ -81,20 +85,38 @@ pub struct RaFunc {
     pub args: Flat<ra::VReg>,
     /// Number of vregs.
     pub num_vregs: usize,
+    /// VGPRs of one `Vector` register: 2 (pairs), or 1 when the class holds the single VGPRs
+    /// that do not fit `Float` ([`super::overflow`]).
+    pub vector_dwords: u16,
 }
 
-/// Builds the regalloc2 function.
-pub fn build(p: &Prepared) -> RaFunc {
+/// regalloc2 class of every vreg (`None` for webs): by kind, with the single VGPRs `second`
+/// marks in `Vector` (empty: none; only in a function without VGPR pairs).
+pub fn classes(p: &Prepared, second: &[bool]) -> Vec<Option<ra::RegClass>> {
+    p.mf.vregs
+        .iter()
+        .map(|(v, d)| match ra_class(kind_of(d.class, d.dwords)) {
+            Some(ra::RegClass::Float) if second.get(v.index()).copied().unwrap_or(false) => {
+                Some(ra::RegClass::Vector)
+            }
+            c => c,
+        })
+        .collect()
+}
+
+/// Builds the regalloc2 function with the single VGPRs `second` marks in the `Vector` class
+/// (empty: none).
+pub fn build(p: &Prepared, second: &[bool]) -> RaFunc {
     let mf = &p.mf;
     let target = mf.abi.target;
     let nb = mf.blocks.len();
     let ni = p.num_insts as usize;
     // regalloc2 class per vreg, looked up once.
-    let classes: Vec<Option<ra::RegClass>> = mf
-        .vregs
-        .values()
-        .map(|d| ra_class(kind_of(d.class, d.dwords)))
-        .collect();
+    let classes = classes(p, second);
+    let vector_dwords = if second.contains(&true) { 1 } else { 2 };
+    let single = |c: ra::RegClass| {
+        c == ra::RegClass::Float || (c == ra::RegClass::Vector && vector_dwords == 1)
+    };
     let rv = |v: VReg| classes[v.index()].map(|c| ra::VReg::new(v.index(), c));
     let mut ops = Flat::with_capacity(ni, 3 * ni);
     let mut map = Flat::with_capacity(ni, 4 * ni);
@@ -125,11 +147,7 @@ pub fn build(p: &Prepared) -> RaFunc {
                             .filter(|o| matches!(o, MOperand::Use(x) | MOperand::Def(x) if x == v))
                             .count()
                             > 1;
-                        if is_isa
-                            && tied_use != Some(i)
-                            && !repeated
-                            && r.class() == ra::RegClass::Float
-                        {
+                        if is_isa && tied_use != Some(i) && !repeated && single(r.class()) {
                             ops.items.push(Operand::new(
                                 r,
                                 OperandConstraint::Any,
@@ -162,16 +180,17 @@ pub fn build(p: &Prepared) -> RaFunc {
                                     Some(u) => Operand::reg_reuse_def(r, u as usize),
                                     // Pair defs are early: 64-bit results must not
                                     // partially overwrite a source still being read.
-                                    None if r.class() == ra::RegClass::Vector => Operand::new(
-                                        r,
-                                        OperandConstraint::Reg,
-                                        OperandKind::Def,
-                                        OperandPos::Early,
-                                    ),
-                                    None if is_isa
-                                        && tied_def != Some(i)
-                                        && r.class() == ra::RegClass::Float =>
+                                    None if r.class() == ra::RegClass::Vector
+                                        && vector_dwords == 2 =>
                                     {
+                                        Operand::new(
+                                            r,
+                                            OperandConstraint::Reg,
+                                            OperandKind::Def,
+                                            OperandPos::Early,
+                                        )
+                                    }
+                                    None if is_isa && tied_def != Some(i) && single(r.class()) => {
                                         Operand::new(
                                             r,
                                             OperandConstraint::Any,
@@ -225,10 +244,25 @@ pub fn build(p: &Prepared) -> RaFunc {
         params,
         args,
         num_vregs: mf.vregs.len(),
+        vector_dwords,
     }
 }
 
 impl RaFunc {
+    /// VGPRs of one register of class `c` (`None`: `Int`, an SGPR).
+    pub fn vgpr_dwords(&self, c: ra::RegClass) -> Option<u16> {
+        match c {
+            ra::RegClass::Int => None,
+            ra::RegClass::Float => Some(1),
+            ra::RegClass::Vector => Some(self.vector_dwords),
+        }
+    }
+
+    /// Whether a register of class `c` is one VGPR.
+    pub fn single_vgpr(&self, c: ra::RegClass) -> bool {
+        self.vgpr_dwords(c) == Some(1)
+    }
+
     /// Per block: whether it lies on a cycle of the CFG (a loop body, run many times).
     pub fn in_loop(&self) -> Vec<bool> {
         let nb = self.ranges.len();
@@ -296,9 +330,6 @@ impl Function for RaFunc {
         self.num_vregs
     }
     fn spillslot_size(&self, regclass: ra::RegClass) -> usize {
-        match regclass {
-            ra::RegClass::Vector => 2,
-            _ => 1,
-        }
+        usize::from(self.vgpr_dwords(regclass).unwrap_or(1))
     }
 }

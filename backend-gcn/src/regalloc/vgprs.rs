@@ -131,6 +131,9 @@ struct Segments {
     /// when its last. A copy's registers may meet at the copy only when it ends the source
     /// there and begins the destination (no other write at that position).
     edge: Vec<u8>,
+    /// Whether the `Vector` PRegs (locations `64..SEGS`) are pairs; else they are singles
+    /// ([`RaFunc::vector_dwords`]).
+    vector_pairs: bool,
 }
 
 impl Segments {
@@ -295,6 +298,7 @@ fn segments(
         base,
         preg: item_preg,
         edge: vec![0; out.allocs.len() + 2 * out.edits.len()],
+        vector_pairs: func.vector_dwords == 2,
     };
     // Per location, the position of its last event seen in this walk (`u32::MAX`: none),
     // and the locations to reset after it.
@@ -375,15 +379,13 @@ fn hints(
             // Where operand `i` (vreg `v`) is: an item, or the tuple area's dword.
             let at = |i: usize, v: crate::mir::VReg| -> Option<Hint> {
                 match map[i] {
-                    Some(x) => match allocs[x as usize].as_reg()?.class() {
-                        ra::RegClass::Float => {
-                            Some(Hint::Single(segs.alloc_item[first + x as usize] as usize))
+                    Some(x) => {
+                        let item = segs.alloc_item[first + x as usize] as usize;
+                        match func.vgpr_dwords(allocs[x as usize].as_reg()?.class())? {
+                            1 => Some(Hint::Single(item)),
+                            _ => Some(Hint::Pair(item, 0)),
                         }
-                        ra::RegClass::Vector => {
-                            Some(Hint::Pair(segs.alloc_item[first + x as usize] as usize, 0))
-                        }
-                        ra::RegClass::Int => None,
-                    },
+                    }
                     None => {
                         let web = &w.webs[*w.web_of.get(&v)?];
                         (web.class == RegClass::Vgpr).then_some(Hint::Area(web.reg?))
@@ -481,8 +483,15 @@ fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placem
             next += 1;
         }
     }
+    if !segs.vector_pairs {
+        // `Vector` singles follow the `Float` ones.
+        for h in bits(used[ra::RegClass::Vector as usize]) {
+            item_vgpr[64 + h] = next;
+            next += 1;
+        }
+    }
     let mut top = next.max(abi_n as u16);
-    if used[ra::RegClass::Vector as usize] != 0 {
+    if segs.vector_pairs && used[ra::RegClass::Vector as usize] != 0 {
         top = top.next_multiple_of(2);
         for h in bits(used[ra::RegClass::Vector as usize]) {
             item_vgpr[64 + h] = top;
@@ -1079,7 +1088,9 @@ fn late_defs(a: &super::Allocator) -> Vec<bool> {
 /// work-item ids' in the entry block, which keep their PRegs' items, is in a segment).
 fn items(segs: &Segments, ivs: &[Intervals], pairs: bool) -> Vec<usize> {
     (0..segs.preg.len())
-        .filter(|&k| (64..SEGS).contains(&usize::from(segs.preg[k])) == pairs)
+        .filter(|&k| {
+            (segs.vector_pairs && (64..SEGS).contains(&usize::from(segs.preg[k]))) == pairs
+        })
         .map(|k| segs.base + k)
         .filter(|&x| !ivs[x].0.is_empty())
         .collect()

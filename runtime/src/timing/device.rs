@@ -75,6 +75,7 @@ struct GroupState {
     waves: Vec<u32>,
     live: u32,
     arrived: u32,
+    start: u64,
 }
 
 /// The timing simulation of one launch.
@@ -108,6 +109,8 @@ pub struct DeviceSim<'f> {
     turns: u64,
     recycled: Vec<GroupTrace>,
     idle_probe: Option<IdleProbe>,
+    /// Diagnostic (`KJIT_TIMING_GROUPS=1`): each retired workgroup's (id, CU, start, end).
+    group_log: Option<Vec<(u64, u32, u64, u64)>>,
 }
 
 /// Diagnostic (`KJIT_TIMING_MATRIX_IDLE=1`): every 16 cycles, per SIMD whose matrix unit is
@@ -177,6 +180,7 @@ impl<'f> DeviceSim<'f> {
                     last: vec![0; m.cus as usize],
                     ..Default::default()
                 }),
+            group_log: std::env::var("KJIT_TIMING_GROUPS").ok().map(|_| Vec::new()),
         }
     }
 
@@ -326,6 +330,7 @@ impl<'f> DeviceSim<'f> {
             waves: ids.clone(),
             live,
             arrived: 0,
+            start,
         });
         for id in ids {
             self.prepare(cu, id, start);
@@ -825,6 +830,9 @@ impl<'f> DeviceSim<'f> {
 
     fn retire_group(&mut self, group: u32, t: u64) {
         let mut g = self.groups[group as usize].take().expect("live group");
+        if let Some(log) = &mut self.group_log {
+            log.push((g.trace.id, g.cu, g.start, t));
+        }
         for w in &mut g.trace.waves {
             w.steps.clear();
         }
@@ -846,6 +854,10 @@ impl<'f> DeviceSim<'f> {
         let end = self.end.max(1);
         if std::env::var("KJIT_TIMING_DEBUG").is_ok() {
             eprintln!("turns {} instructions {}", self.turns, self.instructions);
+        }
+        if let Some(log) = self.group_log.take() {
+            report_groups(log, self.m.partitions as u64);
+            eprintln!("memory levels: {:?}", self.mem.counts);
         }
         if let Some(p) = self.idle_probe.take() {
             eprintln!(
@@ -938,6 +950,81 @@ impl<'f> DeviceSim<'f> {
             cus_simulated: self.m.cus,
         }
     }
+}
+
+/// Prints when workgroups ended (`KJIT_TIMING_GROUPS=1`): end-time quantiles, each partition's
+/// last end, and the last groups to end, to see how evenly a launch ends.
+fn report_groups(mut log: Vec<(u64, u32, u64, u64)>, partitions: u64) {
+    log.sort_by_key(|g| g.3);
+    let n = log.len();
+    if n == 0 {
+        return;
+    }
+    let q: Vec<String> = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0]
+        .iter()
+        .map(|f| {
+            let i = ((n - 1) as f64 * f) as usize;
+            format!("{}:{}", f, log[i].3)
+        })
+        .collect();
+    eprintln!("group ends ({n} groups): {}", q.join(" "));
+    let mut last = vec![0u64; partitions as usize];
+    let mut first = vec![u64::MAX; partitions as usize];
+    for &(id, _, _, end) in &log {
+        let p = (id % partitions) as usize;
+        last[p] = last[p].max(end);
+        first[p] = first[p].min(end);
+    }
+    eprintln!(
+        "partition first/last end: {:?}",
+        first.iter().zip(&last).collect::<Vec<_>>()
+    );
+    let partner = |id: u64, cu: u32| {
+        log.iter()
+            .filter(|g| g.1 == cu && g.0 != id)
+            .map(|g| (g.0, g.3))
+            .collect::<Vec<_>>()
+    };
+    for &(id, cu, start, end) in log.iter().rev().take(12) {
+        eprintln!(
+            "  late group {id} cu {cu} start {start} end {end} others on its cu {:?}",
+            partner(id, cu)
+        );
+    }
+    // Per CU: its last end and the spread between its groups' ends.
+    let cus = log.iter().map(|g| g.1).max().unwrap_or(0) as usize + 1;
+    let mut ends: Vec<Vec<u64>> = vec![Vec::new(); cus];
+    for g in &log {
+        ends[g.1 as usize].push(g.3);
+    }
+    let spreads: Vec<u64> = ends
+        .iter()
+        .filter(|e| e.len() > 1)
+        .map(|e| e.iter().max().unwrap() - e.iter().min().unwrap())
+        .collect();
+    if !spreads.is_empty() {
+        let mut sp = spreads.clone();
+        sp.sort();
+        eprintln!(
+            "per-CU spread of group ends: mean {} median {} p90 {} max {}",
+            sp.iter().sum::<u64>() / sp.len() as u64,
+            sp[sp.len() / 2],
+            sp[sp.len() * 9 / 10],
+            sp[sp.len() - 1]
+        );
+    }
+    for &(id, cu, start, end) in log.iter().take(4) {
+        eprintln!("  early group {id} cu {cu} start {start} end {end}");
+    }
+    // Start-order deciles against end: whether late starters end late.
+    let mut by_id = log.clone();
+    by_id.sort_by_key(|g| g.0);
+    let chunk = n.div_ceil(10);
+    let means: Vec<u64> = by_id
+        .chunks(chunk)
+        .map(|c| c.iter().map(|g| g.3).sum::<u64>() / c.len() as u64)
+        .collect();
+    eprintln!("mean end by id decile: {means:?}");
 }
 
 /// The SIMD that takes a workgroup's next wave: one with a free wave slot (`limit`: the
