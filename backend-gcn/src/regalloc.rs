@@ -1024,15 +1024,23 @@ fn search(
     }
 }
 
-/// A spill-free run at `counts` (`run`), or one with a register more in a class whose
-/// values regalloc2 moved between registers inside loops, when that one moves fewer there,
-/// spills nothing and its VGPR layout ends no higher. A loop's live ranges are arcs on a
-/// circle (a value carried across the back edge is live at both ends of the body): colouring
-/// them can need one register more than the most that overlap, and with exactly that many
-/// regalloc2 splits a carried value and moves it at the back edge, where the move may wait
+/// Most registers [`loop_slack`] adds to a class.
+const LOOP_SLACK: u32 = 2;
+
+/// A spill-free run at `counts` (`run`), or one with up to [`LOOP_SLACK`] registers more in
+/// a class whose values regalloc2 moved between registers inside loops, when that one moves
+/// fewer there, spills nothing and its VGPR layout ends no higher. A loop's live ranges are
+/// arcs on a circle (a value carried across the back edge is live at both ends of the body):
+/// colouring them can need one register more than the most that overlap, and with exactly that
+/// many regalloc2 splits a carried value and moves it at the back edge, where the move may wait
 /// for a load issued in the same iteration (the gemm's prefetched a-fragments:
 /// docs/mfma-gemm.md). The layout places PRegs by live intervals, so a spare one costs no
 /// VGPR unless it is used.
+///
+/// One register was not always enough: regalloc2 starts each bundle's register scan at its
+/// first instruction's index plus its bundle index, so removing a few entry-block scalar
+/// instructions (32-bit buffer descriptors, issue 15) changed which registers the gemm's
+/// carried pairs found free and left 24 moves in its loop at +1 pair; at +2 it has none.
 fn loop_slack(
     a: &Allocator,
     n_int: u32,
@@ -1053,12 +1061,14 @@ fn loop_slack(
     }
     let moves = |out: &ra::Output| loop_moves(out, &in_loop);
     let top = |(f, v): (u32, u32), out: &ra::Output| a.laid_out((n_int, f, v), out).layout.top;
-    // Each class in turn, on top of the best run so far.
+    // Each class in turn, on top of the best run so far; a register more at a time while the
+    // class still moves values inside loops.
     let mut best = ((n_f, n_v), run);
-    for class in 0..2 {
+    for (class, more) in (0..2).flat_map(|c| (1..=LOOP_SLACK).map(move |k| (c, k))) {
         let Ok(out) = best.1.as_ref() else { break };
         let (f, v) = best.0;
-        let wider = if class == 0 { (f + 1, v) } else { (f, v + 1) };
+        // `more` registers above the class's count before its first try.
+        let wider = if class == 0 { (n_f + more, v) } else { (f, n_v + more) };
         if moves(out)[class] == 0 || wider.0 > caps.n_f || wider.1 > caps.n_v {
             continue;
         }
