@@ -1068,7 +1068,11 @@ fn loop_slack(
         let Ok(out) = best.1.as_ref() else { break };
         let (f, v) = best.0;
         // `more` registers above the class's count before its first try.
-        let wider = if class == 0 { (n_f + more, v) } else { (f, n_v + more) };
+        let wider = if class == 0 {
+            (n_f + more, v)
+        } else {
+            (f, n_v + more)
+        };
         if moves(out)[class] == 0 || wider.0 > caps.n_f || wider.1 > caps.n_v {
             continue;
         }
