@@ -12,7 +12,7 @@
 //! after the last other reader of a word they are built from (a buffer's length) before the
 //! first descriptor use, so the words are computed over the loaded ones in place, after the
 //! prologue's kernarg pointer and workgroup id and size have died; but not past the first wait
-//! for a scalar load issued before them ([`first_wait`]), whose latency they hide.
+//! for a scalar load issued before them (`first_wait`), whose latency they hide.
 //!
 //! Also: an `Extract` of SGPRs read after every other reader of its source tuple in the block
 //! goes right before the last of them ([`extracts_early`]), so the tuple dies there and a
