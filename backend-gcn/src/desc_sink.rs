@@ -9,15 +9,18 @@
 //! Gives the same function with the moved instructions; nothing else changes order.
 //!
 //! Then every descriptor's words of the entry block are built late ([`builds_late`]): right
-//! before the first instruction that reads a descriptor or a word extracted from a tuple the
-//! words are built over (a buffer's length), after the prologue's kernarg pointer and
-//! workgroup id and size have died, so that copies of loaded words and the config pair reuse
-//! their SGPRs.
+//! after the last other reader of a word they are built from (a buffer's length) before the
+//! first descriptor use, so the words are computed over the loaded ones in place, after the
+//! prologue's kernarg pointer and workgroup id and size have died; but not past the first wait
+//! for a scalar load issued before them (`first_wait`), whose latency they hide.
 //!
 //! Also: an `Extract` of SGPRs read after every other reader of its source tuple in the block
 //! goes right before the last of them ([`extracts_early`]), so the tuple dies there and a
 //! result may be computed over it (a buffer's length, read from the quad its descriptor is
-//! built over: `s_bfe_u64 s[10:11], s[10:11], ..` instead of a second pair).
+//! built over: `s_bfe_u64 s[10:11], s[10:11], ..` instead of a second pair); and the
+//! `Extract`s of a loaded tuple read by nothing else go before the first reader of any of
+//! their results, so the tuple dies there whole (hash_chain's `rounds`, after `out`'s length in its
+//! quad, no longer holds the quad's last SGPR until the loop).
 //!
 //! Also: a constant's `s_mov_b32` read only later in its own block goes right before its
 //! first reader ([`constants_late`]), not where the latency schedule hoisted it.
@@ -115,14 +118,17 @@ fn touches_scc(i: &MInst) -> bool {
     matches!(i.opcode, MOpcode::Isa(op) if matches!(
         op.info().format,
         Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc
-    ))
+    ) && !matches!(op.info().name, "s_mov_b32" | "s_mov_b64" | "s_movk_i32"))
 }
 
 /// Whether SCC is dead before instruction `at` of `insts` (the block ending in `term`): the
-/// first instruction from `at` on that touches SCC only writes it (`s_cmp`), or none does and
-/// the terminator does not read it.
-fn scc_dead_at(insts: &[MInst], term: &Terminator, at: usize) -> bool {
-    for i in &insts[at..] {
+/// first instruction from `at` on (but those in `moving`, which go before it) that touches SCC
+/// only writes it (`s_cmp`), or none does and the terminator does not read it.
+fn scc_dead_at(insts: &[MInst], term: &Terminator, at: usize, moving: &[usize]) -> bool {
+    for (k, i) in insts.iter().enumerate().skip(at) {
+        if moving.contains(&k) {
+            continue;
+        }
         if touches_scc(i) {
             return matches!(i.opcode, MOpcode::Isa(op) if op.info().format == Format::Sopc);
         }
@@ -266,7 +272,7 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
         };
         // The next instruction staying in place (or the end).
         let at = (r + 1..n).find(|k| !set.contains(k)).unwrap_or(n);
-        if !scc_dead_at(insts, &mf.blocks[entry].term, at) {
+        if !scc_dead_at(insts, &mf.blocks[entry].term, at, &set) {
             continue;
         }
         // Rebuild the block: the load after `p`, the rest before `at`.
@@ -313,14 +319,49 @@ pub fn sink_descriptors(mf: &mut MachineFunction) -> usize {
     moved
 }
 
+/// The first instruction of the entry block after the first of `set` (ascending) that is not
+/// in it and reads a scalar load issued before that one and not read before it (directly or
+/// through `Extract`s): where the load's `s_waitcnt` goes. The schedule put the words before it,
+/// hiding the load's latency; [`builds_late`] does not move them past it (the tall gemm, whose
+/// hidden-argument `s_load`s were waited for right after the prologue's first dozen
+/// instructions: 84,805 cycles on `mi300x` with the words before the wait, 87,133 after).
+fn first_wait(mf: &MachineFunction, set: &[usize]) -> usize {
+    let insts = &mf.blocks[mf.entry()].insts;
+    let Some(&first) = set.first() else {
+        return insts.len();
+    };
+    let extracts_pending = |i: &MInst, p: &[VReg]| {
+        matches!(i.opcode, MOpcode::Extract(_)) && i.uses().any(|u| p.contains(&u))
+    };
+    let mut pending: Vec<VReg> = Vec::new();
+    for i in &insts[..first] {
+        if is_smem(i) || extracts_pending(i, &pending) {
+            pending.extend(i.defs());
+        } else if i.uses().any(|u| pending.contains(&u)) {
+            // Its wait takes every scalar load issued before (they return out of order).
+            pending.clear();
+        }
+    }
+    for (k, i) in insts.iter().enumerate().skip(first) {
+        if set.contains(&k) {
+            continue;
+        }
+        if extracts_pending(i, &pending) {
+            pending.extend(i.defs());
+        } else if i.uses().any(|u| pending.contains(&u)) {
+            return k;
+        }
+    }
+    insts.len()
+}
+
 /// Builds the entry block's descriptors late: the scalar ALU words of every descriptor (its
-/// [`chain`] but the `s_load`) and the constants only they read (the config-word pair) move,
-/// in their order, to right before the first other instruction that reads a descriptor or a
-/// word extracted from a loaded tuple the words are built over, when that instruction reads
-/// such a word (a buffer's length for the `i < len` compare). By then the prologue's kernarg pointer, workgroup
-/// id and size have died, so the copies of words read after the build (the length, an
-/// argument loaded with it) and the config pair take their SGPRs instead of new ones. Returns
-/// how many instructions moved.
+/// [`chain`] but the `s_load`) and the constants only they read move, in their order, to right
+/// after the last other instruction before the first descriptor use that reads a word they are
+/// built from (a buffer's length, for the `i < len` compare). The length then dies where its
+/// `num_records` word is computed, which may write over it (`s_lshl_b32 s14, s14, 2`) and the
+/// descriptor is built in the quad the arguments were loaded to, and the prologue's kernarg
+/// pointer, workgroup id and size have died by then. Returns how many instructions moved.
 pub fn builds_late(mf: &mut MachineFunction) -> usize {
     let rd = readers(mf);
     let entry = mf.entry();
@@ -331,12 +372,13 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
     }
     let def_at = entry_defs(mf);
     let in_entry = |d: VReg| rd.get(&d).is_some_and(|r| r.iter().all(|&(b, _)| b == 0));
-    // Descriptors read before any word is (a uniform load hoisted to the block's start, whose
-    // descriptor must be built first): left where the schedule put them, the others built late.
+    // Descriptors read before any of the words' sources is (a uniform load hoisted to the
+    // block's start, `opt/speculate.rs`, whose descriptor must be built first): left where the
+    // schedule put them, the others built late.
     let mut early: Vec<usize> = Vec::new();
     let (mut set, to) = loop {
         let mut set: Vec<usize> = Vec::new();
-        // The early descriptors' words: not where the others go.
+        // The early descriptors' words: neither moved nor counted as the sources' readers.
         let mut early_words: Vec<usize> = Vec::new();
         for (k, i) in insts.iter().enumerate() {
             if descriptor(mf, i).is_some() {
@@ -369,45 +411,34 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
         if set.is_empty() {
             return 0;
         }
-        // Tuples the words are built over, and the words extracted from them elsewhere.
+        // The words' sources, and the descriptors.
         let built_over: Vec<VReg> = set.iter().flat_map(|&j| insts[j].uses()).collect();
-        let extracted: Vec<VReg> = insts
-            .iter()
-            .enumerate()
-            .filter(|&(k, i)| {
-                !set.contains(&k)
-                    && matches!(i.opcode, MOpcode::Extract(_))
-                    && i.uses().any(|u| built_over.contains(&u))
-            })
-            .flat_map(|(_, i)| i.defs())
-            .collect();
         let descs: Vec<(usize, VReg)> = set
             .iter()
             .filter_map(|&j| Some((j, descriptor(mf, &insts[j])?)))
             .collect();
-        let to = (0..n)
-            .find(|&k| {
-                !set.contains(&k)
-                    && !early_words.contains(&k)
-                    && insts[k]
-                        .uses()
-                        .any(|u| descs.iter().any(|d| d.1 == u) || extracted.contains(&u))
-            })
+        let other = |k: usize| !set.contains(&k) && !early_words.contains(&k);
+        let first_use = (0..n)
+            .find(|&k| other(k) && insts[k].uses().any(|u| descs.iter().any(|d| d.1 == u)))
             .unwrap_or(n);
-        if to == n {
-            return 0;
+        // Right after the last other reader of a source (a buffer's length, for `i < len`)
+        // before the first use, where the sources die; else the words stay where the schedule
+        // put them (between the address arithmetic it interleaved them with), once the
+        // descriptors read before any source is are left out.
+        let last_read = (0..first_use)
+            .filter(|&k| other(k) && insts[k].uses().any(|u| built_over.contains(&u)))
+            .max();
+        if let Some(last_read) = last_read {
+            break (set, last_read + 1);
         }
-        // Only for a word read there (else the words stay where the schedule put them, between
-        // the address arithmetic it interleaved them with), once the descriptors read before
-        // any word are left out.
-        if insts[to].uses().any(|u| extracted.contains(&u)) {
-            break (set, to);
+        if first_use == n {
+            return 0;
         }
         let before = early.len();
         early.extend(
             descs
                 .iter()
-                .filter(|d| insts[to].uses().any(|u| u == d.1))
+                .filter(|d| insts[first_use].uses().any(|u| u == d.1))
                 .map(|d| d.0),
         );
         if early.len() == before {
@@ -417,6 +448,9 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
     // Only what is before `to` moves (down); already in place if it is the run before `to`.
     set.retain(|&j| j < to);
     if set.iter().copied().eq(to - set.len()..to) {
+        return 0;
+    }
+    if to > first_wait(mf, &set) {
         return 0;
     }
     // Every operand from outside the set is defined before `to`.
@@ -493,11 +527,83 @@ fn late_extract(mf: &MachineFunction) -> Option<(MBlock, usize, usize)> {
     None
 }
 
+/// Puts the `Extract`s of each SGPR tuple loaded in the entry block (by an `s_load`) and read
+/// only by `Extract`s there that come after the first instruction reading any of their results
+/// right before that instruction, in their order; returns how many moved. The tuple then dies
+/// there whole instead of holding a dword (a scalar argument loaded with a buffer) until the
+/// `Extract` the schedule left late, where the descriptor built over the tuple needs it. An
+/// `Extract` writes no SCC or memory, its source is defined before, and its own readers are
+/// after that instruction.
+fn extracts_together(mf: &mut MachineFunction) -> usize {
+    let rd = readers(mf);
+    let entry = mf.entry();
+    let insts = &mf.blocks[entry].insts;
+    let n = insts.len();
+    // Per instruction: the index it goes before.
+    let mut before: Vec<Option<usize>> = vec![None; n];
+    for (k, i) in insts.iter().enumerate() {
+        let Some(t) = i.defs().next() else { continue };
+        if !is_smem(i) || mf.vregs[t].class != RegClass::Sgpr || mf.vregs[t].dwords < 2 {
+            continue;
+        }
+        let Some(r) = rd.get(&t) else { continue };
+        let all_extracts = r.iter().all(|&(b, j)| {
+            b == entry.index()
+                && j != usize::MAX
+                && j > k
+                && matches!(insts[j].opcode, MOpcode::Extract(_))
+        });
+        if !all_extracts || r.len() < 2 {
+            continue;
+        }
+        let first_read = r
+            .iter()
+            .filter_map(|&(_, j)| insts[j].defs().next())
+            .filter_map(|d| rd.get(&d))
+            .flat_map(|x| x.iter())
+            .filter(|&&(b, j)| b == entry.index() && j != usize::MAX)
+            .map(|&(_, j)| j)
+            .min();
+        let Some(f) = first_read else { continue };
+        for &(_, j) in r {
+            if j > f {
+                before[j] = Some(f);
+            }
+        }
+    }
+    if before.iter().all(Option::is_none) {
+        return 0;
+    }
+    let mut at: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut moved = 0;
+    for (j, b) in before.iter().enumerate() {
+        if let Some(f) = b {
+            at[*f].push(j);
+            moved += 1;
+        }
+    }
+    let mut slots: Vec<Option<MInst>> = std::mem::take(&mut mf.blocks[entry].insts)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut out = Vec::with_capacity(n);
+    for j in 0..n {
+        for &k in &at[j] {
+            out.extend(slots[k].take());
+        }
+        if before[j].is_none() {
+            out.extend(slots[j].take());
+        }
+    }
+    mf.blocks[entry].insts = out;
+    moved
+}
+
 /// Moves the `Extract`s [`late_extract`] finds before their source's last other reader;
 /// returns how many moved. An `Extract` writes no SCC or memory, so only its source's
 /// definition bounds it; each move takes one from after the last other reader to before it.
 pub fn extracts_early(mf: &mut MachineFunction) -> usize {
-    let mut moved = 0;
+    let mut moved = extracts_together(mf);
     while let Some((b, k, j)) = late_extract(mf) {
         let x = mf.blocks[b].insts.remove(k);
         mf.blocks[b].insts.insert(j, x);

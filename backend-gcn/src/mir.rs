@@ -63,7 +63,7 @@ pub enum AbiValue {
     /// Kernarg segment pointer (SGPR pair).
     KernargPtr,
     /// The first kernarg dwords, preloaded by the dispatcher into the user SGPRs after the
-    /// kernarg pointer (an SGPR tuple of an even number of dwords, gfx90a/gfx942).
+    /// kernarg pointer (an SGPR tuple of at least 2 dwords, gfx90a/gfx942).
     KernargPreload,
     /// Workgroup id x/y/z (one SGPR each).
     WorkgroupId(u8),
@@ -84,7 +84,9 @@ pub enum MOpcode {
     /// `Def(v)`: `v` holds the ABI value at kernel entry. Only at the start of the entry block.
     LiveIn(AbiValue),
     /// `Def(tuple), Use(part0), Use(part1), ...`: a tuple assembled from parts of the same class
-    /// whose widths add up to the tuple's, lowest dwords first (LLVM's `REG_SEQUENCE`). The
+    /// whose widths add up to the tuple's, lowest dwords first (LLVM's `REG_SEQUENCE`); a part
+    /// of an SGPR tuple may also be a `Phys` 32-bit literal, one dword written with
+    /// `s_mov_b32` where the Build is (a buffer descriptor's config word). The
     /// allocator makes it moves into the tuple's registers (or coalesces them away). Needed for
     /// buffer descriptors, 64-bit values from 32-bit halves, and `store.x2/x4` data.
     Build,

@@ -317,6 +317,16 @@ pub fn verify(mf: &MachineFunction) -> Result<(), MirVerifyError> {
                             _ => errs.push(format!("{b}: {}: part {u} of another class", text())),
                         }
                     }
+                    // Constant dwords of an SGPR tuple.
+                    if c == RegClass::Sgpr {
+                        sum += i
+                            .ops
+                            .iter()
+                            .filter(|o| {
+                                matches!(o, MOperand::Phys(crate::isa::Operand::Literal(_)))
+                            })
+                            .count() as u32;
+                    }
                     if sum != n as u32 {
                         errs.push(format!("{b}: {}: parts cover {sum} of {n} dwords", text()));
                     }

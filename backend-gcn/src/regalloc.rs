@@ -1024,15 +1024,23 @@ fn search(
     }
 }
 
-/// A spill-free run at `counts` (`run`), or one with a register more in a class whose
-/// values regalloc2 moved between registers inside loops, when that one moves fewer there,
-/// spills nothing and its VGPR layout ends no higher. A loop's live ranges are arcs on a
-/// circle (a value carried across the back edge is live at both ends of the body): colouring
-/// them can need one register more than the most that overlap, and with exactly that many
-/// regalloc2 splits a carried value and moves it at the back edge, where the move may wait
+/// Most registers [`loop_slack`] adds to a class.
+const LOOP_SLACK: u32 = 2;
+
+/// A spill-free run at `counts` (`run`), or one with up to [`LOOP_SLACK`] registers more in
+/// a class whose values regalloc2 moved between registers inside loops, when that one moves
+/// fewer there, spills nothing and its VGPR layout ends no higher. A loop's live ranges are
+/// arcs on a circle (a value carried across the back edge is live at both ends of the body):
+/// colouring them can need one register more than the most that overlap, and with exactly that
+/// many regalloc2 splits a carried value and moves it at the back edge, where the move may wait
 /// for a load issued in the same iteration (the gemm's prefetched a-fragments:
 /// docs/mfma-gemm.md). The layout places PRegs by live intervals, so a spare one costs no
 /// VGPR unless it is used.
+///
+/// One register was not always enough: regalloc2 starts each bundle's register scan at its
+/// first instruction's index plus its bundle index, so removing a few entry-block scalar
+/// instructions (32-bit buffer descriptors, issue 15) changed which registers the gemm's
+/// carried pairs found free and left 24 moves in its loop at +1 pair; at +2 it has none.
 fn loop_slack(
     a: &Allocator,
     n_int: u32,
@@ -1053,12 +1061,18 @@ fn loop_slack(
     }
     let moves = |out: &ra::Output| loop_moves(out, &in_loop);
     let top = |(f, v): (u32, u32), out: &ra::Output| a.laid_out((n_int, f, v), out).layout.top;
-    // Each class in turn, on top of the best run so far.
+    // Each class in turn, on top of the best run so far; a register more at a time while the
+    // class still moves values inside loops.
     let mut best = ((n_f, n_v), run);
-    for class in 0..2 {
+    for (class, more) in (0..2).flat_map(|c| (1..=LOOP_SLACK).map(move |k| (c, k))) {
         let Ok(out) = best.1.as_ref() else { break };
         let (f, v) = best.0;
-        let wider = if class == 0 { (f + 1, v) } else { (f, v + 1) };
+        // `more` registers above the class's count before its first try.
+        let wider = if class == 0 {
+            (n_f + more, v)
+        } else {
+            (f, n_v + more)
+        };
         if moves(out)[class] == 0 || wider.0 > caps.n_f || wider.1 > caps.n_v {
             continue;
         }
@@ -1302,6 +1316,14 @@ fn sgpr_layout(
 /// placed earlier is live while it is (`locs::intervals`), in order of first position.
 /// A scalar instruction's result may take the SGPR of a source that dies there
 /// (`s_and_b32 s3, s3, 0xffff`): its def counts from just after it.
+/// A single copied into a dword of an SGPR web (a `Build` part: a buffer descriptor's
+/// `num_records` and config words) or out of one (an `Extract`: a loaded or preloaded
+/// length) first tries that dword's SGPR, so the copy is a self-move and emits nothing. First
+/// fit in order of first position can give such an SGPR to an earlier single, so the hinted
+/// singles are also placed first; of the two, the one ending lower (then with more copies
+/// made self-moves) is kept. The copy's own position may be shared with the dword (the part
+/// is read where the tuple's dword is written, the `Extract` result written where the source
+/// dword is last read): each dword gets one part, so no other move of the copy clobbers it.
 /// Returns the SGPRs given.
 fn place_singles(
     p: &Prepared,
@@ -1342,24 +1364,133 @@ fn place_singles(
         occ[int_map[h] as usize].push(&ivs[h]);
         fixed.insert(int_map[h]);
     }
+    let hints = single_hints(p, func, out, w);
     let mut order: Vec<usize> = bits(used).filter(|&h| int_map[h] == NO_REG).collect();
     order.sort_by_key(|&h| (ivs[h].start(), h));
-    let mut given = Vec::new();
-    for h in order {
-        let r = (0..MAX_SGPRS)
-            .find(|&x| {
+    let mut hinted_first = order.clone();
+    hinted_first.sort_by_key(|&h| (hints[h].is_empty(), ivs[h].start(), h));
+    // One placement in `order`: (SGPR per single, end of the SGPRs used, copies kept).
+    let place = |order: &[usize]| -> Result<(Vec<(usize, u16)>, u16, usize), RegallocError> {
+        let mut occ = occ.clone();
+        let mut out = Vec::with_capacity(order.len());
+        let mut copies = 0;
+        for &h in order {
+            let free = |x: u16, occ: &[Vec<&webs::Intervals>]| {
                 (!blocked.contains(x) || fixed.contains(x))
                     && occ[x as usize].iter().all(|o| !o.overlaps(&ivs[h]))
-            })
-            .ok_or(RegallocError::OutOfRegisters {
-                file: "SGPR",
-                limit: MAX_SGPRS as u32,
-            })?;
+            };
+            // Free but at the copy's position `at` (the single's intervals without that point).
+            let free_at = |x: u16, at: u32, occ: &[Vec<&webs::Intervals>]| {
+                let mut iv = ivs[h].clone();
+                iv.0.retain_mut(|seg| {
+                    if seg.0 == at {
+                        seg.0 += 1;
+                    }
+                    if seg.1 == at {
+                        seg.1 = seg.1.saturating_sub(1);
+                    }
+                    seg.0 <= seg.1
+                });
+                (!blocked.contains(x) || fixed.contains(x))
+                    && occ[x as usize].iter().all(|o| !o.overlaps(&iv))
+            };
+            let hinted = hints[h]
+                .iter()
+                .find(|&&(x, at)| free_at(x, at, &occ))
+                .map(|&(x, _)| x);
+            copies += hints[h].iter().filter(|&&(x, _)| Some(x) != hinted).count();
+            let r = hinted
+                .or_else(|| (0..MAX_SGPRS).find(|&x| free(x, &occ)))
+                .ok_or(RegallocError::OutOfRegisters {
+                    file: "SGPR",
+                    limit: MAX_SGPRS as u32,
+                })?;
+            occ[r as usize].push(&ivs[h]);
+            out.push((h, r));
+        }
+        let end = out.iter().map(|&(_, r)| r + 1).max().unwrap_or(0);
+        Ok((out, end, copies))
+    };
+    if std::env::var_os("KJIT_DBG_SINGLES").is_some() {
+        for &h in &order {
+            eprintln!("preg {h}: {:?} hints {:?}", ivs[h].0, hints[h]);
+        }
+        for (r, o) in occ.iter().enumerate().take(20) {
+            eprintln!("s{r}: {:?}", o.iter().map(|i| &i.0).collect::<Vec<_>>());
+        }
+    }
+    let mut best = place(&order)?;
+    if hinted_first != order {
+        let other = place(&hinted_first)?;
+        if (other.1, other.2) < (best.1, best.2) {
+            best = other;
+        }
+    }
+    let mut given = Vec::with_capacity(best.0.len());
+    for (h, r) in best.0 {
         int_map[h] = r;
-        occ[r as usize].push(&ivs[h]);
         given.push(r);
     }
     Ok(given)
+}
+
+/// For each `Int` PReg (by `hw_enc`), the SGPRs of the web dwords its values are copied into
+/// (`Build` parts) or out of (`Extract` results), with the copy's position (`2i`), in program
+/// order: where [`place_singles`] tries it first.
+fn single_hints(
+    p: &Prepared,
+    func: &ra2::RaFunc,
+    out: &ra::Output,
+    w: &webs::Webs,
+) -> Vec<Vec<(u16, u32)>> {
+    let mut hints: Vec<Vec<(u16, u32)>> = vec![Vec::new(); 64];
+    let web_reg = |v: crate::mir::VReg| {
+        let web = &w.webs[*w.web_of.get(&v)?];
+        web.reg.filter(|_| web.class == RegClass::Sgpr)
+    };
+    let mut hint = |gi: usize, i: usize, r: u16| {
+        let Some(x) = func.map.get(gi).get(i).copied().flatten() else {
+            return;
+        };
+        let a: Allocation = out.inst_allocs(ra::Inst::new(gi))[x as usize];
+        if let Some(h) = a.as_reg().filter(|h| h.class() == ra::RegClass::Int) {
+            hints[h.hw_enc()].push((r, 2 * gi as u32));
+        }
+    };
+    for (b, bd) in p.mf.blocks.iter() {
+        let first = p.first_inst[b.index()] as usize;
+        for (k, inst) in bd.insts.iter().enumerate() {
+            match (inst.opcode, inst.ops.as_slice()) {
+                (MOpcode::Build, [MOperand::Def(d), parts @ ..]) => {
+                    let Some(base) = web_reg(*d) else { continue };
+                    let mut at = 0u16;
+                    for (j, o) in parts.iter().enumerate() {
+                        match *o {
+                            MOperand::Use(u) => {
+                                let v = p.mf.vregs[u];
+                                if v.class == RegClass::Sgpr && v.dwords == 1 {
+                                    hint(first + k, j + 1, base + at);
+                                }
+                                at += v.dwords as u16;
+                            }
+                            MOperand::Phys(_) => at += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                (MOpcode::Extract(x), [MOperand::Def(d), MOperand::Use(s)]) => {
+                    let v = p.mf.vregs[*d];
+                    if v.class == RegClass::Sgpr && v.dwords == 1 {
+                        if let Some(base) = web_reg(*s) {
+                            hint(first + k, 0, base + x as u16);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    hints
 }
 
 struct Ctx<'a> {
@@ -1805,11 +1936,19 @@ impl Ctx<'_> {
                 let mut body = Vec::new();
                 let mut at = 0u16;
                 for (i, o) in mi.ops.iter().enumerate().skip(1) {
-                    if let MOperand::Use(u) = *o {
-                        let s = operand(i, u)?;
-                        let n = s.reg_count() as u16;
-                        self.sub_moves(sub(d, at, n), s, &mut body)?;
-                        at += n;
+                    match *o {
+                        MOperand::Use(u) => {
+                            let s = operand(i, u)?;
+                            let n = s.reg_count() as u16;
+                            self.sub_moves(sub(d, at, n), s, &mut body)?;
+                            at += n;
+                        }
+                        // A constant dword of an SGPR tuple, written in place.
+                        MOperand::Phys(k @ Operand::Literal(_)) => {
+                            body.push(mov(Opcode::SMovB32, sub(d, at, 1), k));
+                            at += 1;
+                        }
+                        _ => {}
                     }
                 }
                 usage.moves += body.len() as u32;

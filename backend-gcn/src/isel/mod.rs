@@ -222,6 +222,12 @@ fn max_preload_dwords(target: Target) -> u32 {
 /// SGPRs: enough to hold every prologue load that fits under [`max_preload_dwords`] (explicit
 /// arguments, and the hidden workgroup sizes and counts when they are that close). A load
 /// that does not fit stays an `s_load`. 0 when there is nothing to preload.
+///
+/// Measured against two narrower choices (issue 15, `docs/performance-log.md`): preloading only
+/// the dwords the descriptors read (a buffer's length is one dword, no rounding to even), and
+/// also leaving out the pointer of a buffer whose length does not fit, gave the same cycles
+/// on `mi300x` and up to 5% more on `mi250x` (hash_rounds, stencil_pipelined), through the
+/// allocation that followed the shifted system SGPRs; and no SGPR row came under clang's + 8.
 fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Target) -> u32 {
     let limit = max_preload_dwords(target);
     // (first dword, dwords) of each load the prologue makes.
@@ -307,8 +313,6 @@ pub(crate) struct Isel<'a> {
     pub(crate) kernarg: Option<VReg>,
     pub(crate) params: HashMap<Value, VReg>,
     pub(crate) descs: HashMap<Value, VReg>,
-    /// The pair `(0, DESC_WORD3)` shared by the descriptors.
-    desc_word3: Option<VReg>,
     pub(crate) lens: HashMap<Value, VReg>,
     pub(crate) specials: HashMap<kjit_ir::SpecialReg, VReg>,
     pub(crate) lane_id: Option<VReg>,
@@ -464,7 +468,6 @@ impl<'a> Isel<'a> {
             kernarg: None,
             params: HashMap::default(),
             descs: HashMap::default(),
-            desc_word3: None,
             lens: HashMap::default(),
             specials: HashMap::default(),
             lane_id: None,
@@ -1666,51 +1669,57 @@ impl<'a> Isel<'a> {
             let slot = self.slots[k];
             match func.value_type(p) {
                 Type::Buffer { elem, .. } => {
-                    // The descriptor is built from two SGPR pairs computed whole (no single
-                    // SGPRs, so no moves): the register allocator's webs put each pair straight
-                    // into its half of the quad (`regalloc/webs.rs`, Build-part coalescing).
-                    // Address and length side by side: one `s_load_dwordx4` for both pairs.
-                    // Preloaded: the two pairs straight from the user SGPRs.
-                    let preloaded = self.is_preloaded(slot.offset, 4);
-                    let (addr, lp) = if slot.len_offset == slot.offset + 8 && !preloaded {
+                    // Words 0-1 are one SGPR pair computed whole, words 2 and 3 single SGPRs:
+                    // the register allocator's webs put the pair straight into its half of the
+                    // quad (`regalloc/webs.rs`, Build-part coalescing) and places each single
+                    // on its dword of the quad where that is free (`place_singles`), so the
+                    // descriptor is computed where the pointer and length were loaded or
+                    // preloaded, when the quad's alignment allows.
+                    // Address and length side by side: one `s_load_dwordx4` for both.
+                    // (Preloaded dwords are a prefix: a length preloaded has its pointer
+                    // preloaded too; [`preload_dwords`] leaves a buffer whose length does not
+                    // fit to this load.)
+                    let preloaded = self.is_preloaded(slot.len_offset, 1);
+                    let (addr, len) = if slot.len_offset == slot.offset + 8 && !preloaded {
                         let q = self.s_load(slot.offset, 4);
-                        let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 2));
-                        // A later argument in the pair's second word is read out of it.
+                        let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 1));
                         self.kernarg_loads.insert((slot.offset, 2), a);
-                        self.kernarg_loads.insert((slot.len_offset, 2), l);
+                        self.kernarg_loads.insert((slot.len_offset, 1), l);
                         (a, l)
                     } else {
-                        (self.s_load(slot.offset, 2), self.s_load(slot.len_offset, 2))
+                        (self.s_load(slot.offset, 2), self.s_load(slot.len_offset, 1))
                     };
-                    // The length (where read) is the pair's low word (no second load of it).
+                    // The length (where read) is the same SGPR (no second load of it).
                     let len_read = func
                         .insts
                         .values()
                         .any(|d| matches!(d, InstData::BufferLen { buf } if *buf == p));
                     if len_read {
-                        let len = self.extract(lp, 0, 1);
                         self.lens.insert(p, len);
                     }
-                    // Words 0-1: base address, stride 0 (bits 48.. of the pair cleared).
+                    // Words 0-1: base address, stride 0 (bits 48.. of the pair cleared). One
+                    // 64-bit op both moves the pair (when not in place) and masks it; in place it
+                    // is as long as `s_and_b32` of the high word.
                     let base =
                         self.sop2("s_bfe_u64", &[valu::Src::R(addr), valu::Src::Imm(48 << 16)]);
-                    // Words 2-3: num_records = len * size (mod 2^32), then the config word.
-                    // The pair (len, next kernarg dword) keeps only len's low 32 - shift bits.
+                    // Word 2: num_records = len * size (mod 2^32, as the 64-bit form kept).
                     let shift = elem.bytes().trailing_zeros();
-                    let mut nrec = self.sop2(
-                        "s_bfe_u64",
-                        &[valu::Src::R(lp), valu::Src::Imm((32 - shift) << 16)],
-                    );
-                    if shift != 0 {
-                        nrec =
-                            self.sop2("s_lshl_b64", &[valu::Src::R(nrec), valu::Src::Imm(shift)]);
-                    }
-                    let w3 = self.desc_config_word();
-                    let hi = self.sop2("s_or_b64", &[valu::Src::R(nrec), valu::Src::R(w3)]);
+                    let nrec = if shift != 0 {
+                        self.sop2("s_lshl_b32", &[valu::Src::R(len), valu::Src::Imm(shift)])
+                    } else {
+                        len
+                    };
+                    // Word 3: the config word, a constant part: the Build writes it straight
+                    // into the quad (`s_mov_b32`), with no SGPR of its own to place.
                     let desc = self.new_vreg(RegClass::Sgpr, 4);
                     self.push(MInst::pseudo(
                         MOpcode::Build,
-                        &[MOperand::Def(desc), MOperand::Use(base), MOperand::Use(hi)],
+                        &[
+                            MOperand::Def(desc),
+                            MOperand::Use(base),
+                            MOperand::Use(nrec),
+                            MOperand::Phys(crate::isa::Operand::Literal(DESC_WORD3)),
+                        ],
                     ));
                     self.descs.insert(p, desc);
                 }
@@ -1786,28 +1795,6 @@ impl<'a> Isel<'a> {
             &[valu::Src::Imm(u32::MAX), valu::Src::R(t)],
         );
         l
-    }
-
-    /// The pair `(0, DESC_WORD3)`: the config word of every buffer descriptor in the high
-    /// dword, made once per kernel (`s_lshl_b64` of a 32-bit literal, which both sign and zero
-    /// extension make `0x27000`).
-    fn desc_config_word(&mut self) -> VReg {
-        if let Some(k) = self.desc_word3 {
-            return k;
-        }
-        let k = self.new_vreg(RegClass::Sgpr, 2);
-        let mut i = MInst::isa(
-            op("s_lshl_b64"),
-            &[
-                MOperand::Def(k),
-                MOperand::Phys(crate::isa::Operand::Literal(DESC_WORD3)),
-                MOperand::Phys(crate::isa::Operand::InlineInt(32)),
-            ],
-        );
-        i.implicit_defs = implicit::SCC;
-        self.push(i);
-        self.desc_word3 = Some(k);
-        k
     }
 
     /// Whether the `dwords` kernarg dwords at byte `offset` are all preloaded.

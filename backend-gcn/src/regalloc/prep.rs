@@ -170,6 +170,12 @@ pub fn validate(mf: &MachineFunction) -> Result<(), RegallocError> {
                             MOperand::Use(u) if mf.vregs[*u].class == d.class => {
                                 width += mf.vregs[*u].dwords as u32
                             }
+                            // A constant dword of an SGPR tuple (`s_mov_b32` at the Build).
+                            MOperand::Phys(crate::isa::Operand::Literal(_))
+                                if d.class == RegClass::Sgpr =>
+                            {
+                                width += 1
+                            }
                             _ => {
                                 return Err(malformed(format!(
                                     "{b} inst {i}: Build parts must be uses of the tuple's class"
@@ -206,7 +212,7 @@ pub fn validate(mf: &MachineFunction) -> Result<(), RegallocError> {
                 let ok = match a {
                     crate::mir::AbiValue::KernargPtr => d.class == RegClass::Sgpr && d.dwords == 2,
                     crate::mir::AbiValue::KernargPreload => {
-                        d.class == RegClass::Sgpr && d.dwords >= 2 && d.dwords % 2 == 0
+                        d.class == RegClass::Sgpr && d.dwords >= 2
                     }
                     crate::mir::AbiValue::WorkgroupId(k) => {
                         k < 3 && d.class == RegClass::Sgpr && d.dwords == 1

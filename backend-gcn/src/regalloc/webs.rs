@@ -572,11 +572,16 @@ pub fn build(
                 (MOpcode::Build, [MOperand::Def(d), rest @ ..]) if is_web(*d) => {
                     let mut at = 0u16;
                     for o in rest {
-                        if let MOperand::Use(u) = o {
-                            if is_web(*u) {
-                                parts.push((bd.loop_depth, *u, *d, at));
+                        match o {
+                            MOperand::Use(u) => {
+                                if is_web(*u) {
+                                    parts.push((bd.loop_depth, *u, *d, at));
+                                }
+                                at += mf.vregs[*u].dwords as u16;
                             }
-                            at += mf.vregs[*u].dwords as u16;
+                            // A constant dword.
+                            MOperand::Phys(_) => at += 1,
+                            _ => {}
                         }
                     }
                 }
