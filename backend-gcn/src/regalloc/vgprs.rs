@@ -893,7 +893,7 @@ impl Packing {
             n_off += d_off;
             most = most.max(n_on).max(n_off);
         }
-        most.max(self.abi_n as i32).max(1) as u16
+        most.max(self.abi_n as i32) as u16
     }
 
     /// The tables of placement `chosen`.
