@@ -276,8 +276,21 @@ struct Laid {
     color_of: BTreeMap<usize, usize>,
     layout: vgprs::VgprLayout,
     /// The layout with the spill slots among the PRegs' values, when every VGPR slot is a
-    /// single and that ends below `layout` with the slots' colors above it.
-    with_slots: Option<vgprs::VgprLayout>,
+    /// single, kept where it ends below `layout` with the slots' colors above it
+    /// (`slots_end`); placed only when a budget may hold it ([`Laid::slots_within`]).
+    with_slots: Option<vgprs::SlotLayout>,
+    /// Where the slots' colors end above `layout` ([`slots_above`]).
+    slots_end: u16,
+}
+
+impl Laid {
+    /// The layout with the slots among the values, when there is one that ends at or below
+    /// VGPR `cap` (`waves`: the occupancy of a layout's end).
+    fn slots_within(&self, cap: u32, waves: &dyn Fn(u32) -> u32) -> Option<&vgprs::VgprLayout> {
+        self.with_slots
+            .as_ref()
+            .and_then(|w| w.within(cap, self.slots_end, waves))
+    }
 }
 
 impl std::fmt::Debug for Allocator {
@@ -445,11 +458,9 @@ impl Allocator {
         if let Some(l) = self.layouts.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return l;
         }
-        let target = self.shape.target;
-        let waves = |top: u32| target.waves_per_simd_for_registers(self.shape.registers(top));
         let (used, slot_class) = used_pregs(&self.func, out);
         let color_of = slots::color(&self.func, out, &slot_class);
-        let layout = vgprs::layout(self, out, &used, &waves);
+        let layout = vgprs::layout(self, out, &used, &|top| self.waves(top));
         let single = |c: &ra::RegClass| self.func.single_vgpr(*c);
         let with_slots = if slot_class.values().any(single)
             && slot_class
@@ -460,22 +471,29 @@ impl Allocator {
             for (&s, _) in slot_class.iter().filter(|e| single(e.1)) {
                 slots[s] = true;
             }
-            let above = slots_above(&self.func, &slot_class, &color_of, layout.top);
-            vgprs::layout_with_slots(self, out, &used, &slots, &waves).filter(|l| l.top < above)
+            Some(vgprs::SlotLayout::new(self, out, &used, &slots))
         } else {
             None
         };
+        let slots_end = slots_above(&self.func, &slot_class, &color_of, layout.top);
         let l = std::sync::Arc::new(Laid {
             used,
             slot_class,
             color_of,
             layout,
             with_slots,
+            slots_end,
         });
         if let Ok(mut m) = self.layouts.lock() {
             m.insert(key, l.clone());
         }
         l
+    }
+
+    /// Waves per SIMD of a VGPR layout ending at `top` (with the AGPR tuple area).
+    fn waves(&self, top: u32) -> u32 {
+        let target = self.shape.target;
+        target.waves_per_simd_for_registers(self.shape.registers(top))
     }
 
     /// The SGPR singles regalloc2 gets under `sgpr_budget`: what the tuples leave in the
@@ -520,9 +538,12 @@ impl Allocator {
                     .values()
                     .all(|&c| self.func.vgpr_dwords(c).is_some())
             {
-                let end = match &laid.with_slots {
+                // A packing with the slots that ends above the cap cannot fit: the slots'
+                // colors above the layout end higher still.
+                let cap = shape.vgpr_cap(budget);
+                let end = match laid.slots_within(cap, &|top| self.waves(top)) {
                     Some(l) => l.top,
-                    None => slots_above(&self.func, &laid.slot_class, &laid.color_of, top as u16),
+                    None => laid.slots_end,
                 };
                 if fits(u32::from(end)) {
                     return Ok(Some((n_f, n_v, run)));
@@ -530,6 +551,28 @@ impl Allocator {
             }
         }
         Ok(None)
+    }
+
+    /// Whether every VGPR packing of the regalloc2 run the search reaches under
+    /// `vgpr_budget` (with its single-VGPR spill slots among the values too, when it has
+    /// any) ends at or above the floor the layout stops its search at
+    /// (`vgprs::Packing::floor`). For tests.
+    #[doc(hidden)]
+    pub fn packing_floor_holds(&self, vgpr_budget: Option<u32>) -> Result<bool, RegallocError> {
+        let file = self.shape.target.register_file_per_lane();
+        let caps = self.shape.caps(vgpr_budget.unwrap_or(file).min(file))?;
+        let n_int = self.int_registers(None);
+        let (_, _, _, run) = search(self, n_int, self.start, &caps)?;
+        let Ok(out) = run.as_ref() else {
+            return Ok(true);
+        };
+        let (used, slot_class) = used_pregs(&self.func, out);
+        let mut slots = vec![false; out.num_spillslots];
+        for (&s, c) in &slot_class {
+            slots[s] = self.func.single_vgpr(*c);
+        }
+        Ok(vgprs::floor_holds(self, out, &used, &[])
+            && (!slots.contains(&true) || vgprs::floor_holds(self, out, &used, &slots)))
     }
 
     /// Whether the allocation under `vgpr_budget` and `sgpr_budget` is the one without a
@@ -596,10 +639,7 @@ impl Allocator {
         // tuple area (spare-VGPR slots go above).
         let laid = self.laid_out((n_int, n_f, n_v), out);
         // The slots go among the PRegs' values when all of them fit there.
-        let packed_slots = laid
-            .with_slots
-            .as_ref()
-            .filter(|l| u32::from(l.top) <= vgpr_cap);
+        let packed_slots = laid.slots_within(vgpr_cap, &|top| self.waves(top));
         let Laid {
             used,
             ref slot_class,

@@ -11,6 +11,7 @@ use kjit_backend_gcn::mir::{
     implicit, BranchCond, MBlock, MInst, MOpcode, MOperand, MachineFunction, RegClass, Terminator,
     VReg,
 };
+use kjit_backend_gcn::regalloc::{Allocator, RegallocError};
 use kjit_backend_gcn::target::ALL_TARGETS;
 use kjit_backend_gcn::Target;
 use regalloc_common::*;
@@ -481,6 +482,40 @@ fn wide_random_functions_allocate_singles_in_two_classes() {
         spill_free_wide > 0,
         "no wide program was allocated without spills"
     );
+}
+
+/// The VGPR layout stops trying packings at one that leaves no copy and ends at the floor
+/// (a register holds, at a position, at most one value live past it and one live before it):
+/// no packing may end below that floor, with or without the spill slots among the values.
+/// Random programs, wide ones (two classes) included, without a budget and at 40 and 20.
+#[test]
+fn no_vgpr_packing_ends_below_the_floor() {
+    let cases: u64 = std::env::var("KJIT_RA_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(40, |n: u64| n / 4);
+    let mut checked = 0;
+    for seed in 0..cases {
+        for t in ALL_TARGETS {
+            for mf in [program(t, seed), program_with(t, seed, true)] {
+                let a = Allocator::new(&mf, false).expect("allocator");
+                for budget in [None, Some(40), Some(20)] {
+                    match a.packing_floor_holds(budget) {
+                        Ok(holds) => {
+                            assert!(
+                                holds,
+                                "seed {seed} {t} budget {budget:?}: a packing ends below the floor"
+                            );
+                            checked += 1;
+                        }
+                        Err(RegallocError::BudgetTooSmall { .. }) => {}
+                        Err(e) => panic!("seed {seed} {t} budget {budget:?}: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 0);
 }
 
 #[test]

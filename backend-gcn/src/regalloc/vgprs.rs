@@ -40,7 +40,7 @@
 //! untied instruction are late defs ([`late_defs`]), so they may take a source dying there.
 //! Operands and regalloc2's moves then name VGPRs per occurrence (`alloc_vgpr`, `edit_vgpr`).
 //!
-//! Spill slots in spare VGPRs are registers too; [`layout_with_slots`] packs the single-VGPR
+//! Spill slots in spare VGPRs are registers too; [`SlotLayout`] packs the single-VGPR
 //! slots' values (split the same way) among the PRegs' instead of one VGPR per slot color above
 //! the layout, so a slot takes the holes a PReg leaves (hash_rounds 92 → 83 VGPRs).
 
@@ -69,7 +69,7 @@ pub struct VgprLayout {
     pub vweb_base: u16,
     /// One past the last VGPR of the layout (spare-VGPR slots go above).
     pub top: u16,
-    /// A VGPR of each spill slot placed among the items ([`layout_with_slots`]; `NO_REG` for
+    /// A VGPR of each spill slot placed among the items ([`SlotLayout`]; `NO_REG` for
     /// the others): its values may have others (`alloc_vgpr`, `edit_vgpr` name them).
     pub slot_vgpr: Vec<u16>,
 }
@@ -91,20 +91,67 @@ pub fn layout(
     packing.finish(&chosen)
 }
 
-/// The packed layout with the single-VGPR spill slots `slots` marks placed among the items
-/// (`None`: past the file). Slots in spare VGPRs are registers read in place; placed above the
-/// layout, each color of slots takes a VGPR for the whole kernel, while here a slot's values
-/// take holes that the PRegs leave (hash_rounds: 64 PRegs + 28 slot colors = 92 VGPRs, 83
-/// with the slots among them), and a spill or reload whose two sides share a VGPR disappears.
-pub fn layout_with_slots(
+/// The packed layout with the single-VGPR spill slots `slots` marks placed among the items,
+/// made when first asked for. Slots in spare VGPRs are registers read in place; placed above
+/// the layout, each color of slots takes a VGPR for the whole kernel, while here a slot's
+/// values take holes that the PRegs leave (hash_rounds: 64 PRegs + 28 slot colors = 92 VGPRs,
+/// 83 with the slots among them), and a spill or reload whose two sides share a VGPR
+/// disappears. Its items are split at once; they give the fewest VGPRs any placement of them
+/// ends at ([`Packing::floor`]), so a budget below that needs no placement (a budgeted
+/// allocation that keeps values in memory, hash_lanes at occupancy 6–8: 88 values live, 64–80
+/// VGPRs).
+pub struct SlotLayout {
+    packing: Packing,
+    floor: u16,
+    made: std::sync::OnceLock<Option<VgprLayout>>,
+}
+
+impl SlotLayout {
+    /// The items of `out`'s VGPR PRegs (`used`) and of the slots `slots` marks.
+    pub fn new(a: &super::Allocator, out: &ra::Output, used: &[u64; 3], slots: &[bool]) -> Self {
+        let packing = Packing::new(a, out, used, slots);
+        let floor = packing.floor();
+        SlotLayout {
+            packing,
+            floor,
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The best packing (`None`: past the file, or not below `above`), when it ends at or
+    /// below VGPR `cap`.
+    pub fn within(&self, cap: u32, above: u16, waves: &dyn Fn(u32) -> u32) -> Option<&VgprLayout> {
+        if u32::from(self.floor) > cap {
+            return None;
+        }
+        let made = self.made.get_or_init(|| {
+            let p = &self.packing;
+            p.best(waves)
+                .filter(|l| l.top < above)
+                .map(|l| p.finish(&l))
+        });
+        made.as_ref().filter(|l| u32::from(l.top) <= cap)
+    }
+}
+
+/// Whether every packing of `out`'s VGPR PRegs (`used`), with the slots `slots` marks among
+/// them, ends at or above [`Packing::floor`]: what lets [`Packing::best`] stop at a packing
+/// that reaches it (the regalloc tests check it over random programs).
+pub fn floor_holds(
     a: &super::Allocator,
     out: &ra::Output,
     used: &[u64; 3],
     slots: &[bool],
-    waves: &dyn Fn(u32) -> u32,
-) -> Option<VgprLayout> {
-    let packing = Packing::new(a, out, used, slots);
-    packing.best(waves).map(|l| packing.finish(&l))
+) -> bool {
+    let p = Packing::new(a, out, used, slots);
+    let floor = p.floor();
+    let tries = [(true, false), (true, true), (false, false), (false, true)];
+    tries.into_iter().all(|(grouped, hinted_first)| {
+        [false, true].into_iter().all(|in_area| {
+            p.place(grouped, hinted_first, in_area)
+                .is_none_or(|(l, _)| l.top >= floor)
+        })
+    })
 }
 
 /// Item numbers of the layouts: work-item id PReg `h`'s values in the entry block (with the
@@ -697,8 +744,8 @@ impl<'a> Occupancy<'a> {
 }
 
 /// What the packed layouts are made from.
-struct Packing<'a> {
-    used: &'a [u64; 3],
+struct Packing {
+    used: [u64; 3],
     abi_n: u32,
     vweb_size: u32,
     /// Live intervals per item.
@@ -722,13 +769,8 @@ struct Packing<'a> {
     positions: usize,
 }
 
-impl<'a> Packing<'a> {
-    fn new(
-        a: &super::Allocator,
-        out: &ra::Output,
-        used: &'a [u64; 3],
-        slots: &[bool],
-    ) -> Packing<'a> {
+impl Packing {
+    fn new(a: &super::Allocator, out: &ra::Output, used: &[u64; 3], slots: &[bool]) -> Packing {
         let (func, w) = (&a.func, &a.w);
         let (evs, segs) = segments(func, out, a.abi_n, slots, &late_defs(a));
         let ivs = locs::intervals(func, &evs, segs.items());
@@ -749,7 +791,7 @@ impl<'a> Packing<'a> {
         let halves = halves(func, &evs, &pair_ix, &half_reads, pairs.len());
         let (groups, grouped) = group_singles(a.abi_n, &ivs, &hints, &pair_ix, &halves);
         Packing {
-            used,
+            used: *used,
             abi_n: a.abi_n,
             vweb_size: a.vweb_size,
             ivs,
@@ -766,7 +808,7 @@ impl<'a> Packing<'a> {
     }
 
     fn dense(&self) -> Placement {
-        dense(self.used, self.abi_n, self.vweb_size, &self.segs)
+        dense(&self.used, self.abi_n, self.vweb_size, &self.segs)
     }
 
     /// The best of the packings (module doc): most waves, then fewest copies left, then
@@ -783,7 +825,12 @@ impl<'a> Packing<'a> {
             .pairs
             .iter()
             .any(|&x| self.area_hints(x, 0).next().is_some());
-        [(true, false), (true, true), (false, false), (false, true)]
+        // A placement with no copy left that ends at the floor is a least key: the packings
+        // after it cannot be better, and the first least one is the one kept anyway.
+        let floor = self.floor();
+        let least = (std::cmp::Reverse(waves(u32::from(floor))), 0, floor);
+        let mut best: Option<(Placement, usize)> = None;
+        let tries = [(true, false), (true, true), (false, false), (false, true)]
             .into_iter()
             .filter(|&(grouped, _)| any_group || !grouped)
             .flat_map(|(grouped, hinted_first)| {
@@ -791,12 +838,62 @@ impl<'a> Packing<'a> {
                     .into_iter()
                     .filter(|&in_area| any_in_area || !in_area)
                     .map(move |in_area| (grouped, hinted_first, in_area))
-            })
-            .filter_map(|(grouped, hinted_first, in_area)| {
-                self.place(grouped, hinted_first, in_area)
-            })
-            .min_by_key(key)
-            .map(|(l, _)| l)
+            });
+        for (grouped, hinted_first, in_area) in tries {
+            let Some(p) = self.place(grouped, hinted_first, in_area) else {
+                continue;
+            };
+            let k = key(&p);
+            if best.as_ref().is_none_or(|b| k < key(b)) {
+                best = Some(p);
+            }
+            if k == least {
+                break;
+            }
+        }
+        best.map(|(l, _)| l)
+    }
+
+    /// The fewest VGPRs any placement ends at: at a position, a register holds at most one
+    /// item that is live past it and at most one that was live before it (two items share a
+    /// register there only where a copy ends one and begins the other, [`copy_meets`]), so
+    /// as many registers as items of either kind are in use there.
+    fn floor(&self) -> u16 {
+        let used_f = self.used[ra::RegClass::Float as usize];
+        let abi = bits(used_f)
+            .filter(|&h| (h as u32) < self.abi_n)
+            .map(|h| &self.ivs[h]);
+        let singles = items(&self.segs, &self.ivs, false);
+        let lives = abi
+            .chain(&self.area)
+            .chain(self.halves.iter().flatten())
+            .chain(singles.iter().map(|&x| &self.ivs[x]));
+        // Per position, the change in the count of items live past it (`on`) and of items
+        // live before it (`off`).
+        let mut on: Vec<i32> = Vec::new();
+        let mut off: Vec<i32> = Vec::new();
+        for l in lives {
+            for &(a, b) in &l.0 {
+                let need = b as usize + 2;
+                if on.len() < need {
+                    on.resize(need, 0);
+                    off.resize(need, 0);
+                }
+                if a < b {
+                    on[a as usize] += 1;
+                    on[b as usize] -= 1;
+                    off[a as usize + 1] += 1;
+                    off[b as usize + 1] -= 1;
+                }
+            }
+        }
+        let (mut n_on, mut n_off, mut most) = (0i32, 0i32, 0i32);
+        for (d_on, d_off) in on.iter().zip(&off) {
+            n_on += d_on;
+            n_off += d_off;
+            most = most.max(n_on).max(n_off);
+        }
+        most.max(self.abi_n as i32) as u16
     }
 
     /// The tables of placement `chosen`.
