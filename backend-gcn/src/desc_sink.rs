@@ -574,6 +574,16 @@ fn extracts_together(mf: &mut MachineFunction) -> usize {
     if before.iter().all(Option::is_none) {
         return 0;
     }
+    let insts = std::mem::take(&mut mf.blocks[entry].insts);
+    let (out, moved) = moved_before(insts, &before);
+    mf.blocks[entry].insts = out;
+    moved
+}
+
+/// `insts` with each instruction `j` that has `before[j] = Some(f)` moved to right before
+/// instruction `f` (several before one `f` keep their order); gives how many moved.
+fn moved_before(insts: Vec<MInst>, before: &[Option<usize>]) -> (Vec<MInst>, usize) {
+    let n = insts.len();
     let mut at: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut moved = 0;
     for (j, b) in before.iter().enumerate() {
@@ -582,10 +592,7 @@ fn extracts_together(mf: &mut MachineFunction) -> usize {
             moved += 1;
         }
     }
-    let mut slots: Vec<Option<MInst>> = std::mem::take(&mut mf.blocks[entry].insts)
-        .into_iter()
-        .map(Some)
-        .collect();
+    let mut slots: Vec<Option<MInst>> = insts.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(n);
     for j in 0..n {
         for &k in &at[j] {
@@ -595,8 +602,7 @@ fn extracts_together(mf: &mut MachineFunction) -> usize {
             out.extend(slots[j].take());
         }
     }
-    mf.blocks[entry].insts = out;
-    moved
+    (out, moved)
 }
 
 /// Moves the `Extract`s [`late_extract`] finds before their source's last other reader;
@@ -662,26 +668,9 @@ pub fn constants_late(mf: &mut MachineFunction) -> usize {
         if before.iter().all(Option::is_none) {
             continue;
         }
-        let mut at: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (k, t) in before.iter().enumerate() {
-            if let Some(j) = t {
-                at[*j].push(k);
-                moved += 1;
-            }
-        }
-        let mut slots: Vec<Option<MInst>> = std::mem::take(&mut mf.blocks[b].insts)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut out = Vec::with_capacity(n);
-        for j in 0..n {
-            for &k in &at[j] {
-                out.extend(slots[k].take());
-            }
-            if before[j].is_none() {
-                out.extend(slots[j].take());
-            }
-        }
+        let insts = std::mem::take(&mut mf.blocks[b].insts);
+        let (out, count) = moved_before(insts, &before);
+        moved += count;
         mf.blocks[b].insts = out;
     }
     moved
