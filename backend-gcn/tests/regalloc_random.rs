@@ -401,12 +401,16 @@ fn program_with(t: Target, seed: u64, wide: bool) -> MachineFunction {
     g.mf
 }
 
-#[test]
-fn random_functions_allocate_and_compute_the_same_stores() {
-    let cases: u64 = std::env::var("KJIT_RA_CASES")
+/// `KJIT_RA_CASES`: how many random functions a longer local run takes (CI: the defaults).
+fn cases_from_env() -> Option<u64> {
+    std::env::var("KJIT_RA_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(150);
+}
+
+#[test]
+fn random_functions_allocate_and_compute_the_same_stores() {
+    let cases = cases_from_env().unwrap_or(150);
     let mut stats = [0u32; 3];
     for seed in 0..cases {
         for t in ALL_TARGETS {
@@ -450,10 +454,7 @@ fn random_functions_allocate_and_compute_the_same_stores() {
 /// budgets that keep values in memory.
 #[test]
 fn wide_random_functions_allocate_singles_in_two_classes() {
-    let cases: u64 = std::env::var("KJIT_RA_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or(40, |n: u64| n / 4);
+    let cases = cases_from_env().map_or(40, |n| n / 4);
     let (mut wide, mut spill_free_wide) = (0, 0);
     for seed in 0..cases {
         for t in ALL_TARGETS {
@@ -490,10 +491,7 @@ fn wide_random_functions_allocate_singles_in_two_classes() {
 /// Random programs, wide ones (two classes) included, without a budget and at 40 and 20.
 #[test]
 fn no_vgpr_packing_ends_below_the_floor() {
-    let cases: u64 = std::env::var("KJIT_RA_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or(40, |n: u64| n / 4);
+    let cases = cases_from_env().map_or(40, |n| n / 4);
     let mut checked = 0;
     for seed in 0..cases {
         for t in ALL_TARGETS {
