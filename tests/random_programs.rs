@@ -703,25 +703,23 @@ fn reproduce_seed_from_env() {
         return;
     };
     let seed = u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex seed");
-    if std::env::var("KJIT_PRINT_MIR").is_ok() {
-        let cross = std::env::var("KJIT_FLAVOUR").is_ok();
-        let f = random_kernel_with(seed, (true, false, cross, false));
+    let flavours: Vec<Flags> = match std::env::var("KJIT_FLAVOUR").as_deref() {
+        Ok(name) if FLAVOURS.iter().any(|f| f.0 == name) => vec![flavour(name).0],
+        _ => vec![(false, false, false, false), (true, false, false, false)],
+    };
+    // `KJIT_PRINT_MIR=1` prints the program of the first flavour and its MIR on gfx942;
+    // `KJIT_PRINT_MIR=opt` does so after the optimizer.
+    if let Ok(how) = std::env::var("KJIT_PRINT_MIR") {
+        let mut f = random_kernel_with(seed, flavours[0]);
+        if how == "opt" {
+            f = kjit_ir::opt::optimized(&f);
+        }
         println!("{f}");
         let mf = kjit_backend_gcn::isel::select(&f, Target::Gfx942).expect("isel");
         println!("{}", kjit_backend_gcn::mir_verify::DisplayMir(&mf));
     }
-    let flavours: Vec<Flags> = match std::env::var("KJIT_FLAVOUR").as_deref() {
-        Ok("wide") => vec![(true, true, false, false)],
-        Ok("cross") => vec![(true, false, true, false)],
-        Ok("loops") => vec![(true, false, false, true)],
-        _ => vec![(false, false, false, false), (true, false, false, false)],
-    };
     if std::env::var("KJIT_PRINT_OPT").is_ok() {
-        let flags = match std::env::var("KJIT_FLAVOUR").as_deref() {
-            Ok("loops") => (true, false, false, true),
-            _ => (true, false, false, false),
-        };
-        let f = random_kernel_with(seed, flags);
+        let f = random_kernel_with(seed, flavours[0]);
         let o = kjit_ir::opt::optimized(&f);
         println!("{o}");
         let case = random_case(seed);

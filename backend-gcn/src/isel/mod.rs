@@ -309,6 +309,10 @@ pub(crate) struct Isel<'a> {
     tied_vals: Vec<bool>,
     /// Values used outside their defining block.
     crossing: Vec<bool>,
+    /// The first value read in a block filled before its definition was lowered (a value
+    /// that is not a variable: it would read as undefined). An internal error, reported by
+    /// [`Isel::run`] instead of selecting code that reads an undefined register.
+    read_before_def: Option<Value>,
     /// Prologue values.
     pub(crate) kernarg: Option<VReg>,
     pub(crate) params: HashMap<Value, VReg>,
@@ -462,6 +466,7 @@ impl<'a> Isel<'a> {
             cur_exec: None,
             launch_exec: None,
             local: HashMap::default(),
+            read_before_def: None,
             inits: SecondaryMap::new(),
             tied_vals: vec![false; nvals],
             crossing: vec![false; nvals],
@@ -531,6 +536,11 @@ impl<'a> Isel<'a> {
             filled[mb.index()] = true;
         }
         self.try_seal_all(&filled);
+        if let Some(v) = self.read_before_def {
+            return Err(IselError::Invalid(format!(
+                "internal: {v} is read in a block selected before its definition"
+            )));
+        }
         ssa::remove_trivial_params(&mut self.mf);
         dce::eliminate_dead_code(&mut self.mf);
         exec_fold::fold_exec_masks(&mut self.mf);
@@ -1419,6 +1429,9 @@ impl<'a> Isel<'a> {
         if let Some(def) = self.const_of(v) {
             return self.materialize_const(v, def);
         }
+        if !self.crossing[v.index()] && self.read_before_def.is_none() {
+            self.read_before_def = Some(v);
+        }
         self.read(Var::Val(v))
     }
 
@@ -1774,6 +1787,22 @@ impl<'a> Isel<'a> {
                         _ => continue,
                     };
                     self.specials.insert(reg, r);
+                }
+            }
+        }
+        // Special registers and buffer lengths are defined here, in the prologue, so their IR
+        // values are known in every block from the start: blocks are not filled in layout
+        // order (a flow block may reach a loop's latch before its body), and a use filled
+        // before the IR instruction is lowered must not read them as variables.
+        for &b in &self.order.clone() {
+            for &i in &func.blocks[b].insts {
+                let r = match func.insts[i] {
+                    InstData::Special { reg } => self.specials.get(&reg).copied(),
+                    InstData::BufferLen { buf } => self.lens.get(&buf).copied(),
+                    _ => None,
+                };
+                if let Some(r) = r {
+                    self.params.insert(func.results[i][0], r);
                 }
             }
         }
