@@ -286,10 +286,17 @@ struct Laid {
 impl Laid {
     /// The layout with the slots among the values, when there is one that ends at or below
     /// VGPR `cap` (`waves`: the occupancy of a layout's end).
-    fn slots_within(&self, cap: u32, waves: &dyn Fn(u32) -> u32) -> Option<&vgprs::VgprLayout> {
+    /// `a` and `out`: the allocator and the regalloc2 run this was laid out for.
+    fn slots_within(
+        &self,
+        a: &Allocator,
+        out: &ra::Output,
+        cap: u32,
+        waves: &dyn Fn(u32) -> u32,
+    ) -> Option<&vgprs::VgprLayout> {
         self.with_slots
             .as_ref()
-            .and_then(|w| w.within(cap, self.slots_end, waves))
+            .and_then(|w| w.within(a, out, cap, self.slots_end, waves))
     }
 }
 
@@ -471,7 +478,7 @@ impl Allocator {
             for (&s, _) in slot_class.iter().filter(|e| single(e.1)) {
                 slots[s] = true;
             }
-            Some(vgprs::SlotLayout::new(self, out, &used, &slots))
+            Some(vgprs::SlotLayout::new(&used, slots))
         } else {
             None
         };
@@ -541,7 +548,7 @@ impl Allocator {
                 // A packing with the slots that ends above the cap cannot fit: the slots'
                 // colors above the layout end higher still.
                 let cap = shape.vgpr_cap(budget);
-                let end = match laid.slots_within(cap, &|top| self.waves(top)) {
+                let end = match laid.slots_within(self, out, cap, &|top| self.waves(top)) {
                     Some(l) => l.top,
                     None => laid.slots_end,
                 };
@@ -556,7 +563,9 @@ impl Allocator {
     /// Whether every VGPR packing of the regalloc2 run the search reaches under
     /// `vgpr_budget` (with its single-VGPR spill slots among the values too, when it has
     /// any) ends at or above the floor the layout stops its search at
-    /// (`vgprs::Packing::floor`). For tests.
+    /// (`vgprs::Packing::floor`), and, where the packing's items hold every single-VGPR
+    /// value (no spill, or the slots among them), that the floor is at least the most such
+    /// values live at once. For tests.
     #[doc(hidden)]
     pub fn packing_floor_holds(&self, vgpr_budget: Option<u32>) -> Result<bool, RegallocError> {
         let file = self.shape.target.register_file_per_lane();
@@ -639,7 +648,7 @@ impl Allocator {
         // tuple area (spare-VGPR slots go above).
         let laid = self.laid_out((n_int, n_f, n_v), out);
         // The slots go among the PRegs' values when all of them fit there.
-        let packed_slots = laid.slots_within(vgpr_cap, &|top| self.waves(top));
+        let packed_slots = laid.slots_within(self, out, vgpr_cap, &|top| self.waves(top));
         let Laid {
             used,
             ref slot_class,
@@ -1660,6 +1669,9 @@ impl Ctx<'_> {
     }
 
     fn wrap(&self, out: &mut Vec<Inst>, body: Vec<Inst>, whole_wave: bool) {
+        if body.is_empty() {
+            return;
+        }
         match (whole_wave, self.exec_save) {
             (true, Some(s)) if !body.is_empty() => {
                 let exec = Operand::Special(SpecialReg::Exec);

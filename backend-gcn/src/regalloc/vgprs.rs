@@ -82,6 +82,9 @@ pub fn layout(
     used: &[u64; 3],
     waves: &dyn Fn(u32) -> u32,
 ) -> VgprLayout {
+    if let Some(l) = dense_at_floor(a, out, used) {
+        return l;
+    }
     let packing = Packing::new(a, out, used, &[]);
     let dense = packing.dense();
     let chosen = match packing.best(waves) {
@@ -101,34 +104,56 @@ pub fn layout(
 /// allocation that keeps values in memory, hash_lanes at occupancy 6–8: 88 values live, 64–80
 /// VGPRs).
 pub struct SlotLayout {
-    packing: Packing,
-    floor: u16,
+    used: [u64; 3],
+    slots: Vec<bool>,
+    /// The items and their floor, split when first asked for a cap the pressure allows.
+    packing: std::sync::OnceLock<(Packing, u16)>,
     made: std::sync::OnceLock<Option<VgprLayout>>,
 }
 
 impl SlotLayout {
-    /// The items of `out`'s VGPR PRegs (`used`) and of the slots `slots` marks.
-    pub fn new(a: &super::Allocator, out: &ra::Output, used: &[u64; 3], slots: &[bool]) -> Self {
-        let packing = Packing::new(a, out, used, slots);
-        let floor = packing.floor();
+    /// The layout of `out`'s VGPR PRegs (`used`) with the slots `slots` marks among them;
+    /// nothing is split or placed yet.
+    pub fn new(used: &[u64; 3], slots: Vec<bool>) -> Self {
         SlotLayout {
-            packing,
-            floor,
+            used: *used,
+            slots,
+            packing: std::sync::OnceLock::new(),
             made: std::sync::OnceLock::new(),
         }
     }
 
     /// The best packing (`None`: past the file, or not below `above`), when it ends at or
-    /// below VGPR `cap`.
-    pub fn within(&self, cap: u32, above: u16, waves: &dyn Fn(u32) -> u32) -> Option<&VgprLayout> {
-        if u32::from(self.floor) > cap {
+    /// below VGPR `cap`. `a` and `out` are the allocator and the regalloc2 output this layout
+    /// was made for.
+    pub fn within(
+        &self,
+        a: &super::Allocator,
+        out: &ra::Output,
+        cap: u32,
+        above: u16,
+        waves: &dyn Fn(u32) -> u32,
+    ) -> Option<&VgprLayout> {
+        // Every single-VGPR value live between two instructions is in a PReg or a marked
+        // slot there, each an item of its own: no placement ends below the most of them
+        // live at once, so a cap below that needs no items (the budgeted one-class runs of
+        // hash_lanes at occupancy 6-8).
+        if a.pres_f > cap {
+            return None;
+        }
+        let (packing, floor) = self.packing.get_or_init(|| {
+            let p = Packing::new(a, out, &self.used, &self.slots);
+            let floor = p.floor();
+            (p, floor)
+        });
+        if u32::from(*floor) > cap {
             return None;
         }
         let made = self.made.get_or_init(|| {
-            let p = &self.packing;
-            p.best(waves)
+            packing
+                .best(waves)
                 .filter(|l| l.top < above)
-                .map(|l| p.finish(&l))
+                .map(|l| packing.finish(&l))
         });
         made.as_ref().filter(|l| u32::from(l.top) <= cap)
     }
@@ -145,6 +170,13 @@ pub fn floor_holds(
 ) -> bool {
     let p = Packing::new(a, out, used, slots);
     let floor = p.floor();
+    // With every value in a register, or the slots' values among the items, each single
+    // VGPR value live at once is an item: the floor is at least the pressure
+    // ([`dense_at_floor`] and [`SlotLayout::within`] rely on it).
+    let all_items = slots.contains(&true) || out.num_spillslots == 0;
+    if all_items && u32::from(floor) < a.pres_f {
+        return false;
+    }
     let tries = [(true, false), (true, true), (false, false), (false, true)];
     tries.into_iter().all(|(grouped, hinted_first)| {
         [false, true].into_iter().all(|in_area| {
@@ -517,49 +549,97 @@ fn hints(
     (hints, half_reads)
 }
 
-/// ABI singles keep their numbers, other singles follow densely (a PReg's segments on its
-/// register), then even-aligned pairs, then the tuple area (aligned to 4).
-fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placement {
-    let mut item_vgpr = vec![NO_REG; segs.items()];
+/// The dense layout of the used PRegs: ABI singles keep their numbers, other singles follow
+/// densely, then even-aligned pairs, then the tuple area (aligned to 4). The VGPR of each
+/// PReg (`Float` `h` at `h`, `Vector` `h` at `64 + h`; `NO_REG` if unused), the tuple area's
+/// base and the end.
+fn dense_pregs(
+    used: &[u64; 3],
+    abi_n: u32,
+    vweb_size: u32,
+    vector_pairs: bool,
+) -> ([u16; SEGS], u16, u16) {
+    let mut reg = [NO_REG; SEGS];
     let mut next = abi_n as u16;
     for h in bits(used[ra::RegClass::Float as usize]) {
         if (h as u32) < abi_n {
-            item_vgpr[h] = h as u16;
+            reg[h] = h as u16;
         } else {
-            item_vgpr[h] = next;
+            reg[h] = next;
             next += 1;
         }
     }
-    if !segs.vector_pairs {
+    if !vector_pairs {
         // `Vector` singles follow the `Float` ones.
         for h in bits(used[ra::RegClass::Vector as usize]) {
-            item_vgpr[64 + h] = next;
+            reg[64 + h] = next;
             next += 1;
         }
     }
     let mut top = next.max(abi_n as u16);
-    if segs.vector_pairs && used[ra::RegClass::Vector as usize] != 0 {
+    if vector_pairs && used[ra::RegClass::Vector as usize] != 0 {
         top = top.next_multiple_of(2);
         for h in bits(used[ra::RegClass::Vector as usize]) {
-            item_vgpr[64 + h] = top;
+            reg[64 + h] = top;
             top += 2;
-        }
-    }
-    // A PReg's segments on its register (the slots' have none here).
-    for (k, &h) in segs.preg.iter().enumerate() {
-        if (h as usize) < SEGS {
-            item_vgpr[segs.base + k] = item_vgpr[h as usize];
         }
     }
     let vweb_base = top.next_multiple_of(4);
     if vweb_size > 0 {
         top = vweb_base + vweb_size as u16;
     }
+    (reg, vweb_base, top)
+}
+
+/// [`dense_pregs`] as a placement of the items: a PReg's segments on its register.
+fn dense(used: &[u64; 3], abi_n: u32, vweb_size: u32, segs: &Segments) -> Placement {
+    let (reg, vweb_base, top) = dense_pregs(used, abi_n, vweb_size, segs.vector_pairs);
+    let mut item_vgpr = vec![NO_REG; segs.items()];
+    item_vgpr[..SEGS].copy_from_slice(&reg);
+    // A PReg's segments on its register (the slots' have none here).
+    for (k, &h) in segs.preg.iter().enumerate() {
+        if (h as usize) < SEGS {
+            item_vgpr[segs.base + k] = item_vgpr[h as usize];
+        }
+    }
     Placement {
         item_vgpr,
         vweb_base,
         top,
     }
+}
+
+/// The dense layout's tables made straight from `out` (no items), when no packing can end
+/// below it: `out` keeps every value in a register, so the most single-VGPR values live at
+/// once between instructions (`Allocator::pres_f`) take as many VGPRs in any placement, and
+/// the dense layout ends there. [`layout`] keeps a packing only when it ends below the dense
+/// layout, so it would keep this one (small kernels whose search needed no growth: their
+/// regalloc2 run uses exactly the pressure). `None` otherwise.
+fn dense_at_floor(a: &super::Allocator, out: &ra::Output, used: &[u64; 3]) -> Option<VgprLayout> {
+    if out.num_spillslots > 0 {
+        return None;
+    }
+    let pairs = a.func.vector_dwords == 2;
+    let (reg, vweb_base, top) = dense_pregs(used, a.abi_n, a.vweb_size, pairs);
+    if u32::from(top) > a.pres_f {
+        return None;
+    }
+    let vgpr = |x: ra::Allocation| match x.as_reg() {
+        Some(r) if r.class() == ra::RegClass::Float => reg[r.hw_enc()],
+        Some(r) if r.class() == ra::RegClass::Vector => reg[64 + r.hw_enc()],
+        _ => NO_REG,
+    };
+    Some(VgprLayout {
+        alloc_vgpr: out.allocs.iter().map(|&x| vgpr(x)).collect(),
+        edit_vgpr: out
+            .edits
+            .iter()
+            .map(|(_, ra::Edit::Move { from, to })| [vgpr(*from), vgpr(*to)])
+            .collect(),
+        vweb_base,
+        top,
+        slot_vgpr: Vec::new(),
+    })
 }
 
 /// What is live on each VGPR so far, for first fit.
