@@ -222,12 +222,17 @@ fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
     let speculated = timed(&mut t.licm, || {
         speculate::hoist_uniform_loads_in(func, &cfg, Some(&dom), &mut kept)
     });
-    let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength_in(func, &cfg, &dom, kept));
+    let reduced_ivs = timed(&mut t.lsr, || {
+        lsr::reduce_strength_in(func, &cfg, &dom, kept)
+    });
     // Numbering again finds something only in what hoisting, speculation or strength reduction
     // changed: a numbered function numbers to itself (each value is looked up after its
     // operands were renamed, in one pass).
     let numbered = if hoisted > 0 || speculated > 0 || reduced_ivs > 0 {
-        numbered + timed(&mut t.gvn, || gvn::number_values_in(func, &cfg, &dom, &mut None))
+        numbered
+            + timed(&mut t.gvn, || {
+                gvn::number_values_in(func, &cfg, &dom, &mut None)
+            })
     } else {
         numbered
     };
