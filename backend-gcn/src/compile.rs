@@ -583,7 +583,10 @@ fn scheduled_cached(
             match find(&|s| s.mf == mf) {
                 Some(s) => s,
                 None => {
-                    let pressure = timed(&mut t.schedule, || crate::schedule::vgpr_pressure(&mf));
+                    let pressure = timed(&mut t.schedule, || match sel.dags.get() {
+                        Some(dags) => dags.vgpr_pressure(&mf),
+                        None => crate::schedule::vgpr_pressure(&mf),
+                    });
                     std::sync::Arc::new(Schedule {
                         mf,
                         pressure,

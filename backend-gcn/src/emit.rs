@@ -23,7 +23,9 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::codeobj::descriptor::{DescriptorParams, KernelDescriptor, Occupancy, OccupancyLimit};
+use crate::codeobj::descriptor::{
+    DescriptorParams, KernelDescriptor, Occupancy, OccupancyLimit, UserSgprs,
+};
 use crate::codeobj::metadata::KernelMeta;
 use crate::codeobj::target_id::TargetId;
 use crate::codeobj::{CodeObjectBuilder, KernelBuild, WriteError};
@@ -33,6 +35,7 @@ use crate::isa::{
 use crate::mir::{BranchCond, MBlock};
 use crate::phys::{PhysFunction, PhysTerminator};
 use crate::Target;
+use smallvec::SmallVec;
 
 /// Why a function cannot be emitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -393,6 +396,49 @@ fn canonicalize_literals(inst: &mut Inst) {
     }
 }
 
+/// The kernarg preload prologue of `target` and `user_sgprs` and its encoded words. It
+/// depends on nothing else, so each thread keeps the few it has made: encoding its ~60
+/// instructions (most of them `s_nop` padding) was a tenth of a small kernel's emission.
+#[allow(clippy::type_complexity)]
+fn encoded_prologue(
+    target: Target,
+    user_sgprs: &UserSgprs,
+) -> Result<(Vec<Inst>, Vec<SmallVec<[u32; 4]>>), EmitError> {
+    type Entry = (Target, UserSgprs, Vec<Inst>, Vec<SmallVec<[u32; 4]>>);
+    thread_local! {
+        static MADE: std::cell::RefCell<Vec<Entry>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let hit = MADE.with(|m| {
+        m.borrow()
+            .iter()
+            .find(|e| e.0 == target && e.1 == *user_sgprs)
+            .map(|e| (e.2.clone(), e.3.clone()))
+    });
+    if let Some(hit) = hit {
+        return Ok(hit);
+    }
+    let prologue = crate::codeobj::preload::prologue(target, user_sgprs);
+    let mut words = Vec::with_capacity(prologue.len());
+    for inst in &prologue {
+        let w = isa::encode(inst, target).map_err(|source| EmitError::Encode {
+            block: 0,
+            index: usize::MAX,
+            inst: format!("{inst:?}"),
+            source,
+        })?;
+        words.push(w);
+    }
+    MADE.with(|m| {
+        let mut m = m.borrow_mut();
+        // A bound that no real use reaches (one entry per target and argument layout).
+        if m.len() >= 64 {
+            m.clear();
+        }
+        m.push((target, *user_sgprs, prologue.clone(), words.clone()));
+    });
+    Ok((prologue, words))
+}
+
 /// Emits `f`: machine code, code object, assembly and header.
 pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
     let target = f.abi.target;
@@ -523,17 +569,7 @@ pub fn emit(f: &PhysFunction) -> Result<Emitted, EmitError> {
 
     // The kernarg preload compatibility prologue (256 bytes) comes first: the body's branch
     // targets count from its end.
-    let prologue = crate::codeobj::preload::prologue(target, &f.user_sgprs);
-    let mut prologue_words = Vec::with_capacity(prologue.len());
-    for inst in &prologue {
-        let words = isa::encode(inst, target).map_err(|source| EmitError::Encode {
-            block: 0,
-            index: usize::MAX,
-            inst: format!("{inst:?}"),
-            source,
-        })?;
-        prologue_words.push(words);
-    }
+    let (prologue, prologue_words) = encoded_prologue(target, &f.user_sgprs)?;
     let prologue_dwords: usize = prologue_words.iter().map(|w| w.len()).sum();
 
     // 2. Block offsets in dwords.

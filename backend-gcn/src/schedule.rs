@@ -89,6 +89,9 @@ pub fn schedule_bounded(mf: &mut MachineFunction, vgpr_limit: Option<u32>) {
 pub struct Dags {
     /// By block index.
     blocks: Vec<BlockDag>,
+    /// The function's block liveness: the same for every schedule made from the DAGs
+    /// (see [`Dags::vgpr_pressure`]).
+    lv: crate::regalloc::Liveness,
 }
 
 impl std::fmt::Debug for Dags {
@@ -136,7 +139,17 @@ impl Dags {
             })
             .collect();
         TABLES.with(|t| t.replace(Some(tables)));
-        Dags { blocks }
+        Dags { blocks, lv }
+    }
+
+    /// [`vgpr_pressure`] of `mf`, the function the DAGs were made from reordered by
+    /// [`Dags::apply`], from the liveness computed for the DAGs: reordering a block along its
+    /// dependences (and the descriptor moves, which stay in their blocks) changes neither
+    /// what a block reads before writing nor what it writes, so the blocks' live-in and
+    /// live-out sets are the ones [`Dags::new`] found.
+    pub fn vgpr_pressure(&self, mf: &MachineFunction) -> u32 {
+        debug_assert_eq!(self.lv.live_in.len(), mf.blocks.len());
+        pressure_with(mf, &self.lv)
     }
 
     /// Reorders the instructions of every block of `mf` — the function the DAGs were made
@@ -192,7 +205,11 @@ pub type BlockOrders = Vec<Option<Vec<usize>>>;
 /// The most VGPRs (dwords of VGPR-class vregs) live at once anywhere in `mf`: no allocation
 /// under a smaller budget keeps every value in a register.
 pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
-    let lv = crate::regalloc::liveness(mf);
+    pressure_with(mf, &crate::regalloc::liveness(mf))
+}
+
+/// [`vgpr_pressure`] with `mf`'s block liveness given.
+fn pressure_with(mf: &MachineFunction, lv: &crate::regalloc::Liveness) -> u32 {
     let sizes = vgpr_sizes(mf);
     let size = |v: VReg| sizes[v.index()];
     let mut most = 0;
@@ -201,7 +218,7 @@ pub fn vgpr_pressure(mf: &MachineFunction) -> u32 {
     // halves are counted once, not as a pair and two singles).
     let mut dwords = vec![0u8; mf.vregs.len()];
     for (b, bd) in mf.blocks.iter() {
-        let mut live = live_at_end(&lv, b, bd);
+        let mut live = live_at_end(lv, b, bd);
         for v in live.iter() {
             dwords[v] = 3;
         }

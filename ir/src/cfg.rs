@@ -8,14 +8,18 @@
 use crate::entities::Block;
 use crate::function::Function;
 use cranelift_entity::{EntityRef, SecondaryMap};
+use smallvec::SmallVec;
 
 /// Successors and predecessors of each block in the layout.
+///
+/// The lists are held inline (most blocks have one or two of each): a CFG is made a dozen
+/// times per compile, and a vector per block per list was most of its cost.
 #[derive(Clone, Debug, Default)]
 pub struct ControlFlowGraph {
     /// Successors, deduplicated, in branch order.
-    pub succs: SecondaryMap<Block, Vec<Block>>,
+    pub succs: SecondaryMap<Block, SmallVec<[Block; 2]>>,
     /// Predecessors, deduplicated.
-    pub preds: SecondaryMap<Block, Vec<Block>>,
+    pub preds: SecondaryMap<Block, SmallVec<[Block; 2]>>,
     /// Blocks reachable from the entry, in reverse post-order.
     pub rpo: Vec<Block>,
 }
@@ -29,10 +33,14 @@ impl ControlFlowGraph {
         cfg.succs.resize(n);
         cfg.preds.resize(n);
         for &b in &func.layout {
-            let mut s = Vec::new();
-            for t in func.successors(b) {
-                if !s.contains(&t) {
-                    s.push(t);
+            let mut s = func.successors(b);
+            // Deduplicated in branch order (the first of equal targets stays).
+            let mut k = 0;
+            while k < s.len() {
+                if s[..k].contains(&s[k]) {
+                    s.remove(k);
+                } else {
+                    k += 1;
                 }
             }
             for &t in &s {
@@ -43,18 +51,17 @@ impl ControlFlowGraph {
             cfg.succs[b] = s;
         }
         if let Some(entry) = func.entry() {
-            let mut seen: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(n);
-            seen.resize(n);
+            let mut seen = vec![false; n];
             let mut post = Vec::with_capacity(n);
             // Iterative DFS: (block, next successor index).
             let mut stack = vec![(entry, 0usize)];
-            seen[entry] = true;
+            seen[entry.index()] = true;
             while let Some((b, i)) = stack.pop() {
                 if i < cfg.succs[b].len() {
                     stack.push((b, i + 1));
                     let s = cfg.succs[b][i];
-                    if !seen[s] {
-                        seen[s] = true;
+                    if !seen[s.index()] {
+                        seen[s.index()] = true;
                         stack.push((s, 0));
                     }
                 } else {
@@ -73,51 +80,34 @@ impl ControlFlowGraph {
     }
 }
 
-/// Immediate dominators over generic node indices; `succ` lists successors, node `root` starts.
-/// Returns `idom[n]` (the root is its own idom; unreachable nodes get `None`) and the RPO order.
+/// Immediate dominators over node indices `0..n` (Cooper–Harvey–Kennedy): `order` is the
+/// reachable nodes in reverse post-order from the root (`order[0]`), `preds(b, f)` calls `f`
+/// with each predecessor of `b`. Returns `idom[n]` (the root is its own idom; unreachable
+/// nodes get `None`). The fixed point is the dominator tree whatever order the predecessors
+/// come in, so callers pass the lists they already have.
 fn dominators(
     n: usize,
-    root: usize,
-    succ: &dyn Fn(usize) -> Vec<usize>,
-) -> (Vec<Option<usize>>, Vec<usize>) {
-    let mut order = Vec::new();
-    let mut seen = vec![false; n];
-    let mut stack = vec![(root, 0usize, succ(root))];
-    seen[root] = true;
-    while let Some((b, i, s)) = stack.pop() {
-        if i < s.len() {
-            let t = s[i];
-            stack.push((b, i + 1, s));
-            if !seen[t] {
-                seen[t] = true;
-                let st = succ(t);
-                stack.push((t, 0, st));
-            }
-        } else {
-            order.push(b);
-        }
-    }
-    order.reverse();
+    order: &[usize],
+    preds: &dyn Fn(usize, &mut dyn FnMut(usize)),
+) -> Vec<Option<usize>> {
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    let Some(&root) = order.first() else {
+        return idom;
+    };
     let mut rpo_index = vec![usize::MAX; n];
     for (i, &b) in order.iter().enumerate() {
         rpo_index[b] = i;
     }
-    let mut preds = vec![Vec::new(); n];
-    for &b in &order {
-        for t in succ(b) {
-            preds[t].push(b);
-        }
-    }
-    let mut idom: Vec<Option<usize>> = vec![None; n];
     idom[root] = Some(root);
     let mut changed = true;
     while changed {
         changed = false;
         for &b in order.iter().skip(1) {
             let mut new: Option<usize> = None;
-            for &p in &preds[b] {
-                if idom[p].is_none() {
-                    continue;
+            preds(b, &mut |p| {
+                // Unreachable predecessors (no RPO index) and those not processed yet.
+                if rpo_index[p] == usize::MAX || idom[p].is_none() {
+                    return;
                 }
                 new = Some(match new {
                     None => p,
@@ -134,14 +124,14 @@ fn dominators(
                         a
                     }
                 });
-            }
+            });
             if new.is_some() && idom[b] != new {
                 idom[b] = new;
                 changed = true;
             }
         }
     }
-    (idom, order)
+    idom
 }
 
 /// The dominator tree of the reachable blocks.
@@ -152,24 +142,27 @@ pub struct DominatorTree {
 }
 
 impl DominatorTree {
-    /// Computes dominators of `func` from its CFG.
+    /// Computes dominators of `func` from its CFG (its reverse post-order and predecessors).
     pub fn new(func: &Function, cfg: &ControlFlowGraph) -> Self {
         let mut dt = DominatorTree::default();
         let Some(entry) = func.entry() else { return dt };
-        let blocks: Vec<Block> = func.blocks.keys().collect();
-        let (idom, order) = dominators(blocks.len(), entry.index(), &|i| {
-            cfg.succs[Block::from_u32(i as u32)]
-                .iter()
-                .map(|b| b.index())
-                .collect()
+        let n = func.blocks.len();
+        dt.idom.resize(n);
+        dt.depth.resize(n);
+        let order: Vec<usize> = cfg.rpo.iter().map(|b| b.index()).collect();
+        debug_assert_eq!(order.first(), Some(&entry.index()));
+        let idom = dominators(n, &order, &|b, f| {
+            for p in &cfg.preds[Block::new(b)] {
+                f(p.index());
+            }
         });
         for &i in &order {
-            let b = Block::from_u32(i as u32);
+            let b = Block::new(i);
             if i == entry.index() {
                 dt.idom[b] = None;
                 dt.depth[b] = 0;
             } else if let Some(d) = idom[i] {
-                let d = Block::from_u32(d as u32);
+                let d = Block::new(d);
                 dt.idom[b] = Some(d);
                 dt.depth[b] = dt.depth[d] + 1;
             }
@@ -239,14 +232,49 @@ impl PostDominatorTree {
             .map(|b| b.index())
             .filter(|i| !reaches[*i])
             .collect();
-        let (idom, _) = dominators(n + 1, exit, &|i| {
+        // The reverse graph from the virtual exit: its successors are the exits and the
+        // stuck blocks, a block's are its predecessors; its predecessors are a block's
+        // successors, and the exit for an exit or stuck block.
+        let rsucc = |i: usize| -> &[Block] {
             if i == exit {
-                exits.iter().chain(stuck.iter()).copied().collect()
+                &[]
             } else {
-                cfg.preds[Block::from_u32(i as u32)]
-                    .iter()
-                    .map(|b| b.index())
-                    .collect()
+                &cfg.preds[Block::new(i)]
+            }
+        };
+        let mut order = Vec::with_capacity(n + 1);
+        let mut seen = vec![false; n + 1];
+        seen[exit] = true;
+        // Iterative DFS in the reverse graph: (node, next successor index).
+        let mut stack = vec![(exit, 0usize)];
+        while let Some((b, i)) = stack.pop() {
+            let next = if b == exit {
+                exits.get(i).or_else(|| stuck.get(i - exits.len())).copied()
+            } else {
+                rsucc(b).get(i).map(|p| p.index())
+            };
+            match next {
+                Some(t) => {
+                    stack.push((b, i + 1));
+                    if !seen[t] {
+                        seen[t] = true;
+                        stack.push((t, 0));
+                    }
+                }
+                None => order.push(b),
+            }
+        }
+        order.reverse();
+        let mut from_exit = vec![false; n + 1];
+        for &e in exits.iter().chain(&stuck) {
+            from_exit[e] = true;
+        }
+        let idom = dominators(n + 1, &order, &|b, f| {
+            if from_exit[b] {
+                f(exit);
+            }
+            for s in &cfg.succs[Block::new(b)] {
+                f(s.index());
             }
         });
         for &b in &cfg.rpo {

@@ -187,9 +187,13 @@ fn verify_inner(
     }
 
     // Layout and per-value definitions.
+    // Sized once (writing past the end grows a map one entry at a time).
     let mut in_layout: SecondaryMap<Block, bool> = SecondaryMap::new();
+    in_layout.resize(func.blocks.len());
     let mut inst_seen: SecondaryMap<Inst, bool> = SecondaryMap::new();
+    inst_seen.resize(func.insts.len());
     let mut inst_pos: SecondaryMap<Inst, (Option<Block>, u32)> = SecondaryMap::new();
+    inst_pos.resize(func.insts.len());
     for &b in &func.layout {
         if in_layout[b] {
             err!(Location::Block(b), "is in the layout twice".into());
@@ -244,8 +248,13 @@ fn verify_inner(
 
     let cfg = ControlFlowGraph::new(func);
     let dt = DominatorTree::new(func, &cfg);
+    let mut reachable: SecondaryMap<Block, bool> = SecondaryMap::new();
+    reachable.resize(func.blocks.len());
+    for &b in &cfg.rpo {
+        reachable[b] = true;
+    }
     for &b in &func.layout {
-        if !cfg.is_reachable(b) {
+        if !reachable[b] {
             err!(Location::Block(b), "is unreachable".into());
         }
     }

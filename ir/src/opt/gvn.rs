@@ -25,9 +25,20 @@ use std::collections::hash_map::Entry;
 pub fn number_values(func: &mut Function, kept: &mut Option<Uniformity>) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
+    number_values_in(func, &cfg, &dom, kept)
+}
+
+/// [`number_values`] with `func`'s graph and dominators already made (the loop passes change
+/// no branch target, so one graph serves them all).
+pub fn number_values_in(
+    func: &mut Function,
+    cfg: &ControlFlowGraph,
+    dom: &DominatorTree,
+    kept: &mut Option<Uniformity>,
+) -> usize {
     let uni = kept
         .take()
-        .unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
+        .unwrap_or_else(|| Uniformity::with_cfg(func, cfg));
     // Sized once for every instruction (growing the table rehashed it several times).
     // Sized once for every instruction (growing the table rehashed it several times).
     let mut seen: FxHashMap<InstData, SmallVec<[(Block, Value); 1]>> =

@@ -19,7 +19,18 @@ use crate::uniformity::Uniformity;
 pub fn hoist_invariants(func: &mut Function, kept: &mut Option<Uniformity>) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
-    let loops = find_loops(func, &cfg, &dom);
+    hoist_invariants_in(func, &cfg, &dom, kept)
+}
+
+/// [`hoist_invariants`] with `func`'s graph and dominators already made (hoisting into an
+/// existing preheader changes no branch target).
+pub fn hoist_invariants_in(
+    func: &mut Function,
+    cfg: &ControlFlowGraph,
+    dom: &DominatorTree,
+    kept: &mut Option<Uniformity>,
+) -> usize {
+    let loops = find_loops(func, cfg, dom);
     // Nothing can move without a loop that has a preheader: no uniformity needed then.
     if loops.iter().all(|l| l.preheader.is_none()) {
         return 0;

@@ -401,7 +401,18 @@ impl Facts {
 pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
-    let loops = find_loops(func, &cfg, &dom);
+    reduce_strength_in(func, &cfg, &dom, kept)
+}
+
+/// [`reduce_strength`] with `func`'s graph and dominators already made (a rewrite adds block
+/// parameters and arguments, never a branch target: its trials share them too).
+pub fn reduce_strength_in(
+    func: &mut Function,
+    cfg: &ControlFlowGraph,
+    dom: &DominatorTree,
+    kept: Option<Uniformity>,
+) -> usize {
+    let loops = find_loops(func, cfg, dom);
     // Only a loop with a preheader and one latch is reduced: without one, no uniformity needed.
     if !loops
         .iter()
@@ -409,7 +420,7 @@ pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
     {
         return 0;
     }
-    let uni = kept.unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
+    let uni = kept.unwrap_or_else(|| Uniformity::with_cfg(func, cfg));
     let mut added = 0;
     // Per block, the instructions of the kernel after DCE without a rewrite, until one is
     // kept: counted once for the loops whose trials are rejected (the gemm's k loops), not
@@ -441,7 +452,7 @@ pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
             // `s_mul_i32`; its running sum costs an init, a step and a register).
             let mut trial = func.clone_with_room(TRIAL_ROOM, TRIAL_ROOM);
             let n = rewrite(&mut trial, pre, latch, l.header, &iv, &uni, groups, &f.def);
-            super::gvn::number_values(&mut trial, &mut None);
+            super::gvn::number_values_in(&mut trial, cfg, dom, &mut None);
             super::dce::remove_dead_code(&mut trial);
             let b = base.get_or_insert_with(|| super::dce::live_inst_counts(func));
             let base_loop: usize = l.blocks.iter().map(|&k| b[k]).sum();

@@ -32,6 +32,7 @@ pub mod speculate;
 pub mod unroll;
 pub mod unroll_runtime;
 
+use crate::cfg::{ControlFlowGraph, DominatorTree};
 use crate::entities::{Block, Value};
 use crate::function::{Function, ValueDef};
 use crate::instructions::{InstData, Mem};
@@ -206,17 +207,32 @@ fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
 fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
     // A pass that changes nothing hands its uniformity to the next one.
     let mut kept = None;
-    let numbered = timed(&mut t.gvn, || gvn::number_values(func, &mut kept));
-    let hoisted = timed(&mut t.licm, || licm::hoist_invariants(func, &mut kept));
-    let speculated = timed(&mut t.licm, || {
-        speculate::hoist_uniform_loads(func, &mut kept)
+    // None of these passes changes a branch target: one graph and dominator tree serve all.
+    let (cfg, dom) = timed(&mut t.gvn, || {
+        let cfg = ControlFlowGraph::new(func);
+        let dom = DominatorTree::new(func, &cfg);
+        (cfg, dom)
     });
-    let reduced_ivs = timed(&mut t.lsr, || lsr::reduce_strength(func, kept));
+    let numbered = timed(&mut t.gvn, || {
+        gvn::number_values_in(func, &cfg, &dom, &mut kept)
+    });
+    let hoisted = timed(&mut t.licm, || {
+        licm::hoist_invariants_in(func, &cfg, &dom, &mut kept)
+    });
+    let speculated = timed(&mut t.licm, || {
+        speculate::hoist_uniform_loads_in(func, &cfg, Some(&dom), &mut kept)
+    });
+    let reduced_ivs = timed(&mut t.lsr, || {
+        lsr::reduce_strength_in(func, &cfg, &dom, kept)
+    });
     // Numbering again finds something only in what hoisting, speculation or strength reduction
     // changed: a numbered function numbers to itself (each value is looked up after its
     // operands were renamed, in one pass).
     let numbered = if hoisted > 0 || speculated > 0 || reduced_ivs > 0 {
-        numbered + timed(&mut t.gvn, || gvn::number_values(func, &mut None))
+        numbered
+            + timed(&mut t.gvn, || {
+                gvn::number_values_in(func, &cfg, &dom, &mut None)
+            })
     } else {
         numbered
     };

@@ -37,6 +37,20 @@ pub fn hoist_uniform_loads(func: &mut Function, kept: &mut Option<Uniformity>) -
         return 0;
     }
     let cfg = ControlFlowGraph::new(func);
+    hoist_uniform_loads_in(func, &cfg, None, kept)
+}
+
+/// [`hoist_uniform_loads`] with `func`'s graph (and its dominators, if made) already made:
+/// moving instructions into a predecessor changes no branch target.
+pub fn hoist_uniform_loads_in(
+    func: &mut Function,
+    cfg: &ControlFlowGraph,
+    dom: Option<&DominatorTree>,
+    kept: &mut Option<Uniformity>,
+) -> usize {
+    if func.layout.len() < 2 {
+        return 0;
+    }
     let candidates: Vec<(Block, Block)> = cfg
         .rpo
         .iter()
@@ -66,11 +80,18 @@ pub fn hoist_uniform_loads(func: &mut Function, kept: &mut Option<Uniformity>) -
     if candidates.is_empty() {
         return 0;
     }
-    let dom = DominatorTree::new(func, &cfg);
-    let loops = find_loops(func, &cfg, &dom);
+    let made;
+    let dom = match dom {
+        Some(d) => d,
+        None => {
+            made = DominatorTree::new(func, cfg);
+            &made
+        }
+    };
+    let loops = find_loops(func, cfg, dom);
     let uni = kept
         .take()
-        .unwrap_or_else(|| Uniformity::with_cfg(func, &cfg));
+        .unwrap_or_else(|| Uniformity::with_cfg(func, cfg));
     let mut moved = 0;
     // Blocks whose instructions moved to their predecessor, latest first, so that a load can
     // move on again from a block that is itself conditional.
