@@ -237,6 +237,40 @@ fn a_divergent_if_sets_exec_with_a_v_cmpx_of_its_compare() {
     }
 }
 
+#[test]
+fn a_divergent_loops_compare_is_its_lanes_without_an_and_of_exec() {
+    // `for (i = lid; i < n; i += 7) acc += i`: the header's compare is both the lanes that
+    // stay in the loop and the mask the latch tests. A compare writes 0 for lanes outside
+    // EXEC, so the lanes are the compare itself: no `s_and_b64 m, exec, c` after it.
+    // The device and the interpreter agree with no lane looping (n = 0), some (37), all (64+).
+    let k = KernelBuilder::new("divergent_while");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let x = k.global_id(Dim::X);
+    let i = k.var(x);
+    let acc = k.var(k.lit(0u32));
+    k.while_(
+        || i.get().lt(n),
+        || {
+            acc.set(acc.get() + i.get());
+            i.set(i.get() + 7u32);
+        },
+    );
+    k.store(&dst, x, acc.get());
+    let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        assert!(k.asm.contains("v_cmp_"), "{t}\n{}", k.asm);
+        assert!(
+            !k.asm.lines().any(|l| l.contains("s_and_b64 s[") && l.contains(", exec,")),
+            "{t}\n{}",
+            k.asm
+        );
+        check_u32_sizes(&dev, &k, &f, t, &[0u32, 37, 64, 200]);
+    }
+}
+
 /// `dst[gid] = sum over i < n of (gid + i)` in a uniform loop, with a uniform early return
 /// (`n > limit`) before it and a divergent `if` inside it (odd `i` adds `gid` once more).
 fn uniform_loop() -> kjit_ir::Function {

@@ -393,7 +393,7 @@ fn sweep_once(mf: &mut MachineFunction) -> (usize, bool) {
 }
 
 /// The arguments of successor `slot` (taken first) of `term`.
-fn args_mut(term: &mut Terminator, slot: usize) -> &mut Vec<VReg> {
+pub(super) fn args_mut(term: &mut Terminator, slot: usize) -> &mut Vec<VReg> {
     match term {
         Terminator::Jump { args, .. } => args,
         Terminator::Branch {

@@ -14,6 +14,11 @@
 //! inactive lanes are 0, so `v_cmpx a; v_cmpx b` leaves EXEC ∧ a ∧ b, as
 //! `v_cmp a; v_cmp b; s_and_b64 m, a, b; s_and_b64 exec, exec, m` did in two fewer
 //! instructions.
+//!
+//! A branch mask `t = s_and_b64 exec, m` left after those folds (its `t` read again, e.g. by a
+//! loop's latch) is `m` itself when `m`'s lanes outside EXEC are already 0: a compare made under
+//! the same EXEC (gfx9 writes 0 for its inactive lanes), or an `s_and_b64`/`s_or_b64` of such
+//! masks. Its readers then read `m` and the `s_and_b64` goes.
 
 use cranelift_entity::EntityRef;
 
@@ -109,7 +114,7 @@ pub(crate) fn fold_exec_masks(mf: &mut MachineFunction) -> usize {
             }
         }
     }
-    folded + fold_saveexec(mf) + fold_cmpx(mf)
+    folded + fold_saveexec(mf) + fold_cmpx(mf) + reuse_lane_masks(mf)
 }
 
 /// `s_and_b64 exec, exec, m` (a folded branch mask): `m`.
@@ -353,4 +358,117 @@ fn cmpx_plan(
         removed.push(i);
     }
     Some(CmpxPlan { operands, removed })
+}
+
+/// Whether `m`, read at `at` in `insts`, has no lane outside the EXEC that holds at `at`: it
+/// is defined in the block before `at`, with nothing writing EXEC from its definition on, by
+/// a compare (inactive lanes 0), by an `s_and_b64` of EXEC or of one such mask, by an
+/// `s_or_b64` of two, or by an `s_cselect_b64` of such masks and 0.
+fn zero_outside_exec(insts: &[MInst], m: VReg, at: usize, depth: u32) -> bool {
+    let Some(j) = insts[..at].iter().rposition(|x| x.defs().any(|d| d == m)) else {
+        return false;
+    };
+    if depth > 4 || insts[j + 1..at].iter().any(writes_exec) {
+        return false;
+    }
+    let inst = &insts[j];
+    let MOpcode::Isa(op) = inst.opcode else {
+        return false;
+    };
+    let exec = MOperand::Phys(Operand::Special(SpecialReg::Exec));
+    let zero = |o: &MOperand| match o {
+        MOperand::Use(v) => zero_outside_exec(insts, *v, j, depth + 1),
+        _ => false,
+    };
+    let info = op.info();
+    if info.format == Format::Vopc {
+        // A VOP3 compare into this mask (not `v_cmpx`, which writes EXEC: caught above).
+        return inst.encoding == Encoding::E64 && inst.ops.first() == Some(&MOperand::Def(m));
+    }
+    match (op, inst.ops.as_slice()) {
+        (Opcode::SAndB64, [MOperand::Def(_), x, y]) => {
+            *x == exec || *y == exec || zero(x) || zero(y)
+        }
+        (Opcode::SOrB64, [MOperand::Def(_), x, y]) => zero(x) && zero(y),
+        (Opcode::SCselectB64, [MOperand::Def(_), x, y]) => {
+            let zero_or_0 = |o: &MOperand| zero(o) || matches!(o, MOperand::Phys(p) if is_zero(p));
+            zero_or_0(x) && zero_or_0(y)
+        }
+        _ => false,
+    }
+}
+
+/// An immediate 0.
+fn is_zero(p: &Operand) -> bool {
+    matches!(p, Operand::InlineInt(0) | Operand::Literal(0))
+}
+
+/// `t = s_and_b64 exec, m` with `m` 0 outside EXEC ([`zero_outside_exec`]) and the SCC it
+/// writes not read: every reader of `t` reads `m` and the instruction goes. Returns how many
+/// went.
+fn reuse_lane_masks(mf: &mut MachineFunction) -> usize {
+    let flag_in = flag_live_in(mf);
+    let mut renamed: Vec<(VReg, VReg)> = Vec::new();
+    let blocks: Vec<MBlock> = mf.blocks.keys().collect();
+    for b in blocks {
+        let bd = &mf.blocks[b];
+        // SCC read before written after each instruction (backwards from the block's end).
+        let mut scc_live_after = vec![false; bd.insts.len()];
+        let mut live = bd
+            .term
+            .successors()
+            .iter()
+            .fold(0u8, |a, (s, _)| a | flag_in[s.index()]);
+        if let Terminator::Branch { cond, .. } = &bd.term {
+            live |= cond.reads();
+        }
+        for (k, inst) in bd.insts.iter().enumerate().rev() {
+            scc_live_after[k] = live & implicit::SCC != 0;
+            let (r, w) = flags(inst);
+            live &= !w.unwrap_or(0xff);
+            live |= r;
+        }
+        let mut gone = Vec::new();
+        for (k, inst) in bd.insts.iter().enumerate() {
+            let (Some(t), Some(MOperand::Use(m))) = (exec_and(inst), inst.ops.get(2)) else {
+                continue;
+            };
+            if !scc_live_after[k] && zero_outside_exec(&bd.insts, *m, k, 0) {
+                renamed.push((t, *m));
+                gone.push(k);
+            }
+        }
+        for &k in gone.iter().rev() {
+            mf.blocks[b].insts.remove(k);
+        }
+    }
+    if renamed.is_empty() {
+        return 0;
+    }
+    let mut to: Vec<Option<VReg>> = vec![None; mf.vregs.len()];
+    for &(t, m) in &renamed {
+        to[t.index()] = Some(m);
+    }
+    let resolve = |mut v: VReg| {
+        while let Some(m) = to[v.index()] {
+            v = m;
+        }
+        v
+    };
+    for bd in mf.blocks.values_mut() {
+        for inst in &mut bd.insts {
+            for o in inst.ops.iter_mut() {
+                if let MOperand::Use(v) = o {
+                    *v = resolve(*v);
+                }
+            }
+        }
+        let slots = bd.term.successors().len();
+        for slot in 0..slots {
+            for a in super::dce::args_mut(&mut bd.term, slot) {
+                *a = resolve(*a);
+            }
+        }
+    }
+    renamed.len()
 }
