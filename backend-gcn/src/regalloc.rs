@@ -1489,7 +1489,7 @@ fn place_singles(
 /// Webs [`lower_sgpr_webs`] tries to move per layout, highest first, and places it tries in
 /// all (bounds on compile time: each try places the singles again).
 const MAX_WEB_LOWERING_TRIES: usize = 4;
-const MAX_WEB_LOWERINGS: usize = 16;
+const MAX_WEB_LOWERINGS: usize = 4;
 
 /// The SGPRs the tuple webs occupy.
 fn web_sgprs(w: &webs::Webs) -> Vec<u16> {
@@ -1547,6 +1547,11 @@ fn lower_sgpr_webs(
     let mut best: Option<([u16; 64], Vec<u16>)> = None;
     let (mut end, mut copies) = (end_of(w, current.0), current.1);
     let first_end = end;
+    // No layout ends below the ABI's registers or the most SGPRs live at once.
+    let floor = (lay.blocked.end() as u16).max(sgpr_pressure(w, lay, ivs, used, fixed_map));
+    if end <= floor {
+        return Ok(None);
+    }
     // A move is kept when the end and the copies do not rise (two webs on the same registers,
     // such as a compare's mask and its `s_and_b64 exec` result, move one at a time), so
     // the end may fall only after several; each kept move lowers a web, and the tries are
@@ -1611,6 +1616,9 @@ fn lower_sgpr_webs(
                 if e <= end && c <= copies {
                     (end, copies) = (e, c);
                     best = Some((map, regs));
+                    if end <= floor {
+                        break 'rounds;
+                    }
                     continue 'rounds;
                 }
                 move_web(lowered, r, reg);
@@ -1623,6 +1631,49 @@ fn lower_sgpr_webs(
         .zip(best)
         .filter(|_| end < first_end)
         .map(|(lw, (map, regs))| (lw, map, regs)))
+}
+
+/// The most SGPRs live at one position: the tuple webs' dwords, the singles (`used` `Int`
+/// PRegs, intervals `ivs`), and the ABI's reserved SGPRs (a workgroup id's only while its
+/// register is live). No layout of them ends lower.
+fn sgpr_pressure(
+    w: &webs::Webs,
+    lay: &SgprLayout,
+    ivs: &[webs::Intervals],
+    used: u64,
+    fixed_map: &[u16; 64],
+) -> u16 {
+    // Live count changes per position (inclusive intervals `(a, b)` end at `b + 1`).
+    let mut delta: Vec<i32> = Vec::new();
+    let mut add = |iv: &webs::Intervals| {
+        for &(a, b) in &iv.0 {
+            if delta.len() < b as usize + 2 {
+                delta.resize(b as usize + 2, 0);
+            }
+            delta[a as usize] += 1;
+            delta[b as usize + 1] -= 1;
+        }
+    };
+    for web in w.webs.iter() {
+        if web.class == RegClass::Sgpr && web.inside.is_none() && web.reg.is_some() {
+            web.dword_span.iter().for_each(&mut add);
+        }
+    }
+    for h in bits(used) {
+        add(&ivs[h]);
+    }
+    let fixed = lay
+        .wg_fixed
+        .iter()
+        .filter(|&&(d, pos)| fixed_map[ra2::wg_preg(d).hw_enc()] == pos)
+        .count() as i32;
+    let always = lay.blocked.len() as i32 - fixed;
+    let (mut live, mut most) = (0i32, 0i32);
+    for d in delta {
+        live += d;
+        most = most.max(live);
+    }
+    (most + always).max(0) as u16
 }
 
 /// Puts root web `r` (and the webs placed inside it) at SGPR `base`.
