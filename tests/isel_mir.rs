@@ -263,7 +263,9 @@ fn a_divergent_loops_compare_is_its_lanes_without_an_and_of_exec() {
         let k = compile(&f, t, &CompileOptions::default()).unwrap();
         assert!(k.asm.contains("v_cmp_"), "{t}\n{}", k.asm);
         assert!(
-            !k.asm.lines().any(|l| l.contains("s_and_b64 s[") && l.contains(", exec,")),
+            !k.asm
+                .lines()
+                .any(|l| l.contains("s_and_b64 s[") && l.contains(", exec,")),
             "{t}\n{}",
             k.asm
         );
@@ -532,6 +534,41 @@ fn hash_prologue_reads_rounds_from_outs_quad_and_builds_descriptors_after_the_co
             k.header.sgprs
         );
     }
+}
+
+#[test]
+fn a_lane_mask_pair_takes_the_workgroup_ids_sgpr_after_its_last_reader() {
+    // hash_chain on gfx942, arguments preloaded: the workgroup id is the system SGPR after the
+    // kernarg pointer and the preloaded dwords, last read (global id) before the `i < len`
+    // compare. The compare's mask pair and its `s_and_b64 exec` result are tuple webs, placed
+    // before regalloc2 runs with the id's SGPR blocked; once the singles are placed they are
+    // lowered onto the id's SGPR, dead by then (`regalloc.rs`, `lower_sgpr_webs`), instead of
+    // staying above the group size's SGPR (`s[16:17]`, 24 SGPRs; now 23).
+    let f = (kjit_kernels::find("hash_chain").unwrap().build)().unwrap();
+    let k = compile(&f, Target::Gfx942, &CompileOptions::default()).unwrap();
+    let a = k.asm.to_string();
+    let preload: u16 = a
+        .split("kernarg preload: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the header names the preloaded dwords");
+    let workgroup_id = 2 + preload;
+    let cmp = a
+        .lines()
+        .find(|l| l.contains("v_cmp_lt_u32_e64 s["))
+        .expect("the i < len compare");
+    let mask: u16 = cmp
+        .split("s[")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(
+        mask <= workgroup_id,
+        "mask pair at s{mask}, the workgroup id in s{workgroup_id}\n{a}"
+    );
+    assert!(k.header.sgprs <= 23, "{} SGPRs\n{a}", k.header.sgprs);
 }
 
 #[test]

@@ -774,7 +774,9 @@ impl Allocator {
         }
         // Singles share SGPRs with tuple webs and with each other where their live intervals
         // do not overlap (first fit, in order of first position).
-        let single_regs = place_singles(
+        let ivs = int_intervals(p, func, out);
+        let fixed_map = int_map;
+        let (mut single_regs, copies) = place_singles(
             p,
             func,
             out,
@@ -782,7 +784,33 @@ impl Allocator {
             used[ra::RegClass::Int as usize],
             &mut int_map,
             &lay.blocked,
+            &ivs,
         )?;
+        // Tuples placed before the singles were known, lowered where that ends the SGPRs lower.
+        let lowered;
+        let w = match lower_sgpr_webs(
+            p,
+            func,
+            out,
+            w,
+            used[ra::RegClass::Int as usize],
+            &fixed_map,
+            &lay,
+            &ivs,
+            (&single_regs, copies),
+        )? {
+            Some((lw, map, regs)) => {
+                lowered = lw;
+                int_map = map;
+                single_regs = regs;
+                taken = lay.blocked;
+                for r in web_sgprs(&lowered) {
+                    taken.insert(r);
+                }
+                &lowered
+            }
+            None => w,
+        };
         for r in single_regs {
             taken.insert(r);
         }
@@ -1374,6 +1402,7 @@ fn sgpr_layout(
 /// is read where the tuple's dword is written, the `Extract` result written where the source
 /// dword is last read): each dword gets one part, so no other move of the copy clobbers it.
 /// Returns the SGPRs given.
+#[allow(clippy::too_many_arguments)]
 fn place_singles(
     p: &Prepared,
     func: &ra2::RaFunc,
@@ -1382,25 +1411,8 @@ fn place_singles(
     used: u64,
     int_map: &mut [u16; 64],
     blocked: &SgprSet,
-) -> Result<Vec<u16>, RegallocError> {
-    let mut late_def = vec![false; p.num_insts as usize];
-    for (b, bd) in p.mf.blocks.iter() {
-        let first = p.first_inst[b.index()] as usize;
-        for (k, inst) in bd.insts.iter().enumerate() {
-            late_def[first + k] = webs::reads_before_writing(inst);
-        }
-    }
-    let evs = locs::events(
-        func,
-        out,
-        |a| {
-            a.as_reg()
-                .filter(|r| r.class() == ra::RegClass::Int)
-                .map(|r| r.hw_enc())
-        },
-        |i| late_def[i],
-    );
-    let ivs = locs::intervals(func, &evs, 64);
+    ivs: &[webs::Intervals],
+) -> Result<(Vec<u16>, usize), RegallocError> {
     // What is live on each SGPR: the webs' dwords.
     let mut occ: Vec<Vec<&webs::Intervals>> = vec![Vec::new(); MAX_SGPRS as usize];
     for (r, span) in w.dword_spans(RegClass::Sgpr) {
@@ -1480,7 +1492,232 @@ fn place_singles(
         int_map[h] = r;
         given.push(r);
     }
-    Ok(given)
+    Ok((given, best.2))
+}
+
+/// Webs [`lower_sgpr_webs`] tries to move per layout, highest first, and places it tries in
+/// all (bounds on compile time: each try places the singles again).
+const MAX_WEB_LOWERING_TRIES: usize = 4;
+const MAX_WEB_LOWERINGS: usize = 4;
+
+/// The SGPRs the tuple webs occupy.
+fn web_sgprs(w: &webs::Webs) -> Vec<u16> {
+    w.webs
+        .iter()
+        .filter(|web| web.class == RegClass::Sgpr && web.inside.is_none())
+        .filter_map(|web| Some(web.reg?..web.reg? + web.dwords as u16))
+        .flatten()
+        .collect()
+}
+
+/// Lowers SGPR tuple webs once the singles are placed. The webs are placed before regalloc2
+/// runs, with a workgroup id's SGPR blocked for the whole kernel and the singles unknown, so a
+/// tuple may end above registers that are free while it is live (hash_chain's lane mask in
+/// `s[16:17]` above the workgroup id's `s14`, dead by then, and the group size's `s15`). Each
+/// web not fixed by the ABI, highest first, is tried at the lowest aligned registers below it
+/// where no other web dword is live while its dwords are, none is reserved by the ABI, and a
+/// workgroup id's SGPR only outside its register's live intervals; the singles are then
+/// placed again. A move is kept when the SGPRs end no higher with no more copies, and moves
+/// repeat from the new layout; the result is kept when the SGPRs end lower. `current`: the singles' SGPRs and copies as placed over `w`.
+/// Returns the lowered webs, the `Int` map and the singles' SGPRs, or `None` (no move kept).
+#[allow(clippy::too_many_arguments)]
+fn lower_sgpr_webs(
+    p: &Prepared,
+    func: &ra2::RaFunc,
+    out: &ra::Output,
+    w: &webs::Webs,
+    used: u64,
+    fixed_map: &[u16; 64],
+    lay: &SgprLayout,
+    ivs: &[webs::Intervals],
+    current: (&[u16], usize),
+) -> Result<Option<(webs::Webs, [u16; 64], Vec<u16>)>, RegallocError> {
+    let end_of = |w: &webs::Webs, singles: &[u16]| -> u16 {
+        web_sgprs(w)
+            .into_iter()
+            .chain(singles.iter().copied())
+            .map(|r| r + 1)
+            .max()
+            .unwrap_or(0)
+            .max(lay.blocked.end() as u16)
+    };
+    // A workgroup id's SGPR and the intervals of the register the id is read from.
+    let wg_live = |x: u16| -> Option<&webs::Intervals> {
+        lay.wg_fixed
+            .iter()
+            .find(|&&(_, pos)| pos == x)
+            .and_then(|&(d, _)| {
+                let h = ra2::wg_preg(d).hw_enc();
+                (fixed_map[h] == x).then(|| &ivs[h])
+            })
+    };
+    // The webs being lowered (cloned at the first try) and the singles placed over them.
+    let mut lw: Option<webs::Webs> = None;
+    let mut best: Option<([u16; 64], Vec<u16>)> = None;
+    let (mut end, mut copies) = (end_of(w, current.0), current.1);
+    let first_end = end;
+    // No layout ends below the ABI's registers or the most SGPRs live at once.
+    let floor = (lay.blocked.end() as u16).max(sgpr_pressure(w, lay, ivs, used, fixed_map));
+    if end <= floor {
+        return Ok(None);
+    }
+    // A move is kept when the end and the copies do not rise (two webs on the same registers,
+    // such as a compare's mask and its `s_and_b64 exec` result, move one at a time), so
+    // the end may fall only after several; each kept move lowers a web, and the tries are
+    // bounded.
+    let mut tries = 0;
+    'rounds: loop {
+        let cur = lw.as_ref().unwrap_or(w);
+        let mut roots: Vec<usize> = (0..cur.webs.len())
+            .filter(|&k| {
+                let web = &cur.webs[k];
+                web.class == RegClass::Sgpr
+                    && web.inside.is_none()
+                    && web.precolor.is_none()
+                    && web.reg.is_some()
+            })
+            .collect();
+        roots.sort_by_key(|&k| {
+            std::cmp::Reverse(cur.webs[k].reg.unwrap() + cur.webs[k].dwords as u16)
+        });
+        roots.truncate(MAX_WEB_LOWERING_TRIES);
+        for r in roots {
+            let cur = lw.as_ref().unwrap_or(w);
+            let web = &cur.webs[r];
+            let (reg, dw) = (web.reg.unwrap(), web.dwords as u16);
+            let al = webs::alignment(RegClass::Sgpr, web.dwords, p.mf.abi.target);
+            // Where the other webs' dwords are live, per SGPR below this one.
+            let mut occ: Vec<webs::Intervals> = vec![webs::Intervals::default(); reg as usize];
+            for (k, other) in cur.webs.iter().enumerate() {
+                let root = other.inside.map_or(k, |(o, _)| o);
+                if root == r || other.class != RegClass::Sgpr {
+                    continue;
+                }
+                if let Some(b) = other.reg {
+                    for (j, span) in other.dword_span.iter().enumerate() {
+                        if let Some(o) = occ.get_mut(b as usize + j) {
+                            o.merge(span);
+                        }
+                    }
+                }
+            }
+            let fits = |base: u16| {
+                (0..dw).all(|j| {
+                    let x = base + j;
+                    let span = &web.dword_span[j as usize];
+                    let abi_free = !lay.blocked.contains(x)
+                        || wg_live(x).is_some_and(|live| !live.overlaps(span));
+                    x < reg && abi_free && !occ[x as usize].overlaps(span)
+                })
+            };
+            let bases: Vec<u16> = (0..reg).step_by(al as usize).filter(|&b| fits(b)).collect();
+            for base in bases {
+                if tries == MAX_WEB_LOWERINGS {
+                    break 'rounds;
+                }
+                tries += 1;
+                let lowered = lw.get_or_insert_with(|| w.clone());
+                move_web(lowered, r, base);
+                let mut map = *fixed_map;
+                let (regs, c) =
+                    place_singles(p, func, out, lowered, used, &mut map, &lay.blocked, ivs)?;
+                let e = end_of(lowered, &regs);
+                if e <= end && c <= copies {
+                    (end, copies) = (e, c);
+                    best = Some((map, regs));
+                    if end <= floor {
+                        break 'rounds;
+                    }
+                    continue 'rounds;
+                }
+                move_web(lowered, r, reg);
+            }
+        }
+        break;
+    }
+    // Kept only if the SGPRs end lower (a web lowered without that changes nothing useful).
+    Ok(lw
+        .zip(best)
+        .filter(|_| end < first_end)
+        .map(|(lw, (map, regs))| (lw, map, regs)))
+}
+
+/// The most SGPRs live at one position: the tuple webs' dwords, the singles (`used` `Int`
+/// PRegs, intervals `ivs`), and the ABI's reserved SGPRs (a workgroup id's only while its
+/// register is live). No layout of them ends lower.
+fn sgpr_pressure(
+    w: &webs::Webs,
+    lay: &SgprLayout,
+    ivs: &[webs::Intervals],
+    used: u64,
+    fixed_map: &[u16; 64],
+) -> u16 {
+    // Live count changes per position (inclusive intervals `(a, b)` end at `b + 1`).
+    let mut delta: Vec<i32> = Vec::new();
+    let mut add = |iv: &webs::Intervals| {
+        for &(a, b) in &iv.0 {
+            if delta.len() < b as usize + 2 {
+                delta.resize(b as usize + 2, 0);
+            }
+            delta[a as usize] += 1;
+            delta[b as usize + 1] -= 1;
+        }
+    };
+    for web in w.webs.iter() {
+        if web.class == RegClass::Sgpr && web.inside.is_none() && web.reg.is_some() {
+            web.dword_span.iter().for_each(&mut add);
+        }
+    }
+    for h in bits(used) {
+        add(&ivs[h]);
+    }
+    let fixed = lay
+        .wg_fixed
+        .iter()
+        .filter(|&&(d, pos)| fixed_map[ra2::wg_preg(d).hw_enc()] == pos)
+        .count() as i32;
+    let always = lay.blocked.len() as i32 - fixed;
+    let (mut live, mut most) = (0i32, 0i32);
+    for d in delta {
+        live += d;
+        most = most.max(live);
+    }
+    (most + always).max(0) as u16
+}
+
+/// Puts root web `r` (and the webs placed inside it) at SGPR `base`.
+fn move_web(w: &mut webs::Webs, r: usize, base: u16) {
+    w.webs[r].reg = Some(base);
+    for web in &mut w.webs {
+        if let Some((o, off)) = web.inside {
+            if o == r {
+                web.reg = Some(base + off);
+            }
+        }
+    }
+}
+
+/// Where each `Int` PReg (by `hw_enc`) is live in the allocated program, in the webs'
+/// position numbering (what [`place_singles`] and [`lower_sgpr_webs`] place by).
+fn int_intervals(p: &Prepared, func: &ra2::RaFunc, out: &ra::Output) -> Vec<webs::Intervals> {
+    let mut late_def = vec![false; p.num_insts as usize];
+    for (b, bd) in p.mf.blocks.iter() {
+        let first = p.first_inst[b.index()] as usize;
+        for (k, inst) in bd.insts.iter().enumerate() {
+            late_def[first + k] = webs::reads_before_writing(inst);
+        }
+    }
+    let evs = locs::events(
+        func,
+        out,
+        |a| {
+            a.as_reg()
+                .filter(|r| r.class() == ra::RegClass::Int)
+                .map(|r| r.hw_enc())
+        },
+        |i| late_def[i],
+    );
+    locs::intervals(func, &evs, 64)
 }
 
 /// For each `Int` PReg (by `hw_enc`), the SGPRs of the web dwords its values are copied into
