@@ -298,6 +298,20 @@ struct CmpxPlan {
     removed: Vec<usize>,
 }
 
+/// The flags (SCC, VCC bits) read after `bd`'s last instruction: by its terminator's
+/// condition or live into a successor.
+fn flags_live_out(bd: &crate::mir::MBlockData, flag_in: &[u8]) -> u8 {
+    let live = bd
+        .term
+        .successors()
+        .iter()
+        .fold(0u8, |a, (s, _)| a | flag_in[s.index()]);
+    match &bd.term {
+        Terminator::Branch { cond, .. } => live | cond.reads(),
+        _ => live,
+    }
+}
+
 fn cmpx_plan(
     mf: &MachineFunction,
     reads: &[u32],
@@ -314,14 +328,7 @@ fn cmpx_plan(
     let i = insts[..k].iter().rposition(|x| x.defs().any(|d| d == m))?;
     // SCC must be dead after the mask's def once the EXEC `s_and_b64` no longer writes it
     // (nor the mask's `s_and_b64`, which goes).
-    let mut live = bd
-        .term
-        .successors()
-        .iter()
-        .fold(0u8, |a, (s, _)| a | flag_in[s.index()]);
-    if let Terminator::Branch { cond, .. } = &bd.term {
-        live |= cond.reads();
-    }
+    let mut live = flags_live_out(bd, flag_in);
     for (j, inst) in insts.iter().enumerate().skip(i + 1).rev() {
         if j != k {
             let (r, w) = flags(inst);
@@ -414,14 +421,7 @@ fn reuse_lane_masks(mf: &mut MachineFunction) -> usize {
         let bd = &mf.blocks[b];
         // SCC read before written after each instruction (backwards from the block's end).
         let mut scc_live_after = vec![false; bd.insts.len()];
-        let mut live = bd
-            .term
-            .successors()
-            .iter()
-            .fold(0u8, |a, (s, _)| a | flag_in[s.index()]);
-        if let Terminator::Branch { cond, .. } = &bd.term {
-            live |= cond.reads();
-        }
+        let mut live = flags_live_out(bd, &flag_in);
         for (k, inst) in bd.insts.iter().enumerate().rev() {
             scc_live_after[k] = live & implicit::SCC != 0;
             let (r, w) = flags(inst);
