@@ -3,7 +3,7 @@
 //! compiled for a target and run on kjit's GCN device must give exactly what the IR
 //! interpreter gives. Every output element is compared bit for bit (any NaN equals any NaN;
 //! elements neither run writes keep the same poison). Each program is generated from a seed;
-//! CI runs a fixed set of 68,400 seeds (a third per target, [`FLAVOURS`]), so a run is red or
+//! CI runs a fixed set of 102,600 seeds (a third per target, [`FLAVOURS`]), so a run is red or
 //! green the same way every time. `KJIT_RANDOM_BASE=<hex>` draws a new set,
 //! `KJIT_RANDOM_SCALE=<n>` runs n times as many, `KJIT_RANDOM_SEED=<hex>` reproduces one seed.
 //! A seed that failed is kept in `tests/random_programs.regressions` and runs on every target.
@@ -747,23 +747,23 @@ fn reproduce_seed_from_env() {
 }
 
 /// The program flavours the suite runs, with how many programs of each one CI run checks.
-/// `(name, (div, wide, cross, long_loops), optimize, programs)`; 68,400 programs in all, a third
+/// `(name, (div, wide, cross, long_loops), optimize, programs)`; 102,600 programs in all, a third
 /// per target.
 const FLAVOURS: &[(&str, Flags, bool, u64)] = &[
     // Arithmetic, selects, conversions and control flow without loads or division.
-    ("plain", (false, false, false, false), false, 15600),
+    ("plain", (false, false, false, false), false, 23400),
     // With loads (in and out of range) and exact integer division and remainder.
-    ("loads", (true, false, false, false), false, 15600),
+    ("loads", (true, false, false, false), false, 23400),
     // 64-bit integers, f64 and f16 next to the 32-bit program.
-    ("wide", (true, true, false, false), false, 10800),
+    ("wide", (true, true, false, false), false, 16200),
     // Wave shuffles, broadcasts, reductions and scans under divergence; LDS; atomics;
     // barriers in uniform control flow.
-    ("cross", (true, false, true, false), false, 10800),
+    ("cross", (true, false, true, false), false, 16200),
     // Loads and division through the e-graph optimizer first.
-    ("optimized", (true, false, false, false), true, 9600),
+    ("optimized", (true, false, false, false), true, 14400),
     // As `optimized`, with loops of up to 7 trips: store-free loops with loads take the
     // optimizer's runtime unrolling (two iterations per trip, the second predicated).
-    ("loops", (true, false, false, true), true, 6000),
+    ("loops", (true, false, false, true), true, 9000),
 ];
 
 /// A program flavour's switches: `(div, wide, cross, long_loops)` (see [`Gen`]).
