@@ -1756,48 +1756,15 @@ impl<'a> Isel<'a> {
                 }
             }
         }
-        // Launch sizes used anywhere.
-        for &b in &self.order.clone() {
-            for &i in &func.blocks[b].insts {
-                if let InstData::Special { reg } = func.insts[i] {
-                    if self.specials.contains_key(&reg) {
-                        continue;
-                    }
-                    let r = match reg {
-                        kjit_ir::SpecialReg::WorkgroupSize(d) => {
-                            let off = hb + 12 + 2 * d.index() as u32;
-                            let w = self.s_load(off & !3, 1);
-                            if off & 2 != 0 {
-                                self.sop2("s_lshr_b32", &[valu::Src::R(w), valu::Src::Imm(16)])
-                            } else {
-                                self.sop2("s_and_b32", &[valu::Src::R(w), valu::Src::Imm(0xffff)])
-                            }
-                        }
-                        kjit_ir::SpecialReg::NumWorkgroups(d) => {
-                            self.s_load(hb + 4 * d.index() as u32, 1)
-                        }
-                        kjit_ir::SpecialReg::LaneId => match self.lane_id {
-                            Some(l) => l,
-                            None => {
-                                let l = self.lane_id_reg();
-                                self.lane_id = Some(l);
-                                l
-                            }
-                        },
-                        _ => continue,
-                    };
-                    self.specials.insert(reg, r);
-                }
-            }
-        }
-        // Special registers and buffer lengths are defined here, in the prologue, so their IR
-        // values are known in every block from the start: blocks are not filled in layout
-        // order (a flow block may reach a loop's latch before its body), and a use filled
-        // before the IR instruction is lowered must not read them as variables.
+        // Launch sizes used anywhere. Special registers and buffer lengths are defined here,
+        // in the prologue, so their IR values are known in every block from the start: blocks
+        // are not filled in layout order (a flow block may reach a loop's latch before its
+        // body), and a use filled before the IR instruction is lowered must not read them as
+        // variables.
         for &b in &self.order.clone() {
             for &i in &func.blocks[b].insts {
                 let r = match func.insts[i] {
-                    InstData::Special { reg } => self.specials.get(&reg).copied(),
+                    InstData::Special { reg } => self.prologue_special(reg, hb),
                     InstData::BufferLen { buf } => self.lens.get(&buf).copied(),
                     _ => None,
                 };
@@ -1807,6 +1774,37 @@ impl<'a> Isel<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The register of special register `reg`, made in the prologue on its first use (`hb`:
+    /// the hidden arguments' kernarg offset); `None` for one this target does not provide.
+    fn prologue_special(&mut self, reg: kjit_ir::SpecialReg, hb: u32) -> Option<VReg> {
+        if let Some(&r) = self.specials.get(&reg) {
+            return Some(r);
+        }
+        let r = match reg {
+            kjit_ir::SpecialReg::WorkgroupSize(d) => {
+                let off = hb + 12 + 2 * d.index() as u32;
+                let w = self.s_load(off & !3, 1);
+                if off & 2 != 0 {
+                    self.sop2("s_lshr_b32", &[valu::Src::R(w), valu::Src::Imm(16)])
+                } else {
+                    self.sop2("s_and_b32", &[valu::Src::R(w), valu::Src::Imm(0xffff)])
+                }
+            }
+            kjit_ir::SpecialReg::NumWorkgroups(d) => self.s_load(hb + 4 * d.index() as u32, 1),
+            kjit_ir::SpecialReg::LaneId => match self.lane_id {
+                Some(l) => l,
+                None => {
+                    let l = self.lane_id_reg();
+                    self.lane_id = Some(l);
+                    l
+                }
+            },
+            _ => return None,
+        };
+        self.specials.insert(reg, r);
+        Some(r)
     }
 
     /// The lane id (`v_mbcnt_lo/hi` of all ones).
