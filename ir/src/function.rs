@@ -276,17 +276,30 @@ impl Function {
     /// entities the layout does not use, so that printed IR reads `v0, v1, ...` without gaps.
     pub fn renumbered(&self) -> Function {
         use cranelift_entity::EntityRef;
+        // Tables sized once for what the layout holds (growing them one entity at a time
+        // reallocated and copied each several times).
+        let n_insts: usize = self.layout.iter().map(|&b| self.blocks[b].insts.len()).sum();
         let mut out = Function {
             name: self.name.clone(),
             params: self.params.clone(),
             flags: self.flags,
             workgroup_size: self.workgroup_size,
             lds: self.lds.clone(),
+            insts: PrimaryMap::with_capacity(n_insts),
+            values: PrimaryMap::with_capacity(self.values.len()),
+            blocks: PrimaryMap::with_capacity(self.layout.len()),
+            layout: Vec::with_capacity(self.layout.len()),
             ..Default::default()
         };
+        out.results.resize(n_insts);
         let mut bmap: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
+        bmap.resize(self.blocks.len());
         for &b in &self.layout {
-            bmap[b] = Some(out.create_block());
+            let nb = out.blocks.push(BlockData {
+                params: Vec::with_capacity(self.blocks[b].params.len()),
+                insts: Vec::with_capacity(self.blocks[b].insts.len()),
+            });
+            bmap[b] = Some(nb);
         }
         let mut vmap: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
         vmap.resize(self.values.len());

@@ -107,13 +107,67 @@ const TRACKED: [u8; 2] = [implicit::SCC, implicit::VCC];
 
 /// Per block: which of SCC/VCC are read before being written when the block is entered.
 pub(super) fn flag_live_in(mf: &MachineFunction) -> Vec<u8> {
+    flag_live_in_by(mf, |_, _, inst| flags(inst))
+}
+
+/// What the sweep asks of each instruction (its [`flags`] and EXEC accesses), worked out once
+/// per instruction: the flag liveness, the mark, the sweep and the EXEC-move removal each
+/// asked again, and every sweep after the first asked once more for every instruction left.
+#[derive(Clone, Copy)]
+struct InstFacts {
+    /// [`flags`]: special registers read.
+    reads: u8,
+    /// [`flags`]: special registers written (`None`: one other than SCC/VCC).
+    writes: Option<u8>,
+    /// [`may_read_exec`].
+    reads_exec: bool,
+    /// [`writes_exec`].
+    writes_exec: bool,
+    /// [`is_exec_move`].
+    exec_move: bool,
+}
+
+impl InstFacts {
+    fn of(inst: &MInst) -> InstFacts {
+        let (reads, writes) = flags(inst);
+        InstFacts {
+            reads,
+            writes,
+            reads_exec: may_read_exec_with(inst, reads),
+            writes_exec: writes_exec_with(inst, writes),
+            exec_move: is_exec_move(inst),
+        }
+    }
+
+    /// Per block, per instruction.
+    fn of_function(mf: &MachineFunction) -> Vec<Vec<InstFacts>> {
+        mf.blocks
+            .values()
+            .map(|bd| bd.insts.iter().map(InstFacts::of).collect())
+            .collect()
+    }
+}
+
+/// [`flag_live_in`] from the instructions' facts.
+fn flag_live_in_from(mf: &MachineFunction, facts: &[Vec<InstFacts>]) -> Vec<u8> {
+    flag_live_in_by(mf, |b, k, _| {
+        let x = &facts[b.index()][k];
+        (x.reads, x.writes)
+    })
+}
+
+/// [`flag_live_in`] with each instruction's [`flags`] given by `flags_of(block, index, inst)`.
+fn flag_live_in_by(
+    mf: &MachineFunction,
+    flags_of: impl Fn(MBlock, usize, &MInst) -> (u8, Option<u8>),
+) -> Vec<u8> {
     let n = mf.blocks.len();
     // Per block: (flags read before written in the block, flags written in the block).
     let mut gen_kill = vec![(0u8, 0u8); n];
     for (b, bd) in mf.blocks.iter() {
         let (mut gen, mut kill) = (0u8, 0u8);
-        for inst in &bd.insts {
-            let (r, w) = flags(inst);
+        for (k, inst) in bd.insts.iter().enumerate() {
+            let (r, w) = flags_of(b, k, inst);
             gen |= r & !kill;
             kill |= w.unwrap_or(0xff);
         }
@@ -147,7 +201,12 @@ pub(super) fn flag_live_in(mf: &MachineFunction) -> Vec<u8> {
 /// scalar instruction (vector instructions run under EXEC; pseudo-instructions may become
 /// vector moves).
 pub(super) fn may_read_exec(inst: &MInst) -> bool {
-    if flags(inst).0 & implicit::EXEC != 0 {
+    may_read_exec_with(inst, flags(inst).0)
+}
+
+/// [`may_read_exec`] given the special registers `inst` reads ([`flags`]).
+fn may_read_exec_with(inst: &MInst, reads: u8) -> bool {
+    if reads & implicit::EXEC != 0 {
         return true;
     }
     match inst.opcode {
@@ -171,15 +230,15 @@ pub(super) fn is_exec_move(inst: &MInst) -> bool {
 /// Removes EXEC moves that nothing reads before the next EXEC write or the end of the program
 /// (EXEC liveness over the CFG, `s_cbranch_exec*` included), e.g. the restore of a join's
 /// lanes right before `s_endpgm`; the masks that fed them then die in the sweep.
-fn remove_dead_exec_moves(mf: &mut MachineFunction) -> usize {
+fn remove_dead_exec_moves(mf: &mut MachineFunction, facts: &mut [Vec<InstFacts>]) -> usize {
     let n = mf.blocks.len();
     // Per block: (EXEC read before written, EXEC written).
     let mut gen_kill = vec![(false, false); n];
     for (b, bd) in mf.blocks.iter() {
         let (mut gen, mut kill) = (false, false);
-        for inst in &bd.insts {
-            gen |= may_read_exec(inst) && !kill;
-            kill |= writes_exec(inst);
+        for x in &facts[b.index()] {
+            gen |= x.reads_exec && !kill;
+            kill |= x.writes_exec;
         }
         if let Terminator::Branch { cond, .. } = &bd.term {
             gen |= cond.reads() & implicit::EXEC != 0 && !kill;
@@ -203,40 +262,60 @@ fn remove_dead_exec_moves(mf: &mut MachineFunction) -> usize {
         }
     }
     let mut removed = 0;
-    let blocks: Vec<MBlock> = mf.blocks.keys().collect();
-    for b in blocks {
-        let bd = &mf.blocks[b];
+    let mut keep = Vec::new();
+    for (b, bd) in mf.blocks.iter_mut() {
+        let row = &mut facts[b.index()];
+        if !row.iter().any(|x| x.exec_move) {
+            continue;
+        }
         let mut live = bd.term.successors().iter().any(|(s, _)| live_in[s.index()])
             || matches!(&bd.term, Terminator::Branch { cond, .. } if cond.reads() & implicit::EXEC != 0);
-        let mut keep = vec![true; bd.insts.len()];
-        for (k, inst) in bd.insts.iter().enumerate().rev() {
-            if is_exec_move(inst) {
+        keep.clear();
+        keep.resize(row.len(), true);
+        let mut dead = 0;
+        for (k, x) in row.iter().enumerate().rev() {
+            if x.exec_move {
                 if !live {
                     keep[k] = false;
-                    removed += 1;
+                    dead += 1;
                     continue;
                 }
                 live = false;
-            } else if writes_exec(inst) {
+            } else if x.writes_exec {
                 live = false;
             }
-            live |= may_read_exec(inst);
+            live |= x.reads_exec;
         }
-        let mut k = 0;
-        mf.blocks[b].insts.retain(|_| {
-            k += 1;
-            keep[k - 1]
-        });
+        if dead == 0 {
+            continue;
+        }
+        removed += dead;
+        retain_kept(&mut bd.insts, &keep);
+        retain_kept(row, &keep);
     }
     removed
 }
 
+/// Keeps the elements of `v` whose entry in `keep` is true.
+fn retain_kept<T>(v: &mut Vec<T>, keep: &[bool]) {
+    let mut k = 0;
+    v.retain(|_| {
+        k += 1;
+        keep[k - 1]
+    });
+}
+
 /// Whether `inst` writes EXEC (implicitly or as an operand).
 pub(super) fn writes_exec(inst: &MInst) -> bool {
+    writes_exec_with(inst, flags(inst).1)
+}
+
+/// [`writes_exec`] given the special registers `inst` writes ([`flags`]).
+fn writes_exec_with(inst: &MInst, writes: Option<u8>) -> bool {
     if inst.implicit_defs & implicit::EXEC != 0 || is_exec_move(inst) {
         return true;
     }
-    match flags(inst).1 {
+    match writes {
         Some(w) => w & implicit::EXEC != 0,
         // A write of a special register other than SCC/VCC: EXEC when an operand names it.
         None => inst.ops.iter().any(|o| {
@@ -253,12 +332,14 @@ pub(super) fn writes_exec(inst: &MInst) -> bool {
 /// Removes dead instructions and block parameters; returns how many instructions went.
 pub(crate) fn eliminate_dead_code(mf: &mut MachineFunction) -> usize {
     let mut removed = 0;
+    // Kept in step with the instructions as they go.
+    let mut facts = InstFacts::of_function(mf);
     loop {
         // Marking is transitive over values, so one sweep removes everything dead except
         // flag writers whose only reader went in that sweep, and EXEC moves whose readers went
         // (e.g. the `alive` update of a `return`): only then is another one needed.
-        let (n, flag_reader_removed) = sweep_once(mf);
-        let exec_moves = remove_dead_exec_moves(mf);
+        let (n, flag_reader_removed) = sweep_once(mf, &mut facts);
+        let exec_moves = remove_dead_exec_moves(mf, &mut facts);
         removed += n + exec_moves;
         if !flag_reader_removed && exec_moves == 0 {
             return removed;
@@ -268,8 +349,8 @@ pub(crate) fn eliminate_dead_code(mf: &mut MachineFunction) -> usize {
 
 /// One mark-and-sweep: (instructions and parameters removed, whether a removed instruction
 /// read SCC or VCC).
-fn sweep_once(mf: &mut MachineFunction) -> (usize, bool) {
-    let flag_in = flag_live_in(mf);
+fn sweep_once(mf: &mut MachineFunction, facts: &mut [Vec<InstFacts>]) -> (usize, bool) {
+    let flag_in = flag_live_in_from(mf, facts);
     let nv = mf.vregs.len();
     let mut site = vec![Site::None; nv];
     for (b, bd) in mf.blocks.iter() {
@@ -292,7 +373,8 @@ fn sweep_once(mf: &mut MachineFunction) -> (usize, bool) {
     let mut live_inst: Vec<Vec<bool>> = Vec::with_capacity(mf.blocks.len());
     let mut live_v = vec![false; nv];
     let mut work: Vec<VReg> = Vec::new();
-    for (_, bd) in mf.blocks.iter() {
+    for (b, bd) in mf.blocks.iter() {
+        let fx = &facts[b.index()];
         let mut row = vec![false; bd.insts.len()];
         // Flags live after each instruction, scanning backwards.
         let mut after = 0u8;
@@ -303,7 +385,7 @@ fn sweep_once(mf: &mut MachineFunction) -> (usize, bool) {
             after |= cond.reads();
         }
         for (k, inst) in bd.insts.iter().enumerate().rev() {
-            let (r, w) = flags(inst);
+            let (r, w) = (fx[k].reads, fx[k].writes);
             let removable = match inst.opcode {
                 MOpcode::LiveIn(_) => false,
                 // A load to LDS (`lds` bit) writes memory.
@@ -352,17 +434,13 @@ fn sweep_once(mf: &mut MachineFunction) -> (usize, bool) {
         if row.iter().all(|&x| x) {
             continue;
         }
-        flag_reader_removed |= bd
-            .insts
+        let fx = &mut facts[b];
+        flag_reader_removed |= fx
             .iter()
             .zip(row)
-            .any(|(i, &live)| !live && flags(i).0 & (implicit::SCC | implicit::VCC) != 0);
-        let mut k = 0;
-        bd.insts.retain(|_| {
-            let keep = row[k];
-            k += 1;
-            keep
-        });
+            .any(|(x, &live)| !live && x.reads & (implicit::SCC | implicit::VCC) != 0);
+        retain_kept(&mut bd.insts, row);
+        retain_kept(fx, row);
         removed += row.iter().filter(|&&x| !x).count();
     }
     // Dead parameters and their arguments.

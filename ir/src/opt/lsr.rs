@@ -401,7 +401,17 @@ impl Facts {
 pub fn reduce_strength(func: &mut Function, kept: Option<Uniformity>) -> usize {
     let cfg = ControlFlowGraph::new(func);
     let dom = DominatorTree::new(func, &cfg);
-    reduce_strength_in(func, &cfg, &dom, kept)
+    reduce_strength_in(func, &cfg, &dom, kept).added
+}
+
+/// What [`reduce_strength_in`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reduced {
+    /// Parameters added.
+    pub added: usize,
+    /// Whether a trial was kept: `func` is then that trial, value-numbered and cleaned of dead
+    /// code after its rewrite (numbering or cleaning it again changes nothing).
+    pub cleaned: bool,
 }
 
 /// [`reduce_strength`] with `func`'s graph and dominators already made (a rewrite adds block
@@ -411,17 +421,18 @@ pub fn reduce_strength_in(
     cfg: &ControlFlowGraph,
     dom: &DominatorTree,
     kept: Option<Uniformity>,
-) -> usize {
+) -> Reduced {
     let loops = find_loops(func, cfg, dom);
     // Only a loop with a preheader and one latch is reduced: without one, no uniformity needed.
     if !loops
         .iter()
         .any(|l| l.preheader.is_some() && l.latches.len() == 1)
     {
-        return 0;
+        return Reduced::default();
     }
     let uni = kept.unwrap_or_else(|| Uniformity::with_cfg(func, cfg));
     let mut added = 0;
+    let mut cleaned = false;
     // Per block, the instructions of the kernel after DCE without a rewrite, until one is
     // kept: counted once for the loops whose trials are rejected (the gemm's k loops), not
     // once per loop.
@@ -460,12 +471,13 @@ pub fn reduce_strength_in(
             if in_loop(&trial) < base_loop && trial.inst_count() <= base_all {
                 *func = trial;
                 added += n;
+                cleaned = true;
                 base = None;
                 facts = None;
             }
         }
     }
-    added
+    Reduced { added, cleaned }
 }
 
 /// Instructions and values a trial's copy has room for before its tables grow (a rewrite

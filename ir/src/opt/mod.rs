@@ -222,9 +222,21 @@ fn loop_passes(func: &mut Function, t: &mut OptTimings) -> LoopPasses {
     let speculated = timed(&mut t.licm, || {
         speculate::hoist_uniform_loads_in(func, &cfg, Some(&dom), &mut kept)
     });
-    let reduced_ivs = timed(&mut t.lsr, || {
+    let reduced = timed(&mut t.lsr, || {
         lsr::reduce_strength_in(func, &cfg, &dom, kept)
     });
+    let reduced_ivs = reduced.added;
+    // A kept strength-reduction trial was numbered and cleaned after its rewrite, which came
+    // after hoisting and speculation: numbering and cleaning it again would change nothing.
+    if reduced.cleaned {
+        return LoopPasses {
+            numbered,
+            hoisted,
+            speculated,
+            reduced_ivs,
+            dead: (0, 0),
+        };
+    }
     // Numbering again finds something only in what hoisting, speculation or strength reduction
     // changed: a numbered function numbers to itself (each value is looked up after its
     // operands were renamed, in one pass).
