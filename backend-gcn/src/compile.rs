@@ -502,6 +502,13 @@ fn schedule_limits(sel: &Selected, budget: u32) -> Vec<u32> {
     limits
 }
 
+/// The bounds on live VGPRs the compile driver schedules `sel`'s code with under VGPR budget
+/// `budget` before any guided bound, highest first ([`schedule_limits`]). For tests.
+#[doc(hidden)]
+pub fn schedule_bounds(sel: &Selected, budget: u32) -> Vec<u32> {
+    schedule_limits(sel, budget)
+}
+
 /// Guided bounds [`allocate_in_budget`] tries at most (each one schedule and one allocation).
 const GUIDED_BOUNDS: u32 = 2;
 
