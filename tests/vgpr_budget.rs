@@ -532,6 +532,54 @@ fn the_pressure_floor_is_below_every_schedule() {
     assert!(checked >= 3 * 13 * 7, "only {checked} schedules checked");
 }
 
+/// No bounded schedule of a kernel without VGPR pairs keeps more singles live than regalloc2's
+/// two 64-register classes hold (the overflow goes to `Vector`, docs/regalloc.md): such a
+/// schedule spills from both full classes, regalloc2's costliest run (hash_lanes' level-3 probe
+/// at bound 147 kept 148 live). A kernel with pairs keeps the budget's own highest bound.
+#[test]
+fn bounded_schedules_without_pairs_fit_regalloc2s_two_classes() {
+    use kjit_backend_gcn::compile::{occupancy_budgets, schedule_bounds, Selected};
+    use kjit_backend_gcn::regalloc::two_class_singles;
+    use kjit_backend_gcn::schedule::{schedule_bounded, vgpr_pressure};
+    let t = kjit_backend_gcn::Target::Gfx942;
+    let level3 = occupancy_budgets(t, 3).expect("level 3").vgprs;
+    let mut with_pairs = 0;
+    for spec in kjit_kernels::all().iter().chain(kjit_kernels::matrix()) {
+        let func = kjit_ir::opt::optimize(&(spec.build)().expect("builds")).0;
+        let Ok(mf) = kjit_backend_gcn::isel::select(&func, t) else {
+            continue; // a matrix kernel this target cannot select
+        };
+        let sel = Selected::from_mir(mf.clone());
+        let bounds = schedule_bounds(&sel, level3);
+        match two_class_singles(&mf) {
+            Some(held) => {
+                assert_eq!(held, 128, "{}", spec.name);
+                assert!(
+                    bounds.iter().all(|&b| b <= 112),
+                    "{}: {bounds:?}",
+                    spec.name
+                );
+                if spec.name == "hash_lanes" || spec.name == "hash_lanes_wide" {
+                    let mut s = mf.clone();
+                    schedule_bounded(&mut s, Some(bounds[0]));
+                    let p = vgpr_pressure(&s);
+                    assert!(
+                        p <= held,
+                        "{}: bound {} keeps {p} live",
+                        spec.name,
+                        bounds[0]
+                    );
+                }
+            }
+            None => {
+                with_pairs += 1;
+                assert_eq!(bounds[0], level3 - level3 / 8, "{}", spec.name);
+            }
+        }
+    }
+    assert!(with_pairs > 0, "no kernel with VGPR pairs checked");
+}
+
 /// (instructions but the terminators, `s_waitcnt`s, VGPRs) of allocated code.
 fn counts(p: &kjit_backend_gcn::phys::PhysFunction) -> (usize, usize, u32) {
     let insts = p.blocks.iter().flat_map(|b| &b.insts);

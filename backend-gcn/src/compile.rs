@@ -483,13 +483,30 @@ fn check_budgets(
 /// `Float` class (64 registers, `docs/regalloc.md`) less the same eighth, the most single VGPRs
 /// it holds without spilling; and halfway between. Above the class size the rest of the values
 /// go to spill slots, in spare VGPRs while the budget has them.
-fn schedule_limits(budget: u32) -> Vec<u32> {
+///
+/// In a function without VGPR pairs regalloc2 holds at most 128 singles in its two classes
+/// (`sel`'s [`crate::regalloc::two_class_singles`]): there the highest bound is at most that
+/// less an eighth too, so that no bound's schedule keeps more singles live than regalloc2 holds
+/// (a schedule that does spills from both full classes, regalloc2's costliest run: hash_lanes'
+/// level-3 probe at bound 147, the default policy's first level up, was a third of its
+/// regalloc2 time; bounded at 112, it is level 4's schedule and allocation).
+fn schedule_limits(sel: &Selected, budget: u32) -> Vec<u32> {
     const REGALLOC2_CLASS: u32 = 64;
-    let high = budget - budget / 8;
+    let mut high = budget - budget / 8;
+    if let Some(held) = crate::regalloc::two_class_singles(&sel.mf) {
+        high = high.min(held - held / 8);
+    }
     let low = high.min(REGALLOC2_CLASS - REGALLOC2_CLASS / 8);
     let mut limits = vec![high, (high + low) / 2, low];
     limits.dedup();
     limits
+}
+
+/// The bounds on live VGPRs the compile driver schedules `sel`'s code with under VGPR budget
+/// `budget` before any guided bound, highest first ([`schedule_limits`]). For tests.
+#[doc(hidden)]
+pub fn schedule_bounds(sel: &Selected, budget: u32) -> Vec<u32> {
+    schedule_limits(sel, budget)
 }
 
 /// Guided bounds [`allocate_in_budget`] tries at most (each one schedule and one allocation).
@@ -789,7 +806,7 @@ fn surely_in_memory(sel: &Selected, b: u32, ra: &RegallocOptions, t: &mut StageT
     let over = |bound: Option<u32>, t: &mut StageTimings| {
         scheduled_cached(sel, bound, check, t).map_or(None, |s| (s.pressure > b).then_some(s))
     };
-    let limits = schedule_limits(b);
+    let limits = schedule_limits(sel, b);
     if sel.pressure_floor() <= b
         && !std::iter::once(None)
             .chain(limits.iter().copied().map(Some))
@@ -855,7 +872,7 @@ fn allocate_in_budget(
     // Bounds still to try, highest first (popped from the end).
     let mut bounds: Vec<Option<u32>> = if only.is_empty() {
         std::iter::once(None)
-            .chain(schedule_limits(b).into_iter().map(Some))
+            .chain(schedule_limits(sel, b).into_iter().map(Some))
             .rev()
             .collect()
     } else {
@@ -1089,7 +1106,7 @@ fn default_allocation(
                 sgpr_budget: b.sgprs,
                 run_checker: check,
             };
-            let limits = schedule_limits(b.vgprs);
+            let limits = schedule_limits(sel, b.vgprs);
             let low = &limits[limits.len().min(1)..];
             let bounded = allocate_in_budget(sel, b.vgprs, &ra, low, t)
                 .ok()

@@ -236,6 +236,19 @@ pub fn allocate(
 /// regalloc2's outcome for one count of `Float`/`Vector` registers.
 type RaRun = std::sync::Arc<Result<ra::Output, ra::RegAllocError>>;
 
+/// Single VGPRs regalloc2 holds in registers for `mf`, whatever their schedule: both 64-register
+/// classes in a function without VGPR pairs (the singles beyond `Float` go to `Vector`,
+/// [`overflow`]), `None` (no bound of that kind) where pairs take `Vector`. A schedule that
+/// keeps more singles live makes regalloc2 spill the excess, and its eviction search over two
+/// full classes is the costliest run it makes (hash_lanes' level-3 probe, bound 147).
+pub fn two_class_singles(mf: &MachineFunction) -> Option<u32> {
+    let has_pairs = mf
+        .vregs
+        .values()
+        .any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
+    (!has_pairs).then_some(2 * 64)
+}
+
 /// The part of an allocation of one machine function that no VGPR budget changes:
 /// preparation, liveness, the tuple webs and the SGPR probe layout, the regalloc2 view, and
 /// every regalloc2 run made so far (by register counts; a run depends on nothing else). A
