@@ -35,7 +35,10 @@
 //!
 //! Before padding, [`fill_m0_waits`] lets a neighbouring independent instruction fill the one
 //! wait state between a SALU write of M0 and the LDS DMA after it (a load to LDS per buffer in a
-//! pipelined loop would otherwise cost an `s_nop` each).
+//! pipelined loop would otherwise cost an `s_nop` each). While padding, a block that needs an
+//! `s_nop` first tries to fill it with an independent ALU instruction from a few places
+//! further on ([`fill_block`]); the function is then padded again for the new order, and the
+//! fills are kept only if the result has fewer instructions.
 //!
 //! The MFMA rules and their numbers live in [`mfma_hazards`] (shared with the software device's
 //! checker); pass counts come from the opcode table. At a join, an MFMA record keeps the
@@ -891,11 +894,46 @@ fn fill_m0_waits(f: &mut PhysFunction) -> usize {
 
 /// Inserts the `s_nop`s `f` needs (see the module docs); returns the wait states added.
 pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
-    let target = f.abi.target;
     fill_m0_waits(f);
+    // Blocks that need an `s_nop` first try to fill it with the next instruction
+    // ([`fill_block`]). A block's new order can leave its last writes nearer its successors
+    // than the analysis of the old order assumed, so the function is then padded again (which
+    // adds what the new order needs); the fills are kept only if that leaves fewer
+    // instructions than padding the old order.
+    let (total, stash) = pad(f, true);
+    if stash.is_empty() {
+        return total;
+    }
+    let with_fills = total + pad(f, false).0;
+    let count = |f: &PhysFunction| f.blocks.iter().map(|b| b.insts.len()).sum::<usize>();
+    let filled = count(f);
+    // The old order: the filled blocks as they came, padded again (the other blocks keep
+    // their padding, made for the entry states the old order gives).
+    let mut padded_there = 0;
+    let mut kept = Vec::with_capacity(stash.len());
+    for (b, insts, waits) in stash {
+        kept.push((b, std::mem::replace(&mut f.blocks[b].insts, insts)));
+        padded_there += waits;
+    }
+    let without = total - padded_there + pad(f, false).0;
+    if filled < count(f) {
+        for (b, insts) in kept {
+            f.blocks[b].insts = insts;
+        }
+        with_fills
+    } else {
+        without
+    }
+}
+
+/// The wait-state analysis and padding of `f`; with `fill`, a block that needs an `s_nop`
+/// tries [`fill_block`] first. Returns the wait states padded and, per block whose order a
+/// fill changed, its instructions before and the wait states padded in it.
+fn pad(f: &mut PhysFunction, fill: bool) -> (u32, Vec<(usize, Vec<Inst>, u32)>) {
+    let target = f.abi.target;
     let n = f.blocks.len();
     if n == 0 {
-        return 0;
+        return (0, Vec::new());
     }
     // The register units the function touches, numbered densely: the tables are that long.
     let mut map = vec![u32::MAX; UNITS];
@@ -962,6 +1000,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
         }
     }
     let mut total = 0;
+    let mut stash = Vec::new();
     for (b, block) in f.blocks.iter_mut().enumerate() {
         let d0 = || entry[b].clone().unwrap_or_else(|| Dist::new(k));
         // First count (known from the last visit for a reached block); rebuild the block only
@@ -972,6 +1011,17 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
             continue;
         }
         let mut d = d0();
+        if fill {
+            let mut insts = block.insts.clone();
+            if fill_block(&mut d0(), &map, &mut insts, target) > 0 {
+                let facts: Vec<Facts> = insts.iter().map(|i| Facts::of(i, target)).collect();
+                let mut out = Vec::with_capacity(insts.len() + 4);
+                let waits = run_block(&mut d, &map, &facts, &insts, target, Some(&mut out));
+                total += waits;
+                stash.push((b, std::mem::replace(&mut block.insts, out), waits));
+                continue;
+            }
+        }
         let mut out = Vec::with_capacity(block.insts.len() + 4);
         total += run_block(
             &mut d,
@@ -983,5 +1033,72 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
         );
         block.insts = out;
     }
-    total
+    (total, stash)
 }
+
+/// Instructions after the one that needs wait states searched for one to fill them.
+const FILL_WINDOW: usize = 32;
+
+/// Fills wait states in one block (entry state `d`) with a later instruction of the block
+/// instead of `s_nop`s: on gfx942 a VALU result read next by a `v_readfirstlane_b32`, or a
+/// transcendental's by another VALU, is one wait state short, and an independent instruction
+/// a few places behind the reader often exists (stencil_pipelined's tile divisor, made by
+/// `v_rcp_iflag_f32` and read back by `v_readfirstlane_b32` among the prologue's scalar
+/// set-up; softmax's `1 / sum`). The filler `x`, at most [`FILL_WINDOW`] places behind the
+/// reader `r`, moves up to just before `r` when it is a plain ALU instruction
+/// ([`is_plain_filler`]) that needs no wait state itself there and, for `r` and each
+/// instruction it passes ([`may_pass`]), neither writes a register the other touches nor
+/// reads one the other writes, neither writes EXEC, and only one of the two touches SCC. The
+/// passed instructions after `r` are ALU instructions, so no `s_waitcnt` is passed: every wait
+/// before `x` stays before it. Returns the moves made.
+fn fill_block(d: &mut Dist, map: &[u32], insts: &mut Vec<Inst>, target: Target) -> usize {
+    let mut moved = 0;
+    let mut k = 0;
+    while k < insts.len() {
+        let fr = Facts::of(&insts[k], target);
+        let mut n = required(d, map, &fr, target);
+        while n > 0 {
+            let end = insts.len().min(k + 1 + FILL_WINDOW);
+            let mut pick = None;
+            for j in k + 1..end {
+                let x = &insts[j];
+                if is_plain_filler(x)
+                    && insts[k..j].iter().all(|p| may_pass(x, p))
+                    && required(d, map, &Facts::of(x, target), target) == 0
+                {
+                    pick = Some(j);
+                    break;
+                }
+                // Only ALU instructions are passed (no wait, memory access or control).
+                if !is_plain_filler(x) && !is_valu(x) && !is_salu(x) {
+                    break;
+                }
+            }
+            let Some(j) = pick else { break };
+            let x = insts.remove(j);
+            let fx = Facts::of(&x, target);
+            d.advance(fx.wait_states);
+            record(d, map, &fx);
+            insts.insert(k, x);
+            k += 1;
+            moved += 1;
+            n = required(d, map, &fr, target);
+        }
+        d.advance(n);
+        d.advance(fr.wait_states);
+        record(d, map, &fr);
+        k += 1;
+    }
+    moved
+}
+
+/// Whether the plain ALU instruction `x` may move from after `p` to before it: no register
+/// dependence either way, no EXEC write by either (every VALU reads EXEC), and SCC touched
+/// by at most one of them.
+fn may_pass(x: &Inst, p: &Inst) -> bool {
+    let writes_exec =
+        |i: &Inst| is_cmpx(i) || accesses(i).iter().any(|&(u, _, _, w)| w && EXEC.contains(&u));
+    let no_scc = |i: &Inst| keeps_scc(i) && !reads_scc(i);
+    (no_scc(x) || no_scc(p)) && !writes_exec(x) && !writes_exec(p) && !conflicts(x, p)
+}
+
