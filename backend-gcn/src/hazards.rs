@@ -775,7 +775,18 @@ fn run_block(
             added += n;
             d.advance(n);
             if let Some(o) = out.as_deref_mut() {
-                o.extend(nops(n));
+                // Right after an `s_nop` (one made before, or padding of the function again),
+                // that one grows first: the same wait states in fewer instructions.
+                let mut left = n;
+                if let Some(last) = o.last_mut().filter(|i| i.op == Opcode::SNop) {
+                    let have = wait_states(last);
+                    let grow = left.min(8u32.saturating_sub(have));
+                    if grow > 0 {
+                        *last = Inst::new(Opcode::SNop, &[Operand::Imm((have + grow) as i64 - 1)]);
+                        left -= grow;
+                    }
+                }
+                o.extend(nops(left));
             }
         }
         d.advance(f.wait_states);
@@ -904,21 +915,24 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     if stash.is_empty() {
         return total;
     }
+    // The other blocks as padded for the old order's entry states, for padding the old order.
+    let first: Vec<Vec<Inst>> = f.blocks.iter().map(|b| b.insts.clone()).collect();
     let with_fills = total + pad(f, false).0;
     let count = |f: &PhysFunction| f.blocks.iter().map(|b| b.insts.len()).sum::<usize>();
     let filled = count(f);
-    // The old order: the filled blocks as they came, padded again (the other blocks keep
-    // their padding, made for the entry states the old order gives).
+    let mut kept: Vec<Vec<Inst>> = Vec::with_capacity(first.len());
+    for (block, insts) in f.blocks.iter_mut().zip(first) {
+        kept.push(std::mem::replace(&mut block.insts, insts));
+    }
     let mut padded_there = 0;
-    let mut kept = Vec::with_capacity(stash.len());
     for (b, insts, waits) in stash {
-        kept.push((b, std::mem::replace(&mut f.blocks[b].insts, insts)));
+        f.blocks[b].insts = insts;
         padded_there += waits;
     }
     let without = total - padded_there + pad(f, false).0;
     if filled < count(f) {
-        for (b, insts) in kept {
-            f.blocks[b].insts = insts;
+        for (block, insts) in f.blocks.iter_mut().zip(kept) {
+            block.insts = insts;
         }
         with_fills
     } else {

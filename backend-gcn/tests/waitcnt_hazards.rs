@@ -616,3 +616,20 @@ fn a_filler_does_not_pass_a_dependence_an_exec_write_or_a_wait() {
     assert_eq!(insert_wait_states(&mut f), 1);
     assert_eq!(shape(&f)[0][1], "s_nop 0");
 }
+
+#[test]
+fn padding_after_an_s_nop_grows_it_instead_of_adding_another() {
+    let mut f = one(
+        Target::Gfx90a,
+        vec![
+            readfirstlane(4, 2),
+            Inst::new(Opcode::SNop, &[O::Imm(1)]),
+            bload_soff(4),
+        ],
+    );
+    assert_eq!(insert_wait_states(&mut f), 3);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&["v_readfirstlane_b32", "s_nop 4", "buffer_load_dword"])
+    );
+}
