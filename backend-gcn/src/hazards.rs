@@ -36,9 +36,10 @@
 //! Before padding, [`fill_m0_waits`] lets a neighbouring independent instruction fill the one
 //! wait state between a SALU write of M0 and the LDS DMA after it (a load to LDS per buffer in a
 //! pipelined loop would otherwise cost an `s_nop` each). While padding, a block that needs an
-//! `s_nop` first tries to fill it with an independent ALU instruction from a few places
-//! further on ([`fill_block`]); the function is then padded again for the new order, and the
-//! fills are kept only if the result has fewer instructions.
+//! `s_nop` also tries filling it with an independent ALU instruction from a few places
+//! further on ([`fill_block`]); the new order is kept where the block comes out shorter and
+//! no register's last write at the block's end is nearer than before (so the successors'
+//! entry states, found for the old order, still hold).
 //!
 //! The MFMA rules and their numbers live in [`mfma_hazards`] (shared with the software device's
 //! checker); pass counts come from the opcode table. At a join, an MFMA record keeps the
@@ -203,6 +204,29 @@ impl Dist {
         self.setreg = re(self.setreg);
         self.dgemm = re(self.dgemm);
         self.now = BASE;
+    }
+
+    /// Whether the normalized state `self` has an event nearer than `o` (also normalized)
+    /// within [`mfma::MAX_WAIT`] wait states, the most any rule asks (a farther event needs
+    /// none), or MFMA records of other producers: where it has none, every instruction after
+    /// `self` needs at most the wait states it needs after `o`.
+    fn nearer_than(&self, o: &Dist) -> bool {
+        let reach = mfma::MAX_WAIT as u32;
+        let nearer = |x: u32, y: u32| x > y && BASE - x < reach;
+        self.u.iter().zip(&o.u).any(|(a, b)| {
+            a.stamps().into_iter().zip(b.stamps()).any(|(x, y)| nearer(x, y))
+                || a.mfma_write_kind != b.mfma_write_kind
+                || a.mfma_srcc_kind != b.mfma_srcc_kind
+                || a.mfma_write_range != b.mfma_write_range
+        }) || [
+            (self.valu_exec, o.valu_exec),
+            (self.cmpx_exec, o.cmpx_exec),
+            (self.salu_m0, o.salu_m0),
+            (self.setreg, o.setreg),
+            (self.dgemm, o.dgemm),
+        ]
+        .into_iter()
+        .any(|(x, y)| nearer(x, y))
     }
 
     /// Join of two normalized states: the smallest distance (latest stamp) of either path; for
@@ -906,48 +930,10 @@ fn fill_m0_waits(f: &mut PhysFunction) -> usize {
 /// Inserts the `s_nop`s `f` needs (see the module docs); returns the wait states added.
 pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     fill_m0_waits(f);
-    // Blocks that need an `s_nop` first try to fill it with the next instruction
-    // ([`fill_block`]). A block's new order can leave its last writes nearer its successors
-    // than the analysis of the old order assumed, so the function is then padded again (which
-    // adds what the new order needs); the fills are kept only if that leaves fewer
-    // instructions than padding the old order.
-    let (total, stash) = pad(f, true);
-    if stash.is_empty() {
-        return total;
-    }
-    // The other blocks as padded for the old order's entry states, for padding the old order.
-    let first: Vec<Vec<Inst>> = f.blocks.iter().map(|b| b.insts.clone()).collect();
-    let with_fills = total + pad(f, false).0;
-    let count = |f: &PhysFunction| f.blocks.iter().map(|b| b.insts.len()).sum::<usize>();
-    let filled = count(f);
-    let mut kept: Vec<Vec<Inst>> = Vec::with_capacity(first.len());
-    for (block, insts) in f.blocks.iter_mut().zip(first) {
-        kept.push(std::mem::replace(&mut block.insts, insts));
-    }
-    let mut padded_there = 0;
-    for (b, insts, waits) in stash {
-        f.blocks[b].insts = insts;
-        padded_there += waits;
-    }
-    let without = total - padded_there + pad(f, false).0;
-    if filled < count(f) {
-        for (block, insts) in f.blocks.iter_mut().zip(kept) {
-            block.insts = insts;
-        }
-        with_fills
-    } else {
-        without
-    }
-}
-
-/// The wait-state analysis and padding of `f`; with `fill`, a block that needs an `s_nop`
-/// tries [`fill_block`] first. Returns the wait states padded and, per block whose order a
-/// fill changed, its instructions before and the wait states padded in it.
-fn pad(f: &mut PhysFunction, fill: bool) -> (u32, Vec<(usize, Vec<Inst>, u32)>) {
     let target = f.abi.target;
     let n = f.blocks.len();
     if n == 0 {
-        return (0, Vec::new());
+        return 0;
     }
     // The register units the function touches, numbered densely: the tables are that long.
     let mut map = vec![u32::MAX; UNITS];
@@ -1014,7 +1000,6 @@ fn pad(f: &mut PhysFunction, fill: bool) -> (u32, Vec<(usize, Vec<Inst>, u32)>) 
         }
     }
     let mut total = 0;
-    let mut stash = Vec::new();
     for (b, block) in f.blocks.iter_mut().enumerate() {
         let d0 = || entry[b].clone().unwrap_or_else(|| Dist::new(k));
         // First count (known from the last visit for a reached block); rebuild the block only
@@ -1025,19 +1010,8 @@ fn pad(f: &mut PhysFunction, fill: bool) -> (u32, Vec<(usize, Vec<Inst>, u32)>) 
             continue;
         }
         let mut d = d0();
-        if fill {
-            let mut insts = block.insts.clone();
-            if fill_block(&mut d0(), &map, &mut insts, target) > 0 {
-                let facts: Vec<Facts> = insts.iter().map(|i| Facts::of(i, target)).collect();
-                let mut out = Vec::with_capacity(insts.len() + 4);
-                let waits = run_block(&mut d, &map, &facts, &insts, target, Some(&mut out));
-                total += waits;
-                stash.push((b, std::mem::replace(&mut block.insts, out), waits));
-                continue;
-            }
-        }
         let mut out = Vec::with_capacity(block.insts.len() + 4);
-        total += run_block(
+        let mut waits = run_block(
             &mut d,
             &map,
             &facts[b],
@@ -1045,9 +1019,33 @@ fn pad(f: &mut PhysFunction, fill: bool) -> (u32, Vec<(usize, Vec<Inst>, u32)>) 
             target,
             Some(&mut out),
         );
+        // The block's `s_nop`s filled by later instructions where that is shorter and leaves
+        // no write nearer the block's end than the old order did (the successors' entry
+        // states, and so their padding, then still hold).
+        let mut insts = block.insts.clone();
+        if fill_block(&mut d0(), &map, &mut insts, target) > 0 {
+            let filled_facts: Vec<Facts> = insts.iter().map(|i| Facts::of(i, target)).collect();
+            let mut filled_end = d0();
+            let mut filled = Vec::with_capacity(insts.len() + 4);
+            let filled_waits = run_block(
+                &mut filled_end,
+                &map,
+                &filled_facts,
+                &insts,
+                target,
+                Some(&mut filled),
+            );
+            d.normalize();
+            filled_end.normalize();
+            if filled.len() < out.len() && !filled_end.nearer_than(&d) {
+                out = filled;
+                waits = filled_waits;
+            }
+        }
+        total += waits;
         block.insts = out;
     }
-    (total, stash)
+    total
 }
 
 /// Instructions after the one that needs wait states searched for one to fill them.
