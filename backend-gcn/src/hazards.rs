@@ -214,7 +214,10 @@ impl Dist {
         let reach = mfma::MAX_WAIT as u32;
         let nearer = |x: u32, y: u32| x > y && BASE - x < reach;
         self.u.iter().zip(&o.u).any(|(a, b)| {
-            a.stamps().into_iter().zip(b.stamps()).any(|(x, y)| nearer(x, y))
+            a.stamps()
+                .into_iter()
+                .zip(b.stamps())
+                .any(|(x, y)| nearer(x, y))
                 || a.mfma_write_kind != b.mfma_write_kind
                 || a.mfma_srcc_kind != b.mfma_srcc_kind
                 || a.mfma_write_range != b.mfma_write_range
@@ -1108,9 +1111,12 @@ fn fill_block(d: &mut Dist, map: &[u32], insts: &mut Vec<Inst>, target: Target) 
 /// dependence either way, no EXEC write by either (every VALU reads EXEC), and SCC touched
 /// by at most one of them.
 fn may_pass(x: &Inst, p: &Inst) -> bool {
-    let writes_exec =
-        |i: &Inst| is_cmpx(i) || accesses(i).iter().any(|&(u, _, _, w)| w && EXEC.contains(&u));
+    let writes_exec = |i: &Inst| {
+        is_cmpx(i)
+            || accesses(i)
+                .iter()
+                .any(|&(u, _, _, w)| w && EXEC.contains(&u))
+    };
     let no_scc = |i: &Inst| keeps_scc(i) && !reads_scc(i);
     (no_scc(x) || no_scc(p)) && !writes_exec(x) && !writes_exec(p) && !conflicts(x, p)
 }
-

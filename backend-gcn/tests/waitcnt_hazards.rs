@@ -542,38 +542,75 @@ fn rcp_then_mul() -> Vec<Inst> {
     ]
 }
 
+/// `s_nop 7` (8 wait states, the most one `s_nop` gives) three times: after 19 wait states no
+/// event of the block matters to a successor (a fill is kept only where no write at the
+/// block's end comes nearer).
+fn far_end() -> Vec<Inst> {
+    vec![Inst::new(Opcode::SNop, &[O::Imm(7)]); 3]
+}
+
 #[test]
 fn a_later_independent_instruction_fills_a_wait_instead_of_a_nop() {
     // The SALU behind the reader moves up to fill its wait state; no s_nop.
-    let mut insts = rcp_then_mul();
-    insts.push(salu());
-    let mut f = one(Target::Gfx942, insts.clone());
+    let mut f = one(
+        Target::Gfx942,
+        [rcp_then_mul(), vec![salu()], far_end()].concat(),
+    );
     assert_eq!(insert_wait_states(&mut f), 0);
     assert_eq!(
         shape(&f)[0],
-        strs(&["v_rcp_f32_e32", "s_add_u32", "v_mul_f32_e32"])
+        strs(&[
+            "v_rcp_f32_e32",
+            "s_add_u32",
+            "v_mul_f32_e32",
+            "s_nop 7",
+            "s_nop 7",
+            "s_nop 7"
+        ])
     );
     // It may pass independent ALU instructions on its way (a VALU reading the reader's
     // result stays after it).
-    let mut insts = rcp_then_mul();
-    insts.push(vadd(5, 3, 3));
-    insts.push(salu());
-    let mut f = one(Target::Gfx942, insts);
+    let mut f = one(
+        Target::Gfx942,
+        [rcp_then_mul(), vec![vadd(5, 3, 3), salu()], far_end()].concat(),
+    );
     assert_eq!(insert_wait_states(&mut f), 0);
     assert_eq!(
         shape(&f)[0],
-        strs(&["v_rcp_f32_e32", "s_add_u32", "v_mul_f32_e32", "v_add_u32_e32"])
+        strs(&[
+            "v_rcp_f32_e32",
+            "s_add_u32",
+            "v_mul_f32_e32",
+            "v_add_u32_e32",
+            "s_nop 7",
+            "s_nop 7",
+            "s_nop 7"
+        ])
+    );
+    // Near the block's end the reader's write would come nearer to the next block: the nop
+    // stays.
+    let mut f = one(Target::Gfx942, [rcp_then_mul(), vec![salu()]].concat());
+    assert_eq!(insert_wait_states(&mut f), 1);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&["v_rcp_f32_e32", "s_nop 0", "v_mul_f32_e32", "s_add_u32"])
     );
     // gfx90a needs no wait state there: nothing moves.
-    let mut f = one(Target::Gfx90a, {
-        let mut i = rcp_then_mul();
-        i.push(salu());
-        i
-    });
+    let mut f = one(
+        Target::Gfx90a,
+        [rcp_then_mul(), vec![salu()], far_end()].concat(),
+    );
     assert_eq!(insert_wait_states(&mut f), 0);
     assert_eq!(
         shape(&f)[0],
-        strs(&["v_rcp_f32_e32", "v_mul_f32_e32", "s_add_u32"])
+        strs(&[
+            "v_rcp_f32_e32",
+            "v_mul_f32_e32",
+            "s_add_u32",
+            "s_nop 7",
+            "s_nop 7",
+            "s_nop 7"
+        ])
     );
 }
 
@@ -583,11 +620,12 @@ fn a_filler_does_not_pass_a_dependence_an_exec_write_or_a_wait() {
         let mut insts = rcp_then_mul();
         let n = tail.len();
         insts.extend(tail);
+        insts.extend(far_end());
         let mut f = one(Target::Gfx942, insts);
         assert_eq!(insert_wait_states(&mut f), 1);
         let s = shape(&f)[0].clone();
         assert_eq!(s[1], "s_nop 0", "{s:?}");
-        assert_eq!(s.len(), 3 + n, "{s:?}");
+        assert_eq!(s.len(), 6 + n, "{s:?}");
     };
     // Reads the reader's result (v3).
     nop_stays(vec![vadd(5, 3, 6)]);
@@ -611,7 +649,10 @@ fn a_filler_does_not_pass_a_dependence_an_exec_write_or_a_wait() {
             Inst::new(Opcode::VMulF32, &[O::v(3), O::s(4), O::v(2)]),
             Inst::new(Opcode::SAddU32, &[O::s(4), O::s(21), O::InlineInt(1)]),
             Inst::new(Opcode::SCselectB32, &[O::s(22), O::s(21), O::InlineInt(1)]),
-        ],
+        ]
+        .into_iter()
+        .chain(far_end())
+        .collect(),
     );
     assert_eq!(insert_wait_states(&mut f), 1);
     assert_eq!(shape(&f)[0][1], "s_nop 0");
