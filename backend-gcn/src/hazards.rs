@@ -35,7 +35,11 @@
 //!
 //! Before padding, [`fill_m0_waits`] lets a neighbouring independent instruction fill the one
 //! wait state between a SALU write of M0 and the LDS DMA after it (a load to LDS per buffer in a
-//! pipelined loop would otherwise cost an `s_nop` each).
+//! pipelined loop would otherwise cost an `s_nop` each). While padding, a block that needs an
+//! `s_nop` also tries filling it with an independent ALU instruction from a few places
+//! further on ([`fill_block`]); the new order is kept where the block comes out shorter and
+//! no register's last write at the block's end is nearer than before (so the successors'
+//! entry states, found for the old order, still hold).
 //!
 //! The MFMA rules and their numbers live in [`mfma_hazards`] (shared with the software device's
 //! checker); pass counts come from the opcode table. At a join, an MFMA record keeps the
@@ -200,6 +204,32 @@ impl Dist {
         self.setreg = re(self.setreg);
         self.dgemm = re(self.dgemm);
         self.now = BASE;
+    }
+
+    /// Whether the normalized state `self` has an event nearer than `o` (also normalized)
+    /// within [`mfma::MAX_WAIT`] wait states, the most any rule asks (a farther event needs
+    /// none), or MFMA records of other producers: where it has none, every instruction after
+    /// `self` needs at most the wait states it needs after `o`.
+    fn nearer_than(&self, o: &Dist) -> bool {
+        let reach = mfma::MAX_WAIT as u32;
+        let nearer = |x: u32, y: u32| x > y && BASE - x < reach;
+        self.u.iter().zip(&o.u).any(|(a, b)| {
+            a.stamps()
+                .into_iter()
+                .zip(b.stamps())
+                .any(|(x, y)| nearer(x, y))
+                || a.mfma_write_kind != b.mfma_write_kind
+                || a.mfma_srcc_kind != b.mfma_srcc_kind
+                || a.mfma_write_range != b.mfma_write_range
+        }) || [
+            (self.valu_exec, o.valu_exec),
+            (self.cmpx_exec, o.cmpx_exec),
+            (self.salu_m0, o.salu_m0),
+            (self.setreg, o.setreg),
+            (self.dgemm, o.dgemm),
+        ]
+        .into_iter()
+        .any(|(x, y)| nearer(x, y))
     }
 
     /// Join of two normalized states: the smallest distance (latest stamp) of either path; for
@@ -772,7 +802,18 @@ fn run_block(
             added += n;
             d.advance(n);
             if let Some(o) = out.as_deref_mut() {
-                o.extend(nops(n));
+                // Right after an `s_nop` (one made before, or padding of the function again),
+                // that one grows first: the same wait states in fewer instructions.
+                let mut left = n;
+                if let Some(last) = o.last_mut().filter(|i| i.op == Opcode::SNop) {
+                    let have = wait_states(last);
+                    let grow = left.min(8u32.saturating_sub(have));
+                    if grow > 0 {
+                        *last = Inst::new(Opcode::SNop, &[Operand::Imm((have + grow) as i64 - 1)]);
+                        left -= grow;
+                    }
+                }
+                o.extend(nops(left));
             }
         }
         d.advance(f.wait_states);
@@ -891,8 +932,8 @@ fn fill_m0_waits(f: &mut PhysFunction) -> usize {
 
 /// Inserts the `s_nop`s `f` needs (see the module docs); returns the wait states added.
 pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
-    let target = f.abi.target;
     fill_m0_waits(f);
+    let target = f.abi.target;
     let n = f.blocks.len();
     if n == 0 {
         return 0;
@@ -973,7 +1014,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
         }
         let mut d = d0();
         let mut out = Vec::with_capacity(block.insts.len() + 4);
-        total += run_block(
+        let mut waits = run_block(
             &mut d,
             &map,
             &facts[b],
@@ -981,7 +1022,101 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
             target,
             Some(&mut out),
         );
+        // The block's `s_nop`s filled by later instructions where that is shorter and leaves
+        // no write nearer the block's end than the old order did (the successors' entry
+        // states, and so their padding, then still hold).
+        let mut insts = block.insts.clone();
+        if fill_block(&mut d0(), &map, &mut insts, target) > 0 {
+            let filled_facts: Vec<Facts> = insts.iter().map(|i| Facts::of(i, target)).collect();
+            let mut filled_end = d0();
+            let mut filled = Vec::with_capacity(insts.len() + 4);
+            let filled_waits = run_block(
+                &mut filled_end,
+                &map,
+                &filled_facts,
+                &insts,
+                target,
+                Some(&mut filled),
+            );
+            d.normalize();
+            filled_end.normalize();
+            if filled.len() < out.len() && !filled_end.nearer_than(&d) {
+                out = filled;
+                waits = filled_waits;
+            }
+        }
+        total += waits;
         block.insts = out;
     }
     total
+}
+
+/// Instructions after the one that needs wait states searched for one to fill them.
+const FILL_WINDOW: usize = 32;
+
+/// Fills wait states in one block (entry state `d`) with a later instruction of the block
+/// instead of `s_nop`s: on gfx942 a VALU result read next by a `v_readfirstlane_b32`, or a
+/// transcendental's by another VALU, is one wait state short, and an independent instruction
+/// a few places behind the reader often exists (stencil_pipelined's tile divisor, made by
+/// `v_rcp_iflag_f32` and read back by `v_readfirstlane_b32` among the prologue's scalar
+/// set-up; softmax's `1 / sum`). The filler `x`, at most [`FILL_WINDOW`] places behind the
+/// reader `r`, moves up to just before `r` when it is a plain ALU instruction
+/// ([`is_plain_filler`]) that needs no wait state itself there and, for `r` and each
+/// instruction it passes ([`may_pass`]), neither writes a register the other touches nor
+/// reads one the other writes, neither writes EXEC, and only one of the two touches SCC. The
+/// passed instructions after `r` are ALU instructions, so no `s_waitcnt` is passed: every wait
+/// before `x` stays before it. Returns the moves made.
+fn fill_block(d: &mut Dist, map: &[u32], insts: &mut Vec<Inst>, target: Target) -> usize {
+    let mut moved = 0;
+    let mut k = 0;
+    while k < insts.len() {
+        let fr = Facts::of(&insts[k], target);
+        let mut n = required(d, map, &fr, target);
+        while n > 0 {
+            let end = insts.len().min(k + 1 + FILL_WINDOW);
+            let mut pick = None;
+            for j in k + 1..end {
+                let x = &insts[j];
+                if is_plain_filler(x)
+                    && insts[k..j].iter().all(|p| may_pass(x, p))
+                    && required(d, map, &Facts::of(x, target), target) == 0
+                {
+                    pick = Some(j);
+                    break;
+                }
+                // Only ALU instructions are passed (no wait, memory access or control).
+                if !is_plain_filler(x) && !is_valu(x) && !is_salu(x) {
+                    break;
+                }
+            }
+            let Some(j) = pick else { break };
+            let x = insts.remove(j);
+            let fx = Facts::of(&x, target);
+            d.advance(fx.wait_states);
+            record(d, map, &fx);
+            insts.insert(k, x);
+            k += 1;
+            moved += 1;
+            n = required(d, map, &fr, target);
+        }
+        d.advance(n);
+        d.advance(fr.wait_states);
+        record(d, map, &fr);
+        k += 1;
+    }
+    moved
+}
+
+/// Whether the plain ALU instruction `x` may move from after `p` to before it: no register
+/// dependence either way, no EXEC write by either (every VALU reads EXEC), and SCC touched
+/// by at most one of them.
+fn may_pass(x: &Inst, p: &Inst) -> bool {
+    let writes_exec = |i: &Inst| {
+        is_cmpx(i)
+            || accesses(i)
+                .iter()
+                .any(|&(u, _, _, w)| w && EXEC.contains(&u))
+    };
+    let no_scc = |i: &Inst| keeps_scc(i) && !reads_scc(i);
+    (no_scc(x) || no_scc(p)) && !writes_exec(x) && !writes_exec(p) && !conflicts(x, p)
 }

@@ -532,3 +532,145 @@ fn a_dependent_neighbour_does_not_move_and_the_nop_stays() {
     assert_eq!(s[at - 1], "s_nop 0", "{s:?}");
     assert_eq!(s.last().unwrap(), "v_add_u32_e32", "{s:?}");
 }
+
+/// `v_rcp_f32 v2, v1` then `v_mul_f32 v3, v2, v4`: a transcendental's result read by another
+/// VALU, one wait state short on gfx942.
+fn rcp_then_mul() -> Vec<Inst> {
+    vec![
+        Inst::new(Opcode::VRcpF32, &[O::v(2), O::v(1)]),
+        Inst::new(Opcode::VMulF32, &[O::v(3), O::v(2), O::v(4)]),
+    ]
+}
+
+/// `s_nop 7` (8 wait states, the most one `s_nop` gives) three times: after 19 wait states no
+/// event of the block matters to a successor (a fill is kept only where no write at the
+/// block's end comes nearer).
+fn far_end() -> Vec<Inst> {
+    vec![Inst::new(Opcode::SNop, &[O::Imm(7)]); 3]
+}
+
+#[test]
+fn a_later_independent_instruction_fills_a_wait_instead_of_a_nop() {
+    // The SALU behind the reader moves up to fill its wait state; no s_nop.
+    let mut f = one(
+        Target::Gfx942,
+        [rcp_then_mul(), vec![salu()], far_end()].concat(),
+    );
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&[
+            "v_rcp_f32_e32",
+            "s_add_u32",
+            "v_mul_f32_e32",
+            "s_nop 7",
+            "s_nop 7",
+            "s_nop 7"
+        ])
+    );
+    // It may pass independent ALU instructions on its way (a VALU reading the reader's
+    // result stays after it).
+    let mut f = one(
+        Target::Gfx942,
+        [rcp_then_mul(), vec![vadd(5, 3, 3), salu()], far_end()].concat(),
+    );
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&[
+            "v_rcp_f32_e32",
+            "s_add_u32",
+            "v_mul_f32_e32",
+            "v_add_u32_e32",
+            "s_nop 7",
+            "s_nop 7",
+            "s_nop 7"
+        ])
+    );
+    // Near the block's end the reader's write would come nearer to the next block: the nop
+    // stays.
+    let mut f = one(Target::Gfx942, [rcp_then_mul(), vec![salu()]].concat());
+    assert_eq!(insert_wait_states(&mut f), 1);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&["v_rcp_f32_e32", "s_nop 0", "v_mul_f32_e32", "s_add_u32"])
+    );
+    // gfx90a needs no wait state there: nothing moves.
+    let mut f = one(
+        Target::Gfx90a,
+        [rcp_then_mul(), vec![salu()], far_end()].concat(),
+    );
+    assert_eq!(insert_wait_states(&mut f), 0);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&[
+            "v_rcp_f32_e32",
+            "v_mul_f32_e32",
+            "s_add_u32",
+            "s_nop 7",
+            "s_nop 7",
+            "s_nop 7"
+        ])
+    );
+}
+
+#[test]
+fn a_filler_does_not_pass_a_dependence_an_exec_write_or_a_wait() {
+    let nop_stays = |tail: Vec<Inst>| {
+        let mut insts = rcp_then_mul();
+        let n = tail.len();
+        insts.extend(tail);
+        insts.extend(far_end());
+        let mut f = one(Target::Gfx942, insts);
+        assert_eq!(insert_wait_states(&mut f), 1);
+        let s = shape(&f)[0].clone();
+        assert_eq!(s[1], "s_nop 0", "{s:?}");
+        assert_eq!(s.len(), 6 + n, "{s:?}");
+    };
+    // Reads the reader's result (v3).
+    nop_stays(vec![vadd(5, 3, 6)]);
+    // Overwrites the reader's source (v4).
+    nop_stays(vec![vadd(4, 6, 7)]);
+    // A VALU behind an EXEC write (it would run under another EXEC), and the write itself.
+    let exec = Inst::new(
+        Opcode::SMovB64,
+        &[O::Special(SpecialReg::Exec), O::sr(10, 2)],
+    );
+    nop_stays(vec![exec, vadd(5, 6, 7)]);
+    // A VALU behind an `s_waitcnt` (it may read what the wait waits for).
+    let wait = Inst::new(Opcode::SWaitcnt, &[O::Imm(0)]);
+    nop_stays(vec![wait, vadd(5, 6, 7)]);
+    // A SALU that reads SCC behind one that writes it (and stays: it overwrites s4, which
+    // the reader reads).
+    let mut f = one(
+        Target::Gfx942,
+        vec![
+            Inst::new(Opcode::VRcpF32, &[O::v(2), O::v(1)]),
+            Inst::new(Opcode::VMulF32, &[O::v(3), O::s(4), O::v(2)]),
+            Inst::new(Opcode::SAddU32, &[O::s(4), O::s(21), O::InlineInt(1)]),
+            Inst::new(Opcode::SCselectB32, &[O::s(22), O::s(21), O::InlineInt(1)]),
+        ]
+        .into_iter()
+        .chain(far_end())
+        .collect(),
+    );
+    assert_eq!(insert_wait_states(&mut f), 1);
+    assert_eq!(shape(&f)[0][1], "s_nop 0");
+}
+
+#[test]
+fn padding_after_an_s_nop_grows_it_instead_of_adding_another() {
+    let mut f = one(
+        Target::Gfx90a,
+        vec![
+            readfirstlane(4, 2),
+            Inst::new(Opcode::SNop, &[O::Imm(1)]),
+            bload_soff(4),
+        ],
+    );
+    assert_eq!(insert_wait_states(&mut f), 3);
+    assert_eq!(
+        shape(&f)[0],
+        strs(&["v_readfirstlane_b32", "s_nop 4", "buffer_load_dword"])
+    );
+}
