@@ -36,7 +36,11 @@ use cranelift_entity::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::isa::Format;
-use crate::mir::{implicit, MBlock, MInst, MOpcode, MachineFunction, RegClass, Terminator, VReg};
+use crate::isa::Operand;
+use crate::mir::{
+    implicit, AbiValue, MBlock, MInst, MOpcode, MOperand, MachineFunction, RegClass, Terminator,
+    VReg,
+};
 
 /// Where each vreg is read: `(block index, instruction index)`, `usize::MAX` for a terminator;
 /// all vregs' readers in one array (made after every move, so without a map or a list per vreg).
@@ -275,6 +279,7 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
         if !scc_dead_at(insts, &mf.blocks[entry].term, at, &set) {
             continue;
         }
+        let reload = reload_address(mf, &set, load);
         // Rebuild the block: the load after `p`, the rest before `at`.
         let old = std::mem::take(&mut mf.blocks[entry].insts);
         let mut load_inst = None;
@@ -284,10 +289,43 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
             if k == load {
                 load_inst = Some(i);
             } else if set.contains(&k) {
+                if let Some(r) = reload.filter(|r| r.addr == k) {
+                    // The address now from the quad: its first pair.
+                    let mut i = i;
+                    i.opcode = MOpcode::Extract(0);
+                    for o in i.ops.iter_mut() {
+                        if matches!(o, MOperand::Use(_)) {
+                            *o = MOperand::Use(r.quad);
+                        }
+                    }
+                    rest_insts.push(i);
+                    continue;
+                }
                 rest_insts.push(i);
             } else {
                 keep.push((k, i));
             }
+        }
+        if let (Some(r), Some(l)) = (reload, load_inst.as_mut()) {
+            // The pair the `s_load_dwordx2` gave is the quad's upper half.
+            let pair = l.defs().next().expect("a load defines its result");
+            l.opcode = MOpcode::Isa(crate::isel::op("s_load_dwordx4"));
+            for o in l.ops.iter_mut() {
+                match o {
+                    MOperand::Def(_) => *o = MOperand::Def(r.quad),
+                    MOperand::Phys(Operand::Imm(_)) => {
+                        *o = MOperand::Phys(Operand::Imm(r.offset as i64))
+                    }
+                    _ => {}
+                }
+            }
+            rest_insts.insert(
+                0,
+                MInst::pseudo(
+                    MOpcode::Extract(2),
+                    &[MOperand::Def(pair), MOperand::Use(r.quad)],
+                ),
+            );
         }
         let mut out = Vec::with_capacity(n);
         let mut load_inst = load_inst;
@@ -306,6 +344,60 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
         return true;
     }
     false
+}
+
+/// A descriptor chain that builds its base from a preloaded address pair (`Extract` of the
+/// preloaded kernarg tuple at instruction `addr`) and loads the rest of the buffer's slot (its
+/// length and the dword after it) with `s_load_dwordx2` at instruction `load`: isel's shape
+/// for a slot crossing the preloaded prefix (`isel::prologue`). Moved late, the chain would
+/// keep the preloaded pair live until then; the whole slot is loaded again into `quad` instead
+/// (`s_load_dwordx4` at byte `offset`), so the preloaded SGPRs die where nothing else reads them.
+#[derive(Clone, Copy)]
+struct Reload {
+    addr: usize,
+    quad: VReg,
+    offset: u32,
+}
+
+/// The [`Reload`] of the chain `set` whose one scalar load is instruction `load`, if it has
+/// that shape; makes the quad's vreg.
+fn reload_address(mf: &mut MachineFunction, set: &[usize], load: usize) -> Option<Reload> {
+    let insts = &mf.blocks[mf.entry()].insts;
+    let l = &insts[load];
+    let MOpcode::Isa(lop) = l.opcode else {
+        return None;
+    };
+    if lop.info().name != "s_load_dwordx2" {
+        return None;
+    }
+    let off = l.ops.iter().find_map(|o| match o {
+        MOperand::Phys(Operand::Imm(x)) => u32::try_from(*x).ok(),
+        _ => None,
+    })?;
+    let preloaded = |v: VReg| {
+        insts.iter().any(|i| {
+            i.opcode == MOpcode::LiveIn(AbiValue::KernargPreload) && i.defs().any(|d| d == v)
+        })
+    };
+    let addr = set.iter().copied().find(|&k| {
+        let i = &insts[k];
+        let MOpcode::Extract(e) = i.opcode else {
+            return false;
+        };
+        let (Some(d), Some(t)) = (i.defs().next(), i.uses().next()) else {
+            return false;
+        };
+        mf.vregs[d].dwords == 2 && preloaded(t) && 4 * e as u32 + 8 == off
+    })?;
+    let quad = mf.vregs.push(crate::mir::VRegData {
+        class: RegClass::Sgpr,
+        dwords: 4,
+    });
+    Some(Reload {
+        addr,
+        quad,
+        offset: off - 8,
+    })
 }
 
 /// Moves descriptor builds late where that frees SGPRs (see the module docs); returns how many

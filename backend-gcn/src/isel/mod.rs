@@ -1693,7 +1693,18 @@ impl<'a> Isel<'a> {
                     // preloaded too; [`preload_dwords`] leaves a buffer whose length does not
                     // fit to this load.)
                     let preloaded = self.is_preloaded(slot.len_offset, 1);
-                    let (addr, len) = if slot.len_offset == slot.offset + 8 && !preloaded {
+                    let side_by_side = slot.len_offset == slot.offset + 8 && !preloaded;
+                    let (addr, len) = if side_by_side && self.is_preloaded(slot.offset, 2) {
+                        // Only the address preloaded (the slot crosses the preloaded prefix):
+                        // the slot's last two dwords (the length and what follows it, often a
+                        // scalar argument) in one `s_load_dwordx2`, not the whole slot again
+                        // in a quad that needs a 4-aligned base above every preloaded SGPR.
+                        let a = self.s_load(slot.offset, 2);
+                        let p = self.s_load(slot.len_offset, 2);
+                        let l = self.extract(p, 0, 1);
+                        self.kernarg_loads.insert((slot.len_offset, 1), l);
+                        (a, l)
+                    } else if side_by_side {
                         let q = self.s_load(slot.offset, 4);
                         let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 1));
                         self.kernarg_loads.insert((slot.offset, 2), a);
