@@ -586,6 +586,70 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
     count
 }
 
+/// Builds the words of each entry-block descriptor first read after the block's first wait for
+/// a vector memory load (the first instruction reading a loaded result, where `s_waitcnt vmcnt`
+/// goes) right before that wait: they run in the loads' latency, which costs no cycles, and their
+/// SGPRs are free until then (vector_add's output quad, built before the loads issue, took the
+/// dwords the group size's `s_load` could have used). Only descriptors read in the entry block
+/// and nowhere before that wait; a word writing SCC moves only
+/// where nothing reads SCC after it, and not between an SCC write and its reader. Returns how
+/// many instructions moved.
+pub fn words_behind_loads(mf: &mut MachineFunction) -> usize {
+    let entry = mf.entry();
+    let insts = &mf.blocks[entry].insts;
+    let n = insts.len();
+    // The first instruction reading what a vector memory load before it gave.
+    let mut loaded: Vec<VReg> = Vec::new();
+    let mut wait = None;
+    for (k, i) in insts.iter().enumerate() {
+        if i.uses().any(|u| loaded.contains(&u)) {
+            wait = Some(k);
+            break;
+        }
+        if is_load(i) && !is_smem(i) {
+            loaded.extend(i.defs());
+        }
+    }
+    let Some(w) = wait else { return 0 };
+    let term = &mf.blocks[entry].term;
+    if !scc_free_at(insts, term, w) {
+        return 0;
+    }
+    let rd = readers(mf);
+    let def_at = entry_defs(mf);
+    let mut before: Vec<Option<usize>> = vec![None; n];
+    for (k, i) in insts.iter().enumerate() {
+        let Some(d) = descriptor(mf, i) else { continue };
+        let Some(r) = rd.get(&d) else { continue };
+        let read_late = r.iter().all(|&(b, j)| b != 0 || (j != usize::MAX && j > w));
+        let read_here = r.iter().any(|&(b, _)| b == 0);
+        if !read_late || !read_here {
+            continue;
+        }
+        // The words before the wait (a `Build` already after it stays).
+        let words: Vec<usize> = chain(mf, &rd, &def_at, k)
+            .into_iter()
+            .filter(|&j| !is_smem(&insts[j]) && j < w)
+            .collect();
+        let scc_ok = words
+            .iter()
+            .all(|&j| !touches_scc(&insts[j]) || scc_free_at(insts, term, j + 1));
+        if !scc_ok || words.iter().copied().eq(w - words.len()..w) {
+            continue;
+        }
+        for j in words {
+            before[j] = Some(w);
+        }
+    }
+    if before.iter().all(Option::is_none) {
+        return 0;
+    }
+    let insts = std::mem::take(&mut mf.blocks[entry].insts);
+    let (out, moved) = moved_before(insts, &before);
+    mf.blocks[entry].insts = out;
+    moved
+}
+
 /// The block, index and new index of an `Extract` of an SGPR tuple that is read after every
 /// reader of that tuple in its block other than `Extract`s (and nowhere else), to go right
 /// before the last of them when the tuple is defined earlier in the block.

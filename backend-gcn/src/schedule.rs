@@ -193,6 +193,7 @@ impl Dags {
         // reader (which may then write over it).
         crate::desc_sink::sink_descriptors(mf);
         crate::desc_sink::builds_late(mf);
+        crate::desc_sink::words_behind_loads(mf);
         crate::desc_sink::extracts_early(mf);
         crate::desc_sink::constants_late(mf);
     }
