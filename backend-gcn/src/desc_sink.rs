@@ -6,6 +6,9 @@
 //! latency hidden behind what follows), the rest right after the first instruction that waits
 //! for a load issued before anyway (so one `s_waitcnt` serves both), and only if that is before
 //! the descriptor's first use (or the block's end when the first use is in a later block).
+//! A descriptor built from a preloaded address whose length pair isel loads alone (a slot
+//! crossing the preloaded prefix) loads its whole slot again when moved ([`Reload`]), so the
+//! preloaded address is not kept live until the move's target.
 //! Gives the same function with the moved instructions; nothing else changes order.
 //!
 //! Then every descriptor's words of the entry block are built late ([`builds_late`]): right
@@ -13,6 +16,9 @@
 //! first descriptor use, so the words are computed over the loaded ones in place, after the
 //! prologue's kernarg pointer and workgroup id and size have died; but not past the first wait
 //! for a scalar load issued before them (`first_wait`), whose latency they hide.
+//!
+//! Then a descriptor first read after the entry block's first wait for a vector load has its
+//! words built right before that wait ([`words_behind_loads`]), in the loads' latency.
 //!
 //! Also: an `Extract` of SGPRs read after every other reader of its source tuple in the block
 //! goes right before the last of them ([`extracts_early`]), so the tuple dies there and a
