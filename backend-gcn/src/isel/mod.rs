@@ -1702,11 +1702,21 @@ impl<'a> Isel<'a> {
                     // fit to this load.)
                     let preloaded = self.is_preloaded(slot.len_offset, 1);
                     let side_by_side = slot.len_offset == slot.offset + 8 && !preloaded;
-                    let (addr, len) = if side_by_side && self.is_preloaded(slot.offset, 2) {
-                        // Only the address preloaded (the slot crosses the preloaded prefix):
-                        // the slot's last two dwords (the length and what follows it, often a
-                        // scalar argument) in one `s_load_dwordx2`, not the whole slot again
-                        // in a quad that needs a 4-aligned base above every preloaded SGPR.
+                    // A scalar argument in the dword after the length (read with it).
+                    let shares_tail = params.iter().enumerate().any(|(j, &q)| {
+                        !matches!(func.value_type(q), Type::Buffer { .. })
+                            && self.slots[j].offset == slot.len_offset + 4
+                    });
+                    let (addr, len) = if side_by_side
+                        && shares_tail
+                        && self.is_preloaded(slot.offset, 2)
+                    {
+                        // Only the address preloaded (the slot crosses the preloaded prefix),
+                        // and a scalar argument after the length: the slot's last two dwords
+                        // in one `s_load_dwordx2`, not the whole slot again in a quad (which
+                        // the scalar keeps live, at a 4-aligned base above every preloaded
+                        // SGPR). Without such a scalar the quad is loaded: its words are built
+                        // in place and the preloaded address is left unread.
                         let a = self.s_load(slot.offset, 2);
                         let p = self.s_load(slot.len_offset, 2);
                         let l = self.extract(p, 0, 1);
