@@ -127,6 +127,60 @@ fn the_switch_turns_preloading_off_and_gfx900_never_preloads() {
     }
 }
 
+/// A buffer's padding dword after its length is preloaded only where it lands on its
+/// descriptor quad's config word (saxpy's slots sit on aligned quads: s[4:7], s[8:11]); where
+/// nothing reads it (vector_add's last slot starts at s10) the workgroup id takes its SGPR.
+#[test]
+fn a_lengths_padding_is_preloaded_only_as_a_quads_config_word() {
+    for (name, t, want) in [
+        ("vector_add", Target::Gfx942, 11),
+        ("wave_permute", Target::Gfx942, 11),
+        ("saxpy", Target::Gfx90a, 10),
+    ] {
+        let spec = kjit_kernels::find(name).expect("library kernel");
+        let func = (spec.build)().expect("builds");
+        let ck = compile(&func, t, &CompileOptions::default()).expect("compiles");
+        assert_eq!(ck.header.kernarg_preload, want, "{name} {t}");
+        let kd = CodeObject::parse(&ck.code_object).expect("reads").kernels[0].descriptor;
+        assert_eq!(kd.kernarg_preload_length(), want, "{name} {t}");
+    }
+}
+
+/// A buffer slot crossing the preloaded prefix (hash_chain's `out` on gfx90a: dwords 8–11 of
+/// 10 preloaded) loads only its length and the `rounds` after it, not the preloaded address
+/// again in a quad above every preloaded SGPR (24 SGPRs before, 20 now).
+#[test]
+fn a_slot_crossing_the_preloaded_prefix_loads_only_what_is_not_preloaded() {
+    let spec = kjit_kernels::find("hash_chain").expect("library kernel");
+    let func = (spec.build)().expect("builds");
+    let ck = compile(&func, Target::Gfx90a, &CompileOptions::default()).expect("compiles");
+    assert_eq!(ck.header.kernarg_preload, 10);
+    let body: Vec<_> = decoded(&ck.code_object, Target::Gfx90a)
+        .into_iter()
+        .filter(|(at, _)| *at >= 256)
+        .map(|(_, i)| i)
+        .collect();
+    let loads: Vec<(Opcode, Operand)> = body
+        .iter()
+        .filter(|i| {
+            matches!(
+                i.op,
+                Opcode::SLoadDword | Opcode::SLoadDwordx2 | Opcode::SLoadDwordx4
+            )
+        })
+        .map(|i| (i.op, i.operands[2]))
+        .collect();
+    assert!(
+        loads.contains(&(Opcode::SLoadDwordx2, Operand::Imm(0x28))),
+        "{loads:?}"
+    );
+    assert!(
+        !loads.iter().any(|&(op, _)| op == Opcode::SLoadDwordx4),
+        "{loads:?}"
+    );
+    assert!(ck.header.sgprs <= 20, "{}", ck.header.sgprs);
+}
+
 #[test]
 fn the_prologue_loads_the_preloaded_sgprs_and_branches_to_entry_plus_256() {
     let spec = kjit_kernels::find("vector_add").expect("library kernel");
@@ -134,7 +188,7 @@ fn the_prologue_loads_the_preloaded_sgprs_and_branches_to_entry_plus_256() {
     for t in PRELOADING {
         let ck = compile(&func, t, &CompileOptions::default()).expect("compiles");
         let n = ck.header.kernarg_preload;
-        assert!(n >= 2 && n % 2 == 0, "{t}: {n}");
+        assert!(n >= 2, "{t}: {n}");
         let mut next_sgpr = 2u16;
         let mut next_byte = 0i64;
         let mut branch = None;

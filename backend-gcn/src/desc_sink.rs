@@ -6,6 +6,9 @@
 //! latency hidden behind what follows), the rest right after the first instruction that waits
 //! for a load issued before anyway (so one `s_waitcnt` serves both), and only if that is before
 //! the descriptor's first use (or the block's end when the first use is in a later block).
+//! A descriptor built from a preloaded address whose length pair isel loads alone (a slot
+//! crossing the preloaded prefix) loads its whole slot again when moved ([`Reload`]), so the
+//! preloaded address is not kept live until the move's target.
 //! Gives the same function with the moved instructions; nothing else changes order.
 //!
 //! Then every descriptor's words of the entry block are built late ([`builds_late`]): right
@@ -13,6 +16,9 @@
 //! first descriptor use, so the words are computed over the loaded ones in place, after the
 //! prologue's kernarg pointer and workgroup id and size have died; but not past the first wait
 //! for a scalar load issued before them (`first_wait`), whose latency they hide.
+//!
+//! Then a descriptor first read after the entry block's first wait for a vector load has its
+//! words built right before that wait ([`words_behind_loads`]), in the loads' latency.
 //!
 //! Also: an `Extract` of SGPRs read after every other reader of its source tuple in the block
 //! goes right before the last of them ([`extracts_early`]), so the tuple dies there and a
@@ -36,7 +42,11 @@ use cranelift_entity::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::isa::Format;
-use crate::mir::{implicit, MBlock, MInst, MOpcode, MachineFunction, RegClass, Terminator, VReg};
+use crate::isa::Operand;
+use crate::mir::{
+    implicit, AbiValue, MBlock, MInst, MOpcode, MOperand, MachineFunction, RegClass, Terminator,
+    VReg,
+};
 
 /// Where each vreg is read: `(block index, instruction index)`, `usize::MAX` for a terminator;
 /// all vregs' readers in one array (made after every move, so without a map or a list per vreg).
@@ -275,6 +285,7 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
         if !scc_dead_at(insts, &mf.blocks[entry].term, at, &set) {
             continue;
         }
+        let reload = reload_address(mf, &set, load);
         // Rebuild the block: the load after `p`, the rest before `at`.
         let old = std::mem::take(&mut mf.blocks[entry].insts);
         let mut load_inst = None;
@@ -284,10 +295,43 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
             if k == load {
                 load_inst = Some(i);
             } else if set.contains(&k) {
+                if let Some(r) = reload.filter(|r| r.addr == k) {
+                    // The address now from the quad: its first pair.
+                    let mut i = i;
+                    i.opcode = MOpcode::Extract(0);
+                    for o in i.ops.iter_mut() {
+                        if matches!(o, MOperand::Use(_)) {
+                            *o = MOperand::Use(r.quad);
+                        }
+                    }
+                    rest_insts.push(i);
+                    continue;
+                }
                 rest_insts.push(i);
             } else {
                 keep.push((k, i));
             }
+        }
+        if let (Some(r), Some(l)) = (reload, load_inst.as_mut()) {
+            // The pair the `s_load_dwordx2` gave is the quad's upper half.
+            let pair = l.defs().next().expect("a load defines its result");
+            l.opcode = MOpcode::Isa(crate::isel::op("s_load_dwordx4"));
+            for o in l.ops.iter_mut() {
+                match o {
+                    MOperand::Def(_) => *o = MOperand::Def(r.quad),
+                    MOperand::Phys(Operand::Imm(_)) => {
+                        *o = MOperand::Phys(Operand::Imm(r.offset as i64))
+                    }
+                    _ => {}
+                }
+            }
+            rest_insts.insert(
+                0,
+                MInst::pseudo(
+                    MOpcode::Extract(2),
+                    &[MOperand::Def(pair), MOperand::Use(r.quad)],
+                ),
+            );
         }
         let mut out = Vec::with_capacity(n);
         let mut load_inst = load_inst;
@@ -306,6 +350,60 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
         return true;
     }
     false
+}
+
+/// A descriptor chain that builds its base from a preloaded address pair (`Extract` of the
+/// preloaded kernarg tuple at instruction `addr`) and loads the rest of the buffer's slot (its
+/// length and the dword after it) with `s_load_dwordx2` at instruction `load`: isel's shape
+/// for a slot crossing the preloaded prefix (`isel::prologue`). Moved late, the chain would
+/// keep the preloaded pair live until then; the whole slot is loaded again into `quad` instead
+/// (`s_load_dwordx4` at byte `offset`), so the preloaded SGPRs die where nothing else reads them.
+#[derive(Clone, Copy)]
+struct Reload {
+    addr: usize,
+    quad: VReg,
+    offset: u32,
+}
+
+/// The [`Reload`] of the chain `set` whose one scalar load is instruction `load`, if it has
+/// that shape; makes the quad's vreg.
+fn reload_address(mf: &mut MachineFunction, set: &[usize], load: usize) -> Option<Reload> {
+    let insts = &mf.blocks[mf.entry()].insts;
+    let l = &insts[load];
+    let MOpcode::Isa(lop) = l.opcode else {
+        return None;
+    };
+    if lop.info().name != "s_load_dwordx2" {
+        return None;
+    }
+    let off = l.ops.iter().find_map(|o| match o {
+        MOperand::Phys(Operand::Imm(x)) => u32::try_from(*x).ok(),
+        _ => None,
+    })?;
+    let preloaded = |v: VReg| {
+        insts.iter().any(|i| {
+            i.opcode == MOpcode::LiveIn(AbiValue::KernargPreload) && i.defs().any(|d| d == v)
+        })
+    };
+    let addr = set.iter().copied().find(|&k| {
+        let i = &insts[k];
+        let MOpcode::Extract(e) = i.opcode else {
+            return false;
+        };
+        let (Some(d), Some(t)) = (i.defs().next(), i.uses().next()) else {
+            return false;
+        };
+        mf.vregs[d].dwords == 2 && preloaded(t) && 4 * e as u32 + 8 == off
+    })?;
+    let quad = mf.vregs.push(crate::mir::VRegData {
+        class: RegClass::Sgpr,
+        dwords: 4,
+    });
+    Some(Reload {
+        addr,
+        quad,
+        offset: off - 8,
+    })
 }
 
 /// Moves descriptor builds late where that frees SGPRs (see the module docs); returns how many
@@ -492,6 +590,70 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
     out.append(&mut rest);
     mf.blocks[entry].insts = out;
     count
+}
+
+/// Builds the words of each entry-block descriptor first read after the block's first wait for
+/// a vector memory load (the first instruction reading a loaded result, where `s_waitcnt vmcnt`
+/// goes) right before that wait: they run in the loads' latency, which costs no cycles, and their
+/// SGPRs are free until then (vector_add's output quad, built before the loads issue, took the
+/// dwords the group size's `s_load` could have used). Only descriptors read in the entry block
+/// and nowhere before that wait; a word writing SCC moves only
+/// where nothing reads SCC after it, and not between an SCC write and its reader. Returns how
+/// many instructions moved.
+pub fn words_behind_loads(mf: &mut MachineFunction) -> usize {
+    let entry = mf.entry();
+    let insts = &mf.blocks[entry].insts;
+    let n = insts.len();
+    // The first instruction reading what a vector memory load before it gave.
+    let mut loaded: Vec<VReg> = Vec::new();
+    let mut wait = None;
+    for (k, i) in insts.iter().enumerate() {
+        if i.uses().any(|u| loaded.contains(&u)) {
+            wait = Some(k);
+            break;
+        }
+        if is_load(i) && !is_smem(i) {
+            loaded.extend(i.defs());
+        }
+    }
+    let Some(w) = wait else { return 0 };
+    let term = &mf.blocks[entry].term;
+    if !scc_free_at(insts, term, w) {
+        return 0;
+    }
+    let rd = readers(mf);
+    let def_at = entry_defs(mf);
+    let mut before: Vec<Option<usize>> = vec![None; n];
+    for (k, i) in insts.iter().enumerate() {
+        let Some(d) = descriptor(mf, i) else { continue };
+        let Some(r) = rd.get(&d) else { continue };
+        let read_late = r.iter().all(|&(b, j)| b != 0 || (j != usize::MAX && j > w));
+        let read_here = r.iter().any(|&(b, _)| b == 0);
+        if !read_late || !read_here {
+            continue;
+        }
+        // The words before the wait (a `Build` already after it stays).
+        let words: Vec<usize> = chain(mf, &rd, &def_at, k)
+            .into_iter()
+            .filter(|&j| !is_smem(&insts[j]) && j < w)
+            .collect();
+        let scc_ok = words
+            .iter()
+            .all(|&j| !touches_scc(&insts[j]) || scc_free_at(insts, term, j + 1));
+        if !scc_ok || words.iter().copied().eq(w - words.len()..w) {
+            continue;
+        }
+        for j in words {
+            before[j] = Some(w);
+        }
+    }
+    if before.iter().all(Option::is_none) {
+        return 0;
+    }
+    let insts = std::mem::take(&mut mf.blocks[entry].insts);
+    let (out, moved) = moved_before(insts, &before);
+    mf.blocks[entry].insts = out;
+    moved
 }
 
 /// The block, index and new index of an `Extract` of an SGPR tuple that is read after every

@@ -122,7 +122,7 @@ impl Dags {
             .blocks
             .iter()
             .map(|(b, bd)| {
-                let live_out = live_at_end(&lv, b, bd);
+                let live_out = live_at_end(&lv, b, bd, mf.vregs.len());
                 let mut live_in = lv.live_in[b.index()].clone();
                 for p in &bd.params {
                     live_in.insert(p.index());
@@ -193,6 +193,7 @@ impl Dags {
         // reader (which may then write over it).
         crate::desc_sink::sink_descriptors(mf);
         crate::desc_sink::builds_late(mf);
+        crate::desc_sink::words_behind_loads(mf);
         crate::desc_sink::extracts_early(mf);
         crate::desc_sink::constants_late(mf);
     }
@@ -218,7 +219,7 @@ fn pressure_with(mf: &MachineFunction, lv: &crate::regalloc::Liveness) -> u32 {
     // halves are counted once, not as a pair and two singles).
     let mut dwords = vec![0u8; mf.vregs.len()];
     for (b, bd) in mf.blocks.iter() {
-        let mut live = live_at_end(lv, b, bd);
+        let mut live = live_at_end(lv, b, bd, mf.vregs.len());
         for v in live.iter() {
             dwords[v] = 3;
         }
@@ -285,13 +286,16 @@ fn vgpr_sizes(mf: &MachineFunction) -> Vec<u32> {
         .collect()
 }
 
-/// What is live at the end of block `b`: its live-out set and its terminator's arguments.
+/// What is live at the end of block `b`: its live-out set and its terminator's arguments, in
+/// a set with room for `vregs` (more than `lv` knows of when `desc_sink` made one after it).
 fn live_at_end(
     lv: &crate::regalloc::Liveness,
     b: crate::mir::MBlock,
     bd: &crate::mir::MBlockData,
+    vregs: usize,
 ) -> crate::regalloc::BitSet {
-    let mut live = lv.live_out[b.index()].clone();
+    let mut live = crate::regalloc::BitSet::new(vregs);
+    live.union_with(&lv.live_out[b.index()]);
     for (_, args) in bd.term.successors() {
         for a in args {
             live.insert(a.index());
@@ -311,7 +315,7 @@ pub fn vgpr_pressure_floor(mf: &MachineFunction) -> u32 {
     let size = |v: usize| sizes[v];
     let mut most = 0;
     for (b, bd) in mf.blocks.iter() {
-        let end = live_at_end(&lv, b, bd);
+        let end = live_at_end(&lv, b, bd, mf.vregs.len());
         let mut through = end.clone();
         through.intersect_with(&lv.live_in[b.index()]);
         let at_end: u32 = end.iter().map(size).sum();

@@ -206,6 +206,9 @@ fn kernel_meta(func: &Function) -> (KernelMeta, Vec<ArgSlot>) {
     (meta, slots)
 }
 
+/// The SGPR the first preloaded kernarg dword lands in (after the kernarg pointer pair).
+const PRELOAD_FIRST_SGPR: u32 = 2;
+
 /// Most kernarg dwords kjit preloads on `target`: the 16 user SGPRs less the kernarg pointer
 /// (2) and, on gfx90a, the private segment buffer (4) that spilling to scratch may add after
 /// the SGPR layout is made (gfx942's scratch needs no user SGPRs). An even number, so that
@@ -218,16 +221,21 @@ fn max_preload_dwords(target: Target) -> u32 {
     }
 }
 
-/// The kernarg dwords (a prefix of the segment, in dwords, even) worth preloading into user
-/// SGPRs: enough to hold every prologue load that fits under [`max_preload_dwords`] (explicit
+/// The kernarg dwords (a prefix of the segment, in dwords) worth preloading into user SGPRs:
+/// enough to hold every prologue load that fits under [`max_preload_dwords`] (explicit
 /// arguments, and the hidden workgroup sizes and counts when they are that close). A load
 /// that does not fit stays an `s_load`. 0 when there is nothing to preload.
 ///
-/// Measured against two narrower choices (issue 15, `docs/performance-log.md`): preloading only
-/// the dwords the descriptors read (a buffer's length is one dword, no rounding to even), and
-/// also leaving out the pointer of a buffer whose length does not fit, gave the same cycles
-/// on `mi300x` and up to 5% more on `mi250x` (hash_rounds, stencil_pipelined), through the
-/// allocation that followed the shifted system SGPRs; and no SGPR row came under clang's + 8.
+/// A buffer's length takes the dword after it too when that dword lands on the last SGPR of an
+/// aligned quad (the slot then fills the quad its descriptor is built over in place, the
+/// config word over the slot's padding); otherwise nothing reads that dword, and preloading it
+/// would only put the workgroup id one SGPR higher (vector_add on gfx942: 11 dwords, not 12,
+/// and 20 SGPRs). The count is not rounded to even: pairs inside the prefix are aligned by
+/// where it starts.
+///
+/// Measured against leaving out the pointer of a buffer whose length does not fit too
+/// (issue 15, `docs/performance-log.md`): up to 5% more cycles on `mi250x` (hash_rounds,
+/// stencil_pipelined), through the allocation that followed the shifted system SGPRs.
 fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Target) -> u32 {
     let limit = max_preload_dwords(target);
     // (first dword, dwords) of each load the prologue makes.
@@ -237,7 +245,8 @@ fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Targe
         match func.value_type(p) {
             Type::Buffer { .. } => {
                 loads.push((slot.offset / 4, 2));
-                loads.push((slot.len_offset / 4, 2));
+                let pad_on_quad_end = (PRELOAD_FIRST_SGPR + slot.len_offset / 4 + 1) % 4 == 3;
+                loads.push((slot.len_offset / 4, if pad_on_quad_end { 2 } else { 1 }));
             }
             t => loads.push((slot.offset / 4, if t.bytes() == 8 { 2 } else { 1 })),
         }
@@ -255,13 +264,12 @@ fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Targe
             }
         }
     }
-    let end = loads
+    loads
         .iter()
         .map(|&(a, n)| a + n)
         .filter(|&e| e <= limit)
         .max()
-        .unwrap_or(0);
-    end.div_ceil(2) * 2
+        .unwrap_or(0)
 }
 
 /// Offset of the v5 hidden-argument block after the explicit arguments.
@@ -1693,7 +1701,28 @@ impl<'a> Isel<'a> {
                     // preloaded too; [`preload_dwords`] leaves a buffer whose length does not
                     // fit to this load.)
                     let preloaded = self.is_preloaded(slot.len_offset, 1);
-                    let (addr, len) = if slot.len_offset == slot.offset + 8 && !preloaded {
+                    let side_by_side = slot.len_offset == slot.offset + 8 && !preloaded;
+                    // A scalar argument in the dword after the length (read with it).
+                    let shares_tail = params.iter().enumerate().any(|(j, &q)| {
+                        !matches!(func.value_type(q), Type::Buffer { .. })
+                            && self.slots[j].offset == slot.len_offset + 4
+                    });
+                    let (addr, len) = if side_by_side
+                        && shares_tail
+                        && self.is_preloaded(slot.offset, 2)
+                    {
+                        // Only the address preloaded (the slot crosses the preloaded prefix),
+                        // and a scalar argument after the length: the slot's last two dwords
+                        // in one `s_load_dwordx2`, not the whole slot again in a quad (which
+                        // the scalar keeps live, at a 4-aligned base above every preloaded
+                        // SGPR). Without such a scalar the quad is loaded: its words are built
+                        // in place and the preloaded address is left unread.
+                        let a = self.s_load(slot.offset, 2);
+                        let p = self.s_load(slot.len_offset, 2);
+                        let l = self.extract(p, 0, 1);
+                        self.kernarg_loads.insert((slot.len_offset, 1), l);
+                        (a, l)
+                    } else if side_by_side {
                         let q = self.s_load(slot.offset, 4);
                         let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 1));
                         self.kernarg_loads.insert((slot.offset, 2), a);
