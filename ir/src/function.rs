@@ -278,7 +278,11 @@ impl Function {
         use cranelift_entity::EntityRef;
         // Tables sized once for what the layout holds (growing them one entity at a time
         // reallocated and copied each several times).
-        let n_insts: usize = self.layout.iter().map(|&b| self.blocks[b].insts.len()).sum();
+        let n_insts: usize = self
+            .layout
+            .iter()
+            .map(|&b| self.blocks[b].insts.len())
+            .sum();
         let mut out = Function {
             name: self.name.clone(),
             params: self.params.clone(),

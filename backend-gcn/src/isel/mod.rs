@@ -1707,30 +1707,28 @@ impl<'a> Isel<'a> {
                         !matches!(func.value_type(q), Type::Buffer { .. })
                             && self.slots[j].offset == slot.len_offset + 4
                     });
-                    let (addr, len) = if side_by_side
-                        && shares_tail
-                        && self.is_preloaded(slot.offset, 2)
-                    {
-                        // Only the address preloaded (the slot crosses the preloaded prefix),
-                        // and a scalar argument after the length: the slot's last two dwords
-                        // in one `s_load_dwordx2`, not the whole slot again in a quad (which
-                        // the scalar keeps live, at a 4-aligned base above every preloaded
-                        // SGPR). Without such a scalar the quad is loaded: its words are built
-                        // in place and the preloaded address is left unread.
-                        let a = self.s_load(slot.offset, 2);
-                        let p = self.s_load(slot.len_offset, 2);
-                        let l = self.extract(p, 0, 1);
-                        self.kernarg_loads.insert((slot.len_offset, 1), l);
-                        (a, l)
-                    } else if side_by_side {
-                        let q = self.s_load(slot.offset, 4);
-                        let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 1));
-                        self.kernarg_loads.insert((slot.offset, 2), a);
-                        self.kernarg_loads.insert((slot.len_offset, 1), l);
-                        (a, l)
-                    } else {
-                        (self.s_load(slot.offset, 2), self.s_load(slot.len_offset, 1))
-                    };
+                    let (addr, len) =
+                        if side_by_side && shares_tail && self.is_preloaded(slot.offset, 2) {
+                            // Only the address preloaded (the slot crosses the preloaded prefix),
+                            // and a scalar argument after the length: the slot's last two dwords
+                            // in one `s_load_dwordx2`, not the whole slot again in a quad (which
+                            // the scalar keeps live, at a 4-aligned base above every preloaded
+                            // SGPR). Without such a scalar the quad is loaded: its words are built
+                            // in place and the preloaded address is left unread.
+                            let a = self.s_load(slot.offset, 2);
+                            let p = self.s_load(slot.len_offset, 2);
+                            let l = self.extract(p, 0, 1);
+                            self.kernarg_loads.insert((slot.len_offset, 1), l);
+                            (a, l)
+                        } else if side_by_side {
+                            let q = self.s_load(slot.offset, 4);
+                            let (a, l) = (self.extract(q, 0, 2), self.extract(q, 2, 1));
+                            self.kernarg_loads.insert((slot.offset, 2), a);
+                            self.kernarg_loads.insert((slot.len_offset, 1), l);
+                            (a, l)
+                        } else {
+                            (self.s_load(slot.offset, 2), self.s_load(slot.len_offset, 1))
+                        };
                     // The length (where read) is the same SGPR (no second load of it).
                     let len_read = func
                         .insts
