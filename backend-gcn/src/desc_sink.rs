@@ -647,13 +647,7 @@ pub fn words_behind_loads(mf: &mut MachineFunction) -> usize {
             before[j] = Some(w);
         }
     }
-    if before.iter().all(Option::is_none) {
-        return 0;
-    }
-    let insts = std::mem::take(&mut mf.blocks[entry].insts);
-    let (out, moved) = moved_before(insts, &before);
-    mf.blocks[entry].insts = out;
-    moved
+    move_in_entry(mf, &before)
 }
 
 /// The block, index and new index of an `Extract` of an SGPR tuple that is read after every
@@ -733,11 +727,18 @@ fn extracts_together(mf: &mut MachineFunction) -> usize {
             }
         }
     }
+    move_in_entry(mf, &before)
+}
+
+/// Moves the entry block's instructions as `before` says (see `moved_before`); gives how many
+/// moved.
+fn move_in_entry(mf: &mut MachineFunction, before: &[Option<usize>]) -> usize {
     if before.iter().all(Option::is_none) {
         return 0;
     }
+    let entry = mf.entry();
     let insts = std::mem::take(&mut mf.blocks[entry].insts);
-    let (out, moved) = moved_before(insts, &before);
+    let (out, moved) = moved_before(insts, before);
     mf.blocks[entry].insts = out;
     moved
 }

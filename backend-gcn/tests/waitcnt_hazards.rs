@@ -89,20 +89,17 @@ fn valu_sgpr_write_then_vmem_read_needs_5_wait_states() {
 
 #[test]
 fn independent_instructions_count_as_wait_states() {
-    let mut f = one(
+    assert_padded(
         Target::Gfx90a,
         vec![readfirstlane(4, 2), vadd(5, 6, 7), salu(), bload_soff(4)],
-    );
-    assert_eq!(insert_wait_states(&mut f), 3);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&[
+        3,
+        &[
             "v_readfirstlane_b32",
             "v_add_u32_e32",
             "s_add_u32",
             "s_nop 2",
-            "buffer_load_dword"
-        ])
+            "buffer_load_dword",
+        ],
     );
     // Existing s_nops count too.
     let mut f = one(
@@ -468,52 +465,46 @@ fn lds_dma(addr: u16) -> Inst {
 #[test]
 fn an_independent_neighbour_fills_the_m0_wait_instead_of_a_nop() {
     // The VALU before the M0 write moves after it.
-    let mut f = one(Target::Gfx942, vec![vadd(4, 2, 3), m0_write(), lds_dma(4)]);
-    assert_eq!(insert_wait_states(&mut f), 0);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&["s_lshl2_add_u32", "v_add_u32_e32", "buffer_load_dword"])
+    assert_padded(
+        Target::Gfx942,
+        vec![vadd(4, 2, 3), m0_write(), lds_dma(4)],
+        0,
+        &["s_lshl2_add_u32", "v_add_u32_e32", "buffer_load_dword"],
     );
     // An independent SALU that writes SCC moves after it too (the SCC an M0 write leaves is
     // read by nothing, so the filler's is equally unread).
     let add = Inst::new(Opcode::SAddU32, &[O::s(22), O::s(21), O::InlineInt(1)]);
-    let mut f = one(Target::Gfx942, vec![add, m0_write(), lds_dma(4)]);
-    assert_eq!(insert_wait_states(&mut f), 0);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&["s_lshl2_add_u32", "s_add_u32", "buffer_load_dword"])
+    assert_padded(
+        Target::Gfx942,
+        vec![add, m0_write(), lds_dma(4)],
+        0,
+        &["s_lshl2_add_u32", "s_add_u32", "buffer_load_dword"],
     );
     // A SALU that reads SCC stays (the M0 write would change what it reads); the VALU after
     // the load moves up instead.
     let sel = Inst::new(Opcode::SCselectB32, &[O::s(22), O::s(21), O::InlineInt(1)]);
-    let mut f = one(
+    assert_padded(
         Target::Gfx942,
         vec![sel, m0_write(), lds_dma(4), vadd(5, 2, 3)],
-    );
-    assert_eq!(insert_wait_states(&mut f), 0);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&[
+        0,
+        &[
             "s_cselect_b32",
             "s_lshl2_add_u32",
             "v_add_u32_e32",
-            "buffer_load_dword"
-        ])
+            "buffer_load_dword",
+        ],
     );
     // A SALU whose result the M0 write reads (s20) stays; the VALU after the load moves up.
-    let mut f = one(
+    assert_padded(
         Target::Gfx942,
         vec![salu(), m0_write(), lds_dma(4), vadd(5, 2, 3)],
-    );
-    assert_eq!(insert_wait_states(&mut f), 0);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&[
+        0,
+        &[
             "s_add_u32",
             "s_lshl2_add_u32",
             "v_add_u32_e32",
-            "buffer_load_dword"
-        ])
+            "buffer_load_dword",
+        ],
     );
 }
 
@@ -549,68 +540,66 @@ fn far_end() -> Vec<Inst> {
     vec![Inst::new(Opcode::SNop, &[O::Imm(7)]); 3]
 }
 
+/// Pads `insts` (one block on `target`) and checks the `s_nop`s added and the block's shape.
+fn assert_padded(target: Target, insts: Vec<Inst>, nops: u32, expected: &[&str]) {
+    let mut f = one(target, insts);
+    assert_eq!(insert_wait_states(&mut f), nops);
+    assert_eq!(shape(&f)[0], strs(expected));
+}
+
 #[test]
 fn a_later_independent_instruction_fills_a_wait_instead_of_a_nop() {
     // The SALU behind the reader moves up to fill its wait state; no s_nop.
-    let mut f = one(
+    assert_padded(
         Target::Gfx942,
         [rcp_then_mul(), vec![salu()], far_end()].concat(),
-    );
-    assert_eq!(insert_wait_states(&mut f), 0);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&[
+        0,
+        &[
             "v_rcp_f32_e32",
             "s_add_u32",
             "v_mul_f32_e32",
             "s_nop 7",
             "s_nop 7",
-            "s_nop 7"
-        ])
+            "s_nop 7",
+        ],
     );
     // It may pass independent ALU instructions on its way (a VALU reading the reader's
     // result stays after it).
-    let mut f = one(
+    assert_padded(
         Target::Gfx942,
         [rcp_then_mul(), vec![vadd(5, 3, 3), salu()], far_end()].concat(),
-    );
-    assert_eq!(insert_wait_states(&mut f), 0);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&[
+        0,
+        &[
             "v_rcp_f32_e32",
             "s_add_u32",
             "v_mul_f32_e32",
             "v_add_u32_e32",
             "s_nop 7",
             "s_nop 7",
-            "s_nop 7"
-        ])
+            "s_nop 7",
+        ],
     );
     // Near the block's end the reader's write would come nearer to the next block: the nop
     // stays.
-    let mut f = one(Target::Gfx942, [rcp_then_mul(), vec![salu()]].concat());
-    assert_eq!(insert_wait_states(&mut f), 1);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&["v_rcp_f32_e32", "s_nop 0", "v_mul_f32_e32", "s_add_u32"])
+    assert_padded(
+        Target::Gfx942,
+        [rcp_then_mul(), vec![salu()]].concat(),
+        1,
+        &["v_rcp_f32_e32", "s_nop 0", "v_mul_f32_e32", "s_add_u32"],
     );
     // gfx90a needs no wait state there: nothing moves.
-    let mut f = one(
+    assert_padded(
         Target::Gfx90a,
         [rcp_then_mul(), vec![salu()], far_end()].concat(),
-    );
-    assert_eq!(insert_wait_states(&mut f), 0);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&[
+        0,
+        &[
             "v_rcp_f32_e32",
             "v_mul_f32_e32",
             "s_add_u32",
             "s_nop 7",
             "s_nop 7",
-            "s_nop 7"
-        ])
+            "s_nop 7",
+        ],
     );
 }
 
@@ -660,17 +649,14 @@ fn a_filler_does_not_pass_a_dependence_an_exec_write_or_a_wait() {
 
 #[test]
 fn padding_after_an_s_nop_grows_it_instead_of_adding_another() {
-    let mut f = one(
+    assert_padded(
         Target::Gfx90a,
         vec![
             readfirstlane(4, 2),
             Inst::new(Opcode::SNop, &[O::Imm(1)]),
             bload_soff(4),
         ],
-    );
-    assert_eq!(insert_wait_states(&mut f), 3);
-    assert_eq!(
-        shape(&f)[0],
-        strs(&["v_readfirstlane_b32", "s_nop 4", "buffer_load_dword"])
+        3,
+        &["v_readfirstlane_b32", "s_nop 4", "buffer_load_dword"],
     );
 }
