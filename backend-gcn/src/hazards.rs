@@ -1078,6 +1078,7 @@ fn fill_block(d: &mut Dist, map: &[u32], insts: &mut Vec<Inst>, target: Target) 
             for j in k + 1..end {
                 let x = &insts[j];
                 if is_plain_filler(x)
+                    && !writes_exec(x)
                     && insts[k..j].iter().all(|p| may_pass(x, p))
                     && required(d, map, &Facts::of(x, target), target) == 0
                 {
@@ -1107,16 +1108,19 @@ fn fill_block(d: &mut Dist, map: &[u32], insts: &mut Vec<Inst>, target: Target) 
     moved
 }
 
-/// Whether the plain ALU instruction `x` may move from after `p` to before it: no register
-/// dependence either way, no EXEC write by either (every VALU reads EXEC), and SCC touched
-/// by at most one of them.
+/// Whether the plain ALU instruction `x`, which writes no EXEC ([`writes_exec`], checked once
+/// per filler by the caller), may move from after `p` to before it: no register dependence
+/// either way, no EXEC write by `p` (every VALU reads EXEC), and SCC touched by at most one of
+/// them.
 fn may_pass(x: &Inst, p: &Inst) -> bool {
-    let writes_exec = |i: &Inst| {
-        is_cmpx(i)
-            || accesses(i)
-                .iter()
-                .any(|&(u, _, _, w)| w && EXEC.contains(&u))
-    };
     let no_scc = |i: &Inst| keeps_scc(i) && !reads_scc(i);
-    (no_scc(x) || no_scc(p)) && !writes_exec(x) && !writes_exec(p) && !conflicts(x, p)
+    (no_scc(x) || no_scc(p)) && !writes_exec(p) && !conflicts(x, p)
+}
+
+/// Whether `i` writes EXEC: as an operand, or `v_cmpx`'s implicit write.
+fn writes_exec(i: &Inst) -> bool {
+    is_cmpx(i)
+        || accesses(i)
+            .iter()
+            .any(|&(u, _, _, w)| w && EXEC.contains(&u))
 }
