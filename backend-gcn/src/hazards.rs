@@ -144,7 +144,7 @@ impl UnitStamps {
 /// block), as a stamp on a wait-state clock (`now`; `NEVER`: long ago). The distance of an
 /// event is `now - stamp`; distances of [`HORIZON`] or more do not matter to any rule and
 /// count as `FAR`.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(PartialEq, Eq)]
 struct Dist {
     now: u32,
     u: Vec<UnitStamps>,
@@ -154,6 +154,30 @@ struct Dist {
     setreg: u32,
     /// A DGEMM (`v_mfma_f64_*`) issued.
     dgemm: u32,
+}
+
+impl Clone for Dist {
+    fn clone(&self) -> Dist {
+        let mut d = Dist {
+            u: Vec::new(),
+            ..*self
+        };
+        d.u.extend_from_slice(&self.u);
+        d
+    }
+
+    /// In `self`'s buffer: the fixed point loads each visited block's entry state into one
+    /// working state instead of allocating a copy per visit.
+    fn clone_from(&mut self, o: &Dist) {
+        self.u.clear();
+        self.u.extend_from_slice(&o.u);
+        self.now = o.now;
+        self.valu_exec = o.valu_exec;
+        self.cmpx_exec = o.cmpx_exec;
+        self.salu_m0 = o.salu_m0;
+        self.setreg = o.setreg;
+        self.dgemm = o.dgemm;
+    }
 }
 
 impl Dist {
@@ -194,6 +218,10 @@ impl Dist {
             }
         };
         for u in &mut self.u {
+            // Most units have no event within the horizon: nothing to re-base.
+            if u.stamps().iter().all(|&x| x == NEVER) {
+                continue;
+            }
             for x in u.stamps_mut() {
                 *x = re(*x);
             }
@@ -237,6 +265,10 @@ impl Dist {
     fn merge(&mut self, o: &Dist) -> bool {
         let mut changed = false;
         for (a, b) in self.u.iter_mut().zip(&o.u) {
+            // Equal on both paths (most units, often all `NONE`): the join is either.
+            if *a == *b {
+                continue;
+            }
             let before = *a;
             for (x, y) in a.stamps_mut().into_iter().zip(b.stamps()) {
                 *x = (*x).max(y);
@@ -786,17 +818,17 @@ fn nops(mut n: u32) -> Vec<Inst> {
     out
 }
 
-/// Runs one block from `d`; with `out`, materializes the `s_nop`s. Returns wait states added.
-fn run_block(
+/// Runs one block (its instructions in order, with their facts) from `d`; with `out`,
+/// materializes the `s_nop`s. Returns wait states added.
+fn run_block<'a>(
     d: &mut Dist,
     map: &[u32],
-    facts: &[Facts],
-    insts: &[Inst],
+    block: impl IntoIterator<Item = (&'a Facts, &'a Inst)>,
     target: Target,
     mut out: Option<&mut Vec<Inst>>,
 ) -> u32 {
     let mut added = 0;
-    for (k, f) in facts.iter().enumerate() {
+    for (f, inst) in block {
         let n = required(d, map, f, target);
         if n > 0 {
             added += n;
@@ -819,7 +851,7 @@ fn run_block(
         d.advance(f.wait_states);
         record(d, map, f);
         if let Some(o) = out.as_deref_mut() {
-            o.push(insts[k].clone());
+            o.push(inst.clone());
         }
     }
     added
@@ -829,6 +861,11 @@ fn run_block(
 /// or SALU instruction (no memory, control, lane, DPP, MFMA, EXEC or M0 side effects beyond its
 /// operands).
 fn is_plain_filler(inst: &Inst) -> bool {
+    is_plain_filler_with(inst, &accesses(inst))
+}
+
+/// [`is_plain_filler`] given `inst`'s [`accesses`].
+fn is_plain_filler_with(inst: &Inst, acc: &Accesses) -> bool {
     let name = inst.op.name();
     let plain_valu = is_valu(inst)
         && !is_mfma(inst)
@@ -843,7 +880,7 @@ fn is_plain_filler(inst: &Inst) -> bool {
         && !inst.op.name_has(name_facts::MOVREL)
         && !name.starts_with("s_setreg")
         && !name.starts_with("s_getreg");
-    (plain_valu || plain_salu) && !accesses(inst).iter().any(|&(u, ..)| u == M0)
+    (plain_valu || plain_salu) && !acc.iter().any(|&(u, ..)| u == M0)
 }
 
 /// Instructions that neither read nor write SCC: every VALU, and the SALU moves.
@@ -865,17 +902,25 @@ fn reads_scc(inst: &Inst) -> bool {
 
 /// Whether `a` writes a register unit `b` touches, or reads one `b` writes.
 fn conflicts(a: &Inst, b: &Inst) -> bool {
-    // A load to LDS names a data VGPR it does not write.
-    let real = |i: &Inst| {
-        let mut acc = accesses(i);
-        if is_vmem(i) && i.mods.lds {
-            for x in acc.iter_mut().filter(|x| x.0 >= V_BASE) {
-                x.3 = false;
-            }
+    conflicts_in(
+        &real_accesses(a, accesses(a)),
+        &real_accesses(b, accesses(b)),
+    )
+}
+
+/// `i`'s accesses `acc` ([`accesses`]) as [`conflicts`] sees them: a load to LDS names a data
+/// VGPR it does not write.
+fn real_accesses(i: &Inst, mut acc: Accesses) -> Accesses {
+    if is_vmem(i) && i.mods.lds {
+        for x in acc.iter_mut().filter(|x| x.0 >= V_BASE) {
+            x.3 = false;
         }
-        acc
-    };
-    let (aa, bb) = (real(a), real(b));
+    }
+    acc
+}
+
+/// [`conflicts`] of two instructions given their [`real_accesses`].
+fn conflicts_in(aa: &Accesses, bb: &Accesses) -> bool {
     aa.iter().any(|&(u, _, r, w)| {
         bb.iter()
             .any(|&(v, _, r2, w2)| u == v && ((w && (r2 || w2)) || (r && w2)))
@@ -972,14 +1017,15 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     let mut counted: Vec<Option<u32>> = vec![None; n];
     let mut work = std::collections::VecDeque::from([0usize]);
     queued[0] = true;
+    let fresh = Dist::new(k);
+    let mut d = fresh.clone();
     while let Some(b) = work.pop_front() {
         queued[b] = false;
-        let mut d = entry[b].clone().unwrap_or_else(|| Dist::new(k));
+        d.clone_from(entry[b].as_ref().unwrap_or(&fresh));
         counted[b] = Some(run_block(
             &mut d,
             &map,
-            &facts[b],
-            &f.blocks[b].insts,
+            facts[b].iter().zip(&f.blocks[b].insts),
             target,
             None,
         ));
@@ -1003,12 +1049,22 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
         }
     }
     let mut total = 0;
+    // The filled order of a block, as indices into its instructions.
+    let mut order = Vec::new();
     for (b, block) in f.blocks.iter_mut().enumerate() {
-        let d0 = || entry[b].clone().unwrap_or_else(|| Dist::new(k));
+        let d0 = || entry[b].clone().unwrap_or_else(|| fresh.clone());
+        let facts = &facts[b];
         // First count (known from the last visit for a reached block); rebuild the block only
         // when it needs an `s_nop`.
-        let needed = counted[b]
-            .unwrap_or_else(|| run_block(&mut d0(), &map, &facts[b], &block.insts, target, None));
+        let needed = counted[b].unwrap_or_else(|| {
+            run_block(
+                &mut d0(),
+                &map,
+                facts.iter().zip(&block.insts),
+                target,
+                None,
+            )
+        });
         if needed == 0 {
             continue;
         }
@@ -1017,24 +1073,20 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
         let mut waits = run_block(
             &mut d,
             &map,
-            &facts[b],
-            &block.insts,
+            facts.iter().zip(&block.insts),
             target,
             Some(&mut out),
         );
         // The block's `s_nop`s filled by later instructions where that is shorter and leaves
         // no write nearer the block's end than the old order did (the successors' entry
         // states, and so their padding, then still hold).
-        let mut insts = block.insts.clone();
-        if fill_block(&mut d0(), &map, &mut insts, target) > 0 {
-            let filled_facts: Vec<Facts> = insts.iter().map(|i| Facts::of(i, target)).collect();
+        if fill_block(&mut d0(), &map, facts, &block.insts, &mut order, target) > 0 {
             let mut filled_end = d0();
-            let mut filled = Vec::with_capacity(insts.len() + 4);
+            let mut filled = Vec::with_capacity(block.insts.len() + 4);
             let filled_waits = run_block(
                 &mut filled_end,
                 &map,
-                &filled_facts,
-                &insts,
+                order.iter().map(|&i| (&facts[i], &block.insts[i])),
                 target,
                 Some(&mut filled),
             );
@@ -1065,62 +1117,102 @@ const FILL_WINDOW: usize = 32;
 /// instruction it passes ([`may_pass`]), neither writes a register the other touches nor
 /// reads one the other writes, neither writes EXEC, and only one of the two touches SCC. The
 /// passed instructions after `r` are ALU instructions, so no `s_waitcnt` is passed: every wait
-/// before `x` stays before it. Returns the moves made.
-fn fill_block(d: &mut Dist, map: &[u32], insts: &mut Vec<Inst>, target: Target) -> usize {
+/// before `x` stays before it. The new order goes to `order` (indices into `insts`, whose
+/// [`Facts`] are `facts`); returns the moves made.
+fn fill_block(
+    d: &mut Dist,
+    map: &[u32],
+    facts: &[Facts],
+    insts: &[Inst],
+    order: &mut Vec<usize>,
+    target: Target,
+) -> usize {
+    // What the search asks of each instruction, once per instruction: it compares every
+    // candidate filler with each instruction it would pass.
+    let fill: Vec<FillFacts> = insts
+        .iter()
+        .zip(facts)
+        .map(|(i, f)| FillFacts::of(i, f))
+        .collect();
+    order.clear();
+    order.extend(0..insts.len());
     let mut moved = 0;
     let mut k = 0;
-    while k < insts.len() {
-        let fr = Facts::of(&insts[k], target);
-        let mut n = required(d, map, &fr, target);
+    while k < order.len() {
+        let fr = &facts[order[k]];
+        let mut n = required(d, map, fr, target);
         while n > 0 {
-            let end = insts.len().min(k + 1 + FILL_WINDOW);
+            let end = order.len().min(k + 1 + FILL_WINDOW);
             let mut pick = None;
             for j in k + 1..end {
-                let x = &insts[j];
-                if is_plain_filler(x)
-                    && !writes_exec(x)
-                    && insts[k..j].iter().all(|p| may_pass(x, p))
-                    && required(d, map, &Facts::of(x, target), target) == 0
+                let x = &fill[order[j]];
+                if x.plain
+                    && !x.writes_exec
+                    && order[k..j].iter().all(|&p| may_pass(x, &fill[p]))
+                    && required(d, map, &facts[order[j]], target) == 0
                 {
                     pick = Some(j);
                     break;
                 }
                 // Only ALU instructions are passed (no wait, memory access or control).
-                if !is_plain_filler(x) && !is_valu(x) && !is_salu(x) {
+                if !x.alu {
                     break;
                 }
             }
             let Some(j) = pick else { break };
-            let x = insts.remove(j);
-            let fx = Facts::of(&x, target);
+            let x = order.remove(j);
+            let fx = &facts[x];
             d.advance(fx.wait_states);
-            record(d, map, &fx);
-            insts.insert(k, x);
+            record(d, map, fx);
+            order.insert(k, x);
             k += 1;
             moved += 1;
-            n = required(d, map, &fr, target);
+            n = required(d, map, fr, target);
         }
         d.advance(n);
         d.advance(fr.wait_states);
-        record(d, map, &fr);
+        record(d, map, fr);
         k += 1;
     }
     moved
 }
 
-/// Whether the plain ALU instruction `x`, which writes no EXEC ([`writes_exec`], checked once
-/// per filler by the caller), may move from after `p` to before it: no register dependence
-/// either way, no EXEC write by `p` (every VALU reads EXEC), and SCC touched by at most one of
-/// them.
-fn may_pass(x: &Inst, p: &Inst) -> bool {
-    let no_scc = |i: &Inst| keeps_scc(i) && !reads_scc(i);
-    (no_scc(x) || no_scc(p)) && !writes_exec(p) && !conflicts(x, p)
+/// What [`fill_block`] asks of one instruction.
+struct FillFacts {
+    /// [`is_plain_filler`].
+    plain: bool,
+    /// A VALU or SALU instruction (every plain filler is one).
+    alu: bool,
+    /// [`writes_exec`].
+    writes_exec: bool,
+    /// Neither reads nor writes SCC.
+    no_scc: bool,
+    /// [`real_accesses`], for [`conflicts_in`].
+    real: Accesses,
 }
 
-/// Whether `i` writes EXEC: as an operand, or `v_cmpx`'s implicit write.
-fn writes_exec(i: &Inst) -> bool {
-    is_cmpx(i)
-        || accesses(i)
-            .iter()
-            .any(|&(u, _, _, w)| w && EXEC.contains(&u))
+impl FillFacts {
+    fn of(inst: &Inst, f: &Facts) -> FillFacts {
+        FillFacts {
+            plain: is_plain_filler_with(inst, &f.acc),
+            alu: f.valu || f.salu,
+            writes_exec: writes_exec(inst, &f.acc),
+            no_scc: keeps_scc(inst) && !reads_scc(inst),
+            real: real_accesses(inst, f.acc.clone()),
+        }
+    }
+}
+
+/// Whether the plain ALU instruction `x`, which writes no EXEC (checked once per filler by the
+/// caller), may move from after `p` to before it: no register dependence either way
+/// ([`conflicts`]), no EXEC write by `p` (every VALU reads EXEC), and SCC touched by at most
+/// one of them.
+fn may_pass(x: &FillFacts, p: &FillFacts) -> bool {
+    (x.no_scc || p.no_scc) && !p.writes_exec && !conflicts_in(&x.real, &p.real)
+}
+
+/// Whether `i` (with its [`accesses`] `acc`) writes EXEC: as an operand, or `v_cmpx`'s implicit
+/// write.
+fn writes_exec(i: &Inst, acc: &Accesses) -> bool {
+    is_cmpx(i) || acc.iter().any(|&(u, _, _, w)| w && EXEC.contains(&u))
 }

@@ -241,7 +241,7 @@ const NONE: u8 = u8::MAX;
 /// after the pending operation that writes it (`NONE`: nothing pending). At a CFG join the
 /// minimum over predecessors is kept (fewest younger operations = strongest wait), which is also
 /// the union of pending registers since `NONE` is the largest value.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(PartialEq, Eq)]
 struct Brackets {
     vm: Vec<u8>,
     lds: Vec<u8>,
@@ -298,6 +298,33 @@ fn retire(slots: &mut [u8], n: u8) {
     }
 }
 
+impl Clone for Brackets {
+    fn clone(&self) -> Brackets {
+        Brackets {
+            vm: self.vm.clone(),
+            lds: self.lds.clone(),
+            ool: self.ool.clone(),
+            exp: self.exp.clone(),
+            ..*self
+        }
+    }
+
+    /// In `self`'s buffers: the fixed point loads each visited block's entry state into one
+    /// working state instead of allocating four vectors per visit.
+    fn clone_from(&mut self, o: &Brackets) {
+        self.vm.clone_from(&o.vm);
+        self.lds.clone_from(&o.lds);
+        self.ool.clone_from(&o.ool);
+        self.exp.clone_from(&o.exp);
+        self.vm_out = o.vm_out;
+        self.lds_out = o.lds_out;
+        self.ool_out = o.ool_out;
+        self.exp_out = o.exp_out;
+        self.vm_lds = o.vm_lds;
+        self.ds_region = o.ds_region;
+    }
+}
+
 impl Brackets {
     /// Nothing pending, over the first `units` register units ([`units_named`]).
     fn new(units: usize) -> Brackets {
@@ -315,21 +342,29 @@ impl Brackets {
         }
     }
 
-    fn merge(&mut self, o: &Brackets) {
+    /// Joins `o` into `self`; whether `self` changed (told as it goes: the fixed point copied
+    /// the state before each join to compare).
+    fn merge(&mut self, o: &Brackets) -> bool {
+        let mut changed = false;
         for i in 0..self.vm.len() {
-            self.vm[i] = self.vm[i].min(o.vm[i]);
-            self.lds[i] = self.lds[i].min(o.lds[i]);
-            self.ool[i] |= o.ool[i];
-            self.exp[i] = self.exp[i].min(o.exp[i]);
+            let (vm, lds) = (self.vm[i].min(o.vm[i]), self.lds[i].min(o.lds[i]));
+            let (ool, exp) = (self.ool[i] | o.ool[i], self.exp[i].min(o.exp[i]));
+            changed |= vm != self.vm[i] || lds != self.lds[i];
+            changed |= ool != self.ool[i] || exp != self.exp[i];
+            (self.vm[i], self.lds[i], self.ool[i], self.exp[i]) = (vm, lds, ool, exp);
         }
+        let outs = (self.vm_out, self.lds_out, self.ool_out, self.exp_out);
         self.vm_out = self.vm_out.max(o.vm_out);
         self.lds_out = self.lds_out.max(o.lds_out);
         self.ool_out |= o.ool_out;
         self.exp_out = self.exp_out.max(o.exp_out);
+        changed |= outs != (self.vm_out, self.lds_out, self.ool_out, self.exp_out);
+        let regions = (self.vm_lds, self.ds_region);
         for r in 0..REGIONS {
             self.vm_lds[r] = self.vm_lds[r].min(o.vm_lds[r]);
             self.ds_region[r] = self.ds_region[r].min(o.ds_region[r]);
         }
+        changed || regions != (self.vm_lds, self.ds_region)
     }
 
     fn any_lds_pending(&self) -> bool {
@@ -759,10 +794,12 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     let mut work = std::collections::VecDeque::new();
     work.push_back(0usize);
     queued[0] = true;
+    let fresh = Brackets::new(units);
+    let mut s = fresh.clone();
     while let Some(b) = work.pop_front() {
         queued[b] = false;
         stats.iterations += 1;
-        let mut s = entry[b].clone().unwrap_or_else(|| Brackets::new(units));
+        s.clone_from(entry[b].as_ref().unwrap_or(&fresh));
         for (k, inst) in f.blocks[b].insts.iter().enumerate() {
             s.step(
                 inst,
@@ -779,11 +816,7 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
                 continue;
             }
             let changed = match &mut entry[si] {
-                Some(e) => {
-                    let before = e.clone();
-                    e.merge(&s);
-                    *e != before
-                }
+                Some(e) => e.merge(&s),
                 slot @ None => {
                     *slot = Some(s.clone());
                     true
@@ -797,14 +830,19 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     }
     // Materialize the waits from the fixed-point entry states.
     for (b, block) in f.blocks.iter_mut().enumerate() {
-        let mut s = entry[b].clone().unwrap_or_else(|| Brackets::new(units));
+        s.clone_from(entry[b].as_ref().unwrap_or(&fresh));
         // Room for a wait before every other instruction: growing copied the block.
         let mut out = Vec::with_capacity(block.insts.len() * 3 / 2 + 4);
-        let insts = std::mem::take(&mut block.insts);
-        for (k, inst) in insts.iter().enumerate() {
+        // Each instruction moves to `out` (the next one is only looked at).
+        let mut insts = std::mem::take(&mut block.insts)
+            .into_iter()
+            .enumerate()
+            .peekable();
+        while let Some((k, owned)) = insts.next() {
+            let inst = &owned;
             let after = |k: usize| after_barrier.get(&(b, k)).and_then(|x| x.as_ref());
             let mut w = s.step(inst, acc.of(b, k), target, after(k));
-            if let Some(next) = insts.get(k + 1).filter(|_| !w.is_empty()) {
+            if let Some((_, next)) = insts.peek().filter(|_| !w.is_empty()) {
                 // The next instruction's wait on the other counters goes into this one (one
                 // `s_waitcnt`, the later wait one instruction early) when this instruction
                 // issues nothing the next could be waiting for.
@@ -832,7 +870,7 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
                 }
                 out.push(w.inst(target));
             }
-            out.push(inst.clone());
+            out.push(owned);
         }
         let w = s.needed_at_end(&block.term, flush[b].as_deref());
         if !w.is_empty() {
