@@ -650,53 +650,22 @@ fn allocator(
 
 /// `sel`'s schedule for `bound` allocated under `ra`'s budgets, before the post-allocation
 /// peepholes ([`with_peepholes`]: only the allocation a budget keeps needs them; they change
-/// no register counts). When the schedule's VGPR peak is what the allocation had to fit
-/// (it names as many VGPRs, or spills), the schedule with its peak lowered by
-/// [`crate::remat`] is allocated too, and taken when it is worth its copies ([`remat_pays`]).
+/// no register counts).
 fn allocated(
     sel: &Selected,
     bound: Option<u32>,
     ra: &RegallocOptions,
     t: &mut StageTimings,
 ) -> Result<Alloc, CompileError> {
-    let s = scheduled_cached(sel, bound, ra.run_checker, t)?;
-    let key = (s.first, ra.vgpr_budget, ra.sgpr_budget, ra.run_checker);
+    let first = scheduled_cached(sel, bound, ra.run_checker, t)?.first;
+    let key = (first, ra.vgpr_budget, ra.sgpr_budget, ra.run_checker);
     memo(&sel.by_schedule, key, || {
         let a = allocator(sel, bound, ra.run_checker, t)?;
         let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
-        let p = timed(&mut t.regalloc, || {
+        Ok(Alloc::new(timed(&mut t.regalloc, || {
             a.allocate(ra.vgpr_budget, ra.sgpr_budget)
-        })?;
-        if p.usage.vgprs >= s.pressure || p.usage.spill_insts > 0 {
-            let mut mf = s.mf.clone();
-            if timed(&mut t.schedule, || crate::remat::rematerialise(&mut mf)) > 0 {
-                if ra.run_checker {
-                    verify_mir(&mf, "rematerialisation", t)?;
-                }
-                let q = timed(&mut t.regalloc, || {
-                    crate::regalloc::allocate(&mf, ra).ok()
-                });
-                if let Some(q) = q.filter(|q| remat_pays(q, &p)) {
-                    return Ok(Alloc::new(q));
-                }
-            }
-        }
-        Ok(Alloc::new(p))
+        })?))
     })
-}
-
-/// Whether allocation `q` of the rematerialised schedule is worth its copies (one vector ALU
-/// instruction each, per execution) against `p` of the schedule as it was: it keeps no more
-/// in memory and either spills fewer instructions' worth or allows more waves per SIMD. A
-/// VGPR saved otherwise buys nothing on the models, which charge registers only through
-/// occupancy, while a copy in a loop costs its issue on every trip: vector_add_persistent,
-/// 7 → 6 VGPRs at 8 waves either way, was 1.0% slower on `mi300x` (6 waves, latency-bound:
-/// the copy must follow the loads' wait, which is where the peak is).
-fn remat_pays(q: &PhysFunction, p: &PhysFunction) -> bool {
-    let target = p.abi.target;
-    let waves = |x: &PhysFunction| target.waves_per_simd_for_registers(x.usage.budget_registers());
-    memory_spills(q) <= memory_spills(p)
-        && (q.usage.spill_insts < p.usage.spill_insts || waves(q) > waves(p))
 }
 
 /// `r` with the post-allocation peepholes run (timed with the allocation whose moves they

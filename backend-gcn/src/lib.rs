@@ -18,7 +18,6 @@ pub mod mir_verify;
 pub mod peephole;
 pub mod phys;
 pub mod regalloc;
-pub mod remat;
 pub mod schedule;
 pub mod target;
 pub mod waitcnt;

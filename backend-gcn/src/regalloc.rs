@@ -78,7 +78,7 @@ use crate::phys::{PhysBlock, PhysFunction, PhysTerminator, RegUsage};
 use crate::Target;
 
 use prep::{kind_of, Kind, Prepared};
-pub(crate) use prep::{liveness, writes_exec, BitSet, Liveness};
+pub(crate) use prep::{liveness, BitSet, Liveness};
 
 /// Options of [`allocate`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
