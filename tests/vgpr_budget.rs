@@ -580,52 +580,6 @@ fn bounded_schedules_without_pairs_fit_regalloc2s_two_classes() {
     assert!(with_pairs > 0, "no kernel with VGPR pairs checked");
 }
 
-/// No compile allocates a schedule that keeps more singles live than regalloc2's two classes
-/// hold when one bounded to them exists: hash_lanes' and hash_lanes_wide's latency schedules keep
-/// 170 and 212 singles live, and a tune of either (the default and every gfx942 level from one
-/// selected kernel) allocates only schedules within 128 (the latency schedule's allocation was
-/// a spilling regalloc2 run over both full classes, a tenth of hash_lanes_wide's tune), with
-/// hash_lanes' 5 and hash_lanes_wide's 4 regalloc2 runs in all (6 and 5 before). The default's
-/// code is still level 4's (the level the default policy took from the latency schedule).
-#[test]
-fn no_schedule_beyond_regalloc2s_classes_is_allocated() {
-    use kjit_backend_gcn::compile::{allocated_schedules, compile_selected, select_kernel};
-    use kjit_backend_gcn::regalloc::two_class_singles;
-    use kjit_backend_gcn::schedule::{schedule_bounded, vgpr_pressure};
-    let t = kjit_backend_gcn::Target::Gfx942;
-    for (name, runs) in [("hash_lanes", 5), ("hash_lanes_wide", 4)] {
-        let spec = kjit_kernels::find(name).expect("in the library");
-        let func = (spec.build)().expect("builds");
-        let opts = CompileOptions::default();
-        let sel = select_kernel(&func, t, &opts).expect("selects");
-        let mut latency =
-            kjit_backend_gcn::isel::select(&kjit_ir::opt::optimize(&func).0, t).expect("selects");
-        let held = two_class_singles(&latency).expect("no VGPR pairs");
-        schedule_bounded(&mut latency, None);
-        assert!(vgpr_pressure(&latency) > held, "{name}: nothing to check");
-        let mut codes = Vec::new();
-        for level in std::iter::once(None).chain((1..=t.max_waves_per_simd()).map(Some)) {
-            let k = compile_selected(
-                &sel,
-                &CompileOptions {
-                    occupancy: level,
-                    ..opts
-                },
-            )
-            .unwrap_or_else(|e| panic!("{name} {level:?}: {e}"));
-            codes.push(k.code_object);
-        }
-        assert_eq!(codes[0], codes[4], "{name}: the default is level 4's code");
-        let allocated = allocated_schedules(&sel);
-        assert!(
-            allocated.iter().all(|&(p, _)| p <= held),
-            "{name}: {allocated:?}"
-        );
-        let made: usize = allocated.iter().map(|a| a.1).sum();
-        assert_eq!(made, runs, "{name}: {allocated:?}");
-    }
-}
-
 /// (instructions but the terminators, `s_waitcnt`s, VGPRs) of allocated code.
 fn counts(p: &kjit_backend_gcn::phys::PhysFunction) -> (usize, usize, u32) {
     let insts = p.blocks.iter().flat_map(|b| &b.insts);

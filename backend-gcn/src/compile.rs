@@ -493,8 +493,8 @@ fn check_budgets(
 fn schedule_limits(sel: &Selected, budget: u32) -> Vec<u32> {
     const REGALLOC2_CLASS: u32 = 64;
     let mut high = budget - budget / 8;
-    if let Some(held) = held_bound(sel) {
-        high = high.min(held);
+    if let Some(held) = crate::regalloc::two_class_singles(&sel.mf) {
+        high = high.min(held - held / 8);
     }
     let low = high.min(REGALLOC2_CLASS - REGALLOC2_CLASS / 8);
     let mut limits = vec![high, (high + low) / 2, low];
@@ -502,37 +502,11 @@ fn schedule_limits(sel: &Selected, budget: u32) -> Vec<u32> {
     limits
 }
 
-/// The bound on live VGPRs under which `sel`'s schedules keep no more singles live than
-/// regalloc2's two classes hold ([`crate::regalloc::two_class_singles`], less an eighth as in
-/// [`schedule_limits`]); `None` in a function with VGPR pairs.
-fn held_bound(sel: &Selected) -> Option<u32> {
-    crate::regalloc::two_class_singles(&sel.mf).map(|held| held - held / 8)
-}
-
 /// The bounds on live VGPRs the compile driver schedules `sel`'s code with under VGPR budget
 /// `budget` before any guided bound, highest first ([`schedule_limits`]). For tests.
 #[doc(hidden)]
 pub fn schedule_bounds(sel: &Selected, budget: u32) -> Vec<u32> {
     schedule_limits(sel, budget)
-}
-
-/// The VGPR pressure of every schedule of `sel` allocated so far (each schedule's
-/// [`Allocator`] is made once), with the regalloc2 runs made for it, in order of pressure.
-/// For tests.
-#[doc(hidden)]
-pub fn allocated_schedules(sel: &Selected) -> Vec<(u32, usize)> {
-    let allocators = sel.allocators.lock().map(|c| c.clone()).unwrap_or_default();
-    let schedules = sel.schedules.lock().map(|c| c.clone()).unwrap_or_default();
-    let mut v: Vec<(u32, usize)> = allocators
-        .iter()
-        .filter_map(|((first, _), a)| {
-            let s = schedules.values().find(|s| s.first == *first)?;
-            let runs = a.as_ref().as_ref().map_or(0, Allocator::runs_made);
-            Some((s.pressure, runs))
-        })
-        .collect();
-    v.sort_unstable();
-    v
 }
 
 /// Guided bounds [`allocate_in_budget`] tries at most (each one schedule and one allocation).
@@ -601,16 +575,6 @@ fn scheduled(
 /// its [`Allocator`] and regalloc2 runs; when the blocks' orders already equal an earlier
 /// schedule's, the code is not copied, reordered and compared again (hash_lanes' tune: 10
 /// bounds, 5 distinct schedules).
-///
-/// The latency schedule (`vgpr_limit` `None`) of a function without VGPR pairs that keeps more
-/// singles live than regalloc2's two classes hold ([`crate::regalloc::two_class_singles`]) is
-/// the schedule bounded to what they hold ([`held_bound`]) when that one's pressure is within
-/// them: allocated, the latency schedule would spill the excess from both full classes,
-/// regalloc2's costliest run, and keep it in spill slots with moves to and from them, to give
-/// code that every compile then compares with the bounded schedules' (as [`schedule_limits`]
-/// keeps every bounded schedule within the classes). hash_lanes_wide's latency schedule keeps
-/// 212 singles live: its allocation was a tenth of a tune's compile (gfx942, 9 candidates),
-/// and the default compile took the schedule bounded at 112 anyway (as occupancy level 4).
 fn scheduled_cached(
     sel: &Selected,
     vgpr_limit: Option<u32>,
@@ -649,17 +613,6 @@ fn scheduled_cached(
                 }
             }
         }
-    };
-    let s = match vgpr_limit.is_none().then(|| held_bound(sel)).flatten() {
-        Some(bound) if s.pressure > crate::regalloc::TWO_CLASS_SINGLES => {
-            let capped = scheduled_cached(sel, Some(bound), check, t)?;
-            if capped.pressure <= crate::regalloc::TWO_CLASS_SINGLES {
-                capped
-            } else {
-                s
-            }
-        }
-        _ => s,
     };
     if let Ok(mut c) = sel.schedules.lock() {
         c.insert(key, s.clone());

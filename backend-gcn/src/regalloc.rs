@@ -246,12 +246,8 @@ pub fn two_class_singles(mf: &MachineFunction) -> Option<u32> {
         .vregs
         .values()
         .any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
-    (!has_pairs).then_some(TWO_CLASS_SINGLES)
+    (!has_pairs).then_some(2 * 64)
 }
-
-/// What [`two_class_singles`] gives a function without VGPR pairs: `Float` and `Vector`, 64
-/// registers each.
-pub const TWO_CLASS_SINGLES: u32 = 2 * 64;
 
 /// The part of an allocation of one machine function that no VGPR budget changes:
 /// preparation, liveness, the tuple webs and the SGPR probe layout, the regalloc2 view, and
@@ -450,17 +446,6 @@ impl Allocator {
             .one_class
             .get_or_init(|| Self::with_classes(mf, self.run_checker, false).map(Box::new));
         a.as_ref().map(|a| &**a).map_err(Clone::clone)
-    }
-
-    /// regalloc2 runs made so far, with those of [`Allocator::one_class`]'s allocator. For
-    /// tests.
-    pub(crate) fn runs_made(&self) -> usize {
-        let own = self.runs.lock().map_or(0, |m| m.len());
-        let one = match self.one_class.get() {
-            Some(Ok(a)) => a.runs_made(),
-            _ => 0,
-        };
-        own + one
     }
 
     fn ra_opts(&self) -> ra::RegallocOptions {
