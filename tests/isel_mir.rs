@@ -625,6 +625,59 @@ fn a_masked_index_selects_its_byte_offset_with_the_shift_and_add_folded() {
 }
 
 #[test]
+fn masked_stores_of_one_mask_share_one_narrowed_exec() {
+    // Four stores at `select(x < n, i, MAX)` (dropped where `x >= n`), then one unmasked. The
+    // first store's value `x * 7` is made before the second and read by the unmasked store, so
+    // it cannot run under the narrowed EXEC: the first store keeps its `v_cndmask_b32` and the
+    // other three (three distinct indices pay for the two EXEC writes) share one
+    // `s_and_saveexec_b64` … `s_mov_b64 exec`; on the device as in the interpreter.
+    let k = KernelBuilder::new("masked_stores");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let x = k.local_id(Dim::X);
+    let own = x.lt(n);
+    let outside = k.lit(u32::MAX);
+    k.store(&dst, k.select(own, x, outside), x);
+    let a = x * 7u32;
+    for r in 1..4u32 {
+        k.store(&dst, k.select(own, x + 64 * r, outside), a + r);
+    }
+    k.store(&dst, x + 256u32, a);
+    let f = k.finish().unwrap();
+    let dev = kjit_runtime::emu::GcnEmulator::new();
+    for t in ALL_TARGETS {
+        let k = compile(&f, t, &CompileOptions::default()).unwrap();
+        let a = &k.asm;
+        assert_eq!(a.matches("s_and_saveexec_b64").count(), 1, "{t}\n{a}");
+        assert_eq!(a.matches("s_mov_b64 exec,").count(), 1, "{t}\n{a}");
+        assert_eq!(a.matches(", -4, v").count(), 1, "{t}\n{a}");
+        for n in [0u32, 1, 37, 64, 100] {
+            let args = vec![
+                kjit_kernels::poisoned(kjit_ir::ElemType::U32, 320),
+                Arg::U32(n),
+            ];
+            let (got, want) = device_and_interpreter(&dev, &k, &f, args, 64, 0);
+            assert_eq!(got, want, "{t} n={n}");
+        }
+    }
+    // Two masked stores: the region would cost what it saves, so both keep their selects.
+    let k = KernelBuilder::new("two_masked_stores");
+    let dst = k.buffer_mut::<u32>("dst");
+    let n = k.arg::<u32>("n");
+    let x = k.local_id(Dim::X);
+    let own = x.lt(n);
+    let outside = k.lit(u32::MAX);
+    k.store(&dst, k.select(own, x, outside), x);
+    k.store(&dst, k.select(own, x + 64u32, outside), x + 1u32);
+    let f = k.finish().unwrap();
+    for t in ALL_TARGETS {
+        let a = asm(&f, t);
+        assert!(!a.contains("saveexec"), "{t}\n{a}");
+        assert_eq!(a.matches(", -4, v").count(), 2, "{t}\n{a}");
+    }
+}
+
+#[test]
 fn a_divisor_that_cannot_be_zero_has_no_zero_check() {
     // `x / max(d, 1)` and `x % max(d, 1)`: no compare of the divisor with 0 and no choice of
     // all ones (`x / d` keeps both); the results match the interpreter for d = 0, 1, 7.

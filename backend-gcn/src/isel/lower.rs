@@ -224,7 +224,11 @@ impl Isel<'_> {
                 index,
                 offset,
                 values,
-            } => self.store(mem, index, offset, &values)?,
+            } => {
+                // In a masked-store region EXEC drops the lanes the index's `select` would.
+                let index = self.region_store_index(i).unwrap_or(index);
+                self.store(mem, index, offset, &values)?
+            }
             InstData::Atomic {
                 op,
                 mem,

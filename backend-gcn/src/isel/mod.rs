@@ -41,6 +41,7 @@ mod lds_dma;
 mod lower;
 mod order;
 mod ssa;
+mod store_masks;
 mod valu;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -390,6 +391,9 @@ pub(crate) struct Isel<'a> {
     /// everywhere (gfx9's VOP3 takes no literal, and rematerialising them per use cost two
     /// SALU instructions per perm inside loops).
     pub(crate) perm_selectors: HashMap<u32, VReg>,
+    /// Masked stores grouped under one narrowed EXEC ([`store_masks`]), and the one open now.
+    store_regions: store_masks::StoreRegions,
+    store_region: Option<store_masks::OpenRegion>,
 }
 
 impl<'a> Isel<'a> {
@@ -458,6 +462,7 @@ impl<'a> Isel<'a> {
         };
         let nvals = func.values.len();
         let (dma_loads, dma_stores) = lds_dma::pairs(func, &uni);
+        let store_regions = store_masks::plan(func, &uni, &dma_loads);
         Ok(Isel {
             func,
             target,
@@ -509,6 +514,8 @@ impl<'a> Isel<'a> {
             entry_offsets: HashMap::default(),
             divrem_cache: HashMap::default(),
             perm_selectors: HashMap::default(),
+            store_regions,
+            store_region: None,
         })
     }
 
@@ -1928,8 +1935,10 @@ impl<'a> Isel<'a> {
             let data = &func.insts[i];
             if data.is_terminator() {
                 self.terminator(b, i)?;
-            } else {
+            } else if !self.lowered_early(i) {
+                self.enter_store_region(i)?;
                 self.lower(i)?;
+                self.leave_store_region(i);
             }
         }
         Ok(())
