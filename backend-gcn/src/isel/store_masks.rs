@@ -96,20 +96,8 @@ fn lane_local(func: &Function, i: Inst, dma_loads: &HashMap<Inst, Inst>) -> bool
         .iter()
         .any(|&r| matches!(func.value_type(r), Type::Frag(_)));
     !frag
-        && match func.insts[i] {
-            InstData::Const { .. }
-            | InstData::Special { .. }
-            | InstData::BufferLen { .. }
-            | InstData::Unary { .. }
-            | InstData::Binary { .. }
-            | InstData::Ternary { .. }
-            | InstData::Cmp { .. }
-            | InstData::Select { .. }
-            | InstData::Convert { .. }
-            | InstData::Bitcast { .. } => true,
-            InstData::Load { .. } => !dma_loads.contains_key(&i),
-            _ => false,
-        }
+        && (pure(func, i)
+            || matches!(func.insts[i], InstData::Load { .. }) && !dma_loads.contains_key(&i))
 }
 
 /// Whether `i` is arithmetic with no memory access: it may be lowered earlier in its block.
