@@ -418,8 +418,16 @@ fn encoded_prologue(
         return Ok(hit);
     }
     let prologue = crate::codeobj::preload::prologue(target, user_sgprs);
-    let mut words = Vec::with_capacity(prologue.len());
-    for inst in &prologue {
+    let mut words: Vec<SmallVec<[u32; 4]>> = Vec::with_capacity(prologue.len());
+    for (k, inst) in prologue.iter().enumerate() {
+        // Most of the prologue is one `s_nop` repeated: an instruction equal to the one
+        // before encodes to the same words (encoding depends only on the instruction and the
+        // target), and a fresh process would otherwise encode each copy on its first compile.
+        if k > 0 && prologue[k - 1] == *inst {
+            let w = words[k - 1].clone();
+            words.push(w);
+            continue;
+        }
         let w = isa::encode(inst, target).map_err(|source| EmitError::Encode {
             block: 0,
             index: usize::MAX,

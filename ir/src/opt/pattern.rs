@@ -14,7 +14,8 @@
 //! right-hand side bottom-up as egg's `apply_pat` did.
 
 use super::lang::{KGraph, Node};
-use egg::{ENodeOrVar, Id, Language, PatternAst, Var};
+use egg::{FromOp, Id, Language};
+use smallvec::SmallVec;
 
 /// Most variables in one left-hand side.
 pub const MAX_VARS: usize = 3;
@@ -44,44 +45,38 @@ enum Slot {
 /// operation over variables.
 pub struct Lhs {
     root: Node,
-    root_slots: Vec<Slot>,
-    inner: Option<(Node, Vec<Slot>)>,
-    /// Variables in binding order (egg's substitution order for these shapes).
-    vars: Vec<Var>,
+    root_slots: Slots,
+    inner: Option<(Node, Slots)>,
+    /// Variables' names (`?a`) in binding order (egg's substitution order for these shapes).
+    vars: SmallVec<[&'static str; MAX_VARS]>,
 }
 
+/// The slots of one operation's operands (at most three).
+type Slots = SmallVec<[Slot; 3]>;
+
 impl Lhs {
-    /// Parses a left-hand side; `None` if it is not of the supported shape.
-    pub fn parse(text: &str) -> Option<Lhs> {
-        Lhs::new(parse_pattern(text)?)
+    /// Parses a left-hand side; `None` if it is malformed or not of the supported shape.
+    pub fn parse(text: &'static str) -> Option<Lhs> {
+        Lhs::new(&parse(text)?)
     }
 
     /// The position of variable `name` (`"?a"`) among the matched operands.
     pub fn var_index(&self, name: &str) -> Option<usize> {
-        let v: Var = name.parse().ok()?;
-        self.vars.iter().position(|w| *w == v)
+        self.vars.iter().position(|w| *w == name)
     }
 
-    /// A left-hand side from its pattern; `None` if it is not of the supported shape.
-    pub fn new(ast: PatternAst<Node>) -> Option<Lhs> {
-        let nodes = ast.as_ref();
-        let ENodeOrVar::ENode(root) = nodes.last()? else {
+    /// A left-hand side from its parsed items; `None` if it is not of the supported shape.
+    fn new(items: &[Item<'static>]) -> Option<Lhs> {
+        let Item::Op(root) = items.last()? else {
             return None;
         };
-        let mut vars: Vec<Var> = Vec::new();
-        let slot_of = |vars: &mut Vec<Var>, v: Var| match vars.iter().position(|w| *w == v) {
-            Some(k) => Slot::Same(k),
-            None => {
-                vars.push(v);
-                Slot::Bind(vars.len() - 1)
-            }
-        };
-        let mut root_slots = Vec::new();
+        let mut vars = SmallVec::new();
+        let mut root_slots = Slots::new();
         let mut inner_at = None;
         for &c in root.children() {
-            match &nodes[usize::from(c)] {
-                ENodeOrVar::Var(v) => root_slots.push(slot_of(&mut vars, *v)),
-                ENodeOrVar::ENode(n) => {
+            match &items[usize::from(c)] {
+                Item::Var(v) => root_slots.push(slot_of(&mut vars, v)),
+                Item::Op(n) => {
                     if inner_at.is_some() {
                         return None;
                     }
@@ -93,11 +88,11 @@ impl Lhs {
         let inner = match inner_at {
             None => None,
             Some(n) => {
-                let mut slots = Vec::new();
+                let mut slots = Slots::new();
                 for &c in n.children() {
-                    match &nodes[usize::from(c)] {
-                        ENodeOrVar::Var(v) => slots.push(slot_of(&mut vars, *v)),
-                        ENodeOrVar::ENode(_) => return None,
+                    match &items[usize::from(c)] {
+                        Item::Var(v) => slots.push(slot_of(&mut vars, v)),
+                        Item::Op(_) => return None,
                     }
                 }
                 // A ground inner operation (all its variables bound by the root) would be
@@ -239,6 +234,17 @@ pub fn root_nodes(g: &KGraph, classes: &ClassNodes, op: &Node, out: &mut Vec<(Id
     }
 }
 
+/// The slot of an occurrence of variable `v`: binds it the first time, compares it after.
+fn slot_of(vars: &mut SmallVec<[&'static str; MAX_VARS]>, v: &'static str) -> Slot {
+    match vars.iter().position(|w| *w == v) {
+        Some(k) => Slot::Same(k),
+        None => {
+            vars.push(v);
+            Slot::Bind(vars.len() - 1)
+        }
+    }
+}
+
 /// Binds or compares the operands `ch` against `slots`; false if a repeated variable differs.
 fn bind(
     slots: &[Slot],
@@ -261,54 +267,86 @@ fn bind(
     true
 }
 
-/// Parses a pattern such as `(add (shl ?a ?b) ?c)` into egg's form (nodes in post-order,
-/// left to right, as egg's own parser orders them). A small parser of its own: egg's goes
-/// through a general s-expression tree of strings and was most of the cost of building the
-/// rule set, which the first compile in a process pays.
-pub fn parse_pattern(text: &str) -> Option<PatternAst<Node>> {
-    fn expr<'a>(
-        t: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
-        out: &mut PatternAst<Node>,
-    ) -> Option<Id> {
-        let tok = t.next()?;
-        if tok == "(" {
-            let op = t.next()?;
-            let mut ch = Vec::new();
-            while t.peek()? != &")" {
-                ch.push(expr(t, out)?);
-            }
-            t.next();
-            let n = <Node as egg::FromOp>::from_op(op, ch).ok()?;
-            Some(out.add(ENodeOrVar::ENode(n)))
-        } else if tok.starts_with('?') {
-            Some(out.add(ENodeOrVar::Var(tok.parse().ok()?)))
-        } else {
-            let n = <Node as egg::FromOp>::from_op(tok, Vec::new()).ok()?;
-            Some(out.add(ENodeOrVar::ENode(n)))
-        }
-    }
-    let mut toks = tokens(text).peekable();
-    let mut out = PatternAst::default();
-    expr(&mut toks, &mut out)?;
-    toks.next().is_none().then_some(out)
+/// One item of a parsed pattern.
+#[derive(Clone, Debug, PartialEq)]
+enum Item<'a> {
+    /// A variable, by its name (`?a`).
+    Var(&'a str),
+    /// An operation whose children index earlier items.
+    Op(Node),
 }
 
-/// The tokens of a pattern: each parenthesis alone, and the runs of other non-space text
-/// (slices of `text`: no spaced copy of it is made).
-fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        rest = rest.trim_start();
-        let len = match rest.bytes().next()? {
-            b'(' | b')' => 1,
-            _ => rest
-                .find(|c: char| c == '(' || c == ')' || c.is_whitespace())
-                .unwrap_or(rest.len()),
+/// A parsed pattern: its items in post-order, left to right (the order of egg's `PatternAst`),
+/// the root last. The longest right-hand side of the rule set has 7 items.
+type Items<'a> = SmallVec<[Item<'a>; 8]>;
+
+/// Parses a pattern such as `(add (shl ?a ?b) ?c)`; `None` if it is malformed.
+///
+/// The rule set is built from these texts on the first optimization of a process, so the first
+/// compile pays for this: the parser walks the bytes once, names variables by slices of the
+/// text (egg's `Var` interns each name in a global symbol table) and allocates nothing but the
+/// operand lists egg's `FromOp` takes.
+fn parse(text: &str) -> Option<Items<'_>> {
+    let mut p = Parser { text, at: 0 };
+    let mut out = Items::new();
+    p.expr(&mut out)?;
+    p.token().is_none().then_some(out)
+}
+
+/// A position in a pattern's text.
+struct Parser<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Parser<'a> {
+    /// The next byte after spaces, not consumed.
+    fn peek(&mut self) -> Option<u8> {
+        let b = self.text.as_bytes();
+        while b.get(self.at).is_some_and(|c| c.is_ascii_whitespace()) {
+            self.at += 1;
+        }
+        b.get(self.at).copied()
+    }
+
+    /// The next token: a parenthesis alone, or a run of other non-space text.
+    fn token(&mut self) -> Option<&'a str> {
+        let text = self.text;
+        let b = text.as_bytes();
+        let first = self.peek()?;
+        let start = self.at;
+        self.at += 1;
+        if !matches!(first, b'(' | b')') {
+            while b
+                .get(self.at)
+                .is_some_and(|&c| !matches!(c, b'(' | b')') && !c.is_ascii_whitespace())
+            {
+                self.at += 1;
+            }
+        }
+        // Tokens end at ASCII bytes or at the end of the text: character boundaries.
+        Some(&text[start..self.at])
+    }
+
+    /// Parses one expression into `out`; its index.
+    fn expr(&mut self, out: &mut Items<'a>) -> Option<Id> {
+        let item = match self.token()? {
+            "(" => {
+                let op = self.token().filter(|t| *t != "(" && *t != ")")?;
+                let mut ch = Vec::with_capacity(3);
+                while self.peek()? != b')' {
+                    ch.push(self.expr(out)?);
+                }
+                self.at += 1;
+                Item::Op(<Node as FromOp>::from_op(op, ch).ok()?)
+            }
+            ")" => return None,
+            var if var.len() > 1 && var.starts_with('?') => Item::Var(var),
+            leaf => Item::Op(<Node as FromOp>::from_op(leaf, Vec::new()).ok()?),
         };
-        let (tok, tail) = rest.split_at(len);
-        rest = tail;
-        Some(tok)
-    })
+        out.push(item);
+        Some(Id::from(out.len() - 1))
+    }
 }
 
 /// A node of a [`Template`].
@@ -330,12 +368,12 @@ impl Template {
     /// Parses `text` with the variables of `lhs`; `None` if it is malformed or uses a variable
     /// the left-hand side does not bind.
     pub fn parse(text: &str, lhs: &Lhs) -> Option<Template> {
-        let ast = parse_pattern(text)?;
-        let mut nodes = Vec::new();
-        for n in ast.as_ref() {
+        let items = parse(text)?;
+        let mut nodes = Vec::with_capacity(items.len());
+        for n in items {
             nodes.push(match n {
-                ENodeOrVar::Var(v) => TNode::Var(lhs.vars.iter().position(|w| w == v)?),
-                ENodeOrVar::ENode(e) => TNode::Op(e.clone()),
+                Item::Var(v) => TNode::Var(lhs.var_index(v)?),
+                Item::Op(e) => TNode::Op(e),
             });
         }
         Some(Template { nodes })
@@ -361,22 +399,71 @@ impl Template {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use egg::{ENodeOrVar, PatternAst};
 
-    /// The parser gives egg's own parse of the same text, however the text is spaced.
+    /// The parser gives egg's own parse of the same text (the same nodes in the same order),
+    /// however the text is spaced.
     #[test]
     fn patterns_parse_as_eggs_parser_does() {
         for (text, plain) in [
             ("(add (shl ?a ?b) ?c)", "(add (shl ?a ?b) ?c)"),
             ("  ( add(shl ?a ?b)\t?c )  ", "(add (shl ?a ?b) ?c)"),
+            (
+                "(add (mul ?a ?c) (mul ?b ?c))",
+                "(add (mul ?a ?c) (mul ?b ?c))",
+            ),
+            ("(fma ?a ?b (neg ?c))", "(fma ?a ?b (neg ?c))"),
+            ("(add ?a u32:5)", "(add ?a u32:5)"),
+            ("(convert f32 ?x)", "(convert f32 ?x)"),
             ("(neg ?x)", "(neg ?x)"),
             ("?x", "?x"),
         ] {
-            let ours = parse_pattern(text).expect("parses");
+            let mut ours = PatternAst::<Node>::default();
+            for item in parse(text).expect("parses") {
+                ours.add(match item {
+                    Item::Var(v) => ENodeOrVar::Var(v.parse().expect("a variable")),
+                    Item::Op(n) => ENodeOrVar::ENode(n),
+                });
+            }
             let eggs: PatternAst<Node> = plain.parse().expect("egg parses");
-            assert_eq!(ours.to_string(), eggs.to_string(), "{text:?}");
+            assert_eq!(ours.as_ref(), eggs.as_ref(), "{text:?}");
         }
-        for bad in ["(add ?a", "(add ?a ?b))", ")", ""] {
-            assert!(parse_pattern(bad).is_none(), "{bad:?}");
+        for bad in [
+            "(add ?a",
+            "(add ?a ?b))",
+            ")",
+            "",
+            "?",
+            "(?a)",
+            "((add ?a ?b))",
+            "(add ?a ?b ?c)",
+            "(frob ?a)",
+        ] {
+            assert!(parse(bad).is_none(), "{bad:?}");
         }
+    }
+
+    /// Left-hand sides bind variables in egg's order, and unsupported shapes are refused.
+    #[test]
+    fn left_hand_sides() {
+        let l = Lhs::parse("(add (shl ?a ?b) ?c)").expect("supported");
+        assert_eq!(l.root_slots.as_slice(), [Slot::Inner, Slot::Bind(0)]);
+        assert_eq!(l.var_index("?c"), Some(0));
+        assert_eq!(l.var_index("?a"), Some(1));
+        assert_eq!(l.var_index("?d"), None);
+        let s = Lhs::parse("(sub ?x ?x)").expect("supported");
+        assert_eq!(s.root_slots.as_slice(), [Slot::Bind(0), Slot::Same(0)]);
+        assert!(l.same_shape(&Lhs::parse("(add (shl ?p ?q) ?r)").expect("supported")));
+        assert!(!l.same_shape(&Lhs::parse("(add (shl ?p ?p) ?r)").expect("supported")));
+        for unsupported in [
+            "?a",
+            "(add (shl ?a ?b) (shl ?c ?d))",
+            "(neg (neg (neg ?a)))",
+            "(add ?a (neg ?a))",
+            "(fma ?a ?b ?c (neg ?d))",
+        ] {
+            assert!(Lhs::parse(unsupported).is_none(), "{unsupported:?}");
+        }
+        assert!(Template::parse("(add ?a ?d)", &l).is_none());
     }
 }

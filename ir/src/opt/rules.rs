@@ -142,8 +142,11 @@ impl RuleSet {
             };
             root_of.push(k);
         }
+        // Only rules with the same root operation can have the same left-hand side.
         let same_as = (0..rules.len())
-            .map(|k| (0..k).find(|&j| rules[j].lhs.same_shape(&rules[k].lhs)))
+            .map(|k| {
+                (0..k).find(|&j| root_of[j] == root_of[k] && rules[j].lhs.same_shape(&rules[k].lhs))
+            })
             .collect();
         RuleSet {
             rules,
@@ -203,12 +206,12 @@ fn both(a: Check, b: Check) -> Check {
     Check(t)
 }
 
-fn lhs(s: &str) -> Lhs {
+fn lhs(s: &'static str) -> Lhs {
     Lhs::parse(s).expect("a left-hand side of the supported shape")
 }
 
 /// An unconditional rule.
-fn rule(name: &'static str, l: &str, r: &str) -> Rule {
+fn rule(name: &'static str, l: &'static str, r: &str) -> Rule {
     let lhs = lhs(l);
     let rhs = Template::parse(r, &lhs).expect("a right-hand side over the left's variables");
     Rule {
@@ -219,7 +222,7 @@ fn rule(name: &'static str, l: &str, r: &str) -> Rule {
 }
 
 /// A rule applied where `check` holds.
-fn rule_if(name: &'static str, l: &str, r: &str, check: Check) -> Rule {
+fn rule_if(name: &'static str, l: &'static str, r: &str, check: Check) -> Rule {
     let lhs = lhs(l);
     let rhs = Template::parse(r, &lhs).expect("a right-hand side over the left's variables");
     let tests = check
@@ -250,7 +253,7 @@ fn log2_of(g: &KGraph, id: Id) -> Option<(Type, u32)> {
     (t.is_int() && b >= 2 && b.is_power_of_two()).then(|| (t, b.trailing_zeros()))
 }
 
-fn computed(name: &'static str, l: &str, f: ComputeFn) -> Rule {
+fn computed(name: &'static str, l: &'static str, f: ComputeFn) -> Rule {
     let lhs = lhs(l);
     // Variables a rule does not have get an unused position (never read by its function).
     let at = |v: &str| lhs.var_index(v).unwrap_or(usize::MAX);
@@ -268,7 +271,7 @@ fn computed(name: &'static str, l: &str, f: ComputeFn) -> Rule {
 
 /// The rules that hold for every kernel.
 pub fn base_rules() -> Vec<Rule> {
-    let mut r: Vec<Rule> = vec![
+    vec![
         // Commutativity (float add/mul/min/max are commutative up to NaN payloads).
         rule("comm-add", "(add ?a ?b)", "(add ?b ?a)"),
         rule("comm-mul", "(mul ?a ?b)", "(mul ?b ?a)"),
@@ -371,8 +374,6 @@ pub fn base_rules() -> Vec<Rule> {
             "(lshl_or ?a ?b ?c)",
             int32("?a"),
         ),
-    ];
-    r.extend([
         computed("sub-self", "(sub ?a ?a)", |g, r, v| {
             let t = ty_of(g, r[v.a]).filter(|t| t.is_int())?;
             Some(add_const(g, t, 0))
@@ -436,8 +437,7 @@ pub fn base_rules() -> Vec<Rule> {
             let (_, c) = konst(g, r[v.c])?;
             Some(if c != 0 { r[v.a] } else { r[v.b] })
         }),
-    ]);
-    r
+    ]
 }
 
 /// Rules allowed only when the kernel allows contraction.
