@@ -401,10 +401,19 @@ impl egg::Analysis<Node> for KernelAnalysis {
         DidMerge(changed_a, changed_b)
     }
 
+    /// A class with a known constant value is unioned with that constant's node, unless the
+    /// node is in the class already. Then adding it would find this class (a node without
+    /// children is in exactly one class, and its memo entry leads there) and the union would
+    /// change nothing; egg calls this on every new class and every union, so the check, a scan
+    /// of the class's few nodes, saves a hash lookup and a union on most calls with a constant.
     fn modify(egraph: &mut KGraph, id: Id) {
-        let d = &egraph[id].data;
-        if let (Some(bits), Some(ty)) = (d.konst, d.ty) {
-            let c = egraph.add(Node::Const(ConstVal { ty, bits }));
+        let class = &egraph[id];
+        if let (Some(bits), Some(ty)) = (class.data.konst, class.data.ty) {
+            let node = Node::Const(ConstVal { ty, bits });
+            if class.nodes.contains(&node) {
+                return;
+            }
+            let c = egraph.add(node);
             egraph.union(id, c);
         }
     }

@@ -24,7 +24,6 @@
 use super::lang::{ConstVal, KGraph, Node};
 use crate::types::Type;
 use egg::Id;
-use rustc_hash::FxHashMap;
 
 /// Most atoms in one linear form; a sum over more is left to the rules as an atom.
 const MAX_ATOMS: usize = 24;
@@ -93,16 +92,17 @@ impl Linear {
     }
 }
 
-/// Linear forms of the classes as loaded, memoized.
+/// Linear forms of the classes as loaded, memoized by class id (a vector: ids are dense and
+/// the block's e-graph small; a hash map cost a hash and its growth per form).
 struct Forms {
-    memo: FxHashMap<Id, Linear>,
+    memo: Vec<Option<Linear>>,
 }
 
 impl Forms {
     /// The linear form of class `id` (of integer type `ty`).
     fn of(&mut self, g: &KGraph, id: Id, ty: Type) -> Linear {
         let id = g.find(id);
-        if let Some(l) = self.memo.get(&id) {
+        if let Some(Some(l)) = self.memo.get(usize::from(id)) {
             return l.clone();
         }
         let mask = ty.mask();
@@ -145,7 +145,11 @@ impl Forms {
                 l
             }
         };
-        self.memo.insert(id, l.clone());
+        let k = usize::from(id);
+        if k >= self.memo.len() {
+            self.memo.resize(k + 1, None);
+        }
+        self.memo[k] = Some(l.clone());
         l
     }
 }
@@ -266,9 +270,7 @@ pub fn add_canonical_sums(g: &mut KGraph, needed: &[Id]) -> usize {
     }
     roots.sort_unstable();
     roots.dedup();
-    let mut forms = Forms {
-        memo: FxHashMap::default(),
-    };
+    let mut forms = Forms { memo: Vec::new() };
     let mut made = 0;
     for id in roots {
         let d = &g[id].data;

@@ -952,7 +952,8 @@ fn optimize_block(
             })),
             _ => {
                 let op = node_op(d).expect("pure operation");
-                let mut ch: Vec<Id> = Vec::new();
+                // At most three operands (and a type): no allocation per instruction.
+                let mut ch: smallvec::SmallVec<[Id; 4]> = smallvec::SmallVec::new();
                 if let InstData::Convert { to, .. } | InstData::Bitcast { to, .. } = d {
                     ch.push(g.add(Node::Ty(TyTag(*to))));
                 }
