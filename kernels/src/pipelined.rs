@@ -215,6 +215,10 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let g = k.group_id(Dim::X);
     let grid = k.num_groups(Dim::X);
     let outside = k.lit(u32::MAX);
+    // The tile column a lane computes, less one: lanes 254 and 255 (which store nothing)
+    // read as lane 253 does, so no lane reads past the tile (lane 255's `column` read of the
+    // bottom row would be the word after it). One `v_min_u32` before the loop.
+    let lane = lid.min(STENCIL_BLOCK - 3);
     let w = width.cast::<i32>();
     // Each stage's tile origin, set by its fill and read by its compute (a stage's buffer is
     // refilled only after its compute), so each tile's `/` and `%` are done once.
@@ -268,7 +272,7 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
             let inner_column = (c - 1i32).cast::<u32>().lt(width - 2u32);
             // Each halo row's own column once: row rr + 1 is row rr's `down` and row rr + 2's `up`.
             let column: Vec<_> = (0..STENCIL_ROWS + 2)
-                .map(|rr| k.load(buf, lid + (rr * STENCIL_BLOCK + 1)))
+                .map(|rr| k.load(buf, lane + (rr * STENCIL_BLOCK + 1)))
                 .collect();
             for rr in 0..STENCIL_ROWS {
                 let r = row0 + rr as i32;
@@ -278,11 +282,10 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
                     column[rr as usize + 1],
                     column[rr as usize + 2],
                 );
-                // Neighbours at tile columns `lid` and `lid + 2` with no clamp: for lanes 254
-                // and 255 (which store nothing) the right one is in the row below, still inside
-                // the tile, so every lane reads at `lid * 4` plus a constant offset.
-                let l = k.load(buf, lid + (mid - 1));
-                let rt = k.load(buf, lid + (mid + 1));
+                // Neighbours at tile columns `lane` and `lane + 2`: every lane reads at
+                // `lane * 4` plus a constant offset.
+                let l = k.load(buf, lane + (mid - 1));
+                let rt = k.load(buf, lane + (mid + 1));
                 let interior = (r - 1i32).cast::<u32>().lt(height - 2u32) & inner_column;
                 let v = k.select(interior, (up + down + l + rt) * 0.25f32, centre);
                 let idx = k.select(own, row_below(base.cast::<u32>(), rr), outside);
