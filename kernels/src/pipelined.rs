@@ -174,7 +174,8 @@ pub const MATMUL_PIPELINED: KernelSpec = KernelSpec {
 
 /// Output rows per stencil tile; a tile holds them plus a halo row above and below.
 pub const STENCIL_ROWS: u32 = 4;
-/// Work-items per stencil workgroup: one column each, the outer two the halo.
+/// Work-items per stencil workgroup: each copies one tile column; the first 254 compute one
+/// output column each.
 pub const STENCIL_BLOCK: u32 = 256;
 
 /// One Jacobi step of a 5-point stencil on a `width x height` row-major grid (the border
@@ -214,6 +215,10 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     let g = k.group_id(Dim::X);
     let grid = k.num_groups(Dim::X);
     let outside = k.lit(u32::MAX);
+    // The tile column a lane computes, less one: lanes 254 and 255 (which store nothing)
+    // read as lane 253 does, so no lane reads past the tile (lane 255's `column` read of the
+    // bottom row would be the word after it). One `v_min_u32` before the loop.
+    let lane = lid.min(STENCIL_BLOCK - 3);
     let w = width.cast::<i32>();
     // Each stage's tile origin, set by its fill and read by its compute (a stage's buffer is
     // refilled only after its compute), so each tile's `/` and `%` are done once.
@@ -234,51 +239,53 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     p.run(
         |t| (g + t * grid).lt(tiles),
         |s, t| {
-            let (row0, col0) = tile_origin(g, grid, strips_div, t);
+            let (row0, col1) = tile_origin(g, grid, strips_div, t);
             origins[s.index()].0.set(row0);
-            origins[s.index()].1.set(col0);
+            origins[s.index()].1.set(col1);
             // The index of the halo row above, then one row down per copy (u32 wraps as i32
-            // does, and a divergent `x + y` index is one `v_add_lshl_u32`).
-            let first = ((row0 - 1i32) * w + col0 + lid.cast::<i32>()).cast::<u32>();
+            // does, and a divergent `x + y` index is one `v_add_lshl_u32`); lane `lid` copies
+            // tile column `lid`, grid column `col1 - 1 + lid` (lane 0: the left halo).
+            let first = ((row0 - 1i32) * w + (col1 - 1i32) + lid.cast::<i32>()).cast::<u32>();
             for rr in 0..STENCIL_ROWS + 2 {
                 let index = row_below(first, rr);
                 s.copy(&k, &tile, slot + rr * STENCIL_BLOCK, &input, index);
             }
         },
         |s, _| {
-            let (row0, col0) = (origins[s.index()].0.get(), origins[s.index()].1.get());
-            let c = col0 + lid.cast::<i32>();
-            let buf = s.buffer(&tile);
-            // Lanes 1..=254 own a column; theirs is never left of the grid (`col0 >= -1`), and
-            // output rows never above it, so a store needs only `c < w` and `r < h`. A range
+            let (row0, col1) = (origins[s.index()].0.get(), origins[s.index()].1.get());
+            // Lane `lid` computes tile column `lid + 1` (lanes 0..=253; the tile's columns 0
+            // and 255 are the halo), so the lanes that store are a prefix: `lid < bound`, one
+            // compare of the work-item id itself. (With lane `lid` on tile column `lid`, the
+            // owners 1..=254 are a range, one compare of `lid - 1`: a VALU and a VGPR live
+            // through the loop.) A stored column is never left of the grid (`col1 >= 0`), and
+            // output rows never above it, so a store needs only `c < w` and `r < h`: `bound` is
+            // `min(w - col1, 254)` (`col1 <= w` in every tile, speculative ones too). A range
             // `1 <= x <= n - 2` is one unsigned compare `x - 1 < n - 2` (for `n` in 0..2, `n - 2`
-            // wraps past every `x - 1` but `u32::MAX`, which is `x = 0`). The column's range is
-            // `1 <= lid < min(w - col0, 255)`: one compare of the invariant `lid - 1` with a
-            // uniform bound (`col0 < w` in every tile, speculative ones too, so it is >= 0).
-            let bound = (width - col0.cast::<u32>()).min(STENCIL_BLOCK - 1) - 1u32;
-            let own = (lid - 1u32).lt(bound);
+            // wraps past every `x - 1` but `u32::MAX`, which is `x = 0`).
+            let c = col1 + lid.cast::<i32>();
+            let buf = s.buffer(&tile);
+            let bound = (width - col1.cast::<u32>()).min(STENCIL_BLOCK - 2);
+            let own = lid.lt(bound);
             // Row `rr`'s element is `base + rr * w`; a row below the grid needs no check: with
             // `c < w` its index is at least `h * w`, past `out`'s end (the store is dropped).
             let base = row0 * w + c;
             let inner_column = (c - 1i32).cast::<u32>().lt(width - 2u32);
             // Each halo row's own column once: row rr + 1 is row rr's `down` and row rr + 2's `up`.
             let column: Vec<_> = (0..STENCIL_ROWS + 2)
-                .map(|rr| k.load(buf, lid + rr * STENCIL_BLOCK))
+                .map(|rr| k.load(buf, lane + (rr * STENCIL_BLOCK + 1)))
                 .collect();
             for rr in 0..STENCIL_ROWS {
                 let r = row0 + rr as i32;
-                let mid = (rr + 1) * STENCIL_BLOCK;
+                let mid = (rr + 1) * STENCIL_BLOCK + 1;
                 let (up, centre, down) = (
                     column[rr as usize],
                     column[rr as usize + 1],
                     column[rr as usize + 2],
                 );
-                // Neighbours at `lid - 1` and `lid + 1` with no clamp: for lanes 0 and 255
-                // (which store nothing) they are the last word of the row above and the first
-                // of the row below, still inside the tile, so every lane reads the one `lid * 4`
-                // offset VGPR with a constant offset.
-                let l = k.load(buf, lid + (mid - 1));
-                let rt = k.load(buf, lid + (mid + 1));
+                // Neighbours at tile columns `lane` and `lane + 2`: every lane reads at
+                // `lane * 4` plus a constant offset.
+                let l = k.load(buf, lane + (mid - 1));
+                let rt = k.load(buf, lane + (mid + 1));
                 let interior = (r - 1i32).cast::<u32>().lt(height - 2u32) & inner_column;
                 let v = k.select(interior, (up + down + l + rt) * 0.25f32, centre);
                 let idx = k.select(own, row_below(base.cast::<u32>(), rr), outside);
@@ -289,7 +296,8 @@ pub fn build_stencil_pipelined(stages: u32) -> BuildResult {
     k.finish()
 }
 
-/// The first output row and first (halo) column of tile `t` of workgroup `g`.
+/// The first output row and first output column of tile `t` of workgroup `g` (its left halo
+/// column is one before).
 fn tile_origin<'k>(
     g: Val<'k, u32>,
     grid: Val<'k, u32>,
@@ -298,8 +306,8 @@ fn tile_origin<'k>(
 ) -> (Val<'k, i32>, Val<'k, i32>) {
     let id = g + t * grid;
     let row0 = (id / strips * STENCIL_ROWS).cast::<i32>();
-    let col0 = (id % strips * (STENCIL_BLOCK - 2)).cast::<i32>() - 1i32;
-    (row0, col0)
+    let col1 = (id % strips * (STENCIL_BLOCK - 2)).cast::<i32>();
+    (row0, col1)
 }
 
 fn stencil_default() -> BuildResult {
