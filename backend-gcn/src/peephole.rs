@@ -376,6 +376,12 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
             k += 1;
         }
     }
+    remove_gone(f, gone)
+}
+
+/// Removes the instructions at the ascending positions `gone` lists per block (the coalescing
+/// passes' placeholders); returns how many went.
+fn remove_gone(f: &mut PhysFunction, gone: Vec<Vec<usize>>) -> u32 {
     let mut removed = 0;
     for (bd, gone) in f.blocks.iter_mut().zip(gone) {
         removed += gone.len() as u32;
@@ -388,6 +394,215 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
         });
     }
     removed
+}
+
+/// A set of ordinary SGPRs (`s0`..`s101`) as a bit mask.
+type SgprMask = u128;
+
+/// The ordinary SGPRs `i` reads and those it writes, as masks. An operand beyond the opcode
+/// table's count is taken as read and not as written (what keeps a value live).
+fn sgpr_access(i: &Inst) -> (SgprMask, SgprMask) {
+    let infos = i.operand_infos();
+    let (mut reads, mut writes) = (0, 0);
+    for (k, o) in i.operands.iter().enumerate() {
+        let Operand::Sgpr { first, count } = *o else {
+            continue;
+        };
+        if first as u32 + count as u32 > 102 {
+            continue;
+        }
+        let mask = ((1u128 << count) - 1) << first;
+        match infos.get(k) {
+            Some(oi) => {
+                if oi.access.reads() {
+                    reads |= mask;
+                }
+                if oi.access.writes() {
+                    writes |= mask;
+                }
+            }
+            None => reads |= mask,
+        }
+    }
+    (reads, writes)
+}
+
+/// The ordinary SGPRs live out of each block: read on some path before being written. A
+/// scalar write is always whole, so any write ends a value (unlike a VGPR's under EXEC).
+fn sgpr_live_out(f: &PhysFunction) -> Vec<SgprMask> {
+    let n = f.blocks.len();
+    // Per block: read before any write in it, and written in it.
+    let (mut uses, mut defs) = (vec![0; n], vec![0; n]);
+    for (b, bd) in f.blocks.iter().enumerate() {
+        for i in &bd.insts {
+            let (r, w) = sgpr_access(i);
+            uses[b] |= r & !defs[b];
+            defs[b] |= w;
+        }
+    }
+    let (mut live_in, mut live_out) = (vec![0 as SgprMask; n], vec![0 as SgprMask; n]);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in (0..n).rev() {
+            let out = f.blocks[b]
+                .term
+                .successors()
+                .iter()
+                .fold(0, |m, s| m | live_in[s.index()]);
+            let inn = uses[b] | (out & !defs[b]);
+            if (out, inn) != (live_out[b], live_in[b]) {
+                (live_out[b], live_in[b]) = (out, inn);
+                changed = true;
+            }
+        }
+    }
+    live_out
+}
+
+/// Whether SGPR `s`'s value after instruction `k` of `insts` (a block whose live-out set is
+/// `out`) is never read: written before any read in the block, or neither read there nor
+/// live out.
+fn sgpr_dead_after(insts: &[Inst], out: SgprMask, k: usize, s: u16) -> bool {
+    let bit = 1u128 << s;
+    for i in &insts[k + 1..] {
+        let (r, w) = sgpr_access(i);
+        if r & bit != 0 {
+            return false;
+        }
+        if w & bit != 0 {
+            return true;
+        }
+    }
+    out & bit == 0
+}
+
+/// The index of `i`'s only operand that reads SGPR `s`, when that operand is `s` alone and
+/// only read (an operand that only writes `s` may be there: reads come before writes).
+fn only_read(i: &Inst, s: u16) -> Option<usize> {
+    one_operand(i, s, |a| a.reads(), crate::isa::Access::R)
+}
+
+/// The index of `i`'s only operand that writes SGPR `s`, when that operand is `s` alone and
+/// only written (an operand that only reads `s` may be there).
+fn only_write(i: &Inst, s: u16) -> Option<usize> {
+    one_operand(i, s, |a| a.writes(), crate::isa::Access::W)
+}
+
+/// The one operand of `i` naming SGPR `s` with an access `pick` selects, when it names `s`
+/// alone with access `want` exactly (an operand beyond the opcode table's count: none).
+fn one_operand(
+    i: &Inst,
+    s: u16,
+    pick: fn(crate::isa::Access) -> bool,
+    want: crate::isa::Access,
+) -> Option<usize> {
+    let infos = i.operand_infos();
+    let mut found = None;
+    for (k, o) in i.operands.iter().enumerate() {
+        let Operand::Sgpr { first, count } = *o else {
+            continue;
+        };
+        if !(first <= s && s < first + count as u16) {
+            continue;
+        }
+        let access = infos.get(k)?.access;
+        if pick(access) {
+            if count != 1 || access != want || found.is_some() {
+                return None;
+            }
+            found = Some(k);
+        }
+    }
+    found
+}
+
+/// Backward coalescing of `s_mov_b32 sD, sS` at `k`: the instruction of the block that wrote
+/// `sS` (its only write operand naming it, not read-modify-write) writes `sD` instead, when
+/// nothing in between touches `sS` or `sD`, it does not write `sD` otherwise, and `sS` is dead
+/// after the move. Returns the definition's index and operand.
+fn sgpr_def_writes(
+    insts: &[Inst],
+    out: SgprMask,
+    k: usize,
+    (d, s): (u16, u16),
+) -> Option<(usize, usize)> {
+    let both = 1u128 << d | 1u128 << s;
+    for j in (0..k).rev() {
+        let (r, w) = sgpr_access(&insts[j]);
+        if (r | w) & both == 0 {
+            continue;
+        }
+        if w & 1u128 << s == 0 || w & 1u128 << d != 0 {
+            return None;
+        }
+        let at = only_write(&insts[j], s)?;
+        return sgpr_dead_after(insts, out, k, s).then_some((j, at));
+    }
+    None
+}
+
+/// Forward copy propagation of `s_mov_b32 sD, sS` at `k`: every later read of `sD` in the
+/// block reads `sS` instead, when each is a plain read of `sD` alone, `sS` is not written
+/// before the last of them, and `sD`'s value is dead after them (written again, or not live
+/// out; when `sS` is written first, dead from there). Returns the reads (instruction,
+/// operand).
+fn sgpr_copy_reads(
+    insts: &[Inst],
+    out: SgprMask,
+    k: usize,
+    (d, s): (u16, u16),
+) -> Option<Vec<(usize, usize)>> {
+    let mut reads = Vec::new();
+    for (j, i) in insts.iter().enumerate().skip(k + 1) {
+        let (r, w) = sgpr_access(i);
+        if r & 1u128 << d != 0 {
+            reads.push((j, only_read(i, d)?));
+        }
+        if w & 1u128 << d != 0 {
+            return Some(reads);
+        }
+        if w & 1u128 << s != 0 {
+            return sgpr_dead_after(insts, out, j, d).then_some(reads);
+        }
+    }
+    (out & 1u128 << d == 0).then_some(reads)
+}
+
+/// SGPR copy coalescing: each `s_mov_b32 sD, sS` of a block goes when the instruction that
+/// wrote `sS` there can write `sD` itself ([`sgpr_def_writes`]), or else when its readers can
+/// read `sS` ([`sgpr_copy_reads`]). The allocator leaves such copies where a single it keeps
+/// in one SGPR (regalloc2's `Int` register holding several values over the kernel) meets a
+/// tuple dword: a preloaded length copied out of the kernel arguments and its shifted value
+/// copied into a buffer descriptor's size word (`s_mov_b32 s33, s4; s_lshl_b32 s15, s33, 2;
+/// s_mov_b32 s2, s15` becomes `s_lshl_b32 s2, s4, 2`). Scalar values have no lanes, so a
+/// write is whole and EXEC does not matter; a read moved to `sS` sees the value the move
+/// copied, and `waitcnt`/`hazards` run after. Returns how many moves went.
+fn coalesce_sgpr_copies(f: &mut PhysFunction) -> u32 {
+    let live_out = sgpr_live_out(f);
+    let mut gone: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
+    for (b, gone) in gone.iter_mut().enumerate() {
+        let insts = &mut f.blocks[b].insts;
+        for k in 0..insts.len() {
+            let Some((d, s)) = sgpr_move32(&insts[k]).filter(|(d, s)| d != s) else {
+                continue;
+            };
+            if let Some((j, at)) = sgpr_def_writes(insts, live_out[b], k, (d, s)) {
+                insts[j].operands[at] = Operand::s(d);
+            } else if let Some(reads) = sgpr_copy_reads(insts, live_out[b], k, (d, s)) {
+                for (j, at) in reads {
+                    insts[j].operands[at] = Operand::s(s);
+                }
+            } else {
+                continue;
+            }
+            // Live-out sets stay true: the move's source was live where its reads now are,
+            // and a renamed definition is dead where the move was.
+            insts[k] = Inst::new(Opcode::SNop, &[]);
+            gone.push(k);
+        }
+    }
+    remove_gone(f, gone)
 }
 
 /// Runs the peepholes over every block of `f`; returns how many instructions they removed.
@@ -411,7 +626,7 @@ pub fn run_peepholes(f: &mut PhysFunction) -> u32 {
         b.insts = out;
         removed += (before - b.insts.len()) as u32;
     }
-    removed + coalesce_vgpr_copies(f)
+    removed + coalesce_sgpr_copies(f) + coalesce_vgpr_copies(f)
 }
 
 #[cfg(test)]
