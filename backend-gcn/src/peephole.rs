@@ -543,31 +543,104 @@ fn sgpr_def_writes(
 }
 
 /// Forward copy propagation of `s_mov_b32 sD, sS` at `k`: every later read of `sD` in the
-/// block reads `sS` instead, when each is a plain read of `sD` alone, `sS` is not written
-/// before the last of them, and `sD`'s value is dead after them (written again, or not live
-/// out; when `sS` is written first, dead from there). Returns the reads (instruction,
-/// operand).
+/// block reads `sS` instead, when each is a plain read of `sD` alone, `sS` keeps the copied
+/// value until the last of them, and `sD`'s value is dead after them (written again, or not
+/// live out; when `sS` is written first, dead from there). Where `sS` is written while `sD` is
+/// still live, the values that write begins ([`sgpr_chain`]) may move once to another SGPR
+/// below `limit` that nothing touches while they live and whose value is dead there, so that
+/// `sS` keeps the copy (stencil_pipelined's `s_mov_b32 s15, s6` of a preloaded argument whose
+/// `s6` the next block of set-up overwrote). Returns the operands to rename (instruction,
+/// operand, new SGPR).
 fn sgpr_copy_reads(
     insts: &[Inst],
     out: SgprMask,
     k: usize,
     (d, s): (u16, u16),
-) -> Option<Vec<(usize, usize)>> {
-    let mut reads = Vec::new();
+    limit: u16,
+) -> Option<Vec<(usize, usize, u16)>> {
+    let mut renames = Vec::new();
+    // The last instruction of the moved values of `sS`, once they moved.
+    let mut moved: Option<usize> = None;
     for (j, i) in insts.iter().enumerate().skip(k + 1) {
         let (r, w) = sgpr_access(i);
         if r & 1u128 << d != 0 {
-            reads.push((j, only_read(i, d)?));
+            renames.push((j, only_read(i, d)?, s));
         }
         if w & 1u128 << d != 0 {
-            return Some(reads);
+            return Some(renames);
         }
-        if w & 1u128 << s != 0 {
-            return sgpr_dead_after(insts, out, j, d).then_some(reads);
+        if moved.is_some_and(|e| j <= e) || w & 1u128 << s == 0 {
+            continue;
         }
+        if sgpr_dead_after(insts, out, j, d) {
+            return Some(renames);
+        }
+        if moved.is_some() {
+            return None;
+        }
+        let (e, at) = sgpr_chain(insts, out, j, s)?;
+        let quiet = |x: u16| {
+            let bit = 1u128 << x;
+            insts[j..=e].iter().all(|i| {
+                let (r, w) = sgpr_access(i);
+                (r | w) & bit == 0
+            })
+        };
+        let to = (0..limit)
+            .find(|&x| x != d && x != s && quiet(x) && sgpr_dead_after(insts, out, j - 1, x))?;
+        renames.extend(at.into_iter().map(|(j, o)| (j, o, to)));
+        moved = Some(e);
     }
-    (out & 1u128 << d == 0).then_some(reads)
+    (out & 1u128 << d == 0).then_some(renames)
 }
+
+/// The values SGPR `s` holds from instruction `j` of `insts` (which writes it) while it is read
+/// in the block: up to the last read before a write that does not read it, when `s` is not live
+/// out with them. Returns that last instruction and every operand naming `s` up to it but the
+/// reads by `j` itself (of the value before), each `s` alone (a tuple operand, or `j` reading
+/// and writing one operand: `None`).
+fn sgpr_chain(
+    insts: &[Inst],
+    out: SgprMask,
+    j: usize,
+    s: u16,
+) -> Option<(usize, Vec<(usize, usize)>)> {
+    let bit = 1u128 << s;
+    let mut at = Vec::new();
+    let mut last = j;
+    for (x, i) in insts.iter().enumerate().skip(j) {
+        let (r, w) = sgpr_access(i);
+        if x > j && r & bit == 0 && w & bit != 0 {
+            return Some((last, at));
+        }
+        if (r | w) & bit == 0 {
+            continue;
+        }
+        let infos = i.operand_infos();
+        for (o, op) in i.operands.iter().enumerate() {
+            let Operand::Sgpr { first, count } = *op else {
+                continue;
+            };
+            if !(first <= s && s < first + count as u16) {
+                continue;
+            }
+            let access = infos.get(o)?.access;
+            // `j` itself reads the value before the chain (the copy's) where it reads `s`.
+            if x == j && !access.writes() {
+                continue;
+            }
+            if count != 1 || (x == j && access.reads()) {
+                return None;
+            }
+            at.push((x, o));
+        }
+        last = x;
+    }
+    (out & bit == 0).then_some((last, at))
+}
+
+/// Passes of [`coalesce_sgpr_copies`] over a block at most (each scans the block's copies).
+const SGPR_COPY_ROUNDS: usize = 4;
 
 /// SGPR copy coalescing: each `s_mov_b32 sD, sS` of a block goes when the instruction that
 /// wrote `sS` there can write `sD` itself ([`sgpr_def_writes`]), or else when its readers can
@@ -580,27 +653,40 @@ fn sgpr_copy_reads(
 /// copied, and `waitcnt`/`hazards` run after. Returns how many moves went.
 fn coalesce_sgpr_copies(f: &mut PhysFunction) -> u32 {
     let live_out = sgpr_live_out(f);
+    // A value moved to another SGPR takes one the kernel already uses.
+    let limit = f.usage.sgprs.min(102) as u16;
     let mut gone: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
     for (b, gone) in gone.iter_mut().enumerate() {
         let insts = &mut f.blocks[b].insts;
-        for k in 0..insts.len() {
-            let Some((d, s)) = sgpr_move32(&insts[k]).filter(|(d, s)| d != s) else {
-                continue;
-            };
-            if let Some((j, at)) = sgpr_def_writes(insts, live_out[b], k, (d, s)) {
-                insts[j].operands[at] = Operand::s(d);
-            } else if let Some(reads) = sgpr_copy_reads(insts, live_out[b], k, (d, s)) {
-                for (j, at) in reads {
-                    insts[j].operands[at] = Operand::s(s);
+        // A copy's later neighbour may be what keeps it (writing its source while it is
+        // live): passes repeat while copies go.
+        for _ in 0..SGPR_COPY_ROUNDS {
+            let before = gone.len();
+            for k in 0..insts.len() {
+                let Some((d, s)) = sgpr_move32(&insts[k]).filter(|(d, s)| d != s) else {
+                    continue;
+                };
+                if let Some((j, at)) = sgpr_def_writes(insts, live_out[b], k, (d, s)) {
+                    insts[j].operands[at] = Operand::s(d);
+                } else if let Some(renames) = sgpr_copy_reads(insts, live_out[b], k, (d, s), limit)
+                {
+                    for (j, at, to) in renames {
+                        insts[j].operands[at] = Operand::s(to);
+                    }
+                } else {
+                    continue;
                 }
-            } else {
-                continue;
+                // Live-out sets stay true: the move's source was live where its reads now
+                // are, a renamed definition is dead where the move was, and values moved to
+                // another SGPR are dead at the block's end.
+                insts[k] = Inst::new(Opcode::SNop, &[]);
+                gone.push(k);
             }
-            // Live-out sets stay true: the move's source was live where its reads now are,
-            // and a renamed definition is dead where the move was.
-            insts[k] = Inst::new(Opcode::SNop, &[]);
-            gone.push(k);
+            if gone.len() == before {
+                break;
+            }
         }
+        gone.sort_unstable();
     }
     remove_gone(f, gone)
 }
