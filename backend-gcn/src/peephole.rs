@@ -868,4 +868,114 @@ mod tests {
             assert_eq!(f.blocks, before);
         }
     }
+
+    fn sop2(op: Opcode, d: u16, a: u16, b: Operand) -> Inst {
+        Inst::new(op, &[Operand::s(d), Operand::s(a), b])
+    }
+    fn smov(d: u16, s: u16) -> Inst {
+        Inst::new(Opcode::SMovB32, &[Operand::s(d), Operand::s(s)])
+    }
+    /// A reader of `s` that is not a move (writes s90).
+    fn sread(s: u16) -> Inst {
+        sop2(Opcode::SAddU32, 90, s, Operand::InlineInt(1))
+    }
+
+    #[test]
+    fn a_length_is_shifted_into_its_descriptor_word_in_place() {
+        // s33 ← s4 (a preloaded length copied out), s15 ← s33 << 2, s2 ← s15 (the size word):
+        // one shift from s4 into s2.
+        let mut f = func(vec![(
+            vec![
+                smov(33, 4),
+                sop2(Opcode::SLshlB32, 15, 33, Operand::InlineInt(2)),
+                smov(2, 15),
+                sread(2),
+            ],
+            PhysTerminator::Return,
+        )]);
+        assert_eq!(run_peepholes(&mut f), 2);
+        assert_eq!(
+            f.blocks[0].insts,
+            vec![
+                sop2(Opcode::SLshlB32, 2, 4, Operand::InlineInt(2)),
+                sread(2)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_copy_whose_source_is_overwritten_moves_the_new_values_to_a_dead_sgpr() {
+        // s15 ← s6, then s6 rewritten (read once) while s15 is still read.
+        let insts = vec![
+            smov(15, 6),
+            sop2(Opcode::SAddU32, 6, 15, Operand::InlineInt(3)),
+            sread(6),
+            sread(15),
+        ];
+        // No SGPR below the kernel's count to move them to: kept.
+        let mut none_free = func(vec![(insts.clone(), PhysTerminator::Return)]);
+        assert_eq!(run_peepholes(&mut none_free), 0);
+        assert_eq!(none_free.blocks[0].insts, insts);
+        // s0 is dead and untouched: the new values go there and s6 keeps the copy.
+        let mut f = func(vec![(insts, PhysTerminator::Return)]);
+        f.usage.sgprs = 20;
+        assert_eq!(run_peepholes(&mut f), 1);
+        assert_eq!(
+            f.blocks[0].insts,
+            vec![
+                sop2(Opcode::SAddU32, 0, 6, Operand::InlineInt(3)),
+                sread(0),
+                sread(6)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_sgpr_copy_stays_when_its_value_is_needed_elsewhere() {
+        let next = PhysTerminator::Jump(MBlock::new(1));
+        let tail = (vec![sread(15), sread(6)], PhysTerminator::Return);
+        for (insts, term) in [
+            // The source rewritten while the copy is live out (no SGPR free to move it to).
+            (
+                vec![
+                    smov(15, 6),
+                    sop2(Opcode::SAddU32, 6, 6, Operand::InlineInt(1)),
+                ],
+                next.clone(),
+            ),
+            // The definition reads its destination (`s_addk_i32`): it cannot write the copy's.
+            (
+                vec![
+                    Inst::new(Opcode::SAddkI32, &[Operand::s(6), Operand::InlineInt(1)]),
+                    smov(15, 6),
+                    sop2(Opcode::SAddU32, 6, 6, Operand::InlineInt(1)),
+                ],
+                next.clone(),
+            ),
+            // The copy read as half of a pair.
+            (
+                vec![
+                    smov(15, 6),
+                    Inst::new(
+                        Opcode::SMovB64,
+                        &[
+                            Operand::Sgpr {
+                                first: 20,
+                                count: 2,
+                            },
+                            Operand::Sgpr {
+                                first: 14,
+                                count: 2,
+                            },
+                        ],
+                    ),
+                ],
+                next,
+            ),
+        ] {
+            let mut f = func(vec![(insts.clone(), term), tail.clone()]);
+            assert_eq!(run_peepholes(&mut f), 0, "{insts:?}");
+            assert_eq!(f.blocks[0].insts, insts);
+        }
+    }
 }
