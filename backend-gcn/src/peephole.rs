@@ -376,6 +376,12 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
             k += 1;
         }
     }
+    remove_gone(f, gone)
+}
+
+/// Removes the instructions at the ascending positions `gone` lists per block (the coalescing
+/// passes' placeholders); returns how many went.
+fn remove_gone(f: &mut PhysFunction, gone: Vec<Vec<usize>>) -> u32 {
     let mut removed = 0;
     for (bd, gone) in f.blocks.iter_mut().zip(gone) {
         removed += gone.len() as u32;
@@ -388,6 +394,301 @@ fn coalesce_vgpr_copies(f: &mut PhysFunction) -> u32 {
         });
     }
     removed
+}
+
+/// A set of ordinary SGPRs (`s0`..`s101`) as a bit mask.
+type SgprMask = u128;
+
+/// The ordinary SGPRs `i` reads and those it writes, as masks. An operand beyond the opcode
+/// table's count is taken as read and not as written (what keeps a value live).
+fn sgpr_access(i: &Inst) -> (SgprMask, SgprMask) {
+    let infos = i.operand_infos();
+    let (mut reads, mut writes) = (0, 0);
+    for (k, o) in i.operands.iter().enumerate() {
+        let Operand::Sgpr { first, count } = *o else {
+            continue;
+        };
+        if first as u32 + count as u32 > 102 {
+            continue;
+        }
+        let mask = ((1u128 << count) - 1) << first;
+        match infos.get(k) {
+            Some(oi) => {
+                if oi.access.reads() {
+                    reads |= mask;
+                }
+                if oi.access.writes() {
+                    writes |= mask;
+                }
+            }
+            None => reads |= mask,
+        }
+    }
+    (reads, writes)
+}
+
+/// The ordinary SGPRs live out of each block: read on some path before being written. A
+/// scalar write is always whole, so any write ends a value (unlike a VGPR's under EXEC).
+fn sgpr_live_out(f: &PhysFunction) -> Vec<SgprMask> {
+    let n = f.blocks.len();
+    // Per block: read before any write in it, and written in it.
+    let (mut uses, mut defs) = (vec![0; n], vec![0; n]);
+    for (b, bd) in f.blocks.iter().enumerate() {
+        for i in &bd.insts {
+            let (r, w) = sgpr_access(i);
+            uses[b] |= r & !defs[b];
+            defs[b] |= w;
+        }
+    }
+    let (mut live_in, mut live_out) = (vec![0 as SgprMask; n], vec![0 as SgprMask; n]);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in (0..n).rev() {
+            let out = f.blocks[b]
+                .term
+                .successors()
+                .iter()
+                .fold(0, |m, s| m | live_in[s.index()]);
+            let inn = uses[b] | (out & !defs[b]);
+            if (out, inn) != (live_out[b], live_in[b]) {
+                (live_out[b], live_in[b]) = (out, inn);
+                changed = true;
+            }
+        }
+    }
+    live_out
+}
+
+/// Whether SGPR `s`'s value after instruction `k` of `insts` (a block whose live-out set is
+/// `out`) is never read: written before any read in the block, or neither read there nor
+/// live out.
+fn sgpr_dead_after(insts: &[Inst], out: SgprMask, k: usize, s: u16) -> bool {
+    let bit = 1u128 << s;
+    for i in &insts[k + 1..] {
+        let (r, w) = sgpr_access(i);
+        if r & bit != 0 {
+            return false;
+        }
+        if w & bit != 0 {
+            return true;
+        }
+    }
+    out & bit == 0
+}
+
+/// The index of `i`'s only operand that reads SGPR `s`, when that operand is `s` alone and
+/// only read (an operand that only writes `s` may be there: reads come before writes).
+fn only_read(i: &Inst, s: u16) -> Option<usize> {
+    one_operand(i, s, |a| a.reads(), crate::isa::Access::R)
+}
+
+/// The index of `i`'s only operand that writes SGPR `s`, when that operand is `s` alone and
+/// only written (an operand that only reads `s` may be there).
+fn only_write(i: &Inst, s: u16) -> Option<usize> {
+    one_operand(i, s, |a| a.writes(), crate::isa::Access::W)
+}
+
+/// The one operand of `i` naming SGPR `s` with an access `pick` selects, when it names `s`
+/// alone with access `want` exactly (an operand beyond the opcode table's count: none).
+fn one_operand(
+    i: &Inst,
+    s: u16,
+    pick: fn(crate::isa::Access) -> bool,
+    want: crate::isa::Access,
+) -> Option<usize> {
+    let infos = i.operand_infos();
+    let mut found = None;
+    for (k, o) in i.operands.iter().enumerate() {
+        let Operand::Sgpr { first, count } = *o else {
+            continue;
+        };
+        if !(first <= s && s < first + count as u16) {
+            continue;
+        }
+        let access = infos.get(k)?.access;
+        if pick(access) {
+            if count != 1 || access != want || found.is_some() {
+                return None;
+            }
+            found = Some(k);
+        }
+    }
+    found
+}
+
+/// Backward coalescing of `s_mov_b32 sD, sS` at `k`: the instruction of the block that wrote
+/// `sS` (its only write operand naming it, not read-modify-write) writes `sD` instead, when
+/// nothing in between touches `sS` or `sD`, it does not write `sD` otherwise, and `sS` is dead
+/// after the move. Returns the definition's index and operand.
+fn sgpr_def_writes(
+    insts: &[Inst],
+    out: SgprMask,
+    k: usize,
+    (d, s): (u16, u16),
+) -> Option<(usize, usize)> {
+    let both = 1u128 << d | 1u128 << s;
+    for j in (0..k).rev() {
+        let (r, w) = sgpr_access(&insts[j]);
+        if (r | w) & both == 0 {
+            continue;
+        }
+        if w & 1u128 << s == 0 || w & 1u128 << d != 0 {
+            return None;
+        }
+        let at = only_write(&insts[j], s)?;
+        return sgpr_dead_after(insts, out, k, s).then_some((j, at));
+    }
+    None
+}
+
+/// Forward copy propagation of `s_mov_b32 sD, sS` at `k`: every later read of `sD` in the
+/// block reads `sS` instead, when each is a plain read of `sD` alone, `sS` keeps the copied
+/// value until the last of them, and `sD`'s value is dead after them (written again, or not
+/// live out; when `sS` is written first, dead from there). Where `sS` is written while `sD` is
+/// still live, the values that write begins ([`sgpr_chain`]) may move once to another SGPR
+/// below `limit` that nothing touches while they live and whose value is dead there, so that
+/// `sS` keeps the copy (stencil_pipelined's `s_mov_b32 s15, s6` of a preloaded argument whose
+/// `s6` the next block of set-up overwrote). Returns the operands to rename (instruction,
+/// operand, new SGPR).
+fn sgpr_copy_reads(
+    insts: &[Inst],
+    out: SgprMask,
+    k: usize,
+    (d, s): (u16, u16),
+    limit: u16,
+) -> Option<Vec<(usize, usize, u16)>> {
+    let mut renames = Vec::new();
+    // The last instruction of the moved values of `sS`, once they moved.
+    let mut moved: Option<usize> = None;
+    for (j, i) in insts.iter().enumerate().skip(k + 1) {
+        let (r, w) = sgpr_access(i);
+        if r & 1u128 << d != 0 {
+            renames.push((j, only_read(i, d)?, s));
+        }
+        if w & 1u128 << d != 0 {
+            return Some(renames);
+        }
+        if moved.is_some_and(|e| j <= e) || w & 1u128 << s == 0 {
+            continue;
+        }
+        if sgpr_dead_after(insts, out, j, d) {
+            return Some(renames);
+        }
+        if moved.is_some() {
+            return None;
+        }
+        let (e, at) = sgpr_chain(insts, out, j, s)?;
+        let quiet = |x: u16| {
+            let bit = 1u128 << x;
+            insts[j..=e].iter().all(|i| {
+                let (r, w) = sgpr_access(i);
+                (r | w) & bit == 0
+            })
+        };
+        let to = (0..limit)
+            .find(|&x| x != d && x != s && quiet(x) && sgpr_dead_after(insts, out, j - 1, x))?;
+        renames.extend(at.into_iter().map(|(j, o)| (j, o, to)));
+        moved = Some(e);
+    }
+    (out & 1u128 << d == 0).then_some(renames)
+}
+
+/// The values SGPR `s` holds from instruction `j` of `insts` (which writes it) while it is read
+/// in the block: up to the last read before a write that does not read it, when `s` is not live
+/// out with them. Returns that last instruction and every operand naming `s` up to it but the
+/// reads by `j` itself (of the value before), each `s` alone (a tuple operand, or `j` reading
+/// and writing one operand: `None`).
+fn sgpr_chain(
+    insts: &[Inst],
+    out: SgprMask,
+    j: usize,
+    s: u16,
+) -> Option<(usize, Vec<(usize, usize)>)> {
+    let bit = 1u128 << s;
+    let mut at = Vec::new();
+    let mut last = j;
+    for (x, i) in insts.iter().enumerate().skip(j) {
+        let (r, w) = sgpr_access(i);
+        if x > j && r & bit == 0 && w & bit != 0 {
+            return Some((last, at));
+        }
+        if (r | w) & bit == 0 {
+            continue;
+        }
+        let infos = i.operand_infos();
+        for (o, op) in i.operands.iter().enumerate() {
+            let Operand::Sgpr { first, count } = *op else {
+                continue;
+            };
+            if !(first <= s && s < first + count as u16) {
+                continue;
+            }
+            let access = infos.get(o)?.access;
+            // `j` itself reads the value before the chain (the copy's) where it reads `s`.
+            if x == j && !access.writes() {
+                continue;
+            }
+            if count != 1 || (x == j && access.reads()) {
+                return None;
+            }
+            at.push((x, o));
+        }
+        last = x;
+    }
+    (out & bit == 0).then_some((last, at))
+}
+
+/// Passes of [`coalesce_sgpr_copies`] over a block at most (each scans the block's copies).
+const SGPR_COPY_ROUNDS: usize = 4;
+
+/// SGPR copy coalescing: each `s_mov_b32 sD, sS` of a block goes when the instruction that
+/// wrote `sS` there can write `sD` itself ([`sgpr_def_writes`]), or else when its readers can
+/// read `sS` ([`sgpr_copy_reads`]). The allocator leaves such copies where a single it keeps
+/// in one SGPR (regalloc2's `Int` register holding several values over the kernel) meets a
+/// tuple dword: a preloaded length copied out of the kernel arguments and its shifted value
+/// copied into a buffer descriptor's size word (`s_mov_b32 s33, s4; s_lshl_b32 s15, s33, 2;
+/// s_mov_b32 s2, s15` becomes `s_lshl_b32 s2, s4, 2`). Scalar values have no lanes, so a
+/// write is whole and EXEC does not matter; a read moved to `sS` sees the value the move
+/// copied, and `waitcnt`/`hazards` run after. Returns how many moves went.
+fn coalesce_sgpr_copies(f: &mut PhysFunction) -> u32 {
+    let live_out = sgpr_live_out(f);
+    // A value moved to another SGPR takes one the kernel already uses.
+    let limit = f.usage.sgprs.min(102) as u16;
+    let mut gone: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
+    for (b, gone) in gone.iter_mut().enumerate() {
+        let insts = &mut f.blocks[b].insts;
+        // A copy's later neighbour may be what keeps it (writing its source while it is
+        // live): passes repeat while copies go.
+        for _ in 0..SGPR_COPY_ROUNDS {
+            let before = gone.len();
+            for k in 0..insts.len() {
+                let Some((d, s)) = sgpr_move32(&insts[k]).filter(|(d, s)| d != s) else {
+                    continue;
+                };
+                if let Some((j, at)) = sgpr_def_writes(insts, live_out[b], k, (d, s)) {
+                    insts[j].operands[at] = Operand::s(d);
+                } else if let Some(renames) = sgpr_copy_reads(insts, live_out[b], k, (d, s), limit)
+                {
+                    for (j, at, to) in renames {
+                        insts[j].operands[at] = Operand::s(to);
+                    }
+                } else {
+                    continue;
+                }
+                // Live-out sets stay true: the move's source was live where its reads now
+                // are, a renamed definition is dead where the move was, and values moved to
+                // another SGPR are dead at the block's end.
+                insts[k] = Inst::new(Opcode::SNop, &[]);
+                gone.push(k);
+            }
+            if gone.len() == before {
+                break;
+            }
+        }
+        gone.sort_unstable();
+    }
+    remove_gone(f, gone)
 }
 
 /// Runs the peepholes over every block of `f`; returns how many instructions they removed.
@@ -411,7 +712,7 @@ pub fn run_peepholes(f: &mut PhysFunction) -> u32 {
         b.insts = out;
         removed += (before - b.insts.len()) as u32;
     }
-    removed + coalesce_vgpr_copies(f)
+    removed + coalesce_sgpr_copies(f) + coalesce_vgpr_copies(f)
 }
 
 #[cfg(test)]
@@ -565,6 +866,116 @@ mod tests {
             let before = f.blocks.clone();
             assert_eq!(run_peepholes(f), 0);
             assert_eq!(f.blocks, before);
+        }
+    }
+
+    fn sop2(op: Opcode, d: u16, a: u16, b: Operand) -> Inst {
+        Inst::new(op, &[Operand::s(d), Operand::s(a), b])
+    }
+    fn smov(d: u16, s: u16) -> Inst {
+        Inst::new(Opcode::SMovB32, &[Operand::s(d), Operand::s(s)])
+    }
+    /// A reader of `s` that is not a move (writes s90).
+    fn sread(s: u16) -> Inst {
+        sop2(Opcode::SAddU32, 90, s, Operand::InlineInt(1))
+    }
+
+    #[test]
+    fn a_length_is_shifted_into_its_descriptor_word_in_place() {
+        // s33 ← s4 (a preloaded length copied out), s15 ← s33 << 2, s2 ← s15 (the size word):
+        // one shift from s4 into s2.
+        let mut f = func(vec![(
+            vec![
+                smov(33, 4),
+                sop2(Opcode::SLshlB32, 15, 33, Operand::InlineInt(2)),
+                smov(2, 15),
+                sread(2),
+            ],
+            PhysTerminator::Return,
+        )]);
+        assert_eq!(run_peepholes(&mut f), 2);
+        assert_eq!(
+            f.blocks[0].insts,
+            vec![
+                sop2(Opcode::SLshlB32, 2, 4, Operand::InlineInt(2)),
+                sread(2)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_copy_whose_source_is_overwritten_moves_the_new_values_to_a_dead_sgpr() {
+        // s15 ← s6, then s6 rewritten (read once) while s15 is still read.
+        let insts = vec![
+            smov(15, 6),
+            sop2(Opcode::SAddU32, 6, 15, Operand::InlineInt(3)),
+            sread(6),
+            sread(15),
+        ];
+        // No SGPR below the kernel's count to move them to: kept.
+        let mut none_free = func(vec![(insts.clone(), PhysTerminator::Return)]);
+        assert_eq!(run_peepholes(&mut none_free), 0);
+        assert_eq!(none_free.blocks[0].insts, insts);
+        // s0 is dead and untouched: the new values go there and s6 keeps the copy.
+        let mut f = func(vec![(insts, PhysTerminator::Return)]);
+        f.usage.sgprs = 20;
+        assert_eq!(run_peepholes(&mut f), 1);
+        assert_eq!(
+            f.blocks[0].insts,
+            vec![
+                sop2(Opcode::SAddU32, 0, 6, Operand::InlineInt(3)),
+                sread(0),
+                sread(6)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_sgpr_copy_stays_when_its_value_is_needed_elsewhere() {
+        let next = PhysTerminator::Jump(MBlock::new(1));
+        let tail = (vec![sread(15), sread(6)], PhysTerminator::Return);
+        for (insts, term) in [
+            // The source rewritten while the copy is live out (no SGPR free to move it to).
+            (
+                vec![
+                    smov(15, 6),
+                    sop2(Opcode::SAddU32, 6, 6, Operand::InlineInt(1)),
+                ],
+                next.clone(),
+            ),
+            // The definition reads its destination (`s_addk_i32`): it cannot write the copy's.
+            (
+                vec![
+                    Inst::new(Opcode::SAddkI32, &[Operand::s(6), Operand::InlineInt(1)]),
+                    smov(15, 6),
+                    sop2(Opcode::SAddU32, 6, 6, Operand::InlineInt(1)),
+                ],
+                next.clone(),
+            ),
+            // The copy read as half of a pair.
+            (
+                vec![
+                    smov(15, 6),
+                    Inst::new(
+                        Opcode::SMovB64,
+                        &[
+                            Operand::Sgpr {
+                                first: 20,
+                                count: 2,
+                            },
+                            Operand::Sgpr {
+                                first: 14,
+                                count: 2,
+                            },
+                        ],
+                    ),
+                ],
+                next,
+            ),
+        ] {
+            let mut f = func(vec![(insts.clone(), term), tail.clone()]);
+            assert_eq!(run_peepholes(&mut f), 0, "{insts:?}");
+            assert_eq!(f.blocks[0].insts, insts);
         }
     }
 }

@@ -789,7 +789,7 @@ impl Allocator {
         // do not overlap (first fit, in order of first position).
         let ivs = int_intervals(p, func, out);
         let fixed_map = int_map;
-        let (mut single_regs, copies) = place_singles(
+        let (mut single_regs, mut copies) = place_singles(
             p,
             func,
             out,
@@ -801,6 +801,7 @@ impl Allocator {
         )?;
         // Tuples placed before the singles were known, lowered where that ends the SGPRs lower.
         let lowered;
+        let mut moved = false;
         let w = match lower_sgpr_webs(
             p,
             func,
@@ -812,18 +813,44 @@ impl Allocator {
             &ivs,
             (&single_regs, copies),
         )? {
-            Some((lw, map, regs)) => {
+            Some((lw, map, regs, c)) => {
                 lowered = lw;
                 int_map = map;
                 single_regs = regs;
-                taken = lay.blocked;
-                for r in web_sgprs(&lowered) {
-                    taken.insert(r);
-                }
+                copies = c;
+                moved = true;
                 &lowered
             }
             None => w,
         };
+        // Tuples moved off the SGPRs the singles' copies name, where that saves copies.
+        let freed;
+        let w = match free_hinted_sgprs(
+            p,
+            func,
+            out,
+            w,
+            used[ra::RegClass::Int as usize],
+            &fixed_map,
+            &lay,
+            &ivs,
+            (&int_map, &single_regs, copies),
+        )? {
+            Some((fw, map, regs)) => {
+                freed = fw;
+                int_map = map;
+                single_regs = regs;
+                moved = true;
+                &freed
+            }
+            None => w,
+        };
+        if moved {
+            taken = lay.blocked;
+            for r in web_sgprs(w) {
+                taken.insert(r);
+            }
+        }
         for r in single_regs {
             taken.insert(r);
         }
@@ -1455,16 +1482,7 @@ fn place_singles(
             };
             // Free but at the copy's position `at` (the single's intervals without that point).
             let free_at = |x: u16, at: u32, occ: &[Vec<&webs::Intervals>]| {
-                let mut iv = ivs[h].clone();
-                iv.0.retain_mut(|seg| {
-                    if seg.0 == at {
-                        seg.0 += 1;
-                    }
-                    if seg.1 == at {
-                        seg.1 = seg.1.saturating_sub(1);
-                    }
-                    seg.0 <= seg.1
-                });
+                let iv = without_point(&ivs[h], at);
                 (!blocked.contains(x) || fixed.contains(x))
                     && occ[x as usize].iter().all(|o| !o.overlaps(&iv))
             };
@@ -1544,16 +1562,8 @@ fn lower_sgpr_webs(
     lay: &SgprLayout,
     ivs: &[webs::Intervals],
     current: (&[u16], usize),
-) -> Result<Option<(webs::Webs, [u16; 64], Vec<u16>)>, RegallocError> {
-    let end_of = |w: &webs::Webs, singles: &[u16]| -> u16 {
-        web_sgprs(w)
-            .into_iter()
-            .chain(singles.iter().copied())
-            .map(|r| r + 1)
-            .max()
-            .unwrap_or(0)
-            .max(lay.blocked.end() as u16)
-    };
+) -> Result<Option<(webs::Webs, [u16; 64], Vec<u16>, usize)>, RegallocError> {
+    let end_of = |w: &webs::Webs, singles: &[u16]| sgpr_end(w, singles, lay);
     // A workgroup id's SGPR and the intervals of the register the id is read from.
     let wg_live = |x: u16| -> Option<&webs::Intervals> {
         lay.wg_fixed
@@ -1566,7 +1576,7 @@ fn lower_sgpr_webs(
     };
     // The webs being lowered (cloned at the first try) and the singles placed over them.
     let mut lw: Option<webs::Webs> = None;
-    let mut best: Option<([u16; 64], Vec<u16>)> = None;
+    let mut best: Option<([u16; 64], Vec<u16>, usize)> = None;
     let (mut end, mut copies) = (end_of(w, current.0), current.1);
     let first_end = end;
     // No layout ends below the ABI's registers or the most SGPRs live at once.
@@ -1600,20 +1610,7 @@ fn lower_sgpr_webs(
             let (reg, dw) = (web.reg.unwrap(), web.dwords as u16);
             let al = webs::alignment(RegClass::Sgpr, web.dwords, p.mf.abi.target);
             // Where the other webs' dwords are live, per SGPR below this one.
-            let mut occ: Vec<webs::Intervals> = vec![webs::Intervals::default(); reg as usize];
-            for (k, other) in cur.webs.iter().enumerate() {
-                let root = other.inside.map_or(k, |(o, _)| o);
-                if root == r || other.class != RegClass::Sgpr {
-                    continue;
-                }
-                if let Some(b) = other.reg {
-                    for (j, span) in other.dword_span.iter().enumerate() {
-                        if let Some(o) = occ.get_mut(b as usize + j) {
-                            o.merge(span);
-                        }
-                    }
-                }
-            }
+            let occ = other_webs_occupancy(cur, r, reg);
             let fits = |base: u16| {
                 (0..dw).all(|j| {
                     let x = base + j;
@@ -1637,7 +1634,7 @@ fn lower_sgpr_webs(
                 let e = end_of(lowered, &regs);
                 if e <= end && c <= copies {
                     (end, copies) = (e, c);
-                    best = Some((map, regs));
+                    best = Some((map, regs, c));
                     if end <= floor {
                         break 'rounds;
                     }
@@ -1652,7 +1649,163 @@ fn lower_sgpr_webs(
     Ok(lw
         .zip(best)
         .filter(|_| end < first_end)
-        .map(|(lw, (map, regs))| (lw, map, regs)))
+        .map(|(lw, (map, regs, c))| (lw, map, regs, c)))
+}
+
+/// Where SGPR tuples and singles end: one past the highest SGPR the webs of `w` or the
+/// singles' `singles` take, at least past the ABI's reserved ones.
+fn sgpr_end(w: &webs::Webs, singles: &[u16], lay: &SgprLayout) -> u16 {
+    web_sgprs(w)
+        .into_iter()
+        .chain(singles.iter().copied())
+        .map(|r| r + 1)
+        .max()
+        .unwrap_or(0)
+        .max(lay.blocked.end() as u16)
+}
+
+/// Where the SGPR webs of `w` other than root `r` (and those inside it) hold live dwords, per
+/// SGPR below `limit`.
+fn other_webs_occupancy(w: &webs::Webs, r: usize, limit: u16) -> Vec<webs::Intervals> {
+    let mut occ: Vec<webs::Intervals> = vec![webs::Intervals::default(); limit as usize];
+    for (k, other) in w.webs.iter().enumerate() {
+        let root = other.inside.map_or(k, |(o, _)| o);
+        if root == r || other.class != RegClass::Sgpr {
+            continue;
+        }
+        if let Some(b) = other.reg {
+            for (j, span) in other.dword_span.iter().enumerate() {
+                if let Some(o) = occ.get_mut(b as usize + j) {
+                    o.merge(span);
+                }
+            }
+        }
+    }
+    occ
+}
+
+/// `iv` without position `at` where a segment begins or ends there: a copy's own position,
+/// which a hinted SGPR may share with the value copied ([`place_singles`]).
+fn without_point(iv: &webs::Intervals, at: u32) -> webs::Intervals {
+    let mut iv = iv.clone();
+    iv.0.retain_mut(|seg| {
+        if seg.0 == at {
+            seg.0 += 1;
+        }
+        if seg.1 == at {
+            seg.1 = seg.1.saturating_sub(1);
+        }
+        seg.0 <= seg.1
+    });
+    iv
+}
+
+/// Singles whose copy hints [`free_hinted_sgprs`] tries to honour per allocation (each try
+/// places the singles again).
+const MAX_HINT_TRIES: usize = 4;
+
+/// Moves SGPR tuple webs off the SGPR a single's copy hint names ([`single_hints`]) where they
+/// keep the single from it. The webs are placed before regalloc2 runs, by first fit over their
+/// own live intervals, so a web of later code may take the SGPR of a preloaded kernel argument
+/// that was copied out while the copy lives on (stencil_pipelined's loop masks in `s[4:5]`,
+/// where the width was preloaded: `s_mov_b32 s16, s5` in the prologue, the width in `s16` all
+/// kernel). For each single (`Int` PReg) none of whose hints holds, the webs live on its first
+/// hinted SGPR while it is go to the lowest aligned SGPRs where no ABI register, no other web
+/// dword and (on that SGPR) not the single are live while they are, and the singles are placed
+/// again; the result is kept when fewer copies remain and the SGPRs end no higher.
+/// `current`: the `Int` map, the singles' SGPRs and the copies as placed over `w`.
+/// Returns the moved webs, the `Int` map and the singles' SGPRs, or `None` (nothing kept).
+#[allow(clippy::too_many_arguments)]
+fn free_hinted_sgprs(
+    p: &Prepared,
+    func: &ra2::RaFunc,
+    out: &ra::Output,
+    w: &webs::Webs,
+    used: u64,
+    fixed_map: &[u16; 64],
+    lay: &SgprLayout,
+    ivs: &[webs::Intervals],
+    current: (&[u16; 64], &[u16], usize),
+) -> Result<Option<(webs::Webs, [u16; 64], Vec<u16>)>, RegallocError> {
+    let (map, singles, mut copies) = current;
+    if copies == 0 {
+        return Ok(None);
+    }
+    let target = p.mf.abi.target;
+    let mut end = sgpr_end(w, singles, lay);
+    let mut hints = single_hints(p, func, out, w);
+    let mut best: Option<(webs::Webs, [u16; 64], Vec<u16>)> = None;
+    let mut tries = 0;
+    for h in bits(used) {
+        if copies == 0 || tries == MAX_HINT_TRIES {
+            break;
+        }
+        let (cur, cur_map) = best.as_ref().map_or((w, map), |b| (&b.0, &b.1));
+        let Some(&(x, at)) = hints[h].first() else {
+            continue;
+        };
+        if hints[h].iter().any(|&(r, _)| r == cur_map[h]) {
+            continue;
+        }
+        let iv = without_point(&ivs[h], at);
+        let blocking: Vec<usize> = (0..cur.webs.len())
+            .filter(|&k| {
+                let web = &cur.webs[k];
+                let Some(base) = web
+                    .reg
+                    .filter(|_| web.class == RegClass::Sgpr && web.inside.is_none())
+                else {
+                    return false;
+                };
+                (base..base + web.dwords as u16).contains(&x)
+                    && web.dword_span[(x - base) as usize].overlaps(&iv)
+            })
+            .collect();
+        if blocking.is_empty() || blocking.iter().any(|&k| cur.webs[k].precolor.is_some()) {
+            continue;
+        }
+        tries += 1;
+        let mut trial = cur.clone();
+        let mut placed = true;
+        for &r in &blocking {
+            let web = &trial.webs[r];
+            let (dw, al) = (
+                web.dwords as u16,
+                webs::alignment(RegClass::Sgpr, web.dwords, target),
+            );
+            let occ = other_webs_occupancy(&trial, r, MAX_SGPRS);
+            let fits = |base: u16| {
+                (0..dw).all(|j| {
+                    let (y, span) = (base + j, &web.dword_span[j as usize]);
+                    !lay.blocked.contains(y)
+                        && !occ[y as usize].overlaps(span)
+                        && !(y == x && iv.overlaps(span))
+                })
+            };
+            match (0..=MAX_SGPRS - dw).step_by(al as usize).find(|&b| fits(b)) {
+                Some(base) => move_web(&mut trial, r, base),
+                None => {
+                    placed = false;
+                    break;
+                }
+            }
+        }
+        if !placed {
+            continue;
+        }
+        let mut m = *fixed_map;
+        let Ok((regs, c)) = place_singles(p, func, out, &trial, used, &mut m, &lay.blocked, ivs)
+        else {
+            continue;
+        };
+        let e = sgpr_end(&trial, &regs, lay);
+        if c < copies && e <= end {
+            (copies, end) = (c, e);
+            hints = single_hints(p, func, out, &trial);
+            best = Some((trial, m, regs));
+        }
+    }
+    Ok(best)
 }
 
 /// The most SGPRs live at one position: the tuple webs' dwords, the singles (`used` `Int`
