@@ -1684,6 +1684,25 @@ fn other_webs_occupancy(w: &webs::Webs, r: usize, limit: u16) -> Vec<webs::Inter
     occ
 }
 
+/// Whether an SGPR web of `w` other than root `r` (and those inside it) holds SGPR `y` live
+/// somewhere in `span`: one register's [`other_webs_occupancy`], asked without building the
+/// table (a first fit that stops at the first free base asks about a few registers only).
+fn other_webs_overlap(w: &webs::Webs, r: usize, y: u16, span: &webs::Intervals) -> bool {
+    w.webs.iter().enumerate().any(|(k, other)| {
+        let root = other.inside.map_or(k, |(o, _)| o);
+        if root == r || other.class != RegClass::Sgpr {
+            return false;
+        }
+        other.reg.is_some_and(|b| {
+            y >= b
+                && other
+                    .dword_span
+                    .get((y - b) as usize)
+                    .is_some_and(|s| s.overlaps(span))
+        })
+    })
+}
+
 /// `iv` without position `at` where a segment begins or ends there: a copy's own position,
 /// which a hinted SGPR may share with the value copied ([`place_singles`]).
 fn without_point(iv: &webs::Intervals, at: u32) -> webs::Intervals {
@@ -1773,12 +1792,11 @@ fn free_hinted_sgprs(
                 web.dwords as u16,
                 webs::alignment(RegClass::Sgpr, web.dwords, target),
             );
-            let occ = other_webs_occupancy(&trial, r, MAX_SGPRS);
             let fits = |base: u16| {
                 (0..dw).all(|j| {
                     let (y, span) = (base + j, &web.dword_span[j as usize]);
                     !lay.blocked.contains(y)
-                        && !occ[y as usize].overlaps(span)
+                        && !other_webs_overlap(&trial, r, y, span)
                         && !(y == x && iv.overlaps(span))
                 })
             };
