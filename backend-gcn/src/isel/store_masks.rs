@@ -25,6 +25,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
+use kjit_ir::opt::is_pure;
 use kjit_ir::{Block, Function, Inst, InstData, Mem, Type, Uniformity, Value, ValueDef};
 
 use crate::mir::{implicit, MInst, MOperand, RegClass, VReg};
@@ -100,21 +101,12 @@ fn lane_local(func: &Function, i: Inst, dma_loads: &HashMap<Inst, Inst>) -> bool
             || matches!(func.insts[i], InstData::Load { .. }) && !dma_loads.contains_key(&i))
 }
 
-/// Whether `i` is arithmetic with no memory access: it may be lowered earlier in its block.
+/// Whether `i` is arithmetic with no memory access (the optimizer's [`is_pure`], and the
+/// uniform reads of a special register or a buffer's length): it may be lowered earlier in
+/// its block.
 fn pure(func: &Function, i: Inst) -> bool {
-    matches!(
-        func.insts[i],
-        InstData::Const { .. }
-            | InstData::Special { .. }
-            | InstData::BufferLen { .. }
-            | InstData::Unary { .. }
-            | InstData::Binary { .. }
-            | InstData::Ternary { .. }
-            | InstData::Cmp { .. }
-            | InstData::Select { .. }
-            | InstData::Convert { .. }
-            | InstData::Bitcast { .. }
-    )
+    let d = &func.insts[i];
+    is_pure(d) || matches!(d, InstData::Special { .. } | InstData::BufferLen { .. })
 }
 
 /// The regions of every block of `func`.

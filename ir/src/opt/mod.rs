@@ -318,7 +318,8 @@ fn mem_index(d: &InstData) -> Option<Value> {
     }
 }
 
-fn is_pure(d: &InstData) -> bool {
+/// Arithmetic with no memory access: a value the passes may move, copy or drop freely.
+pub fn is_pure(d: &InstData) -> bool {
     matches!(
         d,
         InstData::Const { .. }
