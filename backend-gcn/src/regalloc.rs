@@ -1563,7 +1563,6 @@ fn lower_sgpr_webs(
     ivs: &[webs::Intervals],
     current: (&[u16], usize),
 ) -> Result<Option<(webs::Webs, [u16; 64], Vec<u16>, usize)>, RegallocError> {
-    let end_of = |w: &webs::Webs, singles: &[u16]| sgpr_end(w, singles, lay);
     // A workgroup id's SGPR and the intervals of the register the id is read from.
     let wg_live = |x: u16| -> Option<&webs::Intervals> {
         lay.wg_fixed
@@ -1577,7 +1576,7 @@ fn lower_sgpr_webs(
     // The webs being lowered (cloned at the first try) and the singles placed over them.
     let mut lw: Option<webs::Webs> = None;
     let mut best: Option<([u16; 64], Vec<u16>, usize)> = None;
-    let (mut end, mut copies) = (end_of(w, current.0), current.1);
+    let (mut end, mut copies) = (sgpr_end(w, current.0, lay), current.1);
     let first_end = end;
     // No layout ends below the ABI's registers or the most SGPRs live at once.
     let floor = (lay.blocked.end() as u16).max(sgpr_pressure(w, lay, ivs, used, fixed_map));
@@ -1628,10 +1627,8 @@ fn lower_sgpr_webs(
                 tries += 1;
                 let lowered = lw.get_or_insert_with(|| w.clone());
                 move_web(lowered, r, base);
-                let mut map = *fixed_map;
-                let (regs, c) =
-                    place_singles(p, func, out, lowered, used, &mut map, &lay.blocked, ivs)?;
-                let e = end_of(lowered, &regs);
+                let (map, regs, c, e) =
+                    place_over(p, func, out, lowered, used, fixed_map, lay, ivs)?;
                 if e <= end && c <= copies {
                     (end, copies) = (e, c);
                     best = Some((map, regs, c));
@@ -1650,6 +1647,25 @@ fn lower_sgpr_webs(
         .zip(best)
         .filter(|_| end < first_end)
         .map(|(lw, (map, regs, c))| (lw, map, regs, c)))
+}
+
+/// The singles placed again over webs `w` (a trial layout of the tuples): the `Int` map, the
+/// singles' SGPRs, the copies left and where the SGPRs end.
+#[allow(clippy::too_many_arguments)]
+fn place_over(
+    p: &Prepared,
+    func: &ra2::RaFunc,
+    out: &ra::Output,
+    w: &webs::Webs,
+    used: u64,
+    fixed_map: &[u16; 64],
+    lay: &SgprLayout,
+    ivs: &[webs::Intervals],
+) -> Result<([u16; 64], Vec<u16>, usize, u16), RegallocError> {
+    let mut map = *fixed_map;
+    let (regs, c) = place_singles(p, func, out, w, used, &mut map, &lay.blocked, ivs)?;
+    let e = sgpr_end(w, &regs, lay);
+    Ok((map, regs, c, e))
 }
 
 /// Where SGPR tuples and singles end: one past the highest SGPR the webs of `w` or the
@@ -1811,12 +1827,10 @@ fn free_hinted_sgprs(
         if !placed {
             continue;
         }
-        let mut m = *fixed_map;
-        let Ok((regs, c)) = place_singles(p, func, out, &trial, used, &mut m, &lay.blocked, ivs)
+        let Ok((m, regs, c, e)) = place_over(p, func, out, &trial, used, fixed_map, lay, ivs)
         else {
             continue;
         };
-        let e = sgpr_end(&trial, &regs, lay);
         if c < copies && e <= end {
             (copies, end) = (c, e);
             hints = single_hints(p, func, out, &trial);
