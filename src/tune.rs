@@ -22,7 +22,8 @@
 //! they take its measurement (most kernels compile to the same code at several levels).
 
 use std::hash::Hasher;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use kjit_backend_gcn::compile::{
@@ -64,10 +65,14 @@ pub struct TuneOptions {
     /// Launches per candidate on a device that times its launches ([`tune_on`]); the fastest
     /// counts. The timing model is deterministic and runs each candidate once.
     pub runs: u32,
+    /// Threads that select and compile the candidates, and run them on the software device
+    /// (at least 1; 1: one candidate after another on the calling thread).
+    pub jobs: usize,
 }
 
 impl TuneOptions {
-    /// Occupancy levels only, optimized, exhaustive up to 96 candidates, the target's model.
+    /// Occupancy levels only, optimized, exhaustive up to 96 candidates, the target's model,
+    /// [`default_jobs`] threads.
     pub fn new(target: Target) -> TuneOptions {
         TuneOptions {
             target,
@@ -76,6 +81,7 @@ impl TuneOptions {
             optimize: true,
             exhaustive_limit: 96,
             runs: 5,
+            jobs: default_jobs(),
         }
     }
 }
@@ -222,7 +228,12 @@ pub struct Candidate {
     pub correct: bool,
     /// Why it was rejected, or which earlier candidate had the same code.
     pub note: Option<String>,
-    /// Compile time, ms.
+    /// FxHash of the code object (`None`: it did not compile): candidates with equal hashes
+    /// have the same code.
+    #[serde(default)]
+    pub code_hash: Option<u64>,
+    /// Compile time, ms: the CPU time of the threads that built, selected and compiled this
+    /// candidate's code (a selection or compile two candidates share counts for the first).
     pub compile_ms: f64,
 }
 
@@ -245,12 +256,27 @@ pub struct TuneResult {
     pub candidates: Vec<Candidate>,
     /// Index of the fastest correct candidate.
     pub best: Option<usize>,
-    /// Time compiling, ms (all candidates).
+    /// CPU time compiling, ms: the candidates' `compile_ms` summed (on all threads).
     pub compile_ms: f64,
-    /// Time running the candidates on the device (model or GPU, with copies), ms.
+    /// Time running the candidates on the device (model or GPU, with copies), ms: each run's
+    /// wall time, summed (runs on several threads overlap: see `run_wall_ms`).
     pub run_ms: f64,
     /// Time computing references and comparing, ms.
     pub check_ms: f64,
+    /// Threads the tuning used ([`TuneOptions::jobs`]).
+    #[serde(default)]
+    pub jobs: usize,
+    /// Wall time of the compile phases, ms (builds, selections and compiles; on `jobs`
+    /// threads the compiles overlap).
+    #[serde(default)]
+    pub compile_wall_ms: f64,
+    /// Wall time of the run phases, ms (making the inputs, the runs, and the reference checks,
+    /// which the calling thread makes while other threads run).
+    #[serde(default)]
+    pub run_wall_ms: f64,
+    /// Wall time of the whole tuning, ms.
+    #[serde(default)]
+    pub wall_ms: f64,
     /// Answered from the cache (not stored; set when loaded).
     #[serde(skip)]
     pub from_cache: bool,
@@ -394,7 +420,14 @@ pub fn tune(
         timing: Some(machine),
         ..RunConfig::default()
     });
-    search(job, opts, &dev, Timer::Model, &opts.model, progress)
+    search(
+        job,
+        opts,
+        Runner::Shared(&dev),
+        Timer::Model,
+        &opts.model,
+        progress,
+    )
 }
 
 /// Tunes `job` on `dev`, a device that times its own launches (a GPU: HIP events), each
@@ -419,18 +452,36 @@ pub fn tune_on(
         return Err(anyhow!("runs must be at least 1"));
     }
     let timer = Timer::Device { runs: opts.runs };
-    search(job, opts, dev, timer, &dev.name(), progress)
+    search(job, opts, Runner::Alone(dev), timer, &dev.name(), progress)
+}
+
+/// Where the candidates run: a device that several threads may launch on at once (kjit's
+/// software device: each launch has its own buffers, whose placement does not change its
+/// cycles (`emu::memory`), and its own timing-model replay), or one that takes them one at a
+/// time (a GPU timing its launches with events: overlapping launches would time each other).
+#[derive(Clone, Copy)]
+enum Runner<'d> {
+    /// Candidates run on up to [`TuneOptions::jobs`] threads.
+    Shared(&'d (dyn Device + Sync)),
+    /// Candidates run in turn on the calling thread.
+    Alone(&'d dyn Device),
 }
 
 /// The search of [`tune`] and [`tune_on`]: `model` names the timing model or the device.
 fn search(
     job: &Job<'_>,
     opts: &TuneOptions,
-    dev: &dyn Device,
+    runner: Runner<'_>,
     timer: Timer,
     model: &str,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<TuneResult> {
+    if opts.jobs == 0 {
+        return Err(anyhow!(
+            "jobs must be at least 1 (1 compiles and runs the candidates one at a time)"
+        ));
+    }
+    let start = Instant::now();
     let levels: Vec<Option<u32>> = std::iter::once(None)
         .chain((1..=opts.target.max_waves_per_simd()).map(Some))
         .collect();
@@ -448,7 +499,7 @@ fn search(
     let mut t = Tuner {
         job,
         opts,
-        dev,
+        runner,
         timer,
         result: TuneResult {
             kernel: job.name.clone(),
@@ -462,6 +513,10 @@ fn search(
             compile_ms: 0.0,
             run_ms: 0.0,
             check_ms: 0.0,
+            jobs: opts.jobs,
+            compile_wall_ms: 0.0,
+            run_wall_ms: 0.0,
+            wall_ms: 0.0,
             from_cache: false,
         },
         seen: Vec::new(),
@@ -476,10 +531,7 @@ fn search(
             .iter()
             .flat_map(|c| levels.iter().map(move |&l| (c.clone(), l)))
             .collect();
-        for (i, p) in pts.iter().enumerate() {
-            t.run(p)?;
-            progress(i + 1, pts.len());
-        }
+        t.batch(&pts, &mut |done| progress(done, pts.len()))?;
     } else {
         // Stage 1: the parameters at the default compile.
         let stage1: Vec<Vec<u32>> = if configs.len() <= opts.exhaustive_limit {
@@ -497,31 +549,31 @@ fn search(
         let mut done = 0;
         let mut best_cfg = defaults.clone();
         if !stage1.is_empty() {
-            for c in &stage1 {
-                t.run(&(c.clone(), None))?;
-                done += 1;
-                progress(done, expected);
-            }
+            let pts: Vec<Point> = stage1.iter().map(|c| (c.clone(), None)).collect();
+            t.batch(&pts, &mut |k| progress(k, expected))?;
+            done = pts.len();
             best_cfg = t.best_config().unwrap_or(defaults.clone());
         } else {
             for (k, (_, vals)) in params.iter().enumerate() {
-                for &v in vals {
-                    let mut c = best_cfg.clone();
-                    c[k] = v;
-                    t.run(&(c, None))?;
-                }
+                let pts: Vec<Point> = vals
+                    .iter()
+                    .map(|&v| {
+                        let mut c = best_cfg.clone();
+                        c[k] = v;
+                        (c, None)
+                    })
+                    .collect();
+                t.batch(&pts, &mut |_| {})?;
                 best_cfg = t.best_config().unwrap_or(best_cfg);
                 done += 1;
                 progress(done, expected);
             }
         }
-        for &l in &levels[1..] {
-            t.run(&(best_cfg.clone(), l))?;
-            done += 1;
-            progress(done, expected);
-        }
+        let pts: Vec<Point> = levels[1..].iter().map(|&l| (best_cfg.clone(), l)).collect();
+        t.batch(&pts, &mut |k| progress(done + k, expected))?;
     }
     t.finish();
+    t.result.wall_ms = ms(start.elapsed());
     Ok(t.result)
 }
 
@@ -531,10 +583,10 @@ type LevelKey = (usize, Option<u32>);
 struct Tuner<'j, 'a> {
     job: &'j Job<'a>,
     opts: &'j TuneOptions,
-    dev: &'j dyn Device,
+    runner: Runner<'j>,
     timer: Timer,
     result: TuneResult,
-    /// (parameter values, code object) of every candidate run, by candidate index.
+    /// (parameter values, code object) of every candidate so far, by candidate index.
     seen: Vec<(Vec<u32>, Vec<u8>)>,
     /// Per parameter choice: the index of its kernel in `kernels`.
     choices: Vec<(Vec<u32>, usize)>,
@@ -546,6 +598,26 @@ struct Tuner<'j, 'a> {
     /// (kernel index, occupancy) → its compile, so a choice that shares a kernel also shares
     /// every level's code.
     compiled: Vec<(LevelKey, Result<CompiledKernel, CompileError>)>,
+}
+
+/// One candidate of a batch on its way through [`Tuner::batch`].
+struct Slot {
+    cand: Candidate,
+    cfg: Vec<u32>,
+    /// Its kernel's index in `Tuner::kernels` (`None`: it did not build; the note says why).
+    at: Option<usize>,
+    /// Thread CPU time spent for it: its build, and the selection and compile it was the first
+    /// of the batch to need.
+    cpu: Duration,
+    /// Its code object (empty when it did not compile).
+    code: Vec<u8>,
+    /// The earlier candidate with the same code and launch, whose measurement it takes.
+    same: Option<usize>,
+}
+
+/// Milliseconds of `d`.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 impl Tuner<'_, '_> {
@@ -561,158 +633,334 @@ impl Tuner<'_, '_> {
         )
     }
 
-    fn run(&mut self, (cfg, occ): &Point) -> Result<()> {
-        let job = self.job;
-        let named: Vec<(String, u32)> = job
-            .params
-            .iter()
-            .zip(cfg)
-            .map(|((n, _), &v)| (n.clone(), v))
-            .collect();
-        let cfg_arg: &[u32] = if job.params.is_empty() { &[] } else { cfg };
-        let budget = occ
-            .map(|w| kjit_backend_gcn::compile::occupancy_budgets(self.opts.target, w))
-            .transpose()?
-            .map(|b| b.vgprs);
-        let mut cand = Candidate {
-            params: named,
-            occupancy: *occ,
-            vgpr_budget: budget,
-            vgprs: 0,
-            agprs: 0,
-            sgprs: 0,
-            spills: 0,
-            spills_vgpr: 0,
-            spills_agpr: 0,
-            spills_scratch: 0,
-            reached_occupancy: 0,
-            cycles: None,
-            us: None,
-            runs_us: Vec::new(),
-            gbps: None,
-            gflops: None,
-            speedup: None,
-            correct: false,
-            note: None,
-            compile_ms: 0.0,
-        };
-        let copts = CompileOptions {
-            optimize: self.opts.optimize,
-            occupancy: *occ,
-            ..CompileOptions::default()
-        };
+    /// Compiles, runs and checks the candidates `pts`, which do not depend on each other's
+    /// results, and appends them in order; `done(k)` as the k-th is finished. The builds, the
+    /// cases and the checks run on the calling thread (a [`Job`]'s functions need not be
+    /// `Sync`); the selections and compiles on up to [`TuneOptions::jobs`] threads, and so do
+    /// the runs on a [`Runner::Shared`] device. Every phase keeps the candidates' order, so the
+    /// result is the same for any number of jobs.
+    fn batch(&mut self, pts: &[Point], done: &mut dyn FnMut(usize)) -> Result<()> {
         let t0 = Instant::now();
-        let at = match self.choices.iter().find(|c| c.0 == *cfg) {
-            Some(c) => c.1,
-            None => {
-                // A point the kernel refuses (e.g. tiles whose LDS does not fit) is a
-                // candidate with a note, not the end of the search.
-                let func = match (job.build)(cfg_arg) {
-                    Ok(f) => f,
-                    Err(e) => {
-                        cand.note = Some(format!("build error: {e}"));
-                        self.push(cand, cfg, Vec::new());
-                        return Ok(());
-                    }
+        let (mut slots, pending) = self.prepare(pts)?;
+        self.compile(&mut slots, pending)?;
+        self.result.compile_wall_ms += ms(t0.elapsed());
+        let base = self.result.candidates.len();
+        let to_run = self.record(&mut slots, base);
+        self.run_all(&mut slots, &to_run, done)?;
+        for j in 0..slots.len() {
+            if let Some(i) = slots[j].same {
+                let same = if i < base {
+                    self.result.candidates[i].clone()
+                } else {
+                    slots[i - base].cand.clone()
                 };
-                let at = match self.kernels.iter().position(|k| k.0 == func) {
-                    Some(i) => i,
-                    None => {
-                        let sel = select_kernel(&func, self.opts.target, &copts)
-                            .map_err(|e| anyhow!("compiling {}: {e}", job.name))?;
-                        self.kernels.push((func, sel));
-                        self.kernels.len() - 1
-                    }
-                };
-                self.choices.push((cfg.clone(), at));
-                at
+                let c = &mut slots[j].cand;
+                c.cycles = same.cycles;
+                c.us = same.us;
+                c.runs_us = same.runs_us;
+                c.gbps = same.gbps;
+                c.gflops = same.gflops;
+                c.correct = same.correct;
+                c.note = Some(format!("same code as #{i}"));
             }
-        };
-        let compiled = match self.compiled.iter().find(|c| c.0 == (at, *occ)) {
-            Some(c) => c.1.clone(),
-            None => {
-                let c = compile_selected(&self.kernels[at].1, &copts);
-                self.compiled.push(((at, *occ), c.clone()));
-                c
-            }
-        };
-        cand.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-        self.result.compile_ms += cand.compile_ms;
-        let k = match compiled {
-            Ok(k) => k,
-            Err(e @ CompileError::OccupancyUnreachable { .. }) => {
-                cand.note = Some(format!("unreachable: {e}"));
-                self.push(cand, cfg, Vec::new());
-                return Ok(());
-            }
-            Err(e) => {
-                cand.note = Some(format!("compile error: {e}"));
-                self.push(cand, cfg, Vec::new());
-                return Ok(());
-            }
-        };
-        let h = &k.header;
-        cand.vgprs = h.vgprs;
-        cand.agprs = h.agprs;
-        cand.sgprs = h.sgprs;
-        cand.spills = h.spills;
-        cand.spills_vgpr = h.spills_vgpr;
-        cand.spills_agpr = h.spills_agpr;
-        cand.spills_scratch = h.spills_scratch;
-        cand.reached_occupancy = h.occupancy;
-        if let Some(i) = self
-            .seen
-            .iter()
-            .position(|(c, code)| c == cfg && *code == k.code_object)
-        {
-            let same = &self.result.candidates[i];
-            cand.cycles = same.cycles;
-            cand.us = same.us;
-            cand.runs_us = same.runs_us.clone();
-            cand.gbps = same.gbps;
-            cand.gflops = same.gflops;
-            cand.correct = same.correct;
-            cand.note = Some(format!("same code as #{i}"));
-            self.push(cand, cfg, k.code_object);
-            return Ok(());
         }
-        let case = (job.case)(cfg_arg);
-        let t1 = Instant::now();
-        let out = run_case_repeated(
-            self.dev,
-            &k.code_object,
-            &self.kernels[at].0,
-            &case,
-            self.timer.runs(),
-        );
-        self.result.run_ms += t1.elapsed().as_secs_f64() * 1e3;
-        match out {
-            Ok(out) => {
-                let m = self.timer.measure(&out).map_err(|e| anyhow!("{e}"))?;
-                cand.cycles = m.cycles;
-                cand.us = Some(m.us);
-                let seconds = m.us * 1e-6;
-                // Bytes as the device counted them (a GPU counts none).
-                let bytes = (out.stats.bytes_read + out.stats.bytes_written) as f64;
-                cand.gbps = (seconds > 0.0 && bytes > 0.0).then(|| bytes / seconds / 1e9);
-                cand.gflops = m.flops_per_second.map(|f| f / 1e9);
-                cand.runs_us = m.runs_us;
-                let t2 = Instant::now();
-                match (job.check)(&case, &out.args) {
-                    Ok(()) => cand.correct = true,
-                    Err(e) => cand.note = Some(format!("wrong result: {e}")),
-                }
-                self.result.check_ms += t2.elapsed().as_secs_f64() * 1e3;
-            }
-            Err(e) => cand.note = Some(format!("run failed: {e}")),
+        for mut s in slots {
+            s.cand.compile_ms = ms(s.cpu);
+            self.result.compile_ms += s.cand.compile_ms;
+            self.result.candidates.push(s.cand);
         }
-        self.push(cand, cfg, k.code_object);
         Ok(())
     }
 
-    fn push(&mut self, c: Candidate, cfg: &[u32], code: Vec<u8>) {
-        self.result.candidates.push(c);
-        self.seen.push((cfg.to_vec(), code));
+    /// The batch's candidates with their kernels: each parameter choice not seen before is
+    /// built (on this thread) and a kernel not seen before is returned to be selected, its
+    /// index in `kernels` to be `kernels.len()` plus its place in the list.
+    fn prepare(&mut self, pts: &[Point]) -> Result<(Vec<Slot>, Vec<Function>)> {
+        let job = self.job;
+        let mut pending: Vec<Function> = Vec::new();
+        let mut slots = Vec::with_capacity(pts.len());
+        for (cfg, occ) in pts {
+            let named: Vec<(String, u32)> = job
+                .params
+                .iter()
+                .zip(cfg)
+                .map(|((n, _), &v)| (n.clone(), v))
+                .collect();
+            let budget = occ
+                .map(|w| kjit_backend_gcn::compile::occupancy_budgets(self.opts.target, w))
+                .transpose()?
+                .map(|b| b.vgprs);
+            let mut slot = Slot {
+                cand: Candidate {
+                    params: named,
+                    occupancy: *occ,
+                    vgpr_budget: budget,
+                    vgprs: 0,
+                    agprs: 0,
+                    sgprs: 0,
+                    spills: 0,
+                    spills_vgpr: 0,
+                    spills_agpr: 0,
+                    spills_scratch: 0,
+                    reached_occupancy: 0,
+                    cycles: None,
+                    us: None,
+                    runs_us: Vec::new(),
+                    gbps: None,
+                    gflops: None,
+                    speedup: None,
+                    correct: false,
+                    note: None,
+                    code_hash: None,
+                    compile_ms: 0.0,
+                },
+                cfg: cfg.clone(),
+                at: None,
+                cpu: Duration::ZERO,
+                code: Vec::new(),
+                same: None,
+            };
+            slot.at = match self.choices.iter().find(|c| c.0 == *cfg) {
+                Some(c) => Some(c.1),
+                None => {
+                    let cpu = thread_cpu();
+                    let built = (job.build)(self.cfg_arg(cfg));
+                    slot.cpu += thread_cpu().saturating_sub(cpu);
+                    match built {
+                        // A point the kernel refuses (e.g. tiles whose LDS does not fit) is a
+                        // candidate with a note, not the end of the search.
+                        Err(e) => {
+                            slot.cand.note = Some(format!("build error: {e}"));
+                            None
+                        }
+                        Ok(func) => {
+                            let known = self.kernels.iter().map(|k| &k.0);
+                            let at = match known.chain(&pending).position(|k| *k == func) {
+                                Some(i) => i,
+                                None => {
+                                    pending.push(func);
+                                    self.kernels.len() + pending.len() - 1
+                                }
+                            };
+                            self.choices.push((cfg.clone(), at));
+                            Some(at)
+                        }
+                    }
+                }
+            };
+            slots.push(slot);
+        }
+        Ok((slots, pending))
+    }
+
+    /// The parameter values the job's functions take for `cfg` (none when it declares none).
+    fn cfg_arg<'c>(&self, cfg: &'c [u32]) -> &'c [u32] {
+        if self.job.params.is_empty() {
+            &[]
+        } else {
+            cfg
+        }
+    }
+
+    /// Selects the `pending` kernels and compiles every (kernel, level) the batch needs that is
+    /// not compiled yet, on up to [`TuneOptions::jobs`] threads, in two rounds: first each new
+    /// kernel's selection with the first compile the batch needs of it (its default compile,
+    /// where the batch has one: the default compile's level search allocates the budgets it
+    /// probes, and the levels then find them in the kernel's caches instead of two threads
+    /// making them at once), then the rest. The thread CPU time of each goes to the candidate
+    /// that first needed it.
+    fn compile(&mut self, slots: &mut [Slot], pending: Vec<Function>) -> Result<()> {
+        let mut keys: Vec<(LevelKey, usize)> = Vec::new();
+        for (j, s) in slots.iter().enumerate() {
+            let Some(at) = s.at else { continue };
+            let key = (at, s.cand.occupancy);
+            if !self.compiled.iter().any(|c| c.0 == key) && !keys.iter().any(|k| k.0 == key) {
+                keys.push((key, j));
+            }
+        }
+        let base = self.kernels.len();
+        let leads: Vec<(Function, (LevelKey, usize))> = pending
+            .into_iter()
+            .enumerate()
+            .map(|(p, f)| {
+                let first = keys.iter().find(|k| k.0 .0 == base + p).copied();
+                // Every pending kernel is some slot's, and its keys are all uncompiled.
+                (f, first.unwrap_or(((base + p, None), 0)))
+            })
+            .collect();
+        let (target, optimize) = (self.opts.target, self.opts.optimize);
+        let copts = move |occupancy| CompileOptions {
+            optimize,
+            occupancy,
+            ..CompileOptions::default()
+        };
+        let lead_results = par_map(self.opts.jobs, &leads, |(func, ((_, occ), _))| {
+            let copts = copts(*occ);
+            let cpu = thread_cpu();
+            let sel = select_kernel(func, target, &copts);
+            let compiled = sel.as_ref().ok().map(|s| compile_selected(s, &copts));
+            (sel, compiled, thread_cpu().saturating_sub(cpu))
+        });
+        for ((func, (key, j)), (sel, compiled, cpu)) in leads.into_iter().zip(lead_results) {
+            let sel = sel.map_err(|e| anyhow!("compiling {}: {e}", self.job.name))?;
+            self.kernels.push((func, sel));
+            if let Some(c) = compiled {
+                self.compiled.push((key, c));
+            }
+            slots[j].cpu += cpu;
+        }
+        let rest: Vec<(LevelKey, usize)> = keys
+            .into_iter()
+            .filter(|k| !self.compiled.iter().any(|c| c.0 == k.0))
+            .collect();
+        let kernels = &self.kernels;
+        let results = par_map(self.opts.jobs, &rest, |&((at, occ), _)| {
+            let cpu = thread_cpu();
+            let c = compile_selected(&kernels[at].1, &copts(occ));
+            (c, thread_cpu().saturating_sub(cpu))
+        });
+        for ((key, j), (c, cpu)) in rest.into_iter().zip(results) {
+            self.compiled.push((key, c));
+            slots[j].cpu += cpu;
+        }
+        Ok(())
+    }
+
+    /// Takes each compiled candidate's registers, spills and code, and finds the earlier
+    /// candidate (of this batch or before, `base` being this batch's first index) with the
+    /// same code and parameters; the indices of the slots that must run.
+    fn record(&mut self, slots: &mut [Slot], base: usize) -> Vec<usize> {
+        let mut to_run = Vec::new();
+        for (j, s) in slots.iter_mut().enumerate() {
+            let compiled = s.at.and_then(|at| {
+                let key = (at, s.cand.occupancy);
+                self.compiled.iter().find(|c| c.0 == key).map(|c| &c.1)
+            });
+            match compiled {
+                None => {}
+                Some(Err(e @ CompileError::OccupancyUnreachable { .. })) => {
+                    s.cand.note = Some(format!("unreachable: {e}"));
+                }
+                Some(Err(e)) => s.cand.note = Some(format!("compile error: {e}")),
+                Some(Ok(k)) => {
+                    let h = &k.header;
+                    let c = &mut s.cand;
+                    c.vgprs = h.vgprs;
+                    c.agprs = h.agprs;
+                    c.sgprs = h.sgprs;
+                    c.spills = h.spills;
+                    c.spills_vgpr = h.spills_vgpr;
+                    c.spills_agpr = h.spills_agpr;
+                    c.spills_scratch = h.spills_scratch;
+                    c.reached_occupancy = h.occupancy;
+                    s.code = k.code_object.clone();
+                    let mut h = rustc_hash::FxHasher::default();
+                    h.write(&s.code);
+                    c.code_hash = Some(h.finish());
+                    s.same = self
+                        .seen
+                        .iter()
+                        .position(|(c, code)| *c == s.cfg && *code == s.code);
+                    if s.same.is_none() {
+                        to_run.push(j);
+                    }
+                }
+            }
+            debug_assert_eq!(self.seen.len(), base + j);
+            self.seen.push((s.cfg.clone(), s.code.clone()));
+        }
+        to_run
+    }
+
+    /// Runs the slots `to_run` (on up to [`TuneOptions::jobs`] threads on a shared device, else
+    /// in turn) and checks each on this thread as it finishes.
+    fn run_all(
+        &mut self,
+        slots: &mut [Slot],
+        to_run: &[usize],
+        done: &mut dyn FnMut(usize),
+    ) -> Result<()> {
+        let t0 = Instant::now();
+        let job = self.job;
+        let mut finished = slots.len() - to_run.len();
+        done(finished);
+        let cases: Vec<Case> = to_run
+            .iter()
+            .map(|&j| (job.case)(self.cfg_arg(&slots[j].cfg)))
+            .collect();
+        let timer = self.timer;
+        let runs = timer.runs();
+        let kernels = &self.kernels;
+        let items: Vec<(&[u8], &Function, &Case)> = to_run
+            .iter()
+            .zip(&cases)
+            .map(|(&j, case)| {
+                let at = slots[j].at.unwrap_or_default();
+                (slots[j].code.as_slice(), &kernels[at].0, case)
+            })
+            .collect();
+        let run = |dev: &dyn Device, (code, func, case): &(&[u8], &Function, &Case)| {
+            let t = Instant::now();
+            let out = run_case_repeated(dev, code, func, case, runs);
+            (out, t.elapsed())
+        };
+        let mut measured: Vec<Option<Result<Measured>>> = (0..items.len()).map(|_| None).collect();
+        let (mut run_ms, mut check_ms) = (0.0, 0.0);
+        let mut each = |k: usize, (out, took): (Result<RunOutput, _>, Duration)| {
+            run_ms += ms(took);
+            let mut cand = Measured::default();
+            let r = match out {
+                Ok(out) => timer.measure(&out).map_err(|e| anyhow!("{e}")).map(|m| {
+                    cand.cycles = m.cycles;
+                    cand.us = Some(m.us);
+                    let seconds = m.us * 1e-6;
+                    // Bytes as the device counted them (a GPU counts none).
+                    let bytes = (out.stats.bytes_read + out.stats.bytes_written) as f64;
+                    cand.gbps = (seconds > 0.0 && bytes > 0.0).then(|| bytes / seconds / 1e9);
+                    cand.gflops = m.flops_per_second.map(|f| f / 1e9);
+                    cand.runs_us = m.runs_us;
+                    let t2 = Instant::now();
+                    match (job.check)(items[k].2, &out.args) {
+                        Ok(()) => cand.correct = true,
+                        Err(e) => cand.note = Some(format!("wrong result: {e}")),
+                    }
+                    check_ms += ms(t2.elapsed());
+                    cand
+                }),
+                Err(e) => {
+                    cand.note = Some(format!("run failed: {e}"));
+                    Ok(cand)
+                }
+            };
+            measured[k] = Some(r);
+            finished += 1;
+            done(finished);
+        };
+        match self.runner {
+            Runner::Shared(dev) => par_each(self.opts.jobs, &items, |x| run(dev, x), &mut each),
+            Runner::Alone(dev) => {
+                for (k, x) in items.iter().enumerate() {
+                    each(k, run(dev, x));
+                }
+            }
+        }
+        for (&j, m) in to_run.iter().zip(measured) {
+            if let Some(m) = m {
+                let m = m?;
+                let c = &mut slots[j].cand;
+                c.cycles = m.cycles;
+                c.us = m.us;
+                c.runs_us = m.runs_us;
+                c.gbps = m.gbps;
+                c.gflops = m.gflops;
+                c.correct = m.correct;
+                c.note = m.note;
+            }
+        }
+        self.result.run_ms += run_ms;
+        self.result.check_ms += check_ms;
+        self.result.run_wall_ms += ms(t0.elapsed());
+        Ok(())
     }
 
     fn finish(&mut self) {
@@ -729,6 +977,79 @@ impl Tuner<'_, '_> {
         }
         self.result.best = best_index(&self.result.candidates);
     }
+}
+
+/// What a candidate's run gives it.
+#[derive(Default)]
+struct Measured {
+    cycles: Option<u64>,
+    us: Option<f64>,
+    runs_us: Vec<f64>,
+    gbps: Option<f64>,
+    gflops: Option<f64>,
+    correct: bool,
+    note: Option<String>,
+}
+
+/// Calls `f` on every item on up to `jobs` scoped threads (each free thread takes the next
+/// item in order) and `each(i, result)` on the calling thread as the results come in; with one
+/// job (or one item), `f` and `each` in turn on the calling thread, spawning nothing.
+fn par_each<T: Sync, R: Send>(
+    jobs: usize,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+    each: &mut dyn FnMut(usize, R),
+) {
+    if jobs <= 1 || items.len() <= 1 {
+        for (i, x) in items.iter().enumerate() {
+            each(i, f(x));
+        }
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(items.len()) {
+            let (tx, next, f) = (tx.clone(), &next, &f);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(x) = items.get(i) else { break };
+                if tx.send((i, f(x))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        // Ends when every worker has finished (or one panicked: the scope then re-raises it).
+        for (i, r) in rx {
+            each(i, r);
+        }
+    });
+}
+
+/// `f` of every item, in the items' order, computed on up to `jobs` threads ([`par_each`]).
+fn par_map<T: Sync, R: Send>(jobs: usize, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    par_each(jobs, items, f, &mut |i, r| out[i] = Some(r));
+    out.into_iter().flatten().collect()
+}
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`): what a compile cost, however
+/// many other threads and processes share the cores.
+pub fn thread_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec; the clock id is a constant.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Worker threads a tuning uses unless told: the cores `std::thread::available_parallelism`
+/// reports (1 when it cannot tell).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// What candidates are ranked by: cycles on the timing model, µs on a GPU (one tuning has

@@ -1,5 +1,5 @@
 //! `kjit tune KERNEL [--target T] [--timing MODEL] [-n SIZE] [--space occupancy|all] [--json]
-//! [--plot FILE.svg] [--no-cache] [--device emu|hip] [--runs N]`: compiles a library kernel at
+//! [--plot FILE.svg] [--no-cache] [--device emu|hip] [--runs N] [--jobs N]`: compiles a library kernel at
 //! every occupancy level (and its declared parameters with `--space all`), runs each candidate
 //! on the software device's timing model (or with `--device hip` on the GPU, timed with HIP
 //! events, best of `--runs`), checks it against the reference and prints the table and the
@@ -57,6 +57,10 @@ pub struct TuneArgs {
     /// Compile without the e-graph optimizer.
     #[arg(long)]
     pub no_opt: bool,
+    /// Threads that compile the candidates (and run them on the software device); default: the
+    /// cores `available_parallelism` reports. `--jobs 1` compiles and runs one at a time.
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
 }
 
 /// Runs `kjit tune`.
@@ -128,6 +132,9 @@ fn tune_kernel(args: &TuneArgs, name: &str, progress: bool) -> Result<(TuneResul
     opts.space = args.space;
     opts.optimize = !args.no_opt;
     opts.runs = args.runs;
+    if let Some(j) = args.jobs {
+        opts.jobs = j as usize;
+    }
     let job = Job::from_resolved(kernel, n, args.seed);
     // On a GPU the cache is keyed by its name (in the model's place).
     let key = match &gpu {
@@ -197,6 +204,15 @@ fn run_all(args: &TuneArgs) -> Result<()> {
                 "best": r.best(),
                 "candidates": r.candidates.len(),
                 "compile_ms_max": max_compile_ms(&r),
+                "compile_ms_per_candidate": per_candidate(&r, r.compile_ms),
+                "compile_wall_ms_per_candidate": per_candidate(&r, r.compile_wall_ms),
+                "compile_ms": r.compile_ms,
+                "compile_wall_ms": r.compile_wall_ms,
+                "run_ms": r.run_ms,
+                "run_wall_ms": r.run_wall_ms,
+                "check_ms": r.check_ms,
+                "wall_ms": r.wall_ms,
+                "jobs": r.jobs,
                 "from_cache": r.from_cache,
             }));
         } else {
@@ -208,7 +224,7 @@ fn run_all(args: &TuneArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9} {:>9} {:>9}",
+        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "kernel",
         "n",
         "default",
@@ -216,15 +232,26 @@ fn run_all(args: &TuneArgs) -> Result<()> {
         "speedup",
         "winner",
         "cands",
-        "comp/cand",
+        "wall/cand",
+        "cpu/cand",
         "comp max",
+        "runs ms",
         "wall ms"
     );
     for r in rows {
         println!("{r}");
     }
-    println!("(times in cycles on the timing model, or µs on a GPU; compile times in ms)");
+    println!(
+        "(times in cycles on the timing model, or µs on a GPU; ms: the compile phases' wall time \
+         per candidate, the compile CPU time per candidate (all threads), the slowest candidate's \
+         compile CPU, the run phases' wall time, the kernel's wall time)"
+    );
     Ok(())
+}
+
+/// `ms` of a tuning per candidate.
+fn per_candidate(r: &TuneResult, ms: f64) -> f64 {
+    ms / r.candidates.len().max(1) as f64
 }
 
 /// The slowest candidate compile of a tuning, ms.
@@ -258,9 +285,8 @@ fn summary_row(r: &TuneResult, wall_ms: f64) -> String {
         }
         None => ("-".into(), "-".into(), "none correct".into()),
     };
-    let n = r.candidates.len().max(1);
     format!(
-        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9.2} {:>9.2} {:>9.0}{}",
+        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>9.0} {:>9.0}{}",
         r.kernel,
         r.n,
         default,
@@ -268,8 +294,10 @@ fn summary_row(r: &TuneResult, wall_ms: f64) -> String {
         speedup,
         winner,
         r.candidates.len(),
-        r.compile_ms / n as f64,
+        per_candidate(r, r.compile_wall_ms),
+        per_candidate(r, r.compile_ms),
         max_compile_ms(r),
+        r.run_wall_ms,
         wall_ms,
         if r.from_cache { " (cache)" } else { "" }
     )
@@ -313,10 +341,14 @@ fn report(r: &TuneResult, path: &std::path::Path, wall_ms: f64) {
         );
     } else {
         println!(
-            "tuned in {wall_ms:.0} ms: compile {:.1} ms ({} candidates, {:.2} ms each), runs {:.1} ms, reference checks {:.1} ms; cached in {}",
+            "tuned in {wall_ms:.0} ms on {} threads: compile {:.1} ms wall, {:.1} ms CPU ({} candidates: {:.2} ms wall, {:.2} ms CPU each), runs {:.1} ms wall ({:.1} ms summed), reference checks {:.1} ms; cached in {}",
+            r.jobs,
+            r.compile_wall_ms,
             r.compile_ms,
             r.candidates.len(),
-            r.compile_ms / r.candidates.len().max(1) as f64,
+            per_candidate(r, r.compile_wall_ms),
+            per_candidate(r, r.compile_ms),
+            r.run_wall_ms,
             r.run_ms,
             r.check_ms,
             path.display()
