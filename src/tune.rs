@@ -770,6 +770,86 @@ impl Tuner<'_, '_> {
     /// making them at once), then the rest. The thread CPU time of each goes to the candidate
     /// that first needed it.
     fn compile(&mut self, slots: &mut [Slot], pending: Vec<Function>) -> Result<()> {
+        let mode = std::env::var("P25_ORDER").unwrap_or_default();
+        if mode.starts_with("two") {
+            return self.compile_two(slots, pending);
+        }
+        let mut keys: Vec<(LevelKey, usize)> = Vec::new();
+        for (j, s) in slots.iter().enumerate() {
+            let Some(at) = s.at else { continue };
+            let key = (at, s.cand.occupancy);
+            if !self.compiled.iter().any(|c| c.0 == key) && !keys.iter().any(|k| k.0 == key) {
+                keys.push((key, j));
+            }
+        }
+        // Leads: each kernel's first key.
+        let mut leads: Vec<(LevelKey, usize)> = Vec::new();
+        let mut rest: Vec<(LevelKey, usize)> = Vec::new();
+        for k in keys {
+            if leads.iter().any(|l| l.0 .0 == k.0 .0) {
+                rest.push(k);
+            } else {
+                leads.push(k);
+            }
+        }
+        if mode == "desc" {
+            rest.sort_by_key(|k| std::cmp::Reverse(k.0 .1));
+        }
+        let tasks: Vec<(LevelKey, usize)> = leads.into_iter().chain(rest).collect();
+        let base = self.kernels.len();
+        let (target, optimize) = (self.opts.target, self.opts.optimize);
+        let copts = move |occupancy| CompileOptions {
+            optimize,
+            occupancy,
+            ..CompileOptions::default()
+        };
+        let fresh: Vec<(
+            Function,
+            std::sync::OnceLock<Result<Selected, CompileError>>,
+        )> = pending
+            .into_iter()
+            .map(|f| (f, std::sync::OnceLock::new()))
+            .collect();
+        let kernels = &self.kernels;
+        let results = par_map(self.opts.jobs, &tasks, |&((at, occ), _)| {
+            let cpu = thread_cpu();
+            let c = match at.checked_sub(base) {
+                None => Some(compile_selected(&kernels[at].1, &copts(occ))),
+                Some(p) => {
+                    let (func, sel) = &fresh[p];
+                    sel.get_or_init(|| select_kernel(func, target, &copts(None)))
+                        .as_ref()
+                        .ok()
+                        .map(|s| compile_selected(s, &copts(occ)))
+                }
+            };
+            if std::env::var_os("P25_DEBUG").is_some() {
+                eprintln!("task {occ:?} {:.1}", ms(thread_cpu().saturating_sub(cpu)));
+            }
+            (c, thread_cpu().saturating_sub(cpu))
+        });
+        for (func, sel) in fresh {
+            match sel.into_inner() {
+                Some(Ok(sel)) => self.kernels.push((func, sel)),
+                Some(Err(e)) => return Err(anyhow!("compiling {}: {e}", self.job.name)),
+                None => {
+                    return Err(anyhow!(
+                        "compiling {}: a kernel was not selected",
+                        self.job.name
+                    ))
+                }
+            }
+        }
+        for ((key, j), (c, cpu)) in tasks.into_iter().zip(results) {
+            if let Some(c) = c {
+                self.compiled.push((key, c));
+            }
+            slots[j].cpu += cpu;
+        }
+        Ok(())
+    }
+
+    fn compile_two(&mut self, slots: &mut [Slot], pending: Vec<Function>) -> Result<()> {
         let mut keys: Vec<(LevelKey, usize)> = Vec::new();
         for (j, s) in slots.iter().enumerate() {
             let Some(at) = s.at else { continue };
@@ -798,6 +878,9 @@ impl Tuner<'_, '_> {
             let copts = copts(*occ);
             let cpu = thread_cpu();
             let sel = select_kernel(func, target, &copts);
+            if std::env::var_os("P25_DEBUG").is_some() {
+                eprintln!("select {:.1}", ms(thread_cpu().saturating_sub(cpu)));
+            }
             let compiled = sel.as_ref().ok().map(|s| compile_selected(s, &copts));
             (sel, compiled, thread_cpu().saturating_sub(cpu))
         });
@@ -813,6 +896,10 @@ impl Tuner<'_, '_> {
             .into_iter()
             .filter(|k| !self.compiled.iter().any(|c| c.0 == k.0))
             .collect();
+        let mut rest = rest;
+        if std::env::var("P25_ORDER").unwrap_or_default() == "twodesc" {
+            rest.sort_by_key(|k| std::cmp::Reverse(k.0 .1));
+        }
         let kernels = &self.kernels;
         let results = par_map(self.opts.jobs, &rest, |&((at, occ), _)| {
             let cpu = thread_cpu();

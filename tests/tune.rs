@@ -652,3 +652,109 @@ fn cli_tune_all_covers_the_library_and_caches() {
     assert!(!ok && err.contains("--plot takes one kernel"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `r` without what depends on the machine and the threads: the times and the thread count.
+fn timeless(r: &kjit::tune::TuneResult) -> kjit::tune::TuneResult {
+    let mut r = r.clone();
+    for c in &mut r.candidates {
+        c.compile_ms = 0.0;
+    }
+    r.compile_ms = 0.0;
+    r.run_ms = 0.0;
+    r.check_ms = 0.0;
+    r.compile_wall_ms = 0.0;
+    r.run_wall_ms = 0.0;
+    r.wall_ms = 0.0;
+    r.jobs = 0;
+    r
+}
+
+/// Tuning on several threads gives what tuning on one gives: the same candidates in the same
+/// order (registers, spills, code hashes, cycles, checks, notes), the same winner, for an
+/// occupancy sweep, an exhaustive search over parameters (several kernels in one batch), the
+/// staged search and its coordinate descent, and a job whose parameter does not change the
+/// code. More threads than cores, so that the workers interleave.
+#[test]
+fn parallel_and_serial_tuning_agree() {
+    let lib = |name: &str, n: usize| Job::from_library(kjit_kernels::find(name).unwrap(), n, 3);
+    let occ = TuneOptions::new(Target::Gfx942);
+    let all = |limit: usize| TuneOptions {
+        space: Space::All,
+        exhaustive_limit: limit,
+        ..TuneOptions::new(Target::Gfx942)
+    };
+    let mi25 = TuneOptions {
+        model: "mi25".into(),
+        ..TuneOptions::new(Target::Gfx900)
+    };
+    let cases: Vec<(Job<'static>, TuneOptions, &str)> = vec![
+        (lib("hash_lanes", 256), occ.clone(), "exhaustive"),
+        (lib("hash_chain", 256), mi25, "exhaustive"),
+        (lib("matmul", 24), all(96), "exhaustive"),
+        (lib("matmul", 24), all(3), "staged: 3 parameter"),
+        (lib("softmax", 64), all(2), "coordinate descent"),
+        (lib("gemm", 64), occ, "exhaustive"),
+        (job(), all(96), "exhaustive"),
+    ];
+    for (job, opts, strategy) in &cases {
+        let serial = tune(
+            job,
+            &TuneOptions {
+                jobs: 1,
+                ..opts.clone()
+            },
+            &mut |_, _| {},
+        )
+        .expect("tunes on one thread");
+        assert!(serial.strategy.contains(strategy), "{}", serial.strategy);
+        assert!(
+            serial.candidates.iter().any(|c| c.code_hash.is_some()),
+            "{}",
+            table(&serial)
+        );
+        let mut calls = Vec::new();
+        let parallel = tune(
+            job,
+            &TuneOptions {
+                jobs: 4,
+                ..opts.clone()
+            },
+            &mut |d, t| calls.push((d, t)),
+        )
+        .expect("tunes on four threads");
+        assert_eq!(parallel.jobs, 4);
+        assert_eq!(
+            timeless(&serial),
+            timeless(&parallel),
+            "{}: one thread\n{}four\n{}",
+            job.name,
+            table(&serial),
+            table(&parallel)
+        );
+        assert!(
+            calls.windows(2).all(|w| w[0].0 <= w[1].0) && calls.iter().all(|c| c.0 <= c.1),
+            "progress goes forward and stays within its total: {calls:?}"
+        );
+        assert!(
+            parallel.compile_ms > 0.0 && parallel.compile_wall_ms > 0.0 && parallel.wall_ms > 0.0,
+            "{parallel:?}"
+        );
+    }
+}
+
+/// No threads is an error, from the library and from `kjit tune --jobs 0`.
+#[test]
+fn zero_jobs_is_an_error() {
+    let opts = TuneOptions {
+        jobs: 0,
+        ..TuneOptions::new(Target::Gfx942)
+    };
+    let e = tune(&job(), &opts, &mut |_, _| {}).expect_err("0 jobs");
+    assert!(e.to_string().contains("jobs must be at least 1"), "{e}");
+    let dir = std::env::temp_dir().join(format!("kjit-tune-jobs-{}", std::process::id()));
+    let (ok, _, err) = kjit_in(&dir, &["tune", "vector_add", "--jobs", "0"]);
+    assert!(!ok && err.contains("--jobs") && err.contains("0"), "{err}");
+    let (ok, out, err) = kjit_in(&dir, &["tune", "vector_add", "--jobs", "2", "-n", "64"]);
+    assert!(ok && out.contains("on 2 threads"), "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
