@@ -6,13 +6,15 @@
 //!
 //! `cargo bench --bench tune`; prints a table first, then runs criterion per kernel. The
 //! table's per-level times are the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), which other
-//! processes on a busy machine do not inflate the way they do wall time; the whole-tune
-//! columns are wall time.
+//! processes on a busy machine do not inflate the way they do wall time. The whole tunes run
+//! alternately on one thread (`TuneOptions::jobs` 1) and on every core, 5 of each, medians:
+//! the compile phases' wall time per candidate, the compile CPU time per candidate (all
+//! threads), the run phases' wall time and the whole tuning's.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::Criterion;
-use kjit::tune::{tune, Job, TuneOptions};
+use kjit::tune::{default_jobs, thread_cpu, tune, Job, TuneOptions, TuneResult};
 use kjit_backend_gcn::compile::{compile_selected, select_kernel, CompileOptions};
 use kjit_backend_gcn::Target;
 use std::hint::black_box;
@@ -22,44 +24,53 @@ const TARGET: Target = Target::Gfx942;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// CPU time of the calling thread.
-fn thread_cpu() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid, writable timespec; the clock id is a constant.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
 /// The median of `t`.
 fn median(mut t: Vec<Duration>) -> Duration {
     t.sort();
     t[t.len() / 2]
 }
 
+/// The median of `f` over the tunings `rs`.
+fn median_of(rs: &[TuneResult], f: impl Fn(&TuneResult) -> f64) -> f64 {
+    let mut v: Vec<f64> = rs.iter().map(f).collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Per candidate.
+fn per(r: &TuneResult, ms: f64) -> f64 {
+    ms / r.candidates.len().max(1) as f64
+}
+
 fn main() {
     let levels = 1..=TARGET.max_waves_per_simd();
+    let jobs = default_jobs();
     println!(
         "compile part of tuning on {TARGET} (ms; select: thread CPU time of optimize + isel, median \
          of 21, and the medians of optimize alone and of the rest (isel); cand: thread CPU time per level, median \
-         of 21 sweeps, median and worst level; per-level list below each row; tune: a whole \
-         `kjit::tune` at n <= 512, wall, and its compile time per candidate, mean)"
+         of 21 sweeps, median and worst level; per-level list below each row; then whole \
+         `kjit::tune`s at n <= 512, 5 on 1 thread and 5 on {jobs} alternately, medians: wall/c and \
+         cpu/c the compile phases' wall and CPU time per candidate, path/c their critical path \
+         (the busiest thread's CPU time) per candidate, runs the run phases' wall time, tune the \
+         whole tuning's wall time)"
     );
     println!(
-        "{:<24} {:>7} {:>6} {:>6} {:>9} {:>9} | {:>8} {:>9} {:>8} {:>8} {:>9}",
+        "{:<24} {:>7} {:>6} {:>6} {:>9} {:>9} | {:>7} {:>7} {:>7} {:>7} | {:>7} {:>7} {:>7} {:>7} {:>7}",
         "kernel",
         "select",
         "opt",
         "isel",
         "cand-med",
         "cand-max",
-        "tune",
-        "compile",
+        "1:wall/c",
+        "cpu/c",
         "runs",
-        "checks",
-        "per-cand"
+        "tune",
+        format!("{jobs}:wall/c"),
+        "path/c",
+        "cpu/c",
+        "runs",
+        "tune"
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     // gfx942 has matrix cores: the matrix kernels are library kernels too.
@@ -106,22 +117,40 @@ fn main() {
         let mut sorted = per_level.clone();
         sorted.sort();
         let job = Job::from_library(spec, spec.default_n.min(512), 1);
-        let t = Instant::now();
-        let r = tune(&job, &TuneOptions::new(TARGET), &mut |_, _| {}).expect("tunes");
-        let total = t.elapsed();
+        let (mut one, mut all) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            for (j, into) in [(1, &mut one), (jobs, &mut all)] {
+                let opts = TuneOptions {
+                    jobs: j,
+                    ..TuneOptions::new(TARGET)
+                };
+                into.push(tune(&job, &opts, &mut |_, _| {}).expect("tunes"));
+            }
+        }
+        let cols = |rs: &[TuneResult], path: bool| {
+            format!(
+                "{:>7.2} {}{:>7.2} {:>7.1} {:>7.1}",
+                median_of(rs, |r| per(r, r.compile_wall_ms)),
+                if path {
+                    format!("{:>7.2} ", median_of(rs, |r| per(r, r.compile_span_ms)))
+                } else {
+                    String::new()
+                },
+                median_of(rs, |r| per(r, r.compile_ms)),
+                median_of(rs, |r| r.run_wall_ms),
+                median_of(rs, |r| r.wall_ms)
+            )
+        };
         println!(
-            "{:<24} {:>7.3} {:>6.2} {:>6.2} {:>9.3} {:>9.3} | {:>8.1} {:>9.1} {:>8.1} {:>8.1} {:>9.3}",
+            "{:<24} {:>7.3} {:>6.2} {:>6.2} {:>9.3} {:>9.3} | {} | {}",
             spec.name,
             ms(median(cpu)),
             ms(median(opt)),
             ms(median(isel)),
             ms(sorted[sorted.len() / 2]),
             ms(*sorted.last().unwrap()),
-            ms(total),
-            r.compile_ms,
-            r.run_ms,
-            r.check_ms,
-            r.compile_ms / r.candidates.len().max(1) as f64
+            cols(&one, false),
+            cols(&all, true)
         );
         let levels: Vec<String> = per_level.iter().map(|&d| format!("{:.2}", ms(d))).collect();
         println!("{:<24} levels 1..: {}", "", levels.join(" "));

@@ -270,6 +270,11 @@ pub struct TuneResult {
     /// threads the compiles overlap).
     #[serde(default)]
     pub compile_wall_ms: f64,
+    /// The compile phases' critical path, ms: the builds' CPU time (on the calling thread) and,
+    /// per round of compiles, the CPU time of its busiest thread. What `compile_wall_ms` is on
+    /// idle cores, less waits: on a machine that other work keeps busy, the wall time is not.
+    #[serde(default)]
+    pub compile_span_ms: f64,
     /// Wall time of the run phases, ms (making the inputs, the runs, and the reference checks,
     /// which the calling thread makes while other threads run).
     #[serde(default)]
@@ -515,6 +520,7 @@ fn search(
             check_ms: 0.0,
             jobs: opts.jobs,
             compile_wall_ms: 0.0,
+            compile_span_ms: 0.0,
             run_wall_ms: 0.0,
             wall_ms: 0.0,
             from_cache: false,
@@ -725,7 +731,9 @@ impl Tuner<'_, '_> {
                 None => {
                     let cpu = thread_cpu();
                     let built = (job.build)(self.cfg_arg(cfg));
-                    slot.cpu += thread_cpu().saturating_sub(cpu);
+                    let took = thread_cpu().saturating_sub(cpu);
+                    slot.cpu += took;
+                    self.result.compile_span_ms += ms(took);
                     match built {
                         // A point the kernel refuses (e.g. tiles whose LDS does not fit) is a
                         // candidate with a note, not the end of the search.
@@ -770,86 +778,6 @@ impl Tuner<'_, '_> {
     /// making them at once), then the rest. The thread CPU time of each goes to the candidate
     /// that first needed it.
     fn compile(&mut self, slots: &mut [Slot], pending: Vec<Function>) -> Result<()> {
-        let mode = std::env::var("P25_ORDER").unwrap_or_default();
-        if mode.starts_with("two") {
-            return self.compile_two(slots, pending);
-        }
-        let mut keys: Vec<(LevelKey, usize)> = Vec::new();
-        for (j, s) in slots.iter().enumerate() {
-            let Some(at) = s.at else { continue };
-            let key = (at, s.cand.occupancy);
-            if !self.compiled.iter().any(|c| c.0 == key) && !keys.iter().any(|k| k.0 == key) {
-                keys.push((key, j));
-            }
-        }
-        // Leads: each kernel's first key.
-        let mut leads: Vec<(LevelKey, usize)> = Vec::new();
-        let mut rest: Vec<(LevelKey, usize)> = Vec::new();
-        for k in keys {
-            if leads.iter().any(|l| l.0 .0 == k.0 .0) {
-                rest.push(k);
-            } else {
-                leads.push(k);
-            }
-        }
-        if mode == "desc" {
-            rest.sort_by_key(|k| std::cmp::Reverse(k.0 .1));
-        }
-        let tasks: Vec<(LevelKey, usize)> = leads.into_iter().chain(rest).collect();
-        let base = self.kernels.len();
-        let (target, optimize) = (self.opts.target, self.opts.optimize);
-        let copts = move |occupancy| CompileOptions {
-            optimize,
-            occupancy,
-            ..CompileOptions::default()
-        };
-        let fresh: Vec<(
-            Function,
-            std::sync::OnceLock<Result<Selected, CompileError>>,
-        )> = pending
-            .into_iter()
-            .map(|f| (f, std::sync::OnceLock::new()))
-            .collect();
-        let kernels = &self.kernels;
-        let results = par_map(self.opts.jobs, &tasks, |&((at, occ), _)| {
-            let cpu = thread_cpu();
-            let c = match at.checked_sub(base) {
-                None => Some(compile_selected(&kernels[at].1, &copts(occ))),
-                Some(p) => {
-                    let (func, sel) = &fresh[p];
-                    sel.get_or_init(|| select_kernel(func, target, &copts(None)))
-                        .as_ref()
-                        .ok()
-                        .map(|s| compile_selected(s, &copts(occ)))
-                }
-            };
-            if std::env::var_os("P25_DEBUG").is_some() {
-                eprintln!("task {occ:?} {:.1}", ms(thread_cpu().saturating_sub(cpu)));
-            }
-            (c, thread_cpu().saturating_sub(cpu))
-        });
-        for (func, sel) in fresh {
-            match sel.into_inner() {
-                Some(Ok(sel)) => self.kernels.push((func, sel)),
-                Some(Err(e)) => return Err(anyhow!("compiling {}: {e}", self.job.name)),
-                None => {
-                    return Err(anyhow!(
-                        "compiling {}: a kernel was not selected",
-                        self.job.name
-                    ))
-                }
-            }
-        }
-        for ((key, j), (c, cpu)) in tasks.into_iter().zip(results) {
-            if let Some(c) = c {
-                self.compiled.push((key, c));
-            }
-            slots[j].cpu += cpu;
-        }
-        Ok(())
-    }
-
-    fn compile_two(&mut self, slots: &mut [Slot], pending: Vec<Function>) -> Result<()> {
         let mut keys: Vec<(LevelKey, usize)> = Vec::new();
         for (j, s) in slots.iter().enumerate() {
             let Some(at) = s.at else { continue };
@@ -874,16 +802,14 @@ impl Tuner<'_, '_> {
             occupancy,
             ..CompileOptions::default()
         };
-        let lead_results = par_map(self.opts.jobs, &leads, |(func, ((_, occ), _))| {
+        let (lead_results, span) = par_map(self.opts.jobs, &leads, |(func, ((_, occ), _))| {
             let copts = copts(*occ);
             let cpu = thread_cpu();
             let sel = select_kernel(func, target, &copts);
-            if std::env::var_os("P25_DEBUG").is_some() {
-                eprintln!("select {:.1}", ms(thread_cpu().saturating_sub(cpu)));
-            }
             let compiled = sel.as_ref().ok().map(|s| compile_selected(s, &copts));
             (sel, compiled, thread_cpu().saturating_sub(cpu))
         });
+        self.result.compile_span_ms += ms(span);
         for ((func, (key, j)), (sel, compiled, cpu)) in leads.into_iter().zip(lead_results) {
             let sel = sel.map_err(|e| anyhow!("compiling {}: {e}", self.job.name))?;
             self.kernels.push((func, sel));
@@ -896,16 +822,13 @@ impl Tuner<'_, '_> {
             .into_iter()
             .filter(|k| !self.compiled.iter().any(|c| c.0 == k.0))
             .collect();
-        let mut rest = rest;
-        if std::env::var("P25_ORDER").unwrap_or_default() == "twodesc" {
-            rest.sort_by_key(|k| std::cmp::Reverse(k.0 .1));
-        }
         let kernels = &self.kernels;
-        let results = par_map(self.opts.jobs, &rest, |&((at, occ), _)| {
+        let (results, span) = par_map(self.opts.jobs, &rest, |&((at, occ), _)| {
             let cpu = thread_cpu();
             let c = compile_selected(&kernels[at].1, &copts(occ));
             (c, thread_cpu().saturating_sub(cpu))
         });
+        self.result.compile_span_ms += ms(span);
         for ((key, j), (c, cpu)) in rest.into_iter().zip(results) {
             self.compiled.push((key, c));
             slots[j].cpu += cpu;
@@ -969,8 +892,13 @@ impl Tuner<'_, '_> {
     ) -> Result<()> {
         let t0 = Instant::now();
         let job = self.job;
-        let mut finished = slots.len() - to_run.len();
-        done(finished);
+        // One call per candidate: first those that need no run (same code as another, or no
+        // code), then each run as it is checked.
+        let mut finished = 0;
+        for _ in to_run.len()..slots.len() {
+            finished += 1;
+            done(finished);
+        }
         let cases: Vec<Case> = to_run
             .iter()
             .map(|&j| (job.case)(self.cfg_arg(&slots[j].cfg)))
@@ -1024,7 +952,10 @@ impl Tuner<'_, '_> {
             done(finished);
         };
         match self.runner {
-            Runner::Shared(dev) => par_each(self.opts.jobs, &items, |x| run(dev, x), &mut each),
+            Runner::Shared(dev) => {
+                // The device's own threads do most of a run's work: no CPU figure of it here.
+                par_each(self.opts.jobs, &items, |x| run(dev, x), &mut each);
+            }
             Runner::Alone(dev) => {
                 for (k, x) in items.iter().enumerate() {
                     each(k, run(dev, x));
@@ -1080,30 +1011,47 @@ struct Measured {
 
 /// Calls `f` on every item on up to `jobs` scoped threads (each free thread takes the next
 /// item in order) and `each(i, result)` on the calling thread as the results come in; with one
-/// job (or one item), `f` and `each` in turn on the calling thread, spawning nothing.
+/// job (or one item), `f` and `each` in turn on the calling thread, spawning nothing. Gives
+/// the busiest thread's CPU time in `f`: the phase's wall time on idle cores, less waits.
 fn par_each<T: Sync, R: Send>(
     jobs: usize,
     items: &[T],
     f: impl Fn(&T) -> R + Sync,
     each: &mut dyn FnMut(usize, R),
-) {
+) -> Duration {
+    let timed = |x: &T| {
+        let cpu = thread_cpu();
+        let r = f(x);
+        (r, thread_cpu().saturating_sub(cpu))
+    };
     if jobs <= 1 || items.len() <= 1 {
+        let mut busy = Duration::ZERO;
         for (i, x) in items.iter().enumerate() {
-            each(i, f(x));
+            let (r, cpu) = timed(x);
+            busy += cpu;
+            each(i, r);
         }
-        return;
+        return busy;
     }
     let next = AtomicUsize::new(0);
+    let busiest = std::sync::Mutex::new(Duration::ZERO);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         for _ in 0..jobs.min(items.len()) {
-            let (tx, next, f) = (tx.clone(), &next, &f);
-            s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(x) = items.get(i) else { break };
-                if tx.send((i, f(x))).is_err() {
-                    break;
+            let (tx, next, timed, busiest) = (tx.clone(), &next, &timed, &busiest);
+            s.spawn(move || {
+                let mut busy = Duration::ZERO;
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(x) = items.get(i) else { break };
+                    let (r, cpu) = timed(x);
+                    busy += cpu;
+                    if tx.send((i, r)).is_err() {
+                        break;
+                    }
                 }
+                let mut b = busiest.lock().unwrap_or_else(|p| p.into_inner());
+                *b = (*b).max(busy);
             });
         }
         drop(tx);
@@ -1112,13 +1060,19 @@ fn par_each<T: Sync, R: Send>(
             each(i, r);
         }
     });
+    busiest.into_inner().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `f` of every item, in the items' order, computed on up to `jobs` threads ([`par_each`]).
-fn par_map<T: Sync, R: Send>(jobs: usize, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// `f` of every item, in the items' order, computed on up to `jobs` threads ([`par_each`]),
+/// and the busiest thread's CPU time.
+fn par_map<T: Sync, R: Send>(
+    jobs: usize,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+) -> (Vec<R>, Duration) {
     let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    par_each(jobs, items, f, &mut |i, r| out[i] = Some(r));
-    out.into_iter().flatten().collect()
+    let busiest = par_each(jobs, items, f, &mut |i, r| out[i] = Some(r));
+    (out.into_iter().flatten().collect(), busiest)
 }
 
 /// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`): what a compile cost, however

@@ -663,6 +663,7 @@ fn timeless(r: &kjit::tune::TuneResult) -> kjit::tune::TuneResult {
     r.run_ms = 0.0;
     r.check_ms = 0.0;
     r.compile_wall_ms = 0.0;
+    r.compile_span_ms = 0.0;
     r.run_wall_ms = 0.0;
     r.wall_ms = 0.0;
     r.jobs = 0;
@@ -697,13 +698,14 @@ fn parallel_and_serial_tuning_agree() {
         (job(), all(96), "exhaustive"),
     ];
     for (job, opts, strategy) in &cases {
+        let mut serial_calls = Vec::new();
         let serial = tune(
             job,
             &TuneOptions {
                 jobs: 1,
                 ..opts.clone()
             },
-            &mut |_, _| {},
+            &mut |d, t| serial_calls.push((d, t)),
         )
         .expect("tunes on one thread");
         assert!(serial.strategy.contains(strategy), "{}", serial.strategy);
@@ -734,6 +736,10 @@ fn parallel_and_serial_tuning_agree() {
         assert!(
             calls.windows(2).all(|w| w[0].0 <= w[1].0) && calls.iter().all(|c| c.0 <= c.1),
             "progress goes forward and stays within its total: {calls:?}"
+        );
+        assert_eq!(
+            calls, serial_calls,
+            "the same progress on one thread and four"
         );
         assert!(
             parallel.compile_ms > 0.0 && parallel.compile_wall_ms > 0.0 && parallel.wall_ms > 0.0,

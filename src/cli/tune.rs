@@ -206,8 +206,10 @@ fn run_all(args: &TuneArgs) -> Result<()> {
                 "compile_ms_max": max_compile_ms(&r),
                 "compile_ms_per_candidate": per_candidate(&r, r.compile_ms),
                 "compile_wall_ms_per_candidate": per_candidate(&r, r.compile_wall_ms),
+                "compile_span_ms_per_candidate": per_candidate(&r, r.compile_span_ms),
                 "compile_ms": r.compile_ms,
                 "compile_wall_ms": r.compile_wall_ms,
+                "compile_span_ms": r.compile_span_ms,
                 "run_ms": r.run_ms,
                 "run_wall_ms": r.run_wall_ms,
                 "check_ms": r.check_ms,
@@ -224,7 +226,7 @@ fn run_all(args: &TuneArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "kernel",
         "n",
         "default",
@@ -233,6 +235,7 @@ fn run_all(args: &TuneArgs) -> Result<()> {
         "winner",
         "cands",
         "wall/cand",
+        "span/cand",
         "cpu/cand",
         "comp max",
         "runs ms",
@@ -243,8 +246,9 @@ fn run_all(args: &TuneArgs) -> Result<()> {
     }
     println!(
         "(times in cycles on the timing model, or µs on a GPU; ms: the compile phases' wall time \
-         per candidate, the compile CPU time per candidate (all threads), the slowest candidate's \
-         compile CPU, the run phases' wall time, the kernel's wall time)"
+         per candidate, their critical path per candidate (the busiest thread's CPU time: the \
+         wall time on idle cores), the compile CPU time per candidate (all threads), the \
+         slowest candidate's compile CPU, the run phases' wall time, the kernel's wall time)"
     );
     Ok(())
 }
@@ -286,7 +290,7 @@ fn summary_row(r: &TuneResult, wall_ms: f64) -> String {
         None => ("-".into(), "-".into(), "none correct".into()),
     };
     format!(
-        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>9.0} {:>9.0}{}",
+        "{:<22} {:>7} {:>10} {:>10} {:>8}  {:<28} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.0} {:>9.0}{}",
         r.kernel,
         r.n,
         default,
@@ -295,6 +299,7 @@ fn summary_row(r: &TuneResult, wall_ms: f64) -> String {
         winner,
         r.candidates.len(),
         per_candidate(r, r.compile_wall_ms),
+        per_candidate(r, r.compile_span_ms),
         per_candidate(r, r.compile_ms),
         max_compile_ms(r),
         r.run_wall_ms,
@@ -341,12 +346,14 @@ fn report(r: &TuneResult, path: &std::path::Path, wall_ms: f64) {
         );
     } else {
         println!(
-            "tuned in {wall_ms:.0} ms on {} threads: compile {:.1} ms wall, {:.1} ms CPU ({} candidates: {:.2} ms wall, {:.2} ms CPU each), runs {:.1} ms wall ({:.1} ms summed), reference checks {:.1} ms; cached in {}",
+            "tuned in {wall_ms:.0} ms on {} threads: compile {:.1} ms wall, {:.1} ms critical path, {:.1} ms CPU ({} candidates: {:.2} ms wall, {:.2} ms path, {:.2} ms CPU each), runs {:.1} ms wall ({:.1} ms summed), reference checks {:.1} ms; cached in {}",
             r.jobs,
             r.compile_wall_ms,
+            r.compile_span_ms,
             r.compile_ms,
             r.candidates.len(),
             per_candidate(r, r.compile_wall_ms),
+            per_candidate(r, r.compile_span_ms),
             per_candidate(r, r.compile_ms),
             r.run_wall_ms,
             r.run_ms,
