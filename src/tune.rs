@@ -20,6 +20,13 @@
 //!
 //! Candidates whose code object and launch equal an earlier candidate's are not run again:
 //! they take its measurement (most kernels compile to the same code at several levels).
+//!
+//! # Threads
+//! The candidates of a search step that do not depend on each other's results (a batch:
+//! `Tuner::batch`) compile on [`TuneOptions::jobs`] scoped threads, and on the software
+//! device they run on them too; the builds, the inputs and the checks stay on the calling
+//! thread, and every step keeps the candidates' order, so the result is that of one thread
+//! (`docs/tune.md`, "On every core").
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
