@@ -663,18 +663,15 @@ impl Tuner<'_, '_> {
         for j in 0..slots.len() {
             if let Some(i) = slots[j].same {
                 let same = if i < base {
-                    self.result.candidates[i].clone()
+                    &self.result.candidates[i]
                 } else {
-                    slots[i - base].cand.clone()
+                    &slots[i - base].cand
                 };
-                let c = &mut slots[j].cand;
-                c.cycles = same.cycles;
-                c.us = same.us;
-                c.runs_us = same.runs_us;
-                c.gbps = same.gbps;
-                c.gflops = same.gflops;
-                c.correct = same.correct;
-                c.note = Some(format!("same code as #{i}"));
+                let m = Measured {
+                    note: Some(format!("same code as #{i}")),
+                    ..Measured::of(same)
+                };
+                m.give(&mut slots[j].cand);
             }
         }
         for mut s in slots {
@@ -971,15 +968,7 @@ impl Tuner<'_, '_> {
         }
         for (&j, m) in to_run.iter().zip(measured) {
             if let Some(m) = m {
-                let m = m?;
-                let c = &mut slots[j].cand;
-                c.cycles = m.cycles;
-                c.us = m.us;
-                c.runs_us = m.runs_us;
-                c.gbps = m.gbps;
-                c.gflops = m.gflops;
-                c.correct = m.correct;
-                c.note = m.note;
+                m?.give(&mut slots[j].cand);
             }
         }
         self.result.run_ms += run_ms;
@@ -1014,6 +1003,32 @@ struct Measured {
     gflops: Option<f64>,
     correct: bool,
     note: Option<String>,
+}
+
+impl Measured {
+    /// What `c`'s run gave it.
+    fn of(c: &Candidate) -> Measured {
+        Measured {
+            cycles: c.cycles,
+            us: c.us,
+            runs_us: c.runs_us.clone(),
+            gbps: c.gbps,
+            gflops: c.gflops,
+            correct: c.correct,
+            note: c.note.clone(),
+        }
+    }
+
+    /// Gives it to `c`.
+    fn give(self, c: &mut Candidate) {
+        c.cycles = self.cycles;
+        c.us = self.us;
+        c.runs_us = self.runs_us;
+        c.gbps = self.gbps;
+        c.gflops = self.gflops;
+        c.correct = self.correct;
+        c.note = self.note;
+    }
 }
 
 /// Calls `f` on every item on up to `jobs` scoped threads (each free thread takes the next
