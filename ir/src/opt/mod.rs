@@ -90,8 +90,6 @@ pub struct BlockReport {
     pub micros: u128,
     /// Whether the rebuilt block replaced the original.
     pub rebuilt: bool,
-    /// Classes extraction gave a value (leaves and constants included).
-    pub extracted: usize,
 }
 
 /// The optimizer's debug dump.
@@ -133,12 +131,6 @@ pub struct OptReport {
     pub dead: (usize, usize),
     /// E-nodes summed over the blocks' e-graphs after rewriting.
     pub nodes: usize,
-    /// E-classes summed over the blocks' e-graphs after rewriting.
-    pub classes: usize,
-    /// Of those, the classes extraction gave a value (what the rebuilt blocks use).
-    pub extracted: usize,
-    /// Per rule of the set used (by name, in rule order): what it did over all blocks.
-    pub rule_counts: Vec<(&'static str, run::RuleCount)>,
     /// Where the time went.
     pub timings: OptTimings,
 }
@@ -278,21 +270,6 @@ impl std::fmt::Display for OptReport {
             "loop passes: {} repeated values numbered, {} invariants hoisted, {} instructions speculated, {} induction sums added, {} dead instructions and {} dead parameters removed",
             self.numbered, self.hoisted, self.speculated, self.reduced_ivs, self.dead.0, self.dead.1
         )?;
-        let mut fired: Vec<&(&str, run::RuleCount)> = self
-            .rule_counts
-            .iter()
-            .filter(|(_, c)| c.applied > 0)
-            .collect();
-        fired.sort_by_key(|(_, c)| std::cmp::Reverse(c.applied));
-        write!(
-            f,
-            "e-graphs: {} classes, {} extracted; rules applied (changed the e-graph):",
-            self.classes, self.extracted
-        )?;
-        for (name, c) in fired {
-            write!(f, " {name} {} ({})", c.applied, c.changed)?;
-        }
-        writeln!(f)?;
         write!(f, "time (us), {} e-nodes:", self.nodes)?;
         for (name, d) in self.timings.phases() {
             write!(f, " {name} {}", d.as_micros())?;
@@ -301,12 +278,11 @@ impl std::fmt::Display for OptReport {
         for b in &self.blocks {
             writeln!(
                 f,
-                "  {}: {} pure insts, {} nodes, {} classes ({} extracted), {} iterations, stop: {}, {} us{}",
+                "  {}: {} pure insts, {} nodes, {} classes, {} iterations, stop: {}, {} us{}",
                 b.block,
                 b.pure_insts,
                 b.nodes,
                 b.classes,
-                b.extracted,
                 b.iterations,
                 b.stop,
                 b.micros,
@@ -534,7 +510,6 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
     let mut subst: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     subst.resize(func.values.len());
     let mut maps = BlockMaps::new(func.values.len());
-    let mut counts = vec![run::RuleCount::default(); rules.rules.len()];
     for &b in &func.layout {
         let start = Instant::now();
         let r = optimize_block(
@@ -548,15 +523,12 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
             &mut subst,
             &mut maps,
             &mut report.folded_offsets,
-            &mut counts,
             &mut t,
         );
         maps.clear(func, b);
         let mut br = r;
         br.micros = start.elapsed().as_micros();
         report.nodes += br.nodes;
-        report.classes += br.classes;
-        report.extracted += br.extracted;
         report.blocks.push(br);
     }
     timed(&mut t.merge, || {
@@ -584,7 +556,6 @@ fn optimize_inner(func: &Function, opts: &OptOptions, estimate: bool) -> (Functi
     report.speculated = lp.speculated;
     report.reduced_ivs = lp.reduced_ivs;
     report.dead = lp.dead;
-    report.rule_counts = rules.rules.iter().map(|r| r.name).zip(counts).collect();
     let start = Instant::now();
     let out = out.renumbered();
     report.insts_after = out.inst_count();
@@ -649,19 +620,24 @@ impl BestCosts {
         };
         // A class's best cost is a function of its children's costs: a pass skips a class none
         // of whose children's costs changed since it was last computed (it would find the same
-        // cost again). `dirty`: a child's cost changed since the class was last computed (or
-        // it never was), set through the parent lists below when a cost changes. A pass then
-        // tests one flag per class instead of every child of every node of the class, and it
-        // computes exactly the classes, in the order, that a test of the children would.
-        let (parent_start, parent_list) = parent_lists(&order, n, find);
-        let mut dirty: Vec<bool> = vec![true; n];
+        // cost again). `changed_at`: the count of cost changes when a class's cost last changed;
+        // `seen_at`: the count when the class was last computed (`None`: never).
+        let mut changes = 0u32;
+        let mut changed_at: Vec<u32> = vec![0; n];
+        let mut seen_at: Vec<Option<u32>> = vec![None; n];
         loop {
             let mut changed = false;
             for &class in &order {
                 let k = usize::from(class.id);
-                if !std::mem::replace(&mut dirty[k], false) {
-                    continue;
+                if let Some(seen) = seen_at[k] {
+                    let stale = class
+                        .iter()
+                        .any(|node| node.children().iter().any(|c| changed_at[find(*c)] > seen));
+                    if !stale {
+                        continue;
+                    }
                 }
+                seen_at[k] = Some(changes);
                 let mut best: Option<Cost> = None;
                 for node in class.iter() {
                     let known = node.children().iter().all(|c| costs[find(*c)].is_some());
@@ -681,10 +657,8 @@ impl BestCosts {
                     if costs[k].is_none_or(|old| new < old) {
                         costs[k] = Some(new);
                         changed = true;
-                        let parents = parent_start[k] as usize..parent_start[k + 1] as usize;
-                        for &p in &parent_list[parents] {
-                            dirty[p as usize] = true;
-                        }
+                        changes += 1;
+                        changed_at[k] = changes;
                     }
                 }
             }
@@ -703,40 +677,6 @@ impl BestCosts {
     fn find_best_cost(&self, g: &KGraph, id: Id) -> Cost {
         self.costs[usize::from(g.find(id))].expect("every class has a cost")
     }
-}
-
-/// The classes using each class as an operand, as `list[start[k]..start[k + 1]]` for class
-/// `k` (a class once per operand position that names `k`): two passes over the operands of
-/// `classes`, whose ids are below `n`; `find` gives an operand's class index.
-fn parent_lists(
-    classes: &[&egg::EClass<Node, lang::ClassData>],
-    n: usize,
-    find: impl Fn(Id) -> usize,
-) -> (Vec<u32>, Vec<u32>) {
-    let mut start = vec![0u32; n + 1];
-    for c in classes {
-        for node in c.iter() {
-            for &ch in node.children() {
-                start[find(ch) + 1] += 1;
-            }
-        }
-    }
-    for k in 1..=n {
-        start[k] += start[k - 1];
-    }
-    let mut fill = start.clone();
-    let mut list = vec![0u32; start[n] as usize];
-    for c in classes {
-        let p = usize::from(c.id) as u32;
-        for node in c.iter() {
-            for &ch in node.children() {
-                let at = &mut fill[find(ch)];
-                list[*at as usize] = p;
-                *at += 1;
-            }
-        }
-    }
-    (start, list)
 }
 
 /// The cost of the cheapest forms of `roots` with what they share counted once (as extraction
@@ -951,7 +891,6 @@ fn optimize_block(
     subst: &mut SecondaryMap<Value, Option<Value>>,
     maps: &mut BlockMaps,
     folded: &mut usize,
-    counts: &mut [run::RuleCount],
     t: &mut OptTimings,
 ) -> BlockReport {
     let start = Instant::now();
@@ -965,7 +904,6 @@ fn optimize_block(
         stop: "no pure instructions".into(),
         micros: 0,
         rebuilt: false,
-        extracted: 0,
     };
     let BlockMaps {
         pos_of,
@@ -1065,7 +1003,6 @@ fn optimize_block(
                 patience: opts.patience,
             },
             &mut measure,
-            counts,
         )
     });
     let start = Instant::now();
@@ -1224,7 +1161,6 @@ fn optimize_block(
     }
     *folded += folded_here;
     rep.rebuilt = true;
-    rep.extracted = rb.memo.iter().filter(|v| v.is_some()).count();
     t.extract += start.elapsed();
     rep
 }
@@ -1254,9 +1190,7 @@ mod tests {
             iterations: 4,
             patience: 0,
         };
-        let mut counts = vec![run::RuleCount::default(); rule_set(false).rules.len()];
-        run::saturate(&mut g, rule_set(false), &limits, &mut |_| 0, &mut counts);
-        assert!(counts.iter().any(|c| c.changed > 0));
+        run::saturate(&mut g, rule_set(false), &limits, &mut |_| 0);
         let ours = BestCosts::new(&g);
         let eggs = egg::Extractor::new(&g, GcnCost { egraph: &g });
         assert!(g.number_of_classes() > 20);

@@ -32,16 +32,6 @@ const MATCH_LIMIT: usize = 1_000;
 /// Initial ban length in iterations (egg's `BackoffScheduler` default).
 const BAN_LENGTH: usize = 5;
 
-/// What one rule did over a rewriting: its matches applied (each once, [`saturate`] skips
-/// repeats) and how many of them changed the e-graph (a new node or a union of two classes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RuleCount {
-    /// Matches applied (conditions held).
-    pub applied: u32,
-    /// Of those, the ones that changed the e-graph.
-    pub changed: u32,
-}
-
 /// Why rewriting stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -88,14 +78,12 @@ pub struct Limits {
 /// Rewrites `g` with `rules` until saturation or a limit; returns the iterations run and why
 /// it stopped. After every iteration but the last, `measure` rates the e-graph (lower is
 /// better: the cost of the cheapest forms of what the block needs), for
-/// [`Limits::patience`]. What each rule did is added to `counts` (indexed like `set.rules`).
-/// The e-graph is clean (rebuilt) afterwards.
+/// [`Limits::patience`]. The e-graph is clean (rebuilt) afterwards.
 pub fn saturate(
     g: &mut KGraph,
     set: &RuleSet,
     limits: &Limits,
     measure: &mut dyn FnMut(&KGraph) -> u64,
-    counts: &mut [RuleCount],
 ) -> (usize, Stop) {
     let (node_limit, iter_limit) = (limits.nodes, limits.iterations);
     let check = |i: usize, g: &KGraph| -> Result<(), Stop> {
@@ -144,7 +132,6 @@ pub fn saturate(
     };
     let out = run_loop(
         g, set, rules, &check, stats, table, matches, ids, src, before, applied, active, &mut gain,
-        counts,
     );
     SCRATCH.with(|s| s.replace(sc));
     out
@@ -201,7 +188,6 @@ fn run_loop(
     done: &mut FxHashSet<Applied>,
     active: &mut Vec<usize>,
     gain: &mut dyn FnMut(&KGraph) -> bool,
-    counts: &mut [RuleCount],
 ) -> (usize, Stop) {
     g.rebuild();
     let mut i = 0;
@@ -251,7 +237,7 @@ fn run_loop(
             // with matches apply in rule order.
             for &k in active.iter() {
                 let (rw, ms) = (&rules[k], &matches[src[k]]);
-                if apply(g, k as u32, rw, ms, ids, done, &mut counts[k]) {
+                if apply(g, k as u32, rw, ms, ids, done) {
                     applied = true;
                 }
                 if let Err(e) = check(i, g) {
@@ -306,9 +292,7 @@ fn search(
 }
 
 /// Applies one rule (the `k`th) to its matches, in order, except those in `done`, which it
-/// extends with the matches it applies (a match can repeat within one iteration too, when a
-/// union made two of them the same); whether any union changed the e-graph. `count` gets what
-/// the rule did.
+/// extends with the matches it applies; whether any union changed the e-graph.
 fn apply(
     g: &mut KGraph,
     k: u32,
@@ -316,7 +300,6 @@ fn apply(
     ms: &[Match],
     ids: &mut Vec<egg::Id>,
     done: &mut FxHashSet<Applied>,
-    count: &mut RuleCount,
 ) -> bool {
     let mut changed = false;
     for m in ms {
@@ -324,12 +307,11 @@ fn apply(
         if done.contains(&key) {
             continue;
         }
-        let before = g.total_size();
-        let unioned = match &rw.action {
+        match &rw.action {
             // As egg's `Pattern` applier: union(new, matched).
             Action::Rewrite { rhs, tests: None } => {
                 let id = rhs.instantiate(g, &m.regs, ids);
-                g.union(id, m.class)
+                changed |= g.union(id, m.class);
             }
             // As egg's `ConditionalApplier` over a `Pattern`: union(matched, new).
             Action::Rewrite {
@@ -340,16 +322,13 @@ fn apply(
                     continue;
                 }
                 let id = rhs.instantiate(g, &m.regs, ids);
-                g.union(m.class, id)
+                changed |= g.union(m.class, id);
             }
             Action::Compute(f, vars) => match f(g, &m.regs, *vars) {
-                Some(id) => g.union(m.class, id),
+                Some(id) => changed |= g.union(m.class, id),
                 None => continue,
             },
-        };
-        changed |= unioned;
-        count.applied += 1;
-        count.changed += u32::from(unioned || g.total_size() != before);
+        }
         done.insert(key);
     }
     changed
