@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::emit::{emit, EmitError};
 use crate::isel::{select_verified_with, select_with, IselError};
+use crate::memo::Memo;
 use crate::mir_verify::MirVerifyError;
 use crate::phys::PhysFunction;
 use crate::regalloc::{Allocator, RegallocError, RegallocOptions};
@@ -278,12 +279,10 @@ pub struct Selected {
 type Alloc = std::sync::Arc<PhysFunction>;
 
 /// Default allocations by `checked`.
-type DefaultCache =
-    std::sync::Mutex<std::collections::HashMap<bool, Result<(Alloc, Option<u32>), CompileError>>>;
+type DefaultCache = Memo<bool, Result<(Alloc, Option<u32>), CompileError>>;
 
 /// Allocations without a VGPR budget by (SGPR budget, checked).
-type UnbudgetedCache =
-    std::sync::Mutex<std::collections::HashMap<(Option<u32>, bool), Result<Alloc, CompileError>>>;
+type UnbudgetedCache = Memo<(Option<u32>, bool), Result<Alloc, CompileError>>;
 
 /// Finished kernels by the allocation (before waits and hazards) they were made from.
 type FinishedCache = std::sync::Mutex<Vec<(Alloc, CompiledKernel)>>;
@@ -296,12 +295,7 @@ type PeepholedCache = std::sync::Mutex<Vec<(Alloc, Alloc)>>;
 
 /// Allocations (before the peepholes) by (first bound of the schedule, VGPR budget, SGPR
 /// budget, checked).
-type BySchedule = std::sync::Mutex<
-    std::collections::HashMap<
-        (Option<u32>, Option<u32>, Option<u32>, bool),
-        Result<Alloc, CompileError>,
-    >,
->;
+type BySchedule = Memo<(Option<u32>, Option<u32>, Option<u32>, bool), Result<Alloc, CompileError>>;
 
 impl Clone for Selected {
     /// The same selected code with empty caches.
@@ -343,8 +337,7 @@ impl Selected {
 }
 
 /// Schedules by (VGPR bound, verified).
-type ScheduleCache =
-    std::sync::Mutex<std::collections::HashMap<(Option<u32>, bool), std::sync::Arc<Schedule>>>;
+type ScheduleCache = Memo<(Option<u32>, bool), Result<std::sync::Arc<Schedule>, CompileError>>;
 
 /// One schedule of a [`Selected`] kernel.
 #[derive(Debug)]
@@ -359,17 +352,10 @@ struct Schedule {
 }
 
 /// Allocators by (first bound of the schedule, checked).
-type AllocatorCache = std::sync::Mutex<
-    std::collections::HashMap<
-        (Option<u32>, bool),
-        std::sync::Arc<Result<Allocator, RegallocError>>,
-    >,
->;
+type AllocatorCache = Memo<(Option<u32>, bool), std::sync::Arc<Result<Allocator, RegallocError>>>;
 
 /// Allocations by (VGPR budget, SGPR budget, checked).
-type AllocationCache = std::sync::Mutex<
-    std::collections::HashMap<(u32, Option<u32>, bool), Result<Alloc, CompileError>>,
->;
+type AllocationCache = Memo<(u32, Option<u32>, bool), Result<Alloc, CompileError>>;
 
 /// Verifies (with `opts.check`), optimizes (with `opts.optimize`) and selects: the part of a
 /// compile that does not depend on the budgets (scheduling does: [`compile_selected`]).
@@ -581,43 +567,32 @@ fn scheduled_cached(
     check: bool,
     t: &mut StageTimings,
 ) -> Result<std::sync::Arc<Schedule>, CompileError> {
-    let key = (vgpr_limit, check);
-    if let Some(s) = sel.schedules.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return Ok(s);
-    }
-    let orders = scheduled_orders(sel, vgpr_limit, t);
-    let find = |same: &dyn Fn(&Schedule) -> bool| {
-        sel.schedules.lock().ok().and_then(|c| {
-            c.iter()
-                .find(|((_, chk), s)| *chk == check && same(s))
-                .map(|(_, s)| s.clone())
-        })
-    };
-    let s = match find(&|s| s.orders == orders) {
-        Some(s) => s,
-        None => {
-            let mf = scheduled(sel, &orders, check, t)?;
-            match find(&|s| s.mf == mf) {
-                Some(s) => s,
-                None => {
-                    let pressure = timed(&mut t.schedule, || match sel.dags.get() {
-                        Some(dags) => dags.vgpr_pressure(&mf),
-                        None => crate::schedule::vgpr_pressure(&mf),
-                    });
-                    std::sync::Arc::new(Schedule {
-                        mf,
-                        pressure,
-                        first: vgpr_limit,
-                        orders,
-                    })
-                }
-            }
+    sel.schedules.get_or_make((vgpr_limit, check), || {
+        let orders = scheduled_orders(sel, vgpr_limit, t);
+        let find = |same: &dyn Fn(&Schedule) -> bool| {
+            sel.schedules
+                .made()
+                .into_iter()
+                .find_map(|((_, chk), s)| s.ok().filter(|s| chk == check && same(s)))
+        };
+        if let Some(s) = find(&|s| s.orders == orders) {
+            return Ok(s);
         }
-    };
-    if let Ok(mut c) = sel.schedules.lock() {
-        c.insert(key, s.clone());
-    }
-    Ok(s)
+        let mf = scheduled(sel, &orders, check, t)?;
+        if let Some(s) = find(&|s| s.mf == mf) {
+            return Ok(s);
+        }
+        let pressure = timed(&mut t.schedule, || match sel.dags.get() {
+            Some(dags) => dags.vgpr_pressure(&mf),
+            None => crate::schedule::vgpr_pressure(&mf),
+        });
+        Ok(std::sync::Arc::new(Schedule {
+            mf,
+            pressure,
+            first: vgpr_limit,
+            orders,
+        }))
+    })
 }
 
 /// The [`Allocator`] of `sel`'s schedule for `bound`, made once for all the budgets compiled
@@ -629,23 +604,9 @@ fn allocator(
     t: &mut StageTimings,
 ) -> Result<std::sync::Arc<Result<Allocator, RegallocError>>, CompileError> {
     let s = scheduled_cached(sel, bound, check, t)?;
-    let key = (s.first, check);
-    let cached = sel
-        .allocators
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&key).cloned());
-    let a = match cached {
-        Some(a) => a,
-        None => {
-            let a = std::sync::Arc::new(timed(&mut t.regalloc, || Allocator::new(&s.mf, check)));
-            if let Ok(mut c) = sel.allocators.lock() {
-                c.insert(key, a.clone());
-            }
-            a
-        }
-    };
-    Ok(a)
+    Ok(sel.allocators.get_or_make((s.first, check), || {
+        std::sync::Arc::new(timed(&mut t.regalloc, || Allocator::new(&s.mf, check)))
+    }))
 }
 
 /// `sel`'s schedule for `bound` allocated under `ra`'s budgets, before the post-allocation
@@ -659,7 +620,7 @@ fn allocated(
 ) -> Result<Alloc, CompileError> {
     let first = scheduled_cached(sel, bound, ra.run_checker, t)?.first;
     let key = (first, ra.vgpr_budget, ra.sgpr_budget, ra.run_checker);
-    memo(&sel.by_schedule, key, || {
+    sel.by_schedule.get_or_make(key, || {
         let a = allocator(sel, bound, ra.run_checker, t)?;
         let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
         Ok(Alloc::new(timed(&mut t.regalloc, || {
@@ -707,26 +668,10 @@ fn unbudgeted(
         vgpr_budget: None,
         ..*ra
     };
-    memo(&sel.unbudgeted, (ra.sgpr_budget, ra.run_checker), || {
-        with_peepholes(sel, allocated(sel, None, &ra, t), t)
-    })
-}
-
-/// The value `cache` holds for `key`, else `make()`'s, kept there. The lock is not held while
-/// `make` runs: it may fill the same cache (the occupancy ladder's recursion does).
-fn memo<K: Eq + std::hash::Hash, V: Clone>(
-    cache: &std::sync::Mutex<std::collections::HashMap<K, V>>,
-    key: K,
-    make: impl FnOnce() -> V,
-) -> V {
-    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return v;
-    }
-    let v = make();
-    if let Ok(mut c) = cache.lock() {
-        c.insert(key, v.clone());
-    }
-    v
+    sel.unbudgeted
+        .get_or_make((ra.sgpr_budget, ra.run_checker), || {
+            with_peepholes(sel, allocated(sel, None, &ra, t), t)
+        })
 }
 
 /// Values a compile keeps outside the VGPRs (scratch bytes, then AGPR slots): what a larger
@@ -749,7 +694,8 @@ fn allocate_monotonic(
     t: &mut StageTimings,
 ) -> Result<Alloc, CompileError> {
     let key = (b, ra.sgpr_budget, ra.run_checker);
-    memo(&sel.allocations, key, || allocate_ladder(sel, b, ra, t))
+    sel.allocations
+        .get_or_make(key, || allocate_ladder(sel, b, ra, t))
 }
 
 /// [`allocate_monotonic`]'s rule, uncached.
@@ -1052,7 +998,7 @@ fn default_allocation(
     check: bool,
     t: &mut StageTimings,
 ) -> Result<(Alloc, Option<u32>), CompileError> {
-    memo(&sel.default, check, || {
+    sel.default.get_or_make(check, || {
         let ra = RegallocOptions {
             vgpr_budget: None,
             sgpr_budget: None,

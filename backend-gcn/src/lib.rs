@@ -12,6 +12,7 @@ pub mod isa;
 pub mod isel;
 pub mod llvm_oracle;
 pub mod machine;
+mod memo;
 pub mod mfma_hazards;
 pub mod mir;
 pub mod mir_verify;

@@ -270,9 +270,9 @@ pub struct Allocator {
     /// them all in registers ends its VGPR layout lower.
     pres_f: u32,
     func: ra2::RaFunc,
-    runs: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), RaRun>>,
+    runs: crate::memo::Memo<(u32, u32, u32), RaRun>,
     /// The PRegs and slots each regalloc2 run used and its VGPR layout, by register counts.
-    layouts: std::sync::Mutex<std::collections::HashMap<(u32, u32, u32), std::sync::Arc<Laid>>>,
+    layouts: crate::memo::Memo<(u32, u32, u32), std::sync::Arc<Laid>>,
     /// The input, kept when its singles were split over two classes ([`overflow`]): a budget
     /// that must keep values in memory is allocated with every single in `Float`
     /// ([`Allocator::one_class`]), where regalloc2 chooses what to spill over all of them.
@@ -458,26 +458,22 @@ impl Allocator {
 
     /// regalloc2 with `n_int`/`n_f`/`n_v` registers, run once per count for all budgets.
     fn run(&self, n_int: u32, n_f: u32, n_v: u32) -> RaRun {
-        let key = (n_int, n_f, n_v);
-        if let Some(r) = self.runs.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return r;
-        }
-        let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
-        let mut ctx = CtxGuard::take();
-        let r = ra::run_with_ctx(&self.func, &env, &self.ra_opts(), ctx.ctx()).map(|_| ());
-        let r = std::sync::Arc::new(r.map(|()| std::mem::take(&mut ctx.ctx().output)));
-        if let Ok(mut m) = self.runs.lock() {
-            m.insert(key, r.clone());
-        }
-        r
+        self.runs.get_or_make((n_int, n_f, n_v), || {
+            let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
+            let mut ctx = CtxGuard::take();
+            let r = ra::run_with_ctx(&self.func, &env, &self.ra_opts(), ctx.ctx()).map(|_| ());
+            std::sync::Arc::new(r.map(|()| std::mem::take(&mut ctx.ctx().output)))
+        })
     }
 
     /// The used PRegs and VGPR layout of the run with `key`'s counts (output `out`), made once
     /// per run for all budgets.
     fn laid_out(&self, key: (u32, u32, u32), out: &ra::Output) -> std::sync::Arc<Laid> {
-        if let Some(l) = self.layouts.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return l;
-        }
+        self.layouts.get_or_make(key, || self.lay_out(out))
+    }
+
+    /// [`Allocator::laid_out`], uncached.
+    fn lay_out(&self, out: &ra::Output) -> std::sync::Arc<Laid> {
         let (used, slot_class) = used_pregs(&self.func, out);
         let color_of = slots::color(&self.func, out, &slot_class);
         let layout = vgprs::layout(self, out, &used, &|top| self.waves(top));
@@ -496,18 +492,14 @@ impl Allocator {
             None
         };
         let slots_end = slots_above(&self.func, &slot_class, &color_of, layout.top);
-        let l = std::sync::Arc::new(Laid {
+        std::sync::Arc::new(Laid {
             used,
             slot_class,
             color_of,
             layout,
             with_slots,
             slots_end,
-        });
-        if let Ok(mut m) = self.layouts.lock() {
-            m.insert(key, l.clone());
-        }
-        l
+        })
     }
 
     /// Waves per SIMD of a VGPR layout ending at `top` (with the AGPR tuple area).
