@@ -195,18 +195,10 @@ pub(crate) fn mem_class(inst: &Inst) -> MemClass {
     }
 }
 
-/// Registers an instruction reads and writes, as register units (explicit operands; VCC/EXEC
-/// named by the 32-bit encodings are operands too). Buffer atomics without `glc` return nothing;
-/// a buffer load with the `lds` bit writes LDS, not its `vdata`.
-pub(crate) fn for_each_access(inst: &Inst, mut f: impl FnMut(usize, bool, bool)) {
-    accesses(inst, |r, reads, writes| {
-        for u in r {
-            f(u, reads, writes);
-        }
-    });
-}
-
-/// [`for_each_access`] by operand: its units, and whether it reads and writes them.
+/// Registers an instruction reads and writes, by operand: its register units, and whether it
+/// reads and writes them (explicit operands; VCC/EXEC named by the 32-bit encodings are
+/// operands too). Buffer atomics without `glc` return nothing; a buffer load with the `lds` bit
+/// writes LDS, not its `vdata`.
 fn accesses(inst: &Inst, mut f: impl FnMut(std::ops::Range<usize>, bool, bool)) {
     let infos = inst.operand_infos();
     let fmt = inst.op.format();
@@ -578,7 +570,7 @@ impl Brackets {
 }
 
 /// One register access of an instruction: units `start..end`, read and/or written (as
-/// [`for_each_access`] reports them).
+/// [`accesses`] reports them).
 #[derive(Clone, Copy)]
 struct Acc {
     start: u16,
@@ -587,7 +579,7 @@ struct Acc {
     writes: bool,
 }
 
-/// `f` for every unit of `accs`, as [`for_each_access`] calls it.
+/// `f` for every unit of `accs`, with whether its operand reads and writes it.
 fn each_unit(accs: &[Acc], mut f: impl FnMut(usize, bool, bool)) {
     for a in accs {
         for u in a.start as usize..a.end as usize {
@@ -660,7 +652,8 @@ fn units_named(f: &PhysFunction) -> usize {
 /// iteration and, on the paths that skip ahead (`s_cbranch_execz` flow blocks), several times.
 /// Loops are found from back edges in layout order (`latch → header` with `header <= latch`);
 /// the body is the layout range `header..=latch`, which is what the structurizer lays out.
-fn preheader_flush_sets(f: &PhysFunction) -> Vec<Option<Vec<bool>>> {
+/// `acc`: `f`'s register accesses (the loop body's units are read from them).
+fn preheader_flush_sets(f: &PhysFunction, acc: &Accesses) -> Vec<Option<Vec<bool>>> {
     let n = f.blocks.len();
     let mut loop_end = vec![None::<usize>; n];
     for (l, b) in f.blocks.iter().enumerate() {
@@ -675,9 +668,11 @@ fn preheader_flush_sets(f: &PhysFunction) -> Vec<Option<Vec<bool>>> {
     for h in 0..n {
         if let Some(end) = loop_end[h] {
             let mut t = vec![false; UNITS];
-            for b in &f.blocks[h..=end] {
-                for inst in &b.insts {
-                    for_each_access(inst, |u, _, _| t[u] = true);
+            for b in h..=end {
+                for k in 0..f.blocks[b].insts.len() {
+                    for a in acc.of(b, k) {
+                        t[a.start as usize..a.end as usize].fill(true);
+                    }
                 }
             }
             touched_by_loop[h] = Some(t);
@@ -761,10 +756,10 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     if n == 0 {
         return stats;
     }
-    let flush = preheader_flush_sets(f);
+    let acc = Accesses::new(f);
+    let flush = preheader_flush_sets(f, &acc);
     let after_barrier = regions_after_barriers(f);
     let units = units_named(f);
-    let acc = Accesses::new(f);
     // Predecessor-merged entry states, to a fixed point (blocks in layout order; a change
     // re-queues the successors).
     let mut entry: Vec<Option<Brackets>> = vec![None; n];
