@@ -195,18 +195,10 @@ pub(crate) fn mem_class(inst: &Inst) -> MemClass {
     }
 }
 
-/// Registers an instruction reads and writes, as register units (explicit operands; VCC/EXEC
-/// named by the 32-bit encodings are operands too). Buffer atomics without `glc` return nothing;
-/// a buffer load with the `lds` bit writes LDS, not its `vdata`.
-pub(crate) fn for_each_access(inst: &Inst, mut f: impl FnMut(usize, bool, bool)) {
-    accesses(inst, |r, reads, writes| {
-        for u in r {
-            f(u, reads, writes);
-        }
-    });
-}
-
-/// [`for_each_access`] by operand: its units, and whether it reads and writes them.
+/// Registers an instruction reads and writes, by operand: its register units, and whether it
+/// reads and writes them (explicit operands; VCC/EXEC named by the 32-bit encodings are
+/// operands too). Buffer atomics without `glc` return nothing; a buffer load with the `lds` bit
+/// writes LDS, not its `vdata`.
 fn accesses(inst: &Inst, mut f: impl FnMut(std::ops::Range<usize>, bool, bool)) {
     let infos = inst.operand_infos();
     let fmt = inst.op.format();
@@ -536,44 +528,23 @@ impl Brackets {
             MemClass::Smem => self.ool_out = true,
             MemClass::None => {}
         }
-        let mut dests = Vec::new();
-        let mut gds_sources = Vec::new();
+        // Destinations set `vm`/`lds`/`ool`, GDS sources `exp`: one pass, no lists.
         each_unit(accs, |u, reads, writes| {
             if writes {
-                dests.push(u);
+                match class {
+                    MemClass::Vmem => self.vm[u] = 0,
+                    MemClass::Flat => {
+                        self.vm[u] = 0;
+                        self.ool[u] = true;
+                    }
+                    MemClass::Lds => self.lds[u] = 0,
+                    MemClass::Gds | MemClass::Smem => self.ool[u] = true,
+                    MemClass::None => {}
+                }
             } else if reads && class == MemClass::Gds && u >= V_BASE {
-                gds_sources.push(u);
+                self.exp[u] = 0;
             }
         });
-        for u in dests {
-            match class {
-                MemClass::Vmem => self.vm[u] = 0,
-                MemClass::Flat => {
-                    self.vm[u] = 0;
-                    self.ool[u] = true;
-                }
-                MemClass::Lds => self.lds[u] = 0,
-                MemClass::Gds | MemClass::Smem => self.ool[u] = true,
-                MemClass::None => {}
-            }
-        }
-        for u in gds_sources {
-            self.exp[u] = 0;
-        }
-    }
-
-    /// The wait [`Brackets::step`] would give `inst`, without running it.
-    fn wait_before(
-        &self,
-        inst: &Inst,
-        accs: &[Acc],
-        target: Target,
-        after: Option<&RegionSet>,
-    ) -> Wait {
-        match Wait::of_inst(inst, target) {
-            Some(_) => Wait::default(),
-            None => self.needed(inst, accs, target, after),
-        }
     }
 
     /// Runs one instruction: the wait it needs (applied), then its own effect.
@@ -599,7 +570,7 @@ impl Brackets {
 }
 
 /// One register access of an instruction: units `start..end`, read and/or written (as
-/// [`for_each_access`] reports them).
+/// [`accesses`] reports them).
 #[derive(Clone, Copy)]
 struct Acc {
     start: u16,
@@ -608,7 +579,7 @@ struct Acc {
     writes: bool,
 }
 
-/// `f` for every unit of `accs`, as [`for_each_access`] calls it.
+/// `f` for every unit of `accs`, with whether its operand reads and writes it.
 fn each_unit(accs: &[Acc], mut f: impl FnMut(usize, bool, bool)) {
     for a in accs {
         for u in a.start as usize..a.end as usize {
@@ -681,7 +652,8 @@ fn units_named(f: &PhysFunction) -> usize {
 /// iteration and, on the paths that skip ahead (`s_cbranch_execz` flow blocks), several times.
 /// Loops are found from back edges in layout order (`latch → header` with `header <= latch`);
 /// the body is the layout range `header..=latch`, which is what the structurizer lays out.
-fn preheader_flush_sets(f: &PhysFunction) -> Vec<Option<Vec<bool>>> {
+/// `acc`: `f`'s register accesses (the loop body's units are read from them).
+fn preheader_flush_sets(f: &PhysFunction, acc: &Accesses) -> Vec<Option<Vec<bool>>> {
     let n = f.blocks.len();
     let mut loop_end = vec![None::<usize>; n];
     for (l, b) in f.blocks.iter().enumerate() {
@@ -696,9 +668,11 @@ fn preheader_flush_sets(f: &PhysFunction) -> Vec<Option<Vec<bool>>> {
     for h in 0..n {
         if let Some(end) = loop_end[h] {
             let mut t = vec![false; UNITS];
-            for b in &f.blocks[h..=end] {
-                for inst in &b.insts {
-                    for_each_access(inst, |u, _, _| t[u] = true);
+            for b in h..=end {
+                for k in 0..f.blocks[b].insts.len() {
+                    for a in acc.of(b, k) {
+                        t[a.start as usize..a.end as usize].fill(true);
+                    }
                 }
             }
             touched_by_loop[h] = Some(t);
@@ -782,10 +756,10 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     if n == 0 {
         return stats;
     }
-    let flush = preheader_flush_sets(f);
+    let acc = Accesses::new(f);
+    let flush = preheader_flush_sets(f, &acc);
     let after_barrier = regions_after_barriers(f);
     let units = units_named(f);
-    let acc = Accesses::new(f);
     // Predecessor-merged entry states, to a fixed point (blocks in layout order; a change
     // re-queues the successors).
     let mut entry: Vec<Option<Brackets>> = vec![None; n];
@@ -796,20 +770,18 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
     queued[0] = true;
     let fresh = Brackets::new(units);
     let mut s = fresh.clone();
+    // Per block: the waits its last visit gave each instruction, and the one at its end. A
+    // change of its entry state queues the block again, so the last visit ran from the final
+    // entry state: its waits are the ones to place (`place_waits`), without stepping every
+    // instruction once more.
+    let mut visited: Vec<Option<(Vec<Wait>, Wait)>> = vec![None; n];
     while let Some(b) = work.pop_front() {
         queued[b] = false;
         stats.iterations += 1;
         s.clone_from(entry[b].as_ref().unwrap_or(&fresh));
-        for (k, inst) in f.blocks[b].insts.iter().enumerate() {
-            s.step(
-                inst,
-                acc.of(b, k),
-                target,
-                after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
-            );
-        }
-        let w = s.needed_at_end(&f.blocks[b].term, flush[b].as_deref());
-        s.apply_wait(&w);
+        let (waits, end) = visited[b].get_or_insert_with(Default::default);
+        waits.clear();
+        *end = visit(&mut s, f, b, &acc, target, &after_barrier, &flush, waits);
         for succ in f.blocks[b].term.successors() {
             let si = succ.as_u32() as usize;
             if si >= n {
@@ -828,58 +800,109 @@ pub fn insert_waitcnt(f: &mut PhysFunction) -> WaitcntStats {
             }
         }
     }
-    // Materialize the waits from the fixed-point entry states.
-    for (b, block) in f.blocks.iter_mut().enumerate() {
-        s.clone_from(entry[b].as_ref().unwrap_or(&fresh));
-        // Room for a wait before every other instruction: growing copied the block.
-        let mut out = Vec::with_capacity(block.insts.len() * 3 / 2 + 4);
-        // Each instruction moves to `out` (the next one is only looked at).
-        let mut insts = std::mem::take(&mut block.insts)
-            .into_iter()
-            .enumerate()
-            .peekable();
-        while let Some((k, owned)) = insts.next() {
-            let inst = &owned;
-            let after = |k: usize| after_barrier.get(&(b, k)).and_then(|x| x.as_ref());
-            let mut w = s.step(inst, acc.of(b, k), target, after(k));
-            if let Some((_, next)) = insts.peek().filter(|_| !w.is_empty()) {
-                // The next instruction's wait on the other counters goes into this one (one
-                // `s_waitcnt`, the later wait one instruction early) when this instruction
-                // issues nothing the next could be waiting for.
-                let w2 = s.wait_before(next, acc.of(b, k + 1), target, after(k + 1));
-                let disjoint = (w.vm.is_none() || w2.vm.is_none())
-                    && (w.lgkm.is_none() || w2.lgkm.is_none())
-                    && (w.exp.is_none() || w2.exp.is_none());
-                if !w2.is_empty()
-                    && disjoint
-                    && mem_class(inst) == MemClass::None
-                    && Wait::of_inst(inst, target).is_none()
-                {
-                    s.apply_wait(&w2);
-                    w = Wait {
-                        vm: w.vm.or(w2.vm),
-                        exp: w.exp.or(w2.exp),
-                        lgkm: w.lgkm.or(w2.lgkm),
-                    };
-                }
+    // Place the waits of each block's last visit (a block the fixed point never reached runs
+    // from nothing pending, as its entry state is).
+    let mut unreached = Vec::new();
+    for b in 0..n {
+        let (waits, end) = match visited[b].take() {
+            Some(v) => v,
+            None => {
+                s.clone_from(&fresh);
+                unreached.clear();
+                let end = visit(
+                    &mut s,
+                    f,
+                    b,
+                    &acc,
+                    target,
+                    &after_barrier,
+                    &flush,
+                    &mut unreached,
+                );
+                (std::mem::take(&mut unreached), end)
             }
-            if !w.is_empty() {
-                stats.inserted += 1;
-                if w.vm.is_some_and(|n| n > 0) || w.lgkm.is_some_and(|n| n > 0) {
-                    stats.partial += 1;
-                }
-                out.push(w.inst(target));
-            }
-            out.push(owned);
-        }
-        let w = s.needed_at_end(&block.term, flush[b].as_deref());
-        if !w.is_empty() {
-            stats.inserted += 1;
-            out.push(w.inst(target));
-        }
-        block.insts = out;
+        };
+        place_waits(&mut f.blocks[b], waits, end, target, &mut stats);
     }
     stats
+}
+
+/// Steps state `s` (block `b`'s entry state) through the block's instructions, pushing the
+/// wait each needs to `waits`, and applies the one its end needs, which it returns.
+#[allow(clippy::too_many_arguments)]
+fn visit(
+    s: &mut Brackets,
+    f: &PhysFunction,
+    b: usize,
+    acc: &Accesses,
+    target: Target,
+    after_barrier: &std::collections::HashMap<(usize, usize), Option<RegionSet>>,
+    flush: &[Option<Vec<bool>>],
+    waits: &mut Vec<Wait>,
+) -> Wait {
+    for (k, inst) in f.blocks[b].insts.iter().enumerate() {
+        waits.push(s.step(
+            inst,
+            acc.of(b, k),
+            target,
+            after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
+        ));
+    }
+    let w = s.needed_at_end(&f.blocks[b].term, flush[b].as_deref());
+    s.apply_wait(&w);
+    w
+}
+
+/// Inserts the waits `waits` (one per instruction, from a visit of the block from its final
+/// entry state) and `end` (at its end) into `block`. An instruction's wait on the other
+/// counters goes into the wait before it (one `s_waitcnt`, the later wait one instruction
+/// early) when the instruction before issues nothing it could be waiting for: neither a memory
+/// operation nor an `s_waitcnt`. That is the same scoreboard as stepping it there: the earlier
+/// instruction changes no state, and once its wait is applied the next instruction needs none
+/// (a wait retires every entry at or above its counts, and the next one's counts are the least
+/// entries it touches), so the later instruction's own wait is then empty.
+fn place_waits(
+    block: &mut crate::phys::PhysBlock,
+    mut waits: Vec<Wait>,
+    end: Wait,
+    target: Target,
+    stats: &mut WaitcntStats,
+) {
+    // Room for a wait before every other instruction: growing copied the block.
+    let mut out = Vec::with_capacity(block.insts.len() * 3 / 2 + 4);
+    for (k, inst) in std::mem::take(&mut block.insts).into_iter().enumerate() {
+        let mut w = waits[k];
+        if let Some(&w2) = waits.get(k + 1).filter(|_| !w.is_empty()) {
+            let disjoint = (w.vm.is_none() || w2.vm.is_none())
+                && (w.lgkm.is_none() || w2.lgkm.is_none())
+                && (w.exp.is_none() || w2.exp.is_none());
+            if !w2.is_empty()
+                && disjoint
+                && mem_class(&inst) == MemClass::None
+                && Wait::of_inst(&inst, target).is_none()
+            {
+                w = Wait {
+                    vm: w.vm.or(w2.vm),
+                    exp: w.exp.or(w2.exp),
+                    lgkm: w.lgkm.or(w2.lgkm),
+                };
+                waits[k + 1] = Wait::default();
+            }
+        }
+        if !w.is_empty() {
+            stats.inserted += 1;
+            if w.vm.is_some_and(|n| n > 0) || w.lgkm.is_some_and(|n| n > 0) {
+                stats.partial += 1;
+            }
+            out.push(w.inst(target));
+        }
+        out.push(inst);
+    }
+    if !end.is_empty() {
+        stats.inserted += 1;
+        out.push(end.inst(target));
+    }
+    block.insts = out;
 }
 
 #[cfg(test)]
