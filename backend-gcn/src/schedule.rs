@@ -43,6 +43,11 @@
 //! two MFMAs: the CU's vector memory unit serves its waves' loads one after the other, so a
 //! run of loads waits there with the MFMAs behind it.
 //!
+//! The block's peak VGPRs are counted as the allocator lays values out (a pair result is
+//! written while its operands are read, a single one may take a dying operand's register, a
+//! pair's `Extract`ed halves are its dwords), and [`BlockDag::lower_peak`] lowers the chosen
+//! list's peak by moves that hide no less latency, kept where the peak falls.
+//!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
 //! block unless live out): a ready instruction whose definitions would raise the count above
