@@ -43,6 +43,11 @@
 //! two MFMAs: the CU's vector memory unit serves its waves' loads one after the other, so a
 //! run of loads waits there with the MFMAs behind it.
 //!
+//! The block's peak VGPRs are counted as the allocator lays values out (a pair result is
+//! written while its operands are read, a single one may take a dying operand's register, a
+//! pair's `Extract`ed halves are its dwords), and [`BlockDag::lower_peak`] lowers the chosen
+//! list's peak by moves that hide no less latency, kept where the peak falls.
+//!
 //! With a VGPR bound ([`schedule_bounded`]) the scheduler tracks the VGPRs live at
 //! the current point (block liveness at the start, a value dying with its last use in the
 //! block unless live out): a ready instruction whose definitions would raise the count above
@@ -566,8 +571,11 @@ struct VregTables {
     users: Vec<Vec<usize>>,
     /// The block's tied partial writes of each vreg.
     tied_writers: Vec<Vec<usize>>,
-    /// The block's number for each vreg it reads (`u32::MAX`: none yet).
+    /// The block's number for each vreg it reads (`u32::MAX`: none yet); a vreg counted by
+    /// dwords ([`BlockDag::frees`]) has one number per dword from there on.
     local: Vec<u32>,
+    /// Per vreg: a VGPR tuple the block `Extract`s a part of, counted by dwords.
+    by_dwords: Vec<bool>,
     /// Vregs with entries to clear.
     touched: Vec<usize>,
     /// Per register unit (and the extra resource): the block's last instruction writing it.
@@ -585,6 +593,7 @@ impl VregTables {
             users: vec![Vec::new(); nvregs],
             tied_writers: vec![Vec::new(); nvregs],
             local: vec![u32::MAX; nvregs],
+            by_dwords: vec![false; nvregs],
             touched: Vec::new(),
             last_write: vec![None; NRES],
             reads_since: vec![Vec::new(); NRES],
@@ -599,6 +608,7 @@ impl VregTables {
             self.users.resize_with(nvregs, Vec::new);
             self.tied_writers.resize_with(nvregs, Vec::new);
             self.local.resize(nvregs, u32::MAX);
+            self.by_dwords.resize(nvregs, false);
         }
     }
 
@@ -608,6 +618,7 @@ impl VregTables {
             self.users[v].clear();
             self.tied_writers[v].clear();
             self.local[v] = u32::MAX;
+            self.by_dwords[v] = false;
         }
         self.touched.clear();
         for &u in &self.units_touched {
@@ -638,6 +649,11 @@ struct BlockDag {
     start: u32,
     /// Per node: VGPRs its definitions add.
     def_size: Vec<i64>,
+    /// Per node: VGPRs its definitions take while its operands are still read (an early
+    /// definition: the allocator gives a VGPR pair result registers apart from every operand,
+    /// `regalloc/ra2.rs`), 0 where they are written after the operands are read (a single
+    /// result may take a dying operand's register).
+    early: Vec<i64>,
     /// Per node: the values it reads (block numbers, distinct) and how many operands read each.
     reads: Vec<smallvec::SmallVec<[(u32, u32); 4]>>,
     /// Per value read in the block: the nodes reading it (distinct).
@@ -647,6 +663,10 @@ struct BlockDag {
     /// Per value: the most operands of one node reading it.
     most_by_one: Vec<u32>,
     /// Per value: VGPRs freed when its last read in the block is scheduled (0 if live out).
+    /// A VGPR tuple of which the block `Extract`s parts counts as one value per dword: the
+    /// allocator lays each part on its dwords, so a dword is free once its part and the
+    /// tuple's other readers are done with it (a `ds_read2_b32` pair and its two halves hold
+    /// 2 VGPRs, not 4, and a half read last holds 1).
     frees: Vec<i64>,
     /// Per node: an LDS or scalar-memory load (counted by `lgkmcnt`).
     lgkm_load: Vec<bool>,
@@ -683,6 +703,7 @@ fn block_dag(
         tail_height: None,
         start,
         def_size: Vec::new(),
+        early: Vec::new(),
         reads: Vec::new(),
         readers: Vec::new(),
         uses: Vec::new(),
@@ -699,7 +720,14 @@ fn block_dag(
         return dag;
     }
     let nodes: Vec<Node> = insts.iter().map(|i| node(i, target)).collect();
-    for nd in &nodes {
+    for (nd, inst) in nodes.iter().zip(insts) {
+        if let (MOpcode::Extract(_), [MOperand::Def(d), MOperand::Use(u)]) =
+            (inst.opcode, inst.ops.as_slice())
+        {
+            if size[u.index()] > size[d.index()] && size[d.index()] > 0 {
+                t.by_dwords[u.index()] = true;
+            }
+        }
         t.touched
             .extend(nd.uses.iter().chain(&nd.defs).map(|v| v.index()));
         t.touched.extend(nd.tied_use.map(|v| v.index()));
@@ -851,34 +879,60 @@ fn block_dag(
     }
     // The pressure facts: each read value numbered in the block.
     dag.def_size.reserve_exact(n);
+    dag.early.reserve_exact(n);
     dag.reads.reserve_exact(n);
-    for (k, nd) in nodes.iter().enumerate() {
-        dag.def_size
-            .push(nd.defs.iter().map(|v| size[v.index()] as i64).sum());
+    for ((k, nd), inst) in nodes.iter().enumerate().zip(insts) {
+        let def_size: i64 = nd.defs.iter().map(|v| size[v.index()] as i64).sum();
+        dag.def_size.push(def_size);
+        let pair_def = matches!(inst.opcode, MOpcode::Isa(_))
+            && inst.tied.is_none()
+            && nd.defs.iter().any(|v| size[v.index()] > 1);
+        dag.early.push(if pair_def { def_size } else { 0 });
+        // The dwords an `Extract` reads of its tuple.
+        let part = match (inst.opcode, inst.ops.as_slice()) {
+            (MOpcode::Extract(at), [MOperand::Def(d), MOperand::Use(_)]) => {
+                Some((at as usize, size[d.index()] as usize))
+            }
+            _ => None,
+        };
         let mut reads = smallvec::SmallVec::new();
         for (i, v) in nd.uses.iter().enumerate() {
             if nd.uses[..i].contains(v) {
                 continue;
             }
             let here = nd.uses.iter().filter(|x| *x == v).count() as u32;
+            let by_dwords = t.by_dwords[v.index()];
+            let values = if by_dwords {
+                size[v.index()] as usize
+            } else {
+                1
+            };
             let mut id = t.local[v.index()];
             if id == u32::MAX {
                 id = dag.uses.len() as u32;
                 t.local[v.index()] = id;
-                dag.readers.push(NodeList::new());
-                dag.uses.push(0);
-                dag.most_by_one.push(0);
-                dag.frees.push(if live_out.contains(v.index()) {
-                    0
-                } else {
-                    size[v.index()] as i64
-                });
+                for _ in 0..values {
+                    dag.readers.push(NodeList::new());
+                    dag.uses.push(0);
+                    dag.most_by_one.push(0);
+                    dag.frees
+                        .push(match (live_out.contains(v.index()), by_dwords) {
+                            (true, _) => 0,
+                            (false, true) => 1,
+                            (false, false) => size[v.index()] as i64,
+                        });
+                }
             }
-            let l = id as usize;
-            dag.readers[l].push(k);
-            dag.uses[l] += here;
-            dag.most_by_one[l] = dag.most_by_one[l].max(here);
-            reads.push((id, here));
+            let dwords = match part {
+                Some((at, w)) if by_dwords => at..(at + w).min(values),
+                _ => 0..values,
+            };
+            for l in dwords.map(|d| id as usize + d) {
+                dag.readers[l].push(k);
+                dag.uses[l] += here;
+                dag.most_by_one[l] = dag.most_by_one[l].max(here);
+                reads.push((l as u32, here));
+            }
         }
         dag.reads.push(reads);
     }
@@ -907,32 +961,108 @@ impl BlockDag {
         }
         let by_height = self.order_by(&self.height, limit)?;
         let Some(tail) = &self.tail_height else {
-            return Some(by_height);
+            return Some(self.lower_peak(by_height));
         };
         // Short ALU tails in their original order where that lowers the block's peak VGPRs
         // (else the latency order: equal pressure, no reason to differ from it).
-        match self.order_by(tail, limit) {
-            Some(t) if self.peak(&t) < self.peak(&by_height) => Some(t),
-            _ => Some(by_height),
-        }
+        let chosen = match self.order_by(tail, limit) {
+            Some(t) if self.peak(&t) < self.peak(&by_height) => t,
+            _ => by_height,
+        };
+        Some(self.lower_peak(chosen))
     }
 
     /// The most VGPRs live at once in the block under `order`.
     fn peak(&self, order: &[usize]) -> u32 {
+        let (start, at) = self.pressures(order);
+        at.iter().map(|&(p, _)| p).fold(start, i64::max).max(0) as u32
+    }
+
+    /// The VGPRs live at the block's start, and per position of `order` those live at its node
+    /// (its operands, and its results from when they are written: with the operands for an
+    /// [`early`](BlockDag::early) definition, after the dying ones are read otherwise) with the
+    /// VGPRs its reads free.
+    fn pressures(&self, order: &[usize]) -> (i64, Vec<(i64, i64)>) {
         let mut left = self.uses.clone();
         let mut live = self.start as i64;
-        let mut most = live;
+        let mut at = Vec::with_capacity(order.len());
         for &k in order {
-            live += self.def_size[k];
-            most = most.max(live);
+            let before = live;
+            let mut freed = 0;
             for &(v, here) in &self.reads[k] {
                 left[v as usize] -= here;
                 if left[v as usize] == 0 {
-                    live -= self.frees[v as usize];
+                    freed += self.frees[v as usize];
                 }
             }
+            live += self.def_size[k] - freed;
+            at.push(((before + self.early[k]).max(live), freed));
         }
-        most.max(0) as u32
+        (self.start as i64, at)
+    }
+
+    /// `order` with its peak VGPRs lowered by moves that hide no less latency, made one at a
+    /// time while each lowers the peak or its number of points, and kept only when the peak
+    /// falls (else `order` as it is: the same VGPRs, no reason to differ from it):
+    /// - an LDS or scalar load at the peak whose address dies there, before the load just
+    ///   ahead of it (loads issue back to back; a pair result is written while its address is
+    ///   read, so the run's last load should be one from a register that stays live, with the
+    ///   dying address already read: stencil_pipelined's last `ds_read2st64_b32` of a stage);
+    /// - a plain ALU instruction at the peak that frees nothing (its operands stay live), down
+    ///   to just before its first reader: its result is ready for the next instruction, so it
+    ///   waits for nothing there and holds its VGPR for a shorter stretch (the stencil's mask
+    ///   compare made among the 14 LDS results of a stage).
+    fn lower_peak(&self, given: Vec<usize>) -> Vec<usize> {
+        let mut order = given.clone();
+        let score = |o: &[usize]| {
+            let (start, at) = self.pressures(o);
+            let most = at.iter().map(|&(p, _)| p).fold(start, i64::max);
+            (most, at.iter().filter(|&&(p, _)| p == most).count())
+        };
+        let mut best = score(&order);
+        let first_peak = best.0;
+        let mut pos = vec![0usize; self.nodes];
+        'moves: loop {
+            let (_, at) = self.pressures(&order);
+            for (i, &k) in order.iter().enumerate() {
+                pos[k] = i;
+            }
+            for i in (0..order.len()).filter(|&i| at[i].0 == best.0) {
+                let k = order[i];
+                let freed = at[i].1;
+                let mut moved = order.clone();
+                if self.lgkm_load[k] && self.early[k] > 0 && freed > 0 && i > 0 {
+                    let j = order[i - 1];
+                    if !self.lgkm_load[j] || self.succs[j].contains(&k) {
+                        continue;
+                    }
+                    moved.swap(i - 1, i);
+                } else if !self.lgkm_load[k]
+                    && !self.forwards[k]
+                    && self.def_size[k] > 0
+                    && freed == 0
+                    && self.latency[k] <= ISSUE_TURN as u32
+                {
+                    let Some(first) = self.succs[k].iter().map(|&s| pos[s]).min() else {
+                        continue;
+                    };
+                    if first <= i + 1 {
+                        continue;
+                    }
+                    moved.remove(i);
+                    moved.insert(first - 1, k);
+                } else {
+                    continue;
+                }
+                let s = score(&moved);
+                if s < best {
+                    best = s;
+                    order = moved;
+                    continue 'moves;
+                }
+            }
+            return if best.0 < first_peak { order } else { given };
+        }
     }
 
     /// The list schedule under `limit` with priorities `height`.
