@@ -351,13 +351,16 @@ pub fn eval_reduce(op: ReduceOp, ty: Type, a: u64, b: u64) -> u64 {
     eval_binary(bop, ty, a, b)
 }
 
-/// The identity of a wave reduction (what an empty set of lanes reduces to).
+/// The identity of a wave reduction (what an empty set of lanes reduces to). A float min or
+/// max takes a quiet NaN, not ±inf: under minNum/maxNum a NaN operand yields the other one, so
+/// a quiet NaN leaves every set unchanged, while ±inf would turn a set of NaNs (every lane's
+/// `0 * inf`, say) into ±inf where the lanes alone reduce to NaN (the compiled code fills the
+/// lanes outside EXEC with this value before its DPP tree, which then meets the lanes' NaNs).
 pub fn reduce_identity(op: ReduceOp, ty: Type) -> u64 {
     match (op, ty.is_float()) {
         (ReduceOp::Add, false) => 0,
         (ReduceOp::Add, true) => float_bits(ty, -0.0),
-        (ReduceOp::Min, true) => float_bits(ty, f64::INFINITY),
-        (ReduceOp::Max, true) => float_bits(ty, f64::NEG_INFINITY),
+        (ReduceOp::Min | ReduceOp::Max, true) => float_bits(ty, f64::NAN),
         (ReduceOp::Min, false) => {
             if ty.is_signed() {
                 ty.mask() >> 1
