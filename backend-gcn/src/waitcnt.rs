@@ -841,12 +841,13 @@ fn visit(
     waits: &mut Vec<Wait>,
 ) -> Wait {
     for (k, inst) in f.blocks[b].insts.iter().enumerate() {
-        waits.push(s.step(
-            inst,
-            acc.of(b, k),
-            target,
-            after_barrier.get(&(b, k)).and_then(|x| x.as_ref()),
-        ));
+        // Only a barrier asks what follows it (no hash of every instruction's place).
+        let after = if inst.op == Opcode::SBarrier {
+            after_barrier.get(&(b, k)).and_then(|x| x.as_ref())
+        } else {
+            None
+        };
+        waits.push(s.step(inst, acc.of(b, k), target, after));
     }
     let w = s.needed_at_end(&f.blocks[b].term, flush[b].as_deref());
     s.apply_wait(&w);

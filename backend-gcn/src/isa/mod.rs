@@ -135,7 +135,7 @@ pub struct Modifiers {
 }
 
 /// One machine instruction.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Inst {
     /// What it does.
     pub op: Opcode,
@@ -148,12 +148,25 @@ pub struct Inst {
     pub mods: Modifiers,
 }
 
+/// By copying: operands are `Copy`, and `SmallVec`'s own `Clone` pushes them one at a time
+/// through an iterator (every pass after allocation clones whole blocks of instructions).
+impl Clone for Inst {
+    fn clone(&self) -> Inst {
+        Inst {
+            op: self.op,
+            operands: SmallVec::from_slice(&self.operands),
+            encoding: self.encoding,
+            mods: self.mods,
+        }
+    }
+}
+
 impl Inst {
     /// An instruction in its native encoding with default modifiers.
     pub fn new(op: Opcode, operands: &[Operand]) -> Inst {
         Inst {
             op,
-            operands: operands.iter().copied().collect(),
+            operands: SmallVec::from_slice(operands),
             encoding: Encoding::Native,
             mods: Modifiers::default_for(op),
         }
