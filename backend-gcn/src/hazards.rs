@@ -555,7 +555,11 @@ impl Facts {
             m0_reader: has(op_bits::M0_NAME) || is_m0_reader_by_mods(inst),
             getset: has(op_bits::GETSET),
             setreg: has(op_bits::SETREG),
-            kind: MfmaKind::of(inst.op, target),
+            kind: if mfma {
+                MfmaKind::of(inst.op, target)
+            } else {
+                None
+            },
             fma64: has(op_bits::FMA64),
             dst_range,
             srcc_range,
@@ -818,34 +822,47 @@ fn nops(mut n: u32) -> Vec<Inst> {
     out
 }
 
+/// Appends `n` wait states to `o`. Right after an `s_nop` (one made before, or padding of the
+/// function again), that one grows first: the same wait states in fewer instructions.
+fn pad(o: &mut Vec<Inst>, n: u32) {
+    let mut left = n;
+    if let Some(last) = o.last_mut().filter(|i| i.op == Opcode::SNop) {
+        let have = wait_states(last);
+        let grow = left.min(8u32.saturating_sub(have));
+        if grow > 0 {
+            *last = Inst::new(Opcode::SNop, &[Operand::Imm((have + grow) as i64 - 1)]);
+            left -= grow;
+        }
+    }
+    o.extend(nops(left));
+}
+
+/// Where one block's instructions need wait states, from a run: (instruction index, wait
+/// states before it), in order.
+type Needs = Vec<(u32, u32)>;
+
 /// Runs one block (its instructions in order, with their facts) from `d`; with `out`,
-/// materializes the `s_nop`s. Returns wait states added.
+/// materializes the `s_nop`s; with `needs`, notes where they go ([`Needs`]). Returns wait
+/// states added.
 fn run_block<'a>(
     d: &mut Dist,
     map: &[u32],
     block: impl IntoIterator<Item = (&'a Facts, &'a Inst)>,
     target: Target,
     mut out: Option<&mut Vec<Inst>>,
+    mut needs: Option<&mut Needs>,
 ) -> u32 {
     let mut added = 0;
-    for (f, inst) in block {
+    for (k, (f, inst)) in block.into_iter().enumerate() {
         let n = required(d, map, f, target);
         if n > 0 {
             added += n;
             d.advance(n);
             if let Some(o) = out.as_deref_mut() {
-                // Right after an `s_nop` (one made before, or padding of the function again),
-                // that one grows first: the same wait states in fewer instructions.
-                let mut left = n;
-                if let Some(last) = o.last_mut().filter(|i| i.op == Opcode::SNop) {
-                    let have = wait_states(last);
-                    let grow = left.min(8u32.saturating_sub(have));
-                    if grow > 0 {
-                        *last = Inst::new(Opcode::SNop, &[Operand::Imm((have + grow) as i64 - 1)]);
-                        left -= grow;
-                    }
-                }
-                o.extend(nops(left));
+                pad(o, n);
+            }
+            if let Some(x) = needs.as_deref_mut() {
+                x.push((k as u32, n));
             }
         }
         d.advance(f.wait_states);
@@ -855,6 +872,20 @@ fn run_block<'a>(
         }
     }
     added
+}
+
+/// `insts` with the `s_nop`s `needs` places (what [`run_block`] with `out` makes from the
+/// state that found them).
+fn padded(insts: &[Inst], needs: &Needs) -> Vec<Inst> {
+    let mut out = Vec::with_capacity(insts.len() + needs.len() + 4);
+    let mut next = needs.iter().peekable();
+    for (k, inst) in insts.iter().enumerate() {
+        if let Some(&(_, n)) = next.next_if(|x| x.0 as usize == k) {
+            pad(&mut out, n);
+        }
+        out.push(inst.clone());
+    }
+    out
 }
 
 /// An instruction that may change places with a neighbour to fill a wait state: a plain VALU
@@ -1015,6 +1046,9 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     // Per block: the wait states its last visit counted. A change of its entry state queues
     // the block again, so the last visit ran from the final entry state.
     let mut counted: Vec<Option<u32>> = vec![None; n];
+    // Per block: where its last visit placed wait states (the `s_nop`s are made from these,
+    // without running the block again).
+    let mut needs: Vec<Needs> = vec![Vec::new(); n];
     let mut work = std::collections::VecDeque::from([0usize]);
     queued[0] = true;
     let fresh = Dist::new(k);
@@ -1022,12 +1056,14 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     while let Some(b) = work.pop_front() {
         queued[b] = false;
         d.clone_from(entry[b].as_ref().unwrap_or(&fresh));
+        needs[b].clear();
         counted[b] = Some(run_block(
             &mut d,
             &map,
             facts[b].iter().zip(&f.blocks[b].insts),
             target,
             None,
+            Some(&mut needs[b]),
         ));
         d.normalize();
         for s in f.blocks[b].term.successors() {
@@ -1054,33 +1090,37 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     for (b, block) in f.blocks.iter_mut().enumerate() {
         let d0 = || entry[b].clone().unwrap_or_else(|| fresh.clone());
         let facts = &facts[b];
-        // First count (known from the last visit for a reached block); rebuild the block only
-        // when it needs an `s_nop`.
-        let needed = counted[b].unwrap_or_else(|| {
-            run_block(
+        // A reached block's count and places are its last visit's; an unreached block runs
+        // once from nothing. The block is rebuilt only when it needs an `s_nop`.
+        let needed = match counted[b] {
+            Some(c) => c,
+            None => run_block(
                 &mut d0(),
                 &map,
                 facts.iter().zip(&block.insts),
                 target,
                 None,
-            )
-        });
+                Some(&mut needs[b]),
+            ),
+        };
         if needed == 0 {
             continue;
         }
-        let mut d = d0();
-        let mut out = Vec::with_capacity(block.insts.len() + 4);
-        let mut waits = run_block(
-            &mut d,
-            &map,
-            facts.iter().zip(&block.insts),
-            target,
-            Some(&mut out),
-        );
+        let mut out = padded(&block.insts, &needs[b]);
+        let mut waits = needed;
         // The block's `s_nop`s filled by later instructions where that is shorter and leaves
         // no write nearer the block's end than the old order did (the successors' entry
         // states, and so their padding, then still hold).
         if fill_block(&mut d0(), &map, facts, &block.insts, &mut order, target) > 0 {
+            let mut d = d0();
+            run_block(
+                &mut d,
+                &map,
+                facts.iter().zip(&block.insts),
+                target,
+                None,
+                None,
+            );
             let mut filled_end = d0();
             let mut filled = Vec::with_capacity(block.insts.len() + 4);
             let filled_waits = run_block(
@@ -1089,6 +1129,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
                 order.iter().map(|&i| (&facts[i], &block.insts[i])),
                 target,
                 Some(&mut filled),
+                None,
             );
             d.normalize();
             filled_end.normalize();
@@ -1127,13 +1168,11 @@ fn fill_block(
     order: &mut Vec<usize>,
     target: Target,
 ) -> usize {
-    // What the search asks of each instruction, once per instruction: it compares every
-    // candidate filler with each instruction it would pass.
-    let fill: Vec<FillFacts> = insts
-        .iter()
-        .zip(facts)
-        .map(|(i, f)| FillFacts::of(i, f))
-        .collect();
+    // What the search asks of an instruction, made once for each instruction in a window
+    // searched (it compares every candidate filler with each instruction it would pass), and
+    // only there: most instructions need no wait state and are never searched around.
+    let mut fill: Vec<Option<FillFacts>> = Vec::new();
+    fill.resize_with(insts.len(), || None);
     order.clear();
     order.extend(0..insts.len());
     let mut moved = 0;
@@ -1143,12 +1182,18 @@ fn fill_block(
         let mut n = required(d, map, fr, target);
         while n > 0 {
             let end = order.len().min(k + 1 + FILL_WINDOW);
+            for &i in &order[k..end] {
+                if fill[i].is_none() {
+                    fill[i] = Some(FillFacts::of(&insts[i], &facts[i]));
+                }
+            }
+            let known = |i: usize| fill[i].as_ref().expect("made for the window");
             let mut pick = None;
             for j in k + 1..end {
-                let x = &fill[order[j]];
+                let x = known(order[j]);
                 if x.plain
                     && !x.writes_exec
-                    && order[k..j].iter().all(|&p| may_pass(x, &fill[p]))
+                    && order[k..j].iter().all(|&p| may_pass(x, known(p)))
                     && required(d, map, &facts[order[j]], target) == 0
                 {
                     pick = Some(j);

@@ -21,7 +21,7 @@ use crate::phys::{PhysFunction, PhysTerminator};
 /// A plain register-to-register move: (opcode, destination, source).
 fn plain_move(i: &Inst) -> Option<(Opcode, Operand, Operand)> {
     if !matches!(i.op, Opcode::SMovB32 | Opcode::SMovB64 | Opcode::VMovB32)
-        || i.mods != Modifiers::default()
+        || i.mods != Modifiers::NONE
         || !matches!(i.encoding, Encoding::Native | Encoding::E64)
     {
         return None;
@@ -696,10 +696,13 @@ pub fn run_peepholes(f: &mut PhysFunction) -> u32 {
     let mut removed = 0;
     for b in &mut f.blocks {
         let before = b.insts.len();
-        b.insts
-            .retain(|i| !matches!(plain_move(i), Some((_, d, s)) if d == s));
+        // Moves to themselves go and split pair copies merge in one pass: a pair's halves
+        // are adjacent once the self-moves between them are gone.
         let mut out: Vec<Inst> = Vec::with_capacity(b.insts.len());
         for i in b.insts.drain(..) {
+            if matches!(plain_move(&i), Some((_, d, s)) if d == s) {
+                continue;
+            }
             let merged = match (out.last().and_then(sgpr_move32), sgpr_move32(&i)) {
                 (Some(a), Some(c)) => pair_move(a, c),
                 _ => None,

@@ -78,7 +78,7 @@ pub struct Sdwa {
 ///
 /// Bit sets (`abs`, `neg`, `neg_hi`, `op_sel`, `op_sel_hi`) are indexed by source (bit 0 = src0);
 /// VOP3 `op_sel` bit 3 is the destination. On gfx940 `glc` is printed `sc0` and `slc` is `nt`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Modifiers {
     /// `|src|` per source.
     pub abs: u8,
@@ -132,6 +132,12 @@ pub struct Modifiers {
     /// known to touch, 0 when unknown. Instruction selection sets it so that `InsertWaitcnt`
     /// waits for a load-to-LDS only before accesses of the array it writes (decoded code: 0).
     pub lds_region: u8,
+}
+
+impl Default for Modifiers {
+    fn default() -> Modifiers {
+        Modifiers::NONE
+    }
 }
 
 /// One machine instruction.
@@ -196,9 +202,51 @@ impl Inst {
 }
 
 impl Modifiers {
+    /// Every field zero: what `Default` gives, as a constant (the passes compare an
+    /// instruction's modifiers with it per instruction; the derived `default()` was built
+    /// field by field on every call).
+    pub const NONE: Modifiers = Modifiers {
+        abs: 0,
+        neg: 0,
+        neg_hi: 0,
+        clamp: false,
+        omod: 0,
+        op_sel: 0,
+        op_sel_hi: 0,
+        cbsz: 0,
+        abid: 0,
+        blgp: 0,
+        offset: 0,
+        offset1: 0,
+        glc: false,
+        slc: false,
+        sc1: false,
+        offen: false,
+        idxen: false,
+        lds: false,
+        tfe: false,
+        gds: false,
+        dfmt: 0,
+        nfmt: 0,
+        dpp: Dpp {
+            ctrl: 0,
+            row_mask: 0,
+            bank_mask: 0,
+            bound_ctrl: false,
+        },
+        sdwa: Sdwa {
+            dst_sel: 0,
+            dst_unused: 0,
+            src0_sel: 0,
+            src1_sel: 0,
+            sext: 0,
+        },
+        lds_region: 0,
+    };
+
     /// LLVM's defaults for `op` (VOP3P `op_sel_hi` all ones; everything else zero).
     pub fn default_for(op: Opcode) -> Modifiers {
-        let mut m = Modifiers::default();
+        let mut m = Modifiers::NONE;
         let info = op.info();
         // Packed math reads the high halves from the high halves unless told otherwise; the
         // mixed-precision FMA (`v_fma_mix*`/`v_mad_mix*`) defaults to low halves.
