@@ -246,7 +246,16 @@ fn run_loop(
                 }
             }
         }
-        g.rebuild();
+        if applied || g.total_size() != nodes_before {
+            g.rebuild();
+        } else {
+            // No union merged two classes and no node was added (the hash-cons grows with
+            // every new node): the e-graph is the one the last rebuild left, and a rebuild
+            // would only sort its sorted classes and refill its per-operation sets in the
+            // same order. egg marks it unclean at every union call, even one that merged
+            // nothing; it is clean.
+            g.clean = true;
+        }
         let saturated = !applied
             && can_stop(stats, i)
             && nodes_before == g.total_size()
