@@ -1146,9 +1146,11 @@ fn optimize_block(
                 }
             }
         }
-        let mut args = Vec::new();
+        // A few operands (a store's values at most four): held inline, not allocated per
+        // instruction.
+        let mut args: smallvec::SmallVec<[Value; 6]> = smallvec::SmallVec::new();
         data.for_each_arg(|a| args.push(a));
-        let mut mapped = Vec::new();
+        let mut mapped: smallvec::SmallVec<[Value; 6]> = smallvec::SmallVec::new();
         for a in args {
             let n = match class_of[a] {
                 Some(id) => match rb.materialize(scratch, id, pos) {
