@@ -328,7 +328,9 @@ pub fn vgpr_pressure_floor(mf: &MachineFunction) -> u32 {
         most = most.max(at_end);
         for inst in &bd.insts {
             let extra = |vs: &mut dyn Iterator<Item = VReg>| -> u32 {
-                let mut seen: Vec<usize> = Vec::new();
+                // An instruction's few operands: held inline (a heap list per operand list
+                // was most of this floor's cost).
+                let mut seen: smallvec::SmallVec<[usize; 8]> = smallvec::SmallVec::new();
                 let mut n = 0;
                 for v in vs {
                     let v = v.index();
