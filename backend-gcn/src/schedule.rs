@@ -328,7 +328,9 @@ pub fn vgpr_pressure_floor(mf: &MachineFunction) -> u32 {
         most = most.max(at_end);
         for inst in &bd.insts {
             let extra = |vs: &mut dyn Iterator<Item = VReg>| -> u32 {
-                let mut seen: Vec<usize> = Vec::new();
+                // An instruction's few operands: held inline (a heap list per operand list
+                // was most of this floor's cost).
+                let mut seen: smallvec::SmallVec<[usize; 8]> = smallvec::SmallVec::new();
                 let mut n = 0;
                 for v in vs {
                     let v = v.index();
@@ -1014,29 +1016,32 @@ impl BlockDag {
     ///   compare made among the 14 LDS results of a stage).
     fn lower_peak(&self, given: Vec<usize>) -> Vec<usize> {
         let mut order = given.clone();
+        // The peak and its number of points, with the pressures they come from (the order
+        // kept is scanned next with the pressures its score was made from).
         let score = |o: &[usize]| {
             let (start, at) = self.pressures(o);
             let most = at.iter().map(|&(p, _)| p).fold(start, i64::max);
-            (most, at.iter().filter(|&&(p, _)| p == most).count())
+            ((most, at.iter().filter(|&&(p, _)| p == most).count()), at)
         };
-        let mut best = score(&order);
+        let (mut best, mut at) = score(&order);
         let first_peak = best.0;
         let mut pos = vec![0usize; self.nodes];
         'moves: loop {
-            let (_, at) = self.pressures(&order);
             for (i, &k) in order.iter().enumerate() {
                 pos[k] = i;
             }
             for i in (0..order.len()).filter(|&i| at[i].0 == best.0) {
                 let k = order[i];
                 let freed = at[i].1;
-                let mut moved = order.clone();
-                if self.lgkm_load[k] && self.early[k] > 0 && freed > 0 && i > 0 {
+                // The copy is made only for a move that is tried.
+                let moved = if self.lgkm_load[k] && self.early[k] > 0 && freed > 0 && i > 0 {
                     let j = order[i - 1];
                     if !self.lgkm_load[j] || self.succs[j].contains(&k) {
                         continue;
                     }
+                    let mut moved = order.clone();
                     moved.swap(i - 1, i);
+                    moved
                 } else if !self.lgkm_load[k]
                     && !self.forwards[k]
                     && self.def_size[k] > 0
@@ -1049,15 +1054,18 @@ impl BlockDag {
                     if first <= i + 1 {
                         continue;
                     }
+                    let mut moved = order.clone();
                     moved.remove(i);
                     moved.insert(first - 1, k);
+                    moved
                 } else {
                     continue;
-                }
-                let s = score(&moved);
+                };
+                let (s, moved_at) = score(&moved);
                 if s < best {
                     best = s;
                     order = moved;
+                    at = moved_at;
                     continue 'moves;
                 }
             }

@@ -604,21 +604,34 @@ impl<'a> Isel<'a> {
                     && cfg.succs[x].iter().any(|&s| !self.loops.contains(h, s))
             })
         };
+        // Whether a value defined in `db` leaves a loop on its way to a use in `b` (by the
+        // fragments' rule when `frag`): a function of the two blocks, asked per use of a
+        // divergent value from another block, so worked out once per pair (the loop queries
+        // collect and hash per call). 0: not asked yet, 1: no, 2: yes.
+        let nb = func.blocks.len();
+        let mut leaves_memo = vec![0u8; 2 * nb * nb];
+        let mut leaves = |frag: bool, db: Block, b: Block| -> bool {
+            let slot = &mut leaves_memo[(usize::from(frag) * nb + db.index()) * nb + b.index()];
+            if *slot == 0 {
+                let l = if frag {
+                    self.loops
+                        .loops_containing(db)
+                        .into_iter()
+                        .any(|h| !self.loops.contains(h, b) && divergent_exit(h))
+                } else {
+                    !self.loops.same_or_inner_all(db, b)
+                };
+                *slot = 1 + u8::from(l);
+            }
+            *slot == 2
+        };
         for &b in &self.order {
             for &i in &func.blocks[b].insts {
                 func.insts[i].for_each_arg(|a| {
                     let Some(db) = def_block[a] else { return };
                     if db != b {
                         self.crossing[a.index()] = true;
-                        let leaves = if is_frag(a) {
-                            self.loops
-                                .loops_containing(db)
-                                .into_iter()
-                                .any(|h| !self.loops.contains(h, b) && divergent_exit(h))
-                        } else {
-                            !self.loops.same_or_inner_all(db, b)
-                        };
-                        if self.uni.is_divergent(a) && leaves {
+                        if self.uni.is_divergent(a) && leaves(is_frag(a), db, b) {
                             self.tied_vals[a.index()] = true;
                         }
                     }

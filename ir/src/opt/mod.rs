@@ -785,24 +785,48 @@ impl Rebuild<'_> {
         }
         self.busy[k] = true;
         let ty = self.g[id].data.ty?;
-        let mut cands: smallvec::SmallVec<[(Cost, Node); 4]> = self.g[id]
+        let usable = |this: &Self, n: &Node| {
+            !matches!(n, Node::Ty(_))
+                && this.node_avail(n) < pos
+                && n.children()
+                    .iter()
+                    .all(|c| !this.busy[usize::from(this.g.find(*c))])
+        };
+        // The candidates are tried cheapest first, equal costs in class order. No node of the
+        // class costs less than the class's best cost (`BestCosts` stops at a fixed point of
+        // "a node cheaper than its class"), so the first usable node at that cost is the first
+        // candidate: it is tried before the others' costs are computed and sorted (it is
+        // nearly always the one taken).
+        let best = self.ex.costs[k];
+        let first = self.g[id]
             .nodes
             .iter()
-            .filter(|n| !matches!(n, Node::Ty(_)))
-            .filter(|n| self.node_avail(n) < pos)
-            .filter(|n| {
-                n.children()
-                    .iter()
-                    .all(|c| !self.busy[usize::from(self.g.find(*c))])
-            })
-            .map(|n| (self.cost_of(n), n.clone()))
-            .collect();
-        cands.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+            .position(|n| usable(self, n) && Some(self.cost_of(n)) == best);
         let mut result = None;
-        for (_, n) in cands {
-            if let Some(v) = self.emit(out, &n, ty, pos) {
-                result = Some(v);
-                break;
+        if let Some(at) = first {
+            let n = self.g[id].nodes[at].clone();
+            result = self.emit(out, &n, ty, pos);
+        }
+        if result.is_none() {
+            // The filters read only availability, costs and the busy marks, which the failed
+            // try left as they were: the same candidates, in the same order, as before it.
+            let mut cands: smallvec::SmallVec<[(Cost, usize); 4]> = self.g[id]
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| usable(self, n))
+                .map(|(at, n)| (self.cost_of(n), at))
+                .collect();
+            cands.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+            for (_, at) in cands {
+                if Some(at) == first {
+                    continue;
+                }
+                let n = self.g[id].nodes[at].clone();
+                if let Some(v) = self.emit(out, &n, ty, pos) {
+                    result = Some(v);
+                    break;
+                }
             }
         }
         self.busy[k] = false;
@@ -1122,9 +1146,11 @@ fn optimize_block(
                 }
             }
         }
-        let mut args = Vec::new();
+        // A few operands (a store's values at most four): held inline, not allocated per
+        // instruction.
+        let mut args: smallvec::SmallVec<[Value; 6]> = smallvec::SmallVec::new();
         data.for_each_arg(|a| args.push(a));
-        let mut mapped = Vec::new();
+        let mut mapped: smallvec::SmallVec<[Value; 6]> = smallvec::SmallVec::new();
         for a in args {
             let n = match class_of[a] {
                 Some(id) => match rb.materialize(scratch, id, pos) {

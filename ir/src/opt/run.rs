@@ -16,6 +16,10 @@
 //! commutative closures of index arithmetic most matches of an iteration are such repeats, and
 //! instantiating them was about a third of the rewriting time. Matches whose condition failed
 //! are not remembered (a later union may make it hold).
+//!
+//! And one more: an iteration whose applications merged no classes and added no node skips
+//! egg's rebuild, which would only re-sort the sorted classes and refill the per-operation
+//! class sets in the same order (the e-graph is marked clean instead).
 
 use super::lang::KGraph;
 use super::pattern::{root_nodes, ClassNodes, Match};
@@ -246,7 +250,16 @@ fn run_loop(
                 }
             }
         }
-        g.rebuild();
+        if applied || g.total_size() != nodes_before {
+            g.rebuild();
+        } else {
+            // No union merged two classes and no node was added (the hash-cons grows with
+            // every new node): the e-graph is the one the last rebuild left, and a rebuild
+            // would only sort its sorted classes and refill its per-operation sets in the
+            // same order. egg marks it unclean at every union call, even one that merged
+            // nothing; it is clean.
+            g.clean = true;
+        }
         let saturated = !applied
             && can_stop(stats, i)
             && nodes_before == g.total_size()
