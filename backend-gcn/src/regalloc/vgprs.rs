@@ -655,12 +655,21 @@ struct Occupancy<'a> {
     /// each of its positions, without looking at the registers one by one. One vector per
     /// word, so placing an item on a register ORs one contiguous run of words (a long item
     /// spans thousands of positions; with the four words of a position side by side, placing
-    /// was a third of the layouts' time).
+    /// was a third of the layouts' time). A register is busy at a position when its bit is
+    /// set there or in `full` at the position's block.
     busy: [Vec<u64>; 4],
+    /// Per block of [`BLOCK`] positions, the VGPRs something is placed on at every position
+    /// of the block (`full[r / 64][position / BLOCK]`): placing an interval sets its whole
+    /// blocks here and only its partial ones' positions in `busy` (a long item's run of words
+    /// was most of `take`: gemm's items average ~200 positions).
+    full: [Vec<u64>; 4],
     /// Positions `busy` covers.
     positions: usize,
     top: usize,
 }
+
+/// Positions per word of [`Occupancy::full`].
+const BLOCK: usize = 16;
 
 /// Most positions an item may span for [`Occupancy::first_fit`] to use the per-position
 /// masks (longer ones search the registers' unions).
@@ -689,6 +698,7 @@ impl<'a> Occupancy<'a> {
             regs: vec![Vec::new(); MAX_VGPRS],
             union: vec![Vec::new(); MAX_VGPRS],
             busy: std::array::from_fn(|_| vec![0; positions]),
+            full: std::array::from_fn(|_| vec![0; positions.div_ceil(BLOCK)]),
             positions,
             top,
         }
@@ -703,8 +713,10 @@ impl<'a> Occupancy<'a> {
             if len > SHORT || b as usize >= self.positions {
                 return None;
             }
-            for (x, w) in m.iter_mut().zip(&self.busy) {
-                *x = w[a as usize..=b as usize].iter().fold(*x, |x, y| x | y);
+            let (a, b) = (a as usize, b as usize);
+            for ((x, w), f) in m.iter_mut().zip(&self.busy).zip(&self.full) {
+                *x = w[a..=b].iter().fold(*x, |x, y| x | y);
+                *x = f[a / BLOCK..=b / BLOCK].iter().fold(*x, |x, y| x | y);
             }
         }
         Some(m)
@@ -740,9 +752,10 @@ impl<'a> Occupancy<'a> {
     fn busy_at_ends(&self, l: &Intervals) -> [u64; 4] {
         let mut m = [0u64; 4];
         for p in l.0.iter().flat_map(|&(a, b)| [a, b]) {
-            if (p as usize) < self.positions {
-                for (x, w) in m.iter_mut().zip(&self.busy) {
-                    *x |= w[p as usize];
+            let p = p as usize;
+            if p < self.positions {
+                for ((x, w), f) in m.iter_mut().zip(&self.busy).zip(&self.full) {
+                    *x |= w[p] | f[p / BLOCK];
                 }
             }
         }
@@ -795,13 +808,26 @@ impl<'a> Occupancy<'a> {
         for (j, l) in lives.iter().enumerate() {
             self.regs[base + j].push(l);
             let r = base + j;
+            let bit = 1 << (r % 64);
+            let (busy, full) = (&mut self.busy[r / 64], &mut self.full[r / 64]);
             for &(a, b) in &l.0 {
-                let end = (b as usize + 1).min(self.positions);
-                let bit = 1 << (r % 64);
-                // A plain slice loop: the compiler makes it a few vector ORs per cache line
-                // (long items span thousands of positions).
-                if let Some(run) = self.busy[r / 64].get_mut(a as usize..end) {
-                    for p in run {
+                let (a, end) = (a as usize, (b as usize + 1).min(self.positions));
+                if a >= end {
+                    continue;
+                }
+                // The whole blocks inside `a..end` in `full`, the positions outside them in
+                // `busy` (plain slice loops: the compiler makes them vector ORs).
+                let (lo, hi) = (a.next_multiple_of(BLOCK), end / BLOCK * BLOCK);
+                let parts = if lo < hi {
+                    for w in &mut full[lo / BLOCK..hi / BLOCK] {
+                        *w |= bit;
+                    }
+                    [a..lo, hi..end]
+                } else {
+                    [a..end, end..end]
+                };
+                for run in parts {
+                    for p in &mut busy[run] {
                         *p |= bit;
                     }
                 }
