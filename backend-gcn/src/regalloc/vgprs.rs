@@ -689,6 +689,22 @@ const BLOCK: usize = 16;
 /// masks (longer ones search the registers' unions).
 const SHORT: u32 = 64;
 
+/// The multiples of `align` below [`MAX_VGPRS`] (bit `r` of word `r / 64`).
+fn multiples(align: usize) -> [u64; 4] {
+    match align {
+        1 => [u64::MAX; 4],
+        2 => [0x5555_5555_5555_5555; 4],
+        4 => [0x1111_1111_1111_1111; 4],
+        _ => {
+            let mut m = [0u64; 4];
+            for r in (0..MAX_VGPRS).step_by(align.max(1)) {
+                m[r / 64] |= 1 << (r % 64);
+            }
+            m
+        }
+    }
+}
+
 /// `m` shifted down by `j` bits (bit `r + j` to bit `r`).
 fn shift_down(m: [u64; 4], j: usize) -> [u64; 4] {
     let (w, b) = (j / 64, j % 64);
@@ -738,16 +754,10 @@ impl<'a> Occupancy<'a> {
         Some(m)
     }
 
-    /// [`Occupancy::first_fit`] from the per-position masks, `None` when an item is not short
-    /// or `align` is not 1, 2 or 4; else the answer (itself `None`: no fit).
+    /// [`Occupancy::first_fit`] from the per-position masks, `None` when an item is not
+    /// short; else the answer (itself `None`: no fit).
     fn first_fit_short(&self, lives: &[&Intervals], align: usize) -> Option<Option<usize>> {
-        let pattern = match align {
-            1 => u64::MAX,
-            2 => 0x5555_5555_5555_5555,
-            4 => 0x1111_1111_1111_1111,
-            _ => return None,
-        };
-        let mut ok = [pattern; 4];
+        let mut ok = multiples(align);
         for (j, l) in lives.iter().enumerate() {
             let busy = self.busy_over(l)?;
             let free = shift_down(busy.map(|w| !w), j);
@@ -813,20 +823,27 @@ impl<'a> Occupancy<'a> {
                 *o |= b;
             }
         }
-        let open = |base: usize| {
-            blocked
-                .get(base / 64)
-                .is_none_or(|w| w >> (base % 64) & 1 == 0)
-        };
-        (0..=MAX_VGPRS.checked_sub(lives.len())?)
-            .step_by(align)
-            .filter(|&base| open(base))
-            .find(|&base| {
-                lives
+        let last = MAX_VGPRS.checked_sub(lives.len())?;
+        // The open bases lowest first, a bit at a time (most are blocked: a walk over every
+        // base was most of a long item's fit).
+        for ((i, b), m) in blocked.into_iter().enumerate().zip(multiples(align)) {
+            let mut open = !b & m;
+            while open != 0 {
+                let base = 64 * i + open.trailing_zeros() as usize;
+                if base > last {
+                    return None;
+                }
+                if lives
                     .iter()
                     .enumerate()
                     .all(|(j, l)| self.free(base + j, l))
-            })
+                {
+                    return Some(base);
+                }
+                open &= open - 1;
+            }
+        }
+        None
     }
 
     fn take(&mut self, base: usize, lives: &[&'a Intervals]) {
