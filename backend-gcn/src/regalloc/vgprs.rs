@@ -642,9 +642,21 @@ fn dense_at_floor(a: &super::Allocator, out: &ra::Output, used: &[u64; 3]) -> Op
     })
 }
 
+/// A packing under way: what is placed on each VGPR, each item's VGPR (`NO_REG`: not placed
+/// yet), the tuple area's base and which pairs went with their singles.
+#[derive(Clone)]
+struct Partial<'a> {
+    occ: Occupancy<'a>,
+    item_vgpr: Vec<u16>,
+    vweb_base: u16,
+    with_group: Vec<bool>,
+}
+
 /// What is live on each VGPR so far, for first fit.
+#[derive(Clone)]
 struct Occupancy<'a> {
-    /// The items placed on each VGPR (a hinted copy may meet one of them at the copy).
+    /// The items placed on each VGPR (a hinted copy may meet one of them at the copy); up to
+    /// the highest VGPR anything is placed on (a copy of an occupancy copies no empty tail).
     regs: Vec<Vec<&'a Intervals>>,
     /// The union of `regs`' intervals per VGPR, sorted and merged: first fit asks only
     /// whether a register is free, which one binary search per interval answers instead of a
@@ -655,16 +667,43 @@ struct Occupancy<'a> {
     /// each of its positions, without looking at the registers one by one. One vector per
     /// word, so placing an item on a register ORs one contiguous run of words (a long item
     /// spans thousands of positions; with the four words of a position side by side, placing
-    /// was a third of the layouts' time).
+    /// was a third of the layouts' time). A register is busy at a position when its bit is
+    /// set there or in `full` at the position's block. A word's vectors are made when the
+    /// first item is placed in it (empty: nothing there), so a start or a copy of a kernel
+    /// with few VGPRs touches only theirs.
     busy: [Vec<u64>; 4],
+    /// Per block of [`BLOCK`] positions, the VGPRs something is placed on at every position
+    /// of the block (`full[r / 64][position / BLOCK]`): placing an interval sets its whole
+    /// blocks here and only its partial ones' positions in `busy` (a long item's run of words
+    /// was most of `take`: gemm's items average ~200 positions).
+    full: [Vec<u64>; 4],
     /// Positions `busy` covers.
     positions: usize,
     top: usize,
 }
 
+/// Positions per word of [`Occupancy::full`].
+const BLOCK: usize = 16;
+
 /// Most positions an item may span for [`Occupancy::first_fit`] to use the per-position
 /// masks (longer ones search the registers' unions).
 const SHORT: u32 = 64;
+
+/// The multiples of `align` below [`MAX_VGPRS`] (bit `r` of word `r / 64`).
+fn multiples(align: usize) -> [u64; 4] {
+    match align {
+        1 => [u64::MAX; 4],
+        2 => [0x5555_5555_5555_5555; 4],
+        4 => [0x1111_1111_1111_1111; 4],
+        _ => {
+            let mut m = [0u64; 4];
+            for r in (0..MAX_VGPRS).step_by(align.max(1)) {
+                m[r / 64] |= 1 << (r % 64);
+            }
+            m
+        }
+    }
+}
 
 /// `m` shifted down by `j` bits (bit `r + j` to bit `r`).
 fn shift_down(m: [u64; 4], j: usize) -> [u64; 4] {
@@ -686,9 +725,10 @@ impl<'a> Occupancy<'a> {
     /// Nothing placed yet; `positions` bounds the positions of the items (see `busy`).
     fn new(top: usize, positions: usize) -> Occupancy<'a> {
         Occupancy {
-            regs: vec![Vec::new(); MAX_VGPRS],
-            union: vec![Vec::new(); MAX_VGPRS],
-            busy: std::array::from_fn(|_| vec![0; positions]),
+            regs: Vec::new(),
+            union: Vec::new(),
+            busy: Default::default(),
+            full: Default::default(),
             positions,
             top,
         }
@@ -703,23 +743,21 @@ impl<'a> Occupancy<'a> {
             if len > SHORT || b as usize >= self.positions {
                 return None;
             }
-            for (x, w) in m.iter_mut().zip(&self.busy) {
-                *x = w[a as usize..=b as usize].iter().fold(*x, |x, y| x | y);
+            let (a, b) = (a as usize, b as usize);
+            for ((x, w), f) in m.iter_mut().zip(&self.busy).zip(&self.full) {
+                if !w.is_empty() {
+                    *x = w[a..=b].iter().fold(*x, |x, y| x | y);
+                    *x = f[a / BLOCK..=b / BLOCK].iter().fold(*x, |x, y| x | y);
+                }
             }
         }
         Some(m)
     }
 
-    /// [`Occupancy::first_fit`] from the per-position masks, `None` when an item is not short
-    /// or `align` is not 1, 2 or 4; else the answer (itself `None`: no fit).
+    /// [`Occupancy::first_fit`] from the per-position masks, `None` when an item is not
+    /// short; else the answer (itself `None`: no fit).
     fn first_fit_short(&self, lives: &[&Intervals], align: usize) -> Option<Option<usize>> {
-        let pattern = match align {
-            1 => u64::MAX,
-            2 => 0x5555_5555_5555_5555,
-            4 => 0x1111_1111_1111_1111,
-            _ => return None,
-        };
-        let mut ok = [pattern; 4];
+        let mut ok = multiples(align);
         for (j, l) in lives.iter().enumerate() {
             let busy = self.busy_over(l)?;
             let free = shift_down(busy.map(|w| !w), j);
@@ -740,18 +778,28 @@ impl<'a> Occupancy<'a> {
     fn busy_at_ends(&self, l: &Intervals) -> [u64; 4] {
         let mut m = [0u64; 4];
         for p in l.0.iter().flat_map(|&(a, b)| [a, b]) {
-            if (p as usize) < self.positions {
-                for (x, w) in m.iter_mut().zip(&self.busy) {
-                    *x |= w[p as usize];
+            let p = p as usize;
+            if p < self.positions {
+                for ((x, w), f) in m.iter_mut().zip(&self.busy).zip(&self.full) {
+                    if !w.is_empty() {
+                        *x |= w[p] | f[p / BLOCK];
+                    }
                 }
             }
         }
         m
     }
 
+    /// The items placed on VGPR `r`.
+    fn on(&self, r: usize) -> &[&'a Intervals] {
+        self.regs.get(r).map_or(&[], |v| v)
+    }
+
     /// Whether nothing placed on VGPR `r` shares a position with `l`.
     fn free(&self, r: usize, l: &Intervals) -> bool {
-        let u = &self.union[r];
+        let Some(u) = self.union.get(r) else {
+            return true;
+        };
         l.0.iter().all(|&(a, b)| {
             let i = u.partition_point(|iv| iv.1 < a);
             u.get(i).is_none_or(|iv| iv.0 > b)
@@ -775,33 +823,61 @@ impl<'a> Occupancy<'a> {
                 *o |= b;
             }
         }
-        let open = |base: usize| {
-            blocked
-                .get(base / 64)
-                .is_none_or(|w| w >> (base % 64) & 1 == 0)
-        };
-        (0..=MAX_VGPRS.checked_sub(lives.len())?)
-            .step_by(align)
-            .filter(|&base| open(base))
-            .find(|&base| {
-                lives
+        let last = MAX_VGPRS.checked_sub(lives.len())?;
+        // The open bases lowest first, a bit at a time (most are blocked: a walk over every
+        // base was most of a long item's fit).
+        for ((i, b), m) in blocked.into_iter().enumerate().zip(multiples(align)) {
+            let mut open = !b & m;
+            while open != 0 {
+                let base = 64 * i + open.trailing_zeros() as usize;
+                if base > last {
+                    return None;
+                }
+                if lives
                     .iter()
                     .enumerate()
                     .all(|(j, l)| self.free(base + j, l))
-            })
+                {
+                    return Some(base);
+                }
+                open &= open - 1;
+            }
+        }
+        None
     }
 
     fn take(&mut self, base: usize, lives: &[&'a Intervals]) {
         for (j, l) in lives.iter().enumerate() {
-            self.regs[base + j].push(l);
             let r = base + j;
+            if self.regs.len() <= r {
+                self.regs.resize_with(r + 1, Vec::new);
+                self.union.resize_with(r + 1, Vec::new);
+            }
+            self.regs[r].push(l);
+            if self.busy[r / 64].is_empty() {
+                self.busy[r / 64] = vec![0; self.positions];
+                self.full[r / 64] = vec![0; self.positions.div_ceil(BLOCK)];
+            }
+            let bit = 1 << (r % 64);
+            let (busy, full) = (&mut self.busy[r / 64], &mut self.full[r / 64]);
             for &(a, b) in &l.0 {
-                let end = (b as usize + 1).min(self.positions);
-                let bit = 1 << (r % 64);
-                // A plain slice loop: the compiler makes it a few vector ORs per cache line
-                // (long items span thousands of positions).
-                if let Some(run) = self.busy[r / 64].get_mut(a as usize..end) {
-                    for p in run {
+                let (a, end) = (a as usize, (b as usize + 1).min(self.positions));
+                if a >= end {
+                    continue;
+                }
+                // The whole blocks inside `a..end` in `full`, the positions outside them in
+                // `busy` (plain slice loops: the compiler makes them vector ORs).
+                let (lo, hi) = (a.next_multiple_of(BLOCK), end / BLOCK * BLOCK);
+                let parts = if lo < hi {
+                    for w in &mut full[lo / BLOCK..hi / BLOCK] {
+                        *w |= bit;
+                    }
+                    [a..lo, hi..end]
+                } else {
+                    [a..end, end..end]
+                };
+                for run in parts {
+                    for p in &mut busy[run] {
                         *p |= bit;
                     }
                 }
@@ -845,6 +921,8 @@ struct Packing {
     /// registers ([`group_singles`]), and those singles with the dword they go on.
     groups: Vec<[Intervals; 2]>,
     grouped: Vec<Vec<(usize, u16)>>,
+    /// The single items in order of first position (as every packing places them).
+    singles: Vec<usize>,
     /// Positions of the function (two per instruction).
     positions: usize,
 }
@@ -870,6 +948,8 @@ impl Packing {
         }
         let halves = halves(func, &evs, &pair_ix, &half_reads, pairs.len());
         let (groups, grouped) = group_singles(a.abi_n, &ivs, &hints, &pair_ix, &halves);
+        let mut singles = items(&segs, &ivs, false);
+        singles.sort_by_key(|&x| (ivs[x].start(), x));
         Packing {
             used: *used,
             abi_n: a.abi_n,
@@ -883,6 +963,7 @@ impl Packing {
             halves,
             groups,
             grouped,
+            singles,
             positions: 2 * ra::Function::num_insts(func) + 2,
         }
     }
@@ -919,8 +1000,28 @@ impl Packing {
                     .filter(|&in_area| any_in_area || !in_area)
                     .map(move |in_area| (grouped, hinted_first, in_area))
             });
+        // The tries share their start, and the two with the same pairs (`hinted_first` or
+        // not, one after the other) share the pairs' placement: each is made once and the
+        // singles are placed on a copy (the second try takes it). Without a tuple area or
+        // pairs the start is only the work-item ids, cheaper to place again than to copy.
+        let shared = self.vweb_size > 0 || !self.pairs.is_empty();
+        let start = if shared { Some(self.start()?) } else { None };
+        let mut paired: [[Option<Option<Partial<'_>>>; 2]; 2] = Default::default();
         for (grouped, hinted_first, in_area) in tries {
-            let Some(p) = self.place(grouped, hinted_first, in_area) else {
+            let part = if let Some(start) = &start {
+                let slot = &mut paired[usize::from(grouped)][usize::from(in_area)];
+                let part =
+                    slot.get_or_insert_with(|| self.place_pairs(start.clone(), grouped, in_area));
+                if hinted_first {
+                    part.take()
+                } else {
+                    part.clone()
+                }
+            } else {
+                self.start()
+                    .and_then(|s| self.place_pairs(s, grouped, in_area))
+            };
+            let Some(p) = part.and_then(|part| self.place_singles(part, hinted_first)) else {
                 continue;
             };
             let k = key(&p);
@@ -943,11 +1044,10 @@ impl Packing {
         let abi = bits(used_f)
             .filter(|&h| (h as u32) < self.abi_n)
             .map(|h| &self.ivs[h]);
-        let singles = items(&self.segs, &self.ivs, false);
         let lives = abi
             .chain(&self.area)
             .chain(self.halves.iter().flatten())
-            .chain(singles.iter().map(|&x| &self.ivs[x]));
+            .chain(self.singles.iter().map(|&x| &self.ivs[x]));
         // Per position, the change in the count of items live past it (`on`) and of items
         // live before it (`off`).
         let mut on: Vec<i32> = Vec::new();
@@ -1016,34 +1116,52 @@ impl Packing {
         hinted_first: bool,
         pairs_in_place: bool,
     ) -> Option<(Placement, usize)> {
-        let Packing {
-            used,
-            abi_n,
-            vweb_size,
-            ref ivs,
-            ref area,
-            ref hints,
-            ref pair_ix,
-            ..
-        } = *self;
+        let paired = self.place_pairs(self.start()?, grouped, pairs_in_place)?;
+        self.place_singles(paired, hinted_first)
+    }
 
+    /// What every packing places first: the work-item id PRegs on their registers and the
+    /// tuple area at the lowest multiple of 4 where it fits (`None`: past the file).
+    fn start(&self) -> Option<Partial<'_>> {
+        let (ivs, abi_n) = (&self.ivs, self.abi_n);
         let mut occ = Occupancy::new(abi_n as usize, self.positions);
         let mut item_vgpr = vec![NO_REG; ivs.len()];
-        let used_f = used[ra::RegClass::Float as usize];
+        let used_f = self.used[ra::RegClass::Float as usize];
         for h in bits(used_f).filter(|&h| (h as u32) < abi_n) {
             item_vgpr[h] = h as u16;
             occ.take(h, &[&ivs[h]]);
         }
         let mut vweb_base = 0;
-        if vweb_size > 0 {
-            let lives: Vec<&Intervals> = area.iter().collect();
+        if self.vweb_size > 0 {
+            let lives: Vec<&Intervals> = self.area.iter().collect();
             let base = occ.first_fit(&lives, 4)?;
             occ.take(base, &lives);
             vweb_base = base as u16;
         }
+        Some(Partial {
+            occ,
+            item_vgpr,
+            vweb_base,
+            with_group: vec![false; self.pairs.len()],
+        })
+    }
+
+    /// [`Packing::start`] with the pairs placed (as [`Packing::place`] says for `grouped`
+    /// and `pairs_in_place`); `None`: past the file.
+    fn place_pairs<'b>(
+        &'b self,
+        part: Partial<'b>,
+        grouped: bool,
+        pairs_in_place: bool,
+    ) -> Option<Partial<'b>> {
+        let Partial {
+            mut occ,
+            mut item_vgpr,
+            vweb_base,
+            mut with_group,
+        } = part;
         // Per pair: placed with its singles. A group goes where the pair alone would not end
         // lower (a long-lived single can push it up; then the singles take their chances).
-        let mut with_group = vec![false; self.pairs.len()];
         if pairs_in_place {
             self.place_pairs_in_area(
                 &mut occ,
@@ -1078,6 +1196,31 @@ impl Packing {
             occ.take(base, &[&lives[0], &lives[1]]);
             item_vgpr[x] = base as u16;
         }
+        Some(Partial {
+            occ,
+            item_vgpr,
+            vweb_base,
+            with_group,
+        })
+    }
+
+    /// [`Packing::place_pairs`]' placement finished with the singles (the hinted ones first
+    /// when `hinted_first`), and the moves the hints left (`None`: past the file).
+    fn place_singles(&self, part: Partial<'_>, hinted_first: bool) -> Option<(Placement, usize)> {
+        let Packing {
+            vweb_size,
+            ref ivs,
+            ref area,
+            ref hints,
+            ref pair_ix,
+            ..
+        } = *self;
+        let Partial {
+            mut occ,
+            mut item_vgpr,
+            vweb_base,
+            with_group,
+        } = part;
         let pair_lives = |i: usize| {
             if with_group[i] {
                 &self.groups[i]
@@ -1085,8 +1228,7 @@ impl Packing {
                 &self.halves[i]
             }
         };
-        let mut singles = items(&self.segs, ivs, false);
-        singles.sort_by_key(|&x| (ivs[x].start(), x));
+        let singles = &self.singles;
         let mut misses = 0;
         // With `hinted_first`, the singles whose hinted register is free go first: those copied to
         // or from a pair or the tuple area (placed already), then those of regalloc2's moves.
@@ -1128,7 +1270,7 @@ impl Packing {
                 .find(|&(r, live, pos, ok)| {
                     // A register free of everything is free of the copy's partner too.
                     occ.free(r, l)
-                        || occ.regs[r].iter().all(|o| match ok {
+                        || occ.on(r).iter().all(|o| match ok {
                             Some(src) if std::ptr::eq(*o, live) => copy_meets(o, l, pos, src),
                             _ => !o.overlaps(l),
                         })
@@ -1209,7 +1351,7 @@ impl Packing {
                     let area = self.area.get(usize::from(r).wrapping_sub(vweb_base.into()));
                     (r as usize) < MAX_VGPRS
                         && (occ.free(r.into(), l)
-                            || occ.regs[r as usize].iter().all(|o| match area {
+                            || occ.on(r.into()).iter().all(|o| match area {
                                 Some(a) if std::ptr::eq(*o, a) => meets_only_at(o, l, &at),
                                 _ => !o.overlaps(l),
                             }))

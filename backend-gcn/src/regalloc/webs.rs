@@ -73,50 +73,54 @@ impl Intervals {
             self.0.get(i).is_some_and(|iv| iv.0 <= b)
         })
     }
-    /// Adds every position of `o`: one pass over both when they are sorted (as they are,
-    /// normalized or touching only), what [`Intervals::normalize`] gives for their union.
+    /// Adds every position of `o`, both sorted (every caller's are normalized: a web's or a
+    /// register's union, a live range): the normalized union, without a new vector.
     pub fn merge(&mut self, o: &Intervals) {
-        let (a, b) = (&self.0, &o.0);
-        if !(a.is_sorted() && b.is_sorted()) {
-            self.0.extend_from_slice(&o.0);
-            self.normalize();
+        debug_assert!(self.0.is_sorted() && o.0.is_sorted());
+        let b = &o.0;
+        let Some(&first) = b.first() else {
             return;
-        }
-        // `o` starting at or after `self`'s last interval (a register's union growing in
-        // order of first position, a web taking a later one): the two in a row are sorted,
-        // and merging touching intervals in place gives the union without a new vector.
-        if a.last().zip(b.first()).is_none_or(|(l, f)| l <= f) {
-            self.0.extend_from_slice(&o.0);
-            let mut w = 0usize;
-            for r in 0..self.0.len() {
-                let next = self.0[r];
-                match w.checked_sub(1).map(|l| &mut self.0[l]) {
-                    Some(l) if next.0 <= l.1 + 1 => l.1 = l.1.max(next.1),
-                    _ => {
-                        self.0[w] = next;
-                        w += 1;
-                    }
+        };
+        // Touching intervals become one as they are written.
+        fn put(out: &mut [(u32, u32)], w: &mut usize, next: (u32, u32)) {
+            match w.checked_sub(1).map(|l| &mut out[l]) {
+                Some(l) if next.0 <= l.1 + 1 => l.1 = l.1.max(next.1),
+                _ => {
+                    out[*w] = next;
+                    *w += 1;
                 }
+            }
+        }
+        let la = self.0.len();
+        // `o` starting at or after `self`'s last interval (a register's union growing in
+        // order of first position, a web taking a later one): only the tail changes.
+        if self.0.last().is_none_or(|l| *l <= first) {
+            self.0.extend_from_slice(b);
+            let mut w = la;
+            for r in la..self.0.len() {
+                let next = self.0[r];
+                put(&mut self.0, &mut w, next);
             }
             self.0.truncate(w);
             return;
         }
-        let mut out: Vec<(u32, u32)> = Vec::with_capacity(a.len() + b.len());
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let next = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+        // `self` moved behind room for `o`, then both merged into the front: the write index
+        // never passes the next unread interval of `self`.
+        let (lb, n) = (b.len(), la + b.len());
+        self.0.extend_from_slice(b);
+        self.0.copy_within(0..la, lb);
+        let (mut i, mut j, mut w) = (lb, 0, 0);
+        while i < n || j < lb {
+            let next = if j == lb || (i < n && self.0[i] <= b[j]) {
                 i += 1;
-                a[i - 1]
+                self.0[i - 1]
             } else {
                 j += 1;
                 b[j - 1]
             };
-            match out.last_mut() {
-                Some(l) if next.0 <= l.1 + 1 => l.1 = l.1.max(next.1),
-                _ => out.push(next),
-            }
+            put(&mut self.0, &mut w, next);
         }
-        self.0 = out;
+        self.0.truncate(w);
     }
     /// First position.
     pub fn start(&self) -> u32 {
@@ -539,7 +543,8 @@ pub fn build(
                 return false;
             }
         }
-        let child_live = webs[child].live.clone();
+        // A merged web is no longer a root: only roots' intervals are read.
+        let child_live = std::mem::take(&mut webs[child].live);
         let child_dwords = std::mem::take(&mut webs[child].dword_live);
         let child_spans = std::mem::take(&mut webs[child].dword_span);
         for (j, l) in child_spans.iter().enumerate() {
