@@ -47,6 +47,15 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
         cell.get_or_init(make).clone()
     }
 
+    /// The value made for `key`, if one was (none is made here).
+    pub(crate) fn made_value(&self, key: &K) -> Option<V> {
+        let cell = {
+            let cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
+            cells.get(key).cloned()
+        };
+        cell.and_then(|c| c.get().cloned())
+    }
+
     /// Every (key, value) made so far, for searches over the cache.
     pub(crate) fn made(&self) -> Vec<(K, V)>
     where

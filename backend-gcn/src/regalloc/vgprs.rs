@@ -159,6 +159,13 @@ impl SlotLayout {
     }
 }
 
+/// [`Packing::floor`] of `out`'s VGPR PRegs (`used`), spill slots left out: no layout of `out`
+/// ([`layout`]) ends below it. A packing does not ([`floor_holds`]), and the dense layout is a
+/// placement of the same items (each PReg's on its own register).
+pub fn floor(a: &super::Allocator, out: &ra::Output, used: &[u64; 3]) -> u16 {
+    Packing::new(a, out, used, &[]).floor()
+}
+
 /// Whether every packing of `out`'s VGPR PRegs (`used`), with the slots `slots` marks among
 /// them, ends at or above [`Packing::floor`]: what lets [`Packing::best`] stop at a packing
 /// that reaches it (the regalloc tests check it over random programs).
