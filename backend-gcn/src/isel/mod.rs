@@ -607,23 +607,20 @@ impl<'a> Isel<'a> {
         // Whether a value defined in `db` leaves a loop on its way to a use in `b` (by the
         // fragments' rule when `frag`): a function of the two blocks, asked per use of a
         // divergent value from another block, so worked out once per pair (the loop queries
-        // collect and hash per call). 0: not asked yet, 1: no, 2: yes.
-        let nb = func.blocks.len();
-        let mut leaves_memo = vec![0u8; 2 * nb * nb];
+        // collect and hash per call). Keyed by the pairs asked, not a square table: a function
+        // of many blocks asks about few pairs.
+        let mut leaves_memo: HashMap<(bool, Block, Block), bool> = HashMap::default();
         let mut leaves = |frag: bool, db: Block, b: Block| -> bool {
-            let slot = &mut leaves_memo[(usize::from(frag) * nb + db.index()) * nb + b.index()];
-            if *slot == 0 {
-                let l = if frag {
+            *leaves_memo.entry((frag, db, b)).or_insert_with(|| {
+                if frag {
                     self.loops
                         .loops_containing(db)
                         .into_iter()
                         .any(|h| !self.loops.contains(h, b) && divergent_exit(h))
                 } else {
                     !self.loops.same_or_inner_all(db, b)
-                };
-                *slot = 1 + u8::from(l);
-            }
-            *slot == 2
+                }
+            })
         };
         for &b in &self.order {
             for &i in &func.blocks[b].insts {
