@@ -316,6 +316,18 @@ fn apply(
 ) -> bool {
     let mut changed = false;
     for m in ms {
+        // A condition is a pure read of the e-graph: checked before the applied-match set,
+        // since a match whose condition fails is skipped either way (and most fail: a
+        // constant of one value among the operands of every `add` or `mul`), which saves
+        // the key's canonical ids and its hash lookup.
+        if let Action::Rewrite {
+            tests: Some(tests), ..
+        } = &rw.action
+        {
+            if !tests.iter().all(|&(k, t)| t.holds(g, m.regs[k])) {
+                continue;
+            }
+        }
         let key = (k, g.find(m.class), m.regs.map(|r| g.find(r)));
         if done.contains(&key) {
             continue;
@@ -326,14 +338,12 @@ fn apply(
                 let id = rhs.instantiate(g, &m.regs, ids);
                 changed |= g.union(id, m.class);
             }
-            // As egg's `ConditionalApplier` over a `Pattern`: union(matched, new).
+            // As egg's `ConditionalApplier` over a `Pattern`: union(matched, new), where the
+            // tests (checked above) hold.
             Action::Rewrite {
                 rhs,
-                tests: Some(tests),
+                tests: Some(_),
             } => {
-                if !tests.iter().all(|&(k, t)| t.holds(g, m.regs[k])) {
-                    continue;
-                }
                 let id = rhs.instantiate(g, &m.regs, ids);
                 changed |= g.union(m.class, id);
             }
