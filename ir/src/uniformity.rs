@@ -35,6 +35,11 @@ struct BranchRegion {
     joins: Vec<Block>,
     /// When the branch leaves a loop: the blocks of the region that lead back to it.
     cycle: Option<SecondaryMap<Block, bool>>,
+    /// When it leaves a loop: the values defined in [`BranchRegion::cycle`] and used outside
+    /// it (each once), which the temporal-divergence rule marks. They depend on the function
+    /// alone, not on what is divergent: found once per branch instead of by a walk over every
+    /// use of the function in every pass of the analysis.
+    escapes: Vec<Value>,
 }
 
 impl BranchRegion {
@@ -235,9 +240,22 @@ impl Uniformity {
                 // the first time the branch is found divergent.
                 if regions[d].is_none() {
                     let pdt = pdt.get_or_insert_with(|| PostDominatorTree::new(func, cfg));
-                    let r = BranchRegion::new(cfg, pdt, d);
+                    let mut r = BranchRegion::new(cfg, pdt, d);
                     for &b in &r.region {
                         u.divergent_region[b] = true;
+                    }
+                    if let Some(cycle) = &r.cycle {
+                        let (def_block, uses) = defs_and_uses.get_or_insert_with(&defs_and_uses_of);
+                        let mut seen: SecondaryMap<Value, bool> = SecondaryMap::new();
+                        seen.resize(func.values.len());
+                        for &(v, ub) in uses.iter() {
+                            if let Some(db) = def_block[v] {
+                                if cycle[db] && !cycle[ub] && !std::mem::replace(&mut seen[v], true)
+                                {
+                                    r.escapes.push(v);
+                                }
+                            }
+                        }
                     }
                     regions[d] = Some(r);
                 }
@@ -247,15 +265,8 @@ impl Uniformity {
                         mark!(&mut u, p);
                     }
                 }
-                if let Some(cycle) = &r.cycle {
-                    let (def_block, uses) = defs_and_uses.get_or_insert_with(&defs_and_uses_of);
-                    for &(v, ub) in uses.iter() {
-                        if let Some(db) = def_block[v] {
-                            if cycle[db] && !cycle[ub] {
-                                mark!(&mut u, v);
-                            }
-                        }
-                    }
+                for &v in &r.escapes {
+                    mark!(&mut u, v);
                 }
             }
             if !changed {
