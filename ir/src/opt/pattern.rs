@@ -246,6 +246,11 @@ fn slot_of(vars: &mut SmallVec<[&'static str; MAX_VARS]>, v: &'static str) -> Sl
 }
 
 /// Binds or compares the operands `ch` against `slots`; false if a repeated variable differs.
+///
+/// Inlined: it runs once per node a search visits, and as a call its set-up cost more than
+/// its few slots. In a clean e-graph (as searches see it, [`ClassNodes`]) every child id is
+/// canonical, so a repeated variable compares ids without the union-find.
+#[inline(always)]
 fn bind(
     slots: &[Slot],
     ch: &[Id],
@@ -257,7 +262,12 @@ fn bind(
         match *s {
             Slot::Bind(k) => regs[k] = c,
             Slot::Same(k) => {
-                if g.find(c) != g.find(regs[k]) {
+                let same = if g.clean {
+                    c == regs[k]
+                } else {
+                    g.find(c) == g.find(regs[k])
+                };
+                if !same {
                     return false;
                 }
             }
