@@ -24,6 +24,11 @@
 use super::lang::{ConstVal, KGraph, Node};
 use crate::types::Type;
 use egg::Id;
+use smallvec::{smallvec, SmallVec};
+
+/// The terms of a linear form, inline up to a few (most index sums have a handful of atoms;
+/// a heap vector per form, per memo copy and per partial sum was most of the forms' cost).
+type Terms = SmallVec<[(Id, u64); 4]>;
 
 /// Most atoms in one linear form; a sum over more is left to the rules as an atom.
 const MAX_ATOMS: usize = 24;
@@ -32,28 +37,28 @@ const MAX_ATOMS: usize = 24;
 /// coefficients non-zero and masked to the type's width.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Linear {
-    terms: Vec<(Id, u64)>,
+    terms: Terms,
     konst: u64,
 }
 
 impl Linear {
     fn atom(id: Id) -> Linear {
         Linear {
-            terms: vec![(id, 1)],
+            terms: smallvec![(id, 1)],
             konst: 0,
         }
     }
 
     fn constant(c: u64) -> Linear {
         Linear {
-            terms: Vec::new(),
+            terms: Terms::new(),
             konst: c,
         }
     }
 
     /// `self + k·other`, masked by `mask`.
     fn add_scaled(&self, other: &Linear, k: u64, mask: u64) -> Linear {
-        let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
+        let mut terms = Terms::with_capacity(self.terms.len() + other.terms.len());
         let (mut i, mut j) = (0, 0);
         while i < self.terms.len() || j < other.terms.len() {
             let a = self.terms.get(i);
@@ -147,7 +152,7 @@ impl Forms {
         };
         let k = usize::from(id);
         if k >= self.memo.len() {
-            self.memo.resize(k + 1, None);
+            self.memo.resize_with(k + 1, || None);
         }
         self.memo[k] = Some(l.clone());
         l
@@ -195,15 +200,15 @@ impl Writer<'_> {
     fn terms(&mut self, terms: &[(Id, u64)]) -> Option<Id> {
         let ty = self.ty;
         let sign = 1u64 << (ty.bits() - 1);
-        let mut groups: Vec<(u64, Vec<Id>)> = Vec::new();
+        let mut groups: SmallVec<[(u64, SmallVec<[Id; 4]>); 4]> = SmallVec::new();
         for &(a, k) in terms {
             match groups.iter_mut().find(|(c, _)| *c == k) {
                 Some((_, v)) => v.push(a),
-                None => groups.push((k, vec![a])),
+                None => groups.push((k, smallvec![a])),
             }
         }
         let mut acc: Option<Id> = None;
-        let mut negative = Vec::new();
+        let mut negative: SmallVec<[(u64, SmallVec<[Id; 4]>); 2]> = SmallVec::new();
         for (k, atoms) in groups {
             let neg = k & sign != 0 && k != sign;
             if neg && acc.is_some() {
@@ -284,13 +289,13 @@ pub fn add_canonical_sums(g: &mut KGraph, needed: &[Id]) -> usize {
         if l.terms.len() == 1 && l.terms[0].0 == id {
             continue; // an atom (too many terms)
         }
-        let (uni, div): (Vec<_>, Vec<_>) = l
+        let (uni, div): (Terms, Terms) = l
             .terms
             .iter()
             .copied()
             .partition(|(a, _)| g[*a].data.uniform);
         let mut w = Writer { g: &mut *g, ty };
-        let mut new = Vec::with_capacity(3);
+        let mut new: SmallVec<[Id; 3]> = SmallVec::new();
         // Uniform and divergent parts apart, the constant last.
         let u = w.terms(&uni);
         let dv = w.terms(&div);
