@@ -1,5 +1,6 @@
-//! Links the `kjit` binary with the functions a compile runs placed together, in the order of
-//! `scripts/kjit.symbol-order` (made by `scripts/symbol_order.py` from recorded first compiles).
+//! Links the `kjit` binary with the functions a compile runs placed together: the linker script
+//! `scripts/compile-functions.ld` (made by `scripts/symbol_order.py` from recorded first
+//! compiles) puts them, in its order, in an output section `.text.compile` before `.text`.
 //!
 //! The first compile in a fresh process touches ~1.2 MB of functions; in the linker's default
 //! order they are spread over the whole ~6 MB `.text`, and each 64 KiB of it first touched is a
@@ -8,30 +9,27 @@
 //! changes: the code is the same.
 //!
 //! Only where rustc links with its own lld (x86_64 Linux GNU since rustc 1.90, unless a linker
-//! is configured), which knows `--symbol-ordering-file`; names the binary does not have (a stale
-//! file) are skipped without a warning. `KJIT_NO_SYMBOL_ORDER=1` turns it off.
+//! is configured): the linker the script was checked with. Patterns that match nothing (a stale
+//! script) are no error. `KJIT_NO_SYMBOL_ORDER=1` turns it off.
 
 use std::path::Path;
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=scripts/kjit.symbol-order");
+    println!("cargo:rerun-if-changed=scripts/compile-functions.ld");
     println!("cargo:rerun-if-env-changed=KJIT_NO_SYMBOL_ORDER");
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
-    let order = Path::new(&dir).join("scripts/kjit.symbol-order");
-    if links_with_rust_lld() && order.is_file() && !order.to_string_lossy().contains(',') {
-        println!(
-            "cargo:rustc-link-arg-bin=kjit=-Wl,--symbol-ordering-file={}",
-            order.display()
-        );
-        println!("cargo:rustc-link-arg-bin=kjit=-Wl,--no-warn-symbol-ordering");
+    let script = Path::new(&dir).join("scripts/compile-functions.ld");
+    // `-Wl,` splits its argument at commas.
+    if links_with_rust_lld() && script.is_file() && !script.to_string_lossy().contains(',') {
+        println!("cargo:rustc-link-arg-bin=kjit=-Wl,-T,{}", script.display());
     }
 }
 
 /// Whether the binary is linked by rustc's default for x86_64-unknown-linux-gnu from 1.90 on:
-/// `cc` with rust-lld. Not with a configured linker or linker flags, nor on older compilers
-/// (GNU ld refuses the option), nor when turned off.
+/// `cc` with rust-lld. Not with a configured linker or linker flags, nor on older compilers,
+/// nor when turned off.
 fn links_with_rust_lld() -> bool {
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     if std::env::var_os("KJIT_NO_SYMBOL_ORDER").is_some()

@@ -1,32 +1,36 @@
 #!/usr/bin/env python3
-"""Writes scripts/kjit.symbol-order: the functions a compile runs, for the linker to place together.
+"""Writes scripts/compile-functions.ld: the functions a compile runs, for the linker to place together.
 
 The first compile in a fresh `kjit` process touches ~1.2 MB of functions spread over the
-whole ~6 MB `.text`; every 64 KiB stretch of it is a page fault (file-backed, a few µs each on a
-VM) and its pages are iTLB misses. `build.rs` links the `kjit` binary with
-`--symbol-ordering-file=scripts/kjit.symbol-order` so that those functions sit next to each
-other (docs/performance-log.md, c27).
+whole ~6 MB `.text`; every 64 KiB stretch of it first touched is a page fault (file-backed, a
+few µs each on a VM) and its pages are iTLB misses. `build.rs` links the `kjit` binary with
+this linker script, which gathers those functions in an output section `.text.compile` before
+`.text` (docs/performance-log.md, c27).
 
 This records, with callgrind, the first compile (`kjit bench --cold-child K --target T`, the
 window of `kjit::cli::bench::compile_once`: building and compiling) of every library kernel on
-every target, and lists the functions that ran, by mangled name: first the functions most of
-the recorded compiles run (the code every compile goes through comes first, in one stretch),
-ties by their summed instruction count. Nothing depends on the file being current: a name the
-linker does not find is skipped silently, so a stale file only orders fewer functions.
+every target, and lists the functions that ran, one input-section pattern each: first the
+functions most of the recorded compiles run (the code every compile goes through comes first,
+in one stretch), ties by their summed instruction count. A function is matched by its path
+without the build's hash when no other function of the binary has that path, so the script
+holds across builds with other features (`cargo build` and `cargo test` give every crate a
+different hash); an instantiation of a generic function is matched by its exact name. Nothing
+depends on the file being current: a pattern that matches nothing is no error, so a stale file
+only gathers fewer functions.
 
-Run after a change that renames or adds many functions on the compile path, with the binary
-built as the tests build it:
+Run after large changes on the compile path or of the dependencies:
 
     HIP_PATH=/usr cargo build --release --features hip
     python3 scripts/symbol_order.py            # about 5 minutes
-    HIP_PATH=/usr cargo build --release --features hip   # relinks kjit with the new order
+    HIP_PATH=/usr cargo build --release --features hip   # relinks kjit with it
 
-Needs valgrind (callgrind).
+Needs valgrind (callgrind) and nm.
 """
 
 import argparse
 import collections
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,18 +40,14 @@ WINDOW = "*bench12compile_once*"  # kjit::cli::bench::compile_once, mangled
 
 
 def self_costs(path):
-    """Self instruction count per function (mangled name) and object file of a callgrind file."""
+    """Self instruction count per function (mangled name) of a callgrind file."""
     cost = collections.Counter()
-    obj_of = {}
-    fn = obj = None
+    fn = None
     after_calls = False
     with open(path) as f:
         for line in f:
-            if line.startswith("ob="):
-                obj = line[3:].strip()
-            elif line.startswith("fn="):
+            if line.startswith("fn="):
                 fn = line[3:].strip()
-                obj_of[fn] = obj
             elif line.startswith("calls="):
                 # The next cost line is the call's inclusive cost, not the caller's own.
                 after_calls = True
@@ -58,7 +58,30 @@ def self_costs(path):
                 parts = line.split()
                 if fn is not None and len(parts) >= 2:
                     cost[fn] += int(parts[1])
-    return cost, obj_of
+    return cost
+
+
+# A legacy-mangled Rust name: the path, `17h` and the 16-digit hash, `E` (and an LLVM suffix).
+HASH = re.compile(r"^(.*17h)[0-9a-f]{16}E")
+
+HEADER = """\
+/* The functions a compile runs, first those most compiles run: written by
+   scripts/symbol_order.py, read by build.rs for the kjit binary. A path that names one
+   function of the binary matches whatever hash a build gives it (`cargo build` and
+   `cargo test` build the crates with different features, hence different hashes); one
+   instantiation of a generic function matches only in the build it was recorded from. */
+"""
+
+
+def path_of(name):
+    """The name without its hash: the function's path (generic instantiations share it)."""
+    m = HASH.match(name)
+    return m.group(1) if m else name
+
+
+def text_symbols(binary):
+    out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True)
+    return [p[2] for p in (line.split() for line in out.stdout.splitlines()) if len(p) == 3 and p[1] in "tTwW"]
 
 
 def kernels(kjit):
@@ -66,7 +89,7 @@ def kernels(kjit):
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def record(kjit, kernel, target, tmp):
+def record(kjit, own, kernel, target, tmp):
     """The functions of `kjit` one first compile of `kernel` on `target` runs, with their cost;
     None if the kernel does not compile there (matrix kernels on gfx900)."""
     out = os.path.join(tmp, f"cg.{kernel}.{target}")
@@ -91,25 +114,26 @@ def record(kjit, kernel, target, tmp):
     )
     if run.returncode != 0:
         return None
-    cost, obj_of = self_costs(out)
-    own = os.path.realpath(kjit)
-    return {f: c for f, c in cost.items() if c > 0 and obj_of.get(f) and os.path.realpath(obj_of[f]) == own}
+    cost = self_costs(out)
+    # By name, not by callgrind's object: it does not count `.text.compile` as the binary's.
+    return {f: c for f, c in cost.items() if c > 0 and f in own}
 
 
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kjit", default=os.path.join(root, "target/release/kjit"))
-    p.add_argument("--out", default=os.path.join(root, "scripts/kjit.symbol-order"))
+    p.add_argument("--out", default=os.path.join(root, "scripts/compile-functions.ld"))
     args = p.parse_args()
 
+    own = set(text_symbols(args.kjit))
     runs = collections.Counter()  # recordings that ran the function
     total = collections.Counter()  # summed self instructions
     recorded = 0
     with tempfile.TemporaryDirectory() as tmp:
         for k in kernels(args.kjit):
             for t in TARGETS:
-                fns = record(args.kjit, k, t, tmp)
+                fns = record(args.kjit, own, k, t, tmp)
                 if fns is None:
                     print(f"{k} {t}: does not compile, skipped", file=sys.stderr)
                     continue
@@ -123,9 +147,25 @@ def main():
     # Names callgrind gives with a suffix (`'2` for recursion) or spaces are not symbols.
     names = [f for f in runs if " " not in f and "'" not in f]
     names.sort(key=lambda f: (-runs[f], -total[f], f))
+    paths = collections.Counter(path_of(s) for s in own)
+    patterns = []
+    for n in names:
+        path = path_of(n)
+        if path == n:
+            pat = n  # a C function (mimalloc): its name
+        elif paths[path] == 1:
+            pat = path + "*"  # the one function of that path, whatever the build's hash
+        else:
+            pat = HASH.match(n).group(0) + "*"  # one instantiation of a generic: this build's
+        if pat not in patterns:
+            patterns.append(pat)
     with open(args.out, "w") as f:
-        f.write("\n".join(names) + "\n")
-    print(f"{len(names)} functions from {recorded} compiles -> {args.out}", file=sys.stderr)
+        f.write(HEADER)
+        f.write("SECTIONS {\n  .text.compile : {\n")
+        for pat in patterns:
+            f.write(f"    *(.text.{pat})\n")
+        f.write("  }\n} INSERT BEFORE .text;\n")
+    print(f"{len(patterns)} patterns from {recorded} compiles -> {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
