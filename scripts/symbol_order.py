@@ -115,7 +115,8 @@ def record(kjit, own, kernel, target, tmp):
     if run.returncode != 0:
         return None
     cost = self_costs(out)
-    # By name, not by callgrind's object: it does not count `.text.compile` as the binary's.
+    # By name, not by callgrind's object: it does not count `.text.compile` as the binary's
+    # (and a recursive call's `'2` suffix is no symbol).
     return {f: c for f, c in cost.items() if c > 0 and f in own}
 
 
@@ -144,11 +145,9 @@ def main():
                 print(f"{k} {t}: {len(fns)} functions", file=sys.stderr)
     if recorded == 0:
         sys.exit("no compile recorded (is valgrind installed, is the binary built?)")
-    # Names callgrind gives with a suffix (`'2` for recursion) or spaces are not symbols.
-    names = [f for f in runs if " " not in f and "'" not in f]
-    names.sort(key=lambda f: (-runs[f], -total[f], f))
+    names = sorted(runs, key=lambda f: (-runs[f], -total[f], f))
     paths = collections.Counter(path_of(s) for s in own)
-    patterns = []
+    patterns = {}  # in order
     for n in names:
         path = path_of(n)
         if path == n:
@@ -157,8 +156,7 @@ def main():
             pat = path + "*"  # the one function of that path, whatever the build's hash
         else:
             pat = HASH.match(n).group(0) + "*"  # one instantiation of a generic: this build's
-        if pat not in patterns:
-            patterns.append(pat)
+        patterns.setdefault(pat)
     with open(args.out, "w") as f:
         f.write(HEADER)
         f.write("SECTIONS {\n  .text.compile : {\n")
