@@ -4,7 +4,7 @@
 //!
 //! The first compile in a fresh process touches ~1.2 MB of functions; in the linker's default
 //! order they are spread over the whole ~6 MB `.text`, and each 64 KiB of it first touched is a
-//! page fault (a few µs on a VM) and each page an iTLB miss. Gathered, they take ~20 such
+//! page fault (a few µs on a VM) and each page an iTLB miss. Gathered, they take ~40 such
 //! stretches instead of ~70 (docs/performance-log.md, c27). Only the order of functions
 //! changes: the code is the same.
 //!
