@@ -9,6 +9,11 @@
 //! sample, and a process that has compiled other kernels first is not cold. It runs `kjit
 //! bench` N times as a new process per kernel (`--cold-child`: one compile, stage timings
 //! printed in microseconds) and shows the median of each column over the processes.
+//!
+//! A fresh process's first compile is mostly cold code: page faults on the code it first
+//! touches (which `build.rs` keeps few by placing the compile's functions together), cold
+//! caches and TLBs. The figure also moves with the page-cache state of the executable file, so
+//! two binaries are compared as copies made at the same moment, their runs alternated.
 
 use std::time::{Duration, Instant};
 
