@@ -1813,13 +1813,17 @@ fn free_hinted_sgprs(
     let target = p.mf.abi.target;
     let mut end = sgpr_end(w, singles, lay);
     let mut hints = single_hints(p, func, out, w);
-    let mut best: Option<(webs::Webs, [u16; 64], Vec<u16>)> = None;
+    // The webs of the best try so far (`w` until one is kept), cloned at the first try; a try
+    // moves webs in it and puts them back when it is not kept.
+    let mut work: Option<webs::Webs> = None;
+    let mut best: Option<([u16; 64], Vec<u16>)> = None;
     let mut tries = 0;
     for h in bits(used) {
         if copies == 0 || tries == MAX_HINT_TRIES {
             break;
         }
-        let (cur, cur_map) = best.as_ref().map_or((w, map), |b| (&b.0, &b.1));
+        let cur = work.as_ref().unwrap_or(w);
+        let cur_map = best.as_ref().map_or(map, |b| &b.0);
         let Some(&(x, at)) = hints[h].first() else {
             continue;
         };
@@ -1844,7 +1848,9 @@ fn free_hinted_sgprs(
             continue;
         }
         tries += 1;
-        let mut trial = cur.clone();
+        let trial = work.get_or_insert_with(|| w.clone());
+        // The webs moved, with their registers before the move.
+        let mut moved: Vec<(usize, u16)> = Vec::with_capacity(blocking.len());
         let mut placed = true;
         for &r in &blocking {
             let web = &trial.webs[r];
@@ -1856,32 +1862,41 @@ fn free_hinted_sgprs(
                 (0..dw).all(|j| {
                     let (y, span) = (base + j, &web.dword_span[j as usize]);
                     !lay.blocked.contains(y)
-                        && !other_webs_overlap(&trial, r, y, span)
+                        && !other_webs_overlap(trial, r, y, span)
                         && !(y == x && iv.overlaps(span))
                 })
             };
             match (0..=MAX_SGPRS - dw).step_by(al as usize).find(|&b| fits(b)) {
-                Some(base) => move_web(&mut trial, r, base),
+                Some(base) => {
+                    moved.push((r, web.reg.expect("a blocking web has registers")));
+                    move_web(trial, r, base);
+                }
                 None => {
                     placed = false;
                     break;
                 }
             }
         }
-        if !placed {
-            continue;
-        }
-        let Ok((m, regs, c, e)) = place_over(p, func, out, &trial, used, fixed_map, lay, ivs)
-        else {
-            continue;
+        let kept = if placed {
+            match place_over(p, func, out, trial, used, fixed_map, lay, ivs) {
+                Ok((m, regs, c, e)) if c < copies && e <= end => {
+                    (copies, end) = (c, e);
+                    hints = single_hints(p, func, out, trial);
+                    best = Some((m, regs));
+                    true
+                }
+                _ => false,
+            }
+        } else {
+            false
         };
-        if c < copies && e <= end {
-            (copies, end) = (c, e);
-            hints = single_hints(p, func, out, &trial);
-            best = Some((trial, m, regs));
+        if !kept {
+            for &(r, reg) in moved.iter().rev() {
+                move_web(trial, r, reg);
+            }
         }
     }
-    Ok(best)
+    Ok(best.map(|(m, regs)| (work.expect("a kept try made the webs"), m, regs)))
 }
 
 /// The most SGPRs live at one position: the tuple webs' dwords, the singles (`used` `Int`
