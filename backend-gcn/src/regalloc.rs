@@ -367,8 +367,9 @@ impl Allocator {
         // on a tie).
         let first_try = target != Target::Gfx942;
         let (late_live, early_live) = webs::live(&p, &lv);
-        let mut w = webs::build(&p, late_live, None)?;
-        let mut early = webs::build(&p, early_live, None)?;
+        let joins = webs::joins(&p);
+        let mut w = webs::build(&p, late_live, &joins, None)?;
+        let mut early = webs::build(&p, early_live, &joins, None)?;
         // The SGPR layout of the tuples in the worst (scratch) case, which is what singles
         // get (the probe): a layout that does not fit counts as the worst; when neither fits,
         // the error is reported. The kept webs' layout is the probe (other classes' webs do
