@@ -202,8 +202,10 @@ pub(super) fn reads_before_writing(inst: &crate::mir::MInst) -> bool {
 }
 
 /// Where each web vreg is live: one segment per block it is live in (unsorted, as the walk
-/// of the blocks adds them), for all of it and per dword (empty: never live), indexed by vreg,
-/// and the in-place candidates ([`Webs::in_place`]). What [`build`] merges and coalesces.
+/// of the blocks adds them), for all of it and per dword (empty: never live), indexed by the
+/// web vregs' order (the `k`-th web vreg of the function's vregs at `k`: tables of the webs
+/// alone, which are few), and the in-place candidates ([`Webs::in_place`]). What [`build`]
+/// merges and coalesces.
 #[derive(Clone, Default)]
 pub struct Live {
     ivs: Vec<Intervals>,
@@ -222,13 +224,23 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
         let d = mf.vregs[v];
         kind_of(d.class, d.dwords) == Kind::Web
     };
-    let mut ivs: Vec<Intervals> = vec![Intervals::default(); mf.vregs.len()];
+    // Each web vreg's place in the tables ([`Live`]).
+    let mut web_ix = vec![u32::MAX; mf.vregs.len()];
+    let mut n_webs = 0usize;
+    for (v, _) in mf.vregs.iter() {
+        if is_web(v) {
+            web_ix[v.index()] = n_webs as u32;
+            n_webs += 1;
+        }
+    }
+    let mut ivs: Vec<Intervals> = vec![Intervals::default(); n_webs];
     // The same per dword: an `Extract` reads only its dwords, so the others of its source may
     // end earlier (the pairs extracted from a loaded quad each land in their own half).
-    let mut dword_ivs: Vec<Vec<Intervals>> = vec![Vec::new(); mf.vregs.len()];
+    let mut dword_ivs: Vec<Vec<Intervals>> = vec![Vec::new(); n_webs];
     let mut in_place = Vec::new();
-    // Segments begun by a late scalar def: (vreg, segment index, late start, early start).
-    let mut moved: Vec<(VReg, usize, u32, u32)> = Vec::new();
+    // Segments begun by a late scalar def: (web's place, segment index, late start, early
+    // start).
+    let mut moved: Vec<(usize, usize, u32, u32)> = Vec::new();
     // First def / last use within the block being walked, per vreg and per vreg dword
     // (`UNSET`: none), and the vregs given one, to list and clear at the block's end: dense
     // tables made once instead of hash maps per block. `early_first`: the first def's
@@ -248,7 +260,7 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
     // The web vregs with a segment in the block being walked, each once (`listed`: the block
     // that listed it last).
     let mut seen: Vec<VReg> = Vec::new();
-    let mut listed = vec![u32::MAX; mf.vregs.len()];
+    let mut listed = vec![u32::MAX; n_webs];
     for (b, bd) in mf.blocks.iter() {
         let bi = b.index();
         let start = 2 * p.first_inst[bi];
@@ -338,8 +350,9 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
             .copied()
             .chain(candidates.filter(|&v| is_web(v)))
         {
-            if listed[v.index()] != bi as u32 {
-                listed[v.index()] = bi as u32;
+            let x = web_ix[v.index()] as usize;
+            if listed[x] != bi as u32 {
+                listed[x] = bi as u32;
                 seen.push(v);
             }
         }
@@ -360,13 +373,14 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
             } else {
                 last_or(last[v.index()]).max(s)
             };
-            let whole = &mut ivs[v.index()];
+            let x = web_ix[v.index()] as usize;
+            let whole = &mut ivs[x];
             if !live_in && early_first[v.index()] != UNSET {
-                moved.push((v, whole.0.len(), s, early_first[v.index()]));
+                moved.push((x, whole.0.len(), s, early_first[v.index()]));
             }
             whole.add(s, e);
             let n = mf.vregs[v].dwords as usize;
-            let per = &mut dword_ivs[v.index()];
+            let per = &mut dword_ivs[x];
             if per.is_empty() {
                 per.resize(n, Intervals::default());
             }
@@ -396,9 +410,9 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
         debug_assert_eq!(seg.0, at);
         *seg = (to, if seg.1 == at { to } else { seg.1 });
     };
-    for &(v, k, at, to) in &moved {
-        back(&mut early.ivs[v.index()].0[k], at, to);
-        for iv in early.dword_ivs[v.index()].iter_mut() {
+    for &(x, k, at, to) in &moved {
+        back(&mut early.ivs[x].0[k], at, to);
+        for iv in early.dword_ivs[x].iter_mut() {
             back(&mut iv.0[k], at, to);
         }
     }
@@ -507,7 +521,9 @@ pub fn build(
         if kind_of(d.class, d.dwords) != Kind::Web {
             continue;
         }
-        let mut live = std::mem::take(&mut ivs[v.index()]);
+        // The web vregs come in the tables' order.
+        let x = webs.len();
+        let mut live = std::mem::take(&mut ivs[x]);
         live.normalize();
         let late = |mut iv: Intervals| {
             if let Some(&at) = late_def.get(&v) {
@@ -520,7 +536,7 @@ pub fn build(
             }
             iv
         };
-        let mut dword_span = std::mem::take(&mut dword_ivs[v.index()]);
+        let mut dword_span = std::mem::take(&mut dword_ivs[x]);
         if dword_span.is_empty() {
             dword_span = vec![Intervals::default(); d.dwords as usize];
         }
