@@ -431,7 +431,10 @@ fn to_phys(
 ) -> Result<ToPhys, CompileError> {
     check_budgets(target, opts)?;
     let sel = front(func, target, opts, t)?;
-    back(&sel, opts, t)
+    let p = back(&sel, opts, t)?;
+    // The kernel's caches went with `sel`: the waited function is moved out, not copied.
+    drop(sel);
+    Ok(std::sync::Arc::try_unwrap(p).unwrap_or_else(|p| p.as_ref().clone()))
 }
 
 /// The budgets `opts` asks for, checked against the target: (VGPR budget, SGPR budget).
@@ -1174,13 +1177,15 @@ fn late(mut phys: PhysFunction, t: &mut StageTimings) -> ToPhys {
     }
 }
 
+/// The allocation `opts`' budgets get from `sel`, with its waits and wait states (shared with
+/// `sel`'s cache: [`finish`] reads it).
 fn back(
     sel: &Selected,
     opts: &CompileOptions,
     t: &mut StageTimings,
-) -> Result<ToPhys, CompileError> {
+) -> Result<std::sync::Arc<ToPhys>, CompileError> {
     let p = back_allocated(sel, opts, t)?;
-    Ok(late_cached(sel, &p, t).as_ref().clone())
+    Ok(late_cached(sel, &p, t))
 }
 
 /// Runs the pipeline up to and including hazard wait states: the [`PhysFunction`] that

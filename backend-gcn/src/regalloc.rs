@@ -255,14 +255,11 @@ pub fn two_class_singles(mf: &MachineFunction) -> Option<u32> {
 /// tuner allocating one schedule under every occupancy level builds it once
 /// ([`Allocator::allocate`] per budget); [`allocate`] is one of each.
 pub struct Allocator {
-    p: Prepared,
-    w: webs::Webs,
-    kernarg_vreg: Option<crate::mir::VReg>,
+    /// What does not depend on the regalloc2 classes, shared with [`Allocator::one_class`].
+    common: std::sync::Arc<Common>,
     shape: Shape,
     abi_n: u32,
     vweb_size: u32,
-    probe: SgprLayout,
-    probe_scratch: bool,
     run_checker: bool,
     /// Registers regalloc2 starts the search with (`Float`, `Vector`).
     start: (u32, u32),
@@ -273,11 +270,26 @@ pub struct Allocator {
     runs: crate::memo::Memo<(u32, u32, u32), RaRun>,
     /// The PRegs and slots each regalloc2 run used and its VGPR layout, by register counts.
     layouts: crate::memo::Memo<(u32, u32, u32), std::sync::Arc<Laid>>,
-    /// The input, kept when its singles were split over two classes ([`overflow`]): a budget
-    /// that must keep values in memory is allocated with every single in `Float`
+    /// Whether the singles were split over two classes ([`overflow`]): a budget that must keep
+    /// values in memory is then allocated with every single in `Float`
     /// ([`Allocator::one_class`]), where regalloc2 chooses what to spill over all of them.
-    source: Option<Box<MachineFunction>>,
+    split: bool,
     one_class: std::sync::OnceLock<Result<Box<Allocator>, RegallocError>>,
+}
+
+/// The part of an [`Allocator`] made before the singles are given regalloc2 classes: the
+/// prepared function, its liveness, the tuple webs (VGPR and AGPR areas assigned) and the SGPR
+/// probe layout. The one-class allocator of a function is made from its two-class parent's
+/// (the class split changes none of it), not from the machine function again.
+struct Common {
+    p: Prepared,
+    lv: prep::Liveness,
+    w: webs::Webs,
+    kernarg_vreg: Option<crate::mir::VReg>,
+    probe: SgprLayout,
+    probe_scratch: bool,
+    vweb_size: u32,
+    aweb_size: u32,
 }
 
 /// What [`Allocator::laid_out`] gives for one regalloc2 run: [`used_pregs`] and the
@@ -336,6 +348,12 @@ impl Allocator {
         run_checker: bool,
         two_classes: bool,
     ) -> Result<Allocator, RegallocError> {
+        let common = Self::common(mf)?;
+        Self::from_common(std::sync::Arc::new(common), run_checker, two_classes)
+    }
+
+    /// The class-independent part of the allocator of `mf` ([`Common`]).
+    fn common(mf: &MachineFunction) -> Result<Common, RegallocError> {
         prep::validate(mf)?;
         let target = mf.abi.target;
         let p = prep::prepare(mf);
@@ -349,8 +367,9 @@ impl Allocator {
         // on a tie).
         let first_try = target != Target::Gfx942;
         let (late_live, early_live) = webs::live(&p, &lv);
-        let mut w = webs::build(&p, late_live, None)?;
-        let mut early = webs::build(&p, early_live, None)?;
+        let joins = webs::joins(&p);
+        let mut w = webs::build(&p, late_live, &joins, None)?;
+        let mut early = webs::build(&p, early_live, &joins, None)?;
         // The SGPR layout of the tuples in the worst (scratch) case, which is what singles
         // get (the probe): a layout that does not fit counts as the worst; when neither fits,
         // the error is reported. The kept webs' layout is the probe (other classes' webs do
@@ -375,30 +394,53 @@ impl Allocator {
         }
         let vweb_size = vweb.last().map(|x| x + 1).unwrap_or(0) as u32;
         let aweb_size = aweb.last().map(|x| x + 1).unwrap_or(0) as u32;
+        let (probe, probe_scratch) = probe?;
+        Ok(Common {
+            p,
+            lv,
+            w,
+            kernarg_vreg,
+            probe,
+            probe_scratch,
+            vweb_size,
+            aweb_size,
+        })
+    }
+
+    /// The allocator over `common` with the singles beyond `Float` in `Vector` when
+    /// `two_classes` allows and the function needs it.
+    fn from_common(
+        common: std::sync::Arc<Common>,
+        run_checker: bool,
+        two_classes: bool,
+    ) -> Result<Allocator, RegallocError> {
+        let (p, lv) = (&common.p, &common.lv);
+        let target = p.mf.abi.target;
+        let (vweb_size, aweb_size) = (common.vweb_size, common.aweb_size);
 
         // Budget split between regalloc2's Float singles and Vector pairs.
         let has_pairs =
             p.mf.vregs
                 .values()
                 .any(|d| kind_of(d.class, d.dwords) == Kind::Pair);
-        let plain = ra2::classes(&p, &[]);
-        let (min_f, mut min_v, pres_f, mut pres_v) = demand(&p, &lv, &plain);
-        let abi_n = abi_vgprs(&p);
+        let plain = ra2::classes(p, &[]);
+        let (min_f, mut min_v, pres_f, mut pres_v) = demand(p, lv, &plain);
+        let abi_n = abi_vgprs(p);
         // VGPRs that carry operands left in AGPR/scratch slots (one per single-VGPR operand).
         let n_temps = min_f.max(abi_n).max(1);
         // More singles live at once than `Float` has registers, and no pairs: the excess goes
         // to the `Vector` class, so that regalloc2 spills none of it.
         let second = if two_classes && !has_pairs && pres_f > 64 {
-            overflow::partition(&p, &lv, pres_f)
+            overflow::partition(p, lv, pres_f)
         } else {
             Vec::new()
         };
         let (mut min_f, mut pres_first) = (min_f, pres_f);
         if second.contains(&true) {
-            (min_f, min_v, pres_first, pres_v) = demand(&p, &lv, &ra2::classes(&p, &second));
+            (min_f, min_v, pres_first, pres_v) = demand(p, lv, &ra2::classes(p, &second));
         }
         let min_f = min_f.max(abi_n).max(1);
-        let func = ra2::build(&p, &second);
+        let func = ra2::build(p, &second);
         let has_v = has_pairs || func.vector_dwords == 1;
         let shape = Shape {
             target,
@@ -411,40 +453,35 @@ impl Allocator {
             vector_dwords: u32::from(func.vector_dwords),
         };
 
-        let (probe, probe_scratch) = probe?;
         let start = (
             pres_first.max(min_f),
             if has_v { pres_v.max(min_v.max(1)) } else { 0 },
         );
         Ok(Allocator {
-            p,
-            w,
-            kernarg_vreg,
             shape,
             abi_n,
             vweb_size,
-            probe,
-            probe_scratch,
             run_checker,
             start,
             pres_f,
             runs: Default::default(),
             layouts: Default::default(),
-            source: (func.vector_dwords == 1).then(|| Box::new(mf.clone())),
+            split: func.vector_dwords == 1,
             one_class: std::sync::OnceLock::new(),
             func,
+            common,
         })
     }
 
     /// The allocator of the same function with every single VGPR in `Float` (itself when it
     /// is that already).
     fn one_class(&self) -> Result<&Allocator, RegallocError> {
-        let Some(mf) = &self.source else {
+        if !self.split {
             return Ok(self);
-        };
-        let a = self
-            .one_class
-            .get_or_init(|| Self::with_classes(mf, self.run_checker, false).map(Box::new));
+        }
+        let a = self.one_class.get_or_init(|| {
+            Self::from_common(self.common.clone(), self.run_checker, false).map(Box::new)
+        });
         a.as_ref().map(|a| &**a).map_err(Clone::clone)
     }
 
@@ -512,7 +549,7 @@ impl Allocator {
     /// probe layout.
     fn int_registers(&self, sgpr_budget: Option<u32>) -> u32 {
         let sgpr_limit = sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
-        let sgpr_free = (sgpr_limit as u32).saturating_sub(self.probe.taken.len() + 2);
+        let sgpr_free = (sgpr_limit as u32).saturating_sub(self.common.probe.taken.len() + 2);
         63.min(sgpr_free).max(3)
     }
 
@@ -630,9 +667,7 @@ impl Allocator {
         let (n_f, n_v, run) = match found {
             Some(x) => x,
             // Values must stay in memory: regalloc2 chooses them over all singles in one class.
-            None if self.source.is_some() => {
-                return self.one_class()?.allocate(vgpr_budget, sgpr_budget)
-            }
+            None if self.split => return self.one_class()?.allocate(vgpr_budget, sgpr_budget),
             None => {
                 let caps = shape.caps(budget)?;
                 let (n_f, n_v, _, run) = search(self, n_int, self.start, &caps)?;
@@ -643,7 +678,7 @@ impl Allocator {
             Ok(out) => out,
             Err(e) => return Err(RegallocError::Regalloc2(e.to_string())),
         };
-        let p = &self.p;
+        let (p, common) = (&self.common.p, &*self.common);
         let env = machine_env(n_int as usize, n_f as usize, n_v as usize);
         if self.run_checker {
             let mut checker = ra::checker::Checker::new(func, &env);
@@ -767,11 +802,11 @@ impl Allocator {
         // The layout is a function of the SGPR webs and the scratch flag only, and the probe's
         // assignment is still in `w`: reuse it when the flag is the same (always on gfx942).
         let mut relaid;
-        let (lay, w) = if uses_scratch_abi == self.probe_scratch {
-            (self.probe.clone(), &self.w)
+        let (lay, w) = if uses_scratch_abi == common.probe_scratch {
+            (common.probe.clone(), &common.w)
         } else {
-            relaid = self.w.clone();
-            let lay = sgpr_layout(p, &mut relaid, self.kernarg_vreg, uses_scratch_abi)?;
+            relaid = common.w.clone();
+            let lay = sgpr_layout(p, &mut relaid, common.kernarg_vreg, uses_scratch_abi)?;
             (lay, &relaid)
         };
         let mut taken = lay.taken;
@@ -1779,13 +1814,17 @@ fn free_hinted_sgprs(
     let target = p.mf.abi.target;
     let mut end = sgpr_end(w, singles, lay);
     let mut hints = single_hints(p, func, out, w);
-    let mut best: Option<(webs::Webs, [u16; 64], Vec<u16>)> = None;
+    // The webs of the best try so far (`w` until one is kept), cloned at the first try; a try
+    // moves webs in it and puts them back when it is not kept.
+    let mut work: Option<webs::Webs> = None;
+    let mut best: Option<([u16; 64], Vec<u16>)> = None;
     let mut tries = 0;
     for h in bits(used) {
         if copies == 0 || tries == MAX_HINT_TRIES {
             break;
         }
-        let (cur, cur_map) = best.as_ref().map_or((w, map), |b| (&b.0, &b.1));
+        let cur = work.as_ref().unwrap_or(w);
+        let cur_map = best.as_ref().map_or(map, |b| &b.0);
         let Some(&(x, at)) = hints[h].first() else {
             continue;
         };
@@ -1810,7 +1849,9 @@ fn free_hinted_sgprs(
             continue;
         }
         tries += 1;
-        let mut trial = cur.clone();
+        let trial = work.get_or_insert_with(|| w.clone());
+        // The webs moved, with their registers before the move.
+        let mut moved: Vec<(usize, u16)> = Vec::with_capacity(blocking.len());
         let mut placed = true;
         for &r in &blocking {
             let web = &trial.webs[r];
@@ -1822,32 +1863,41 @@ fn free_hinted_sgprs(
                 (0..dw).all(|j| {
                     let (y, span) = (base + j, &web.dword_span[j as usize]);
                     !lay.blocked.contains(y)
-                        && !other_webs_overlap(&trial, r, y, span)
+                        && !other_webs_overlap(trial, r, y, span)
                         && !(y == x && iv.overlaps(span))
                 })
             };
             match (0..=MAX_SGPRS - dw).step_by(al as usize).find(|&b| fits(b)) {
-                Some(base) => move_web(&mut trial, r, base),
+                Some(base) => {
+                    moved.push((r, web.reg.expect("a blocking web has registers")));
+                    move_web(trial, r, base);
+                }
                 None => {
                     placed = false;
                     break;
                 }
             }
         }
-        if !placed {
-            continue;
-        }
-        let Ok((m, regs, c, e)) = place_over(p, func, out, &trial, used, fixed_map, lay, ivs)
-        else {
-            continue;
+        let kept = if placed {
+            match place_over(p, func, out, trial, used, fixed_map, lay, ivs) {
+                Ok((m, regs, c, e)) if c < copies && e <= end => {
+                    (copies, end) = (c, e);
+                    hints = single_hints(p, func, out, trial);
+                    best = Some((m, regs));
+                    true
+                }
+                _ => false,
+            }
+        } else {
+            false
         };
-        if c < copies && e <= end {
-            (copies, end) = (c, e);
-            hints = single_hints(p, func, out, &trial);
-            best = Some((trial, m, regs));
+        if !kept {
+            for &(r, reg) in moved.iter().rev() {
+                move_web(trial, r, reg);
+            }
         }
     }
-    Ok(best)
+    Ok(best.map(|(m, regs)| (work.expect("a kept try made the webs"), m, regs)))
 }
 
 /// The most SGPRs live at one position: the tuple webs' dwords, the singles (`used` `Int`

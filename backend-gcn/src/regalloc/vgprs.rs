@@ -936,7 +936,7 @@ struct Packing {
 
 impl Packing {
     fn new(a: &super::Allocator, out: &ra::Output, used: &[u64; 3], slots: &[bool]) -> Packing {
-        let (func, w) = (&a.func, &a.w);
+        let (func, w) = (&a.func, &a.common.w);
         let (evs, segs) = segments(func, out, a.abi_n, slots, &late_defs(a));
         let ivs = locs::intervals(func, &evs, segs.items());
         let mut area = vec![Intervals::default(); a.vweb_size as usize];
@@ -946,7 +946,7 @@ impl Packing {
         for r in &mut area {
             r.normalize();
         }
-        let (hints, half_reads) = hints(&a.p, func, out, w, &segs);
+        let (hints, half_reads) = hints(&a.common.p, func, out, w, &segs);
         let mut pairs = items(&segs, &ivs, true);
         pairs.sort_by_key(|&x| (ivs[x].start(), x));
         let mut pair_ix = vec![u32::MAX; ivs.len()];
@@ -1395,9 +1395,9 @@ impl Packing {
 fn late_defs(a: &super::Allocator) -> Vec<bool> {
     use ra::Function as _;
     let mut late = vec![false; a.func.num_insts()];
-    for (b, bd) in a.p.mf.blocks.iter() {
+    for (b, bd) in a.common.p.mf.blocks.iter() {
         for (k, mi) in bd.insts.iter().enumerate() {
-            let gi = a.p.first_inst[b.index()] as usize + k;
+            let gi = a.common.p.first_inst[b.index()] as usize + k;
             late[gi] = matches!(mi.opcode, MOpcode::Isa(_))
                 && mi.tied.is_none()
                 && a.func.inst_operands(ra::Inst::new(gi)).iter().all(|o| {

@@ -202,12 +202,14 @@ pub(super) fn reads_before_writing(inst: &crate::mir::MInst) -> bool {
 }
 
 /// Where each web vreg is live: one segment per block it is live in (unsorted, as the walk
-/// of the blocks adds them), for all of it and per dword, and the in-place candidates
-/// ([`Webs::in_place`]). What [`build`] merges and coalesces.
+/// of the blocks adds them), for all of it and per dword (empty: never live), indexed by the
+/// web vregs' order (the `k`-th web vreg of the function's vregs at `k`: tables of the webs
+/// alone, which are few), and the in-place candidates ([`Webs::in_place`]). What [`build`]
+/// merges and coalesces.
 #[derive(Clone, Default)]
 pub struct Live {
-    ivs: HashMap<VReg, Intervals>,
-    dword_ivs: HashMap<VReg, Vec<Intervals>>,
+    ivs: Vec<Intervals>,
+    dword_ivs: Vec<Vec<Intervals>>,
     in_place: Vec<(VReg, VReg)>,
 }
 
@@ -222,13 +224,23 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
         let d = mf.vregs[v];
         kind_of(d.class, d.dwords) == Kind::Web
     };
-    let mut ivs: HashMap<VReg, Intervals> = HashMap::default();
+    // Each web vreg's place in the tables ([`Live`]).
+    let mut web_ix = vec![u32::MAX; mf.vregs.len()];
+    let mut n_webs = 0usize;
+    for (v, _) in mf.vregs.iter() {
+        if is_web(v) {
+            web_ix[v.index()] = n_webs as u32;
+            n_webs += 1;
+        }
+    }
+    let mut ivs: Vec<Intervals> = vec![Intervals::default(); n_webs];
     // The same per dword: an `Extract` reads only its dwords, so the others of its source may
     // end earlier (the pairs extracted from a loaded quad each land in their own half).
-    let mut dword_ivs: HashMap<VReg, Vec<Intervals>> = HashMap::default();
+    let mut dword_ivs: Vec<Vec<Intervals>> = vec![Vec::new(); n_webs];
     let mut in_place = Vec::new();
-    // Segments begun by a late scalar def: (vreg, segment index, late start, early start).
-    let mut moved: Vec<(VReg, usize, u32, u32)> = Vec::new();
+    // Segments begun by a late scalar def: (web's place, segment index, late start, early
+    // start).
+    let mut moved: Vec<(usize, usize, u32, u32)> = Vec::new();
     // First def / last use within the block being walked, per vreg and per vreg dword
     // (`UNSET`: none), and the vregs given one, to list and clear at the block's end: dense
     // tables made once instead of hash maps per block. `early_first`: the first def's
@@ -245,6 +257,10 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
     }
     let mut dword_last = vec![UNSET; total];
     let mut touched: Vec<VReg> = Vec::new();
+    // The web vregs with a segment in the block being walked, each once (`listed`: the block
+    // that listed it last).
+    let mut seen: Vec<VReg> = Vec::new();
+    let mut listed = vec![u32::MAX; n_webs];
     for (b, bd) in mf.blocks.iter() {
         let bi = b.index();
         let start = 2 * p.first_inst[bi];
@@ -323,16 +339,24 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
                 }
             }
         }
-        let mut seen: Vec<VReg> = touched.clone();
-        for v in lv.live_in[bi].iter().chain(lv.live_out[bi].iter()) {
-            let v = VReg::new(v);
-            if is_web(v) {
+        // Each vreg's segments are its own: the order the vregs are visited in changes none.
+        seen.clear();
+        let candidates = lv.live_in[bi]
+            .iter()
+            .chain(lv.live_out[bi].iter())
+            .map(VReg::new);
+        for v in touched
+            .iter()
+            .copied()
+            .chain(candidates.filter(|&v| is_web(v)))
+        {
+            let x = web_ix[v.index()] as usize;
+            if listed[x] != bi as u32 {
+                listed[x] = bi as u32;
                 seen.push(v);
             }
         }
-        seen.sort_unstable();
-        seen.dedup();
-        for v in seen {
+        for &v in &seen {
             let live_in = lv.live_in[bi].contains(v.index());
             let s = if live_in {
                 start
@@ -349,15 +373,17 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
             } else {
                 last_or(last[v.index()]).max(s)
             };
-            let whole = ivs.entry(v).or_default();
+            let x = web_ix[v.index()] as usize;
+            let whole = &mut ivs[x];
             if !live_in && early_first[v.index()] != UNSET {
-                moved.push((v, whole.0.len(), s, early_first[v.index()]));
+                moved.push((x, whole.0.len(), s, early_first[v.index()]));
             }
             whole.add(s, e);
             let n = mf.vregs[v].dwords as usize;
-            let per = dword_ivs
-                .entry(v)
-                .or_insert_with(|| vec![Intervals::default(); n]);
+            let per = &mut dword_ivs[x];
+            if per.is_empty() {
+                per.resize(n, Intervals::default());
+            }
             for (j, iv) in per.iter_mut().enumerate() {
                 let e = if live_out {
                     end
@@ -384,39 +410,42 @@ pub fn live(p: &Prepared, lv: &Liveness) -> (Live, Live) {
         debug_assert_eq!(seg.0, at);
         *seg = (to, if seg.1 == at { to } else { seg.1 });
     };
-    for &(v, k, at, to) in &moved {
-        if let Some(iv) = early.ivs.get_mut(&v) {
-            back(&mut iv.0[k], at, to);
-        }
-        for iv in early.dword_ivs.get_mut(&v).into_iter().flatten() {
+    for &(x, k, at, to) in &moved {
+        back(&mut early.ivs[x].0[k], at, to);
+        for iv in early.dword_ivs[x].iter_mut() {
             back(&mut iv.0[k], at, to);
         }
     }
     (late, early)
 }
 
-/// Builds the webs of `p` from its live segments ([`live`]: the def rule is theirs): mandatory
-/// merges, then copy coalescing.
-pub fn build(
-    p: &Prepared,
-    live: Live,
-    kernarg: Option<(VReg, u16)>,
-) -> Result<Webs, RegallocError> {
+/// What may join webs besides the mandatory merges, and the `Build`/`Extract` results'
+/// positions: the same for both def rules, so [`joins`] walks the function once for the two
+/// [`build`]s.
+pub struct Joins {
+    /// `Build`/`Extract` defs are moves, like copies: for coalescing with their parts they
+    /// begin just after the instruction (`2i + 1`); against other webs they begin at `2i` (an
+    /// uncoalesced `Build` moves its parts one after the other, so its registers must not be
+    /// any part's). Their `2i`, by vreg.
+    late_def: HashMap<VReg, u32>,
+    /// Copies between webs: (loop depth, block, index, destination, source), innermost loops
+    /// first.
+    copies: Vec<(u32, usize, usize, VReg, VReg)>,
+    /// `Build` parts and `Extract` results: (loop depth, part, tuple, dword offset of the part
+    /// in the tuple), innermost loops first.
+    parts: Vec<(u32, VReg, VReg, u16)>,
+}
+
+/// The [`Joins`] of `p`.
+pub fn joins(p: &Prepared) -> Joins {
     let mf = &p.mf;
     let is_web = |v: VReg| {
         let d = mf.vregs[v];
         kind_of(d.class, d.dwords) == Kind::Web
     };
-    let Live {
-        mut ivs,
-        mut dword_ivs,
-        in_place,
-    } = live;
-    // Build/Extract defs are moves, like copies: for coalescing with their parts they begin
-    // just after the instruction (`2i + 1`); against other webs they begin at `2i` (an
-    // uncoalesced Build moves its parts one after the other, so its registers must not be
-    // any part's).
     let mut late_def: HashMap<VReg, u32> = HashMap::default();
+    let mut copies: Vec<(u32, usize, usize, VReg, VReg)> = Vec::new();
+    let mut parts: Vec<(u32, VReg, VReg, u16)> = Vec::new();
     for (b, bd) in mf.blocks.iter() {
         for (k, inst) in bd.insts.iter().enumerate() {
             if matches!(inst.opcode, MOpcode::Build | MOpcode::Extract(_)) {
@@ -426,8 +455,63 @@ pub fn build(
                     }
                 }
             }
+            match (inst.opcode, inst.ops.as_slice()) {
+                (MOpcode::Copy, [MOperand::Def(d), MOperand::Use(s)]) if is_web(*d) => {
+                    copies.push((bd.loop_depth, b.index(), k, *d, *s));
+                }
+                (MOpcode::Build, [MOperand::Def(d), rest @ ..]) if is_web(*d) => {
+                    let mut at = 0u16;
+                    for o in rest {
+                        match o {
+                            MOperand::Use(u) => {
+                                if is_web(*u) {
+                                    parts.push((bd.loop_depth, *u, *d, at));
+                                }
+                                at += mf.vregs[*u].dwords as u16;
+                            }
+                            // A constant dword.
+                            MOperand::Phys(_) => at += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                (MOpcode::Extract(x), [MOperand::Def(d), MOperand::Use(s)])
+                    if is_web(*d) && is_web(*s) =>
+                {
+                    parts.push((bd.loop_depth, *d, *s, x as u16));
+                }
+                _ => {}
+            }
         }
     }
+    copies.sort_by_key(|c| std::cmp::Reverse(c.0));
+    parts.sort_by_key(|c| std::cmp::Reverse(c.0));
+    Joins {
+        late_def,
+        copies,
+        parts,
+    }
+}
+
+/// Builds the webs of `p` from its live segments ([`live`]: the def rule is theirs) and its
+/// [`joins`]: mandatory merges, then copy coalescing.
+pub fn build(
+    p: &Prepared,
+    live: Live,
+    joins: &Joins,
+    kernarg: Option<(VReg, u16)>,
+) -> Result<Webs, RegallocError> {
+    let mf = &p.mf;
+    let Live {
+        mut ivs,
+        mut dword_ivs,
+        in_place,
+    } = live;
+    let Joins {
+        late_def,
+        copies,
+        parts,
+    } = joins;
     let mut web_of: HashMap<VReg, usize> = HashMap::default();
     let mut webs: Vec<Web> = Vec::new();
     let mut parent: Vec<usize> = Vec::new();
@@ -437,7 +521,9 @@ pub fn build(
         if kind_of(d.class, d.dwords) != Kind::Web {
             continue;
         }
-        let mut live = ivs.remove(&v).unwrap_or_default();
+        // The web vregs come in the tables' order.
+        let x = webs.len();
+        let mut live = std::mem::take(&mut ivs[x]);
         live.normalize();
         let late = |mut iv: Intervals| {
             if let Some(&at) = late_def.get(&v) {
@@ -450,16 +536,13 @@ pub fn build(
             }
             iv
         };
-        let dword_span: Vec<Intervals> = match dword_ivs.remove(&v) {
-            Some(per) => per
-                .into_iter()
-                .map(|mut iv| {
-                    iv.normalize();
-                    iv
-                })
-                .collect(),
-            None => vec![Intervals::default(); d.dwords as usize],
-        };
+        let mut dword_span = std::mem::take(&mut dword_ivs[x]);
+        if dword_span.is_empty() {
+            dword_span = vec![Intervals::default(); d.dwords as usize];
+        }
+        for iv in &mut dword_span {
+            iv.normalize();
+        }
         let dword_live: Vec<Intervals> = dword_span.iter().cloned().map(late).collect();
         web_of.insert(v, webs.len());
         parent.push(webs.len());
@@ -565,43 +648,8 @@ pub fn build(
         union(&mut webs, &mut parent, &mut off, wa, wb, 0, false);
     }
     // Copies, innermost loops first.
-    let mut copies: Vec<(u32, usize, usize, VReg, VReg)> = Vec::new();
-    // Build parts and Extract results: (part, tuple, dword offset of the part in the tuple).
-    let mut parts: Vec<(u32, VReg, VReg, u16)> = Vec::new();
-    for (b, bd) in mf.blocks.iter() {
-        for (k, inst) in bd.insts.iter().enumerate() {
-            match (inst.opcode, inst.ops.as_slice()) {
-                (MOpcode::Copy, [MOperand::Def(d), MOperand::Use(s)]) if is_web(*d) => {
-                    copies.push((bd.loop_depth, b.index(), k, *d, *s));
-                }
-                (MOpcode::Build, [MOperand::Def(d), rest @ ..]) if is_web(*d) => {
-                    let mut at = 0u16;
-                    for o in rest {
-                        match o {
-                            MOperand::Use(u) => {
-                                if is_web(*u) {
-                                    parts.push((bd.loop_depth, *u, *d, at));
-                                }
-                                at += mf.vregs[*u].dwords as u16;
-                            }
-                            // A constant dword.
-                            MOperand::Phys(_) => at += 1,
-                            _ => {}
-                        }
-                    }
-                }
-                (MOpcode::Extract(x), [MOperand::Def(d), MOperand::Use(s)])
-                    if is_web(*d) && is_web(*s) =>
-                {
-                    parts.push((bd.loop_depth, *d, *s, x as u16));
-                }
-                _ => {}
-            }
-        }
-    }
-    copies.sort_by_key(|c| std::cmp::Reverse(c.0));
     let mut coalesced = rustc_hash::FxHashSet::default();
-    for (_, b, k, d, s) in &copies {
+    for (_, b, k, d, s) in copies {
         if union(
             &mut webs,
             &mut parent,
@@ -615,8 +663,7 @@ pub fn build(
         }
     }
     // A part that lands in its tuple's registers needs no move.
-    parts.sort_by_key(|c| std::cmp::Reverse(c.0));
-    for (_, u, t, at) in &parts {
+    for (_, u, t, at) in parts {
         union(
             &mut webs,
             &mut parent,
