@@ -976,6 +976,50 @@ mod tests {
         Metadata::v5("amdgcn-amd-amdhsa--gfx942".into(), vec![k])
     }
 
+    /// kjit's layout: only the kinds asked for, group sizes first, each at its natural
+    /// alignment right after the explicit arguments; the segment ends on a dword.
+    #[test]
+    fn compact_hidden_arguments_follow_the_explicit_ones() {
+        let kinds = [
+            ValueKind::HiddenBlockCountX,
+            ValueKind::HiddenGroupSizeY,
+            ValueKind::HiddenGroupSizeX,
+        ];
+        let (args, size) = hidden_args_compact(36, &kinds);
+        let placed: Vec<(ValueKind, u32, u32)> = args
+            .iter()
+            .map(|a| (a.value_kind.clone(), a.offset, a.size))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                (ValueKind::HiddenGroupSizeX, 36, 2),
+                (ValueKind::HiddenGroupSizeY, 38, 2),
+                (ValueKind::HiddenBlockCountX, 40, 4),
+            ]
+        );
+        assert_eq!(size, 44);
+        // A 2-aligned end: the group size fills the half dword, the count the next dword.
+        let (args, size) = hidden_args_compact(
+            6,
+            &[ValueKind::HiddenBlockCountX, ValueKind::HiddenGroupSizeX],
+        );
+        assert_eq!((args[0].offset, args[1].offset, size), (6, 8, 12));
+        // Nothing asked for: nothing declared, the segment is the explicit one on a dword.
+        assert_eq!(hidden_args_compact(6, &[]), (vec![], 8));
+        assert_eq!(arg_layout_error(&args, 12), None);
+        assert_eq!(
+            arg_layout_error(&args, 11),
+            Some((1, "extends past the kernarg segment size"))
+        );
+        let mut over = args.clone();
+        over[1].offset = 6;
+        assert_eq!(
+            arg_layout_error(&over, 12),
+            Some((1, "overlaps an earlier argument"))
+        );
+    }
+
     #[test]
     fn msgpack_round_trips() {
         let m = sample();

@@ -49,9 +49,7 @@ use rustc_hash::FxHashMap as HashMap;
 use cranelift_entity::{EntityRef, SecondaryMap};
 use kjit_ir::{Block, Function, InstData, Type, Uniformity, Value};
 
-use crate::codeobj::metadata::{
-    hidden_args_compact, AddressSpace, ArgMeta, KernelMeta, ValueKind,
-};
+use crate::codeobj::metadata::{hidden_args_compact, AddressSpace, ArgMeta, KernelMeta, ValueKind};
 use crate::mir::{
     implicit, BranchCond, KernelAbi, MBlock, MInst, MOpcode, MOperand, MachineFunction, RegClass,
     Terminator, VReg,
