@@ -146,7 +146,7 @@ fn arguments_that_overlap_or_leave_the_segment_are_errors() {
     );
     assert!(e.to_string().contains("hidden_block_count_x"), "{e}");
     assert!(e.to_string().contains("overlaps"), "{e}");
-    // The segment cut to 24 bytes: the hidden arguments lie past it.
+    // The segment cut to 24 bytes: the group size (28..30) lies past it.
     let mut short = full.clone();
     let at = find(&short, b".kernarg_segment_size") + b".kernarg_segment_size".len();
     assert_eq!(short[at..at + 3], [0xcd, 0x01, 0x10]); // uint16 272
@@ -156,7 +156,7 @@ fn arguments_that_overlap_or_leave_the_segment_are_errors() {
         matches!(
             e,
             CodeObjectError::BadArgument {
-                index: 2,
+                index: 3,
                 segment: 24,
                 ..
             }
