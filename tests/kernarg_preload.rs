@@ -146,6 +146,73 @@ fn a_lengths_padding_is_preloaded_only_as_a_quads_config_word() {
     }
 }
 
+/// Every library kernel declares only the hidden arguments it reads (workgroup sizes and
+/// counts), right after its explicit arguments and its last buffer's quad, with a segment that
+/// ends there; saxpy's group size then sits in the padding dword after `y.len`, inside the 10
+/// dwords gfx942 preloads (14 and 23 SGPRs with LLVM's 256-byte block).
+#[test]
+fn hidden_arguments_are_only_those_read_and_follow_the_explicit_ones() {
+    use kjit_backend_gcn::codeobj::ValueKind;
+    for spec in kjit_kernels::all().iter().chain(kjit_kernels::matrix()) {
+        let func = (spec.build)().expect("kernel builds");
+        let text = func.to_string();
+        let ck = compile(&func, Target::Gfx942, &CompileOptions::default()).expect("compiles");
+        let meta = &CodeObject::parse(&ck.code_object).expect("reads").kernels[0].meta;
+        let explicit_end = meta
+            .explicit_args()
+            .map(|a| a.offset + a.size)
+            .max()
+            .unwrap_or(0);
+        let hidden: Vec<_> = meta
+            .args
+            .iter()
+            .filter(|a| a.value_kind.is_hidden())
+            .collect();
+        for a in &hidden {
+            let (reads, dim) = match a.value_kind {
+                ValueKind::HiddenGroupSizeX => ("workgroup_size", 'x'),
+                ValueKind::HiddenGroupSizeY => ("workgroup_size", 'y'),
+                ValueKind::HiddenGroupSizeZ => ("workgroup_size", 'z'),
+                ValueKind::HiddenBlockCountX => ("num_workgroups", 'x'),
+                ValueKind::HiddenBlockCountY => ("num_workgroups", 'y'),
+                ValueKind::HiddenBlockCountZ => ("num_workgroups", 'z'),
+                ref k => panic!("{}: declares {}", spec.name, k.as_str()),
+            };
+            assert!(
+                text.contains(&format!("{reads}.{dim}")),
+                "{}: declares {} but reads no {reads}.{dim}",
+                spec.name,
+                a.value_kind.as_str()
+            );
+            assert!(a.offset >= explicit_end, "{}: {a:?}", spec.name);
+            assert_eq!(a.offset % a.size, 0, "{}: {a:?}", spec.name);
+            assert!(a.offset < explicit_end + 8 + 4 * 6, "{}: {a:?}", spec.name);
+        }
+        let end = meta
+            .args
+            .iter()
+            .map(|a| a.offset + a.size)
+            .max()
+            .unwrap_or(0);
+        assert!(meta.kernarg_segment_size >= end, "{}", spec.name);
+        assert!(
+            meta.kernarg_segment_size <= end.div_ceil(8) * 8 + 4,
+            "{}",
+            spec.name
+        );
+    }
+    let spec = kjit_kernels::find("saxpy").expect("library kernel");
+    let func = (spec.build)().expect("builds");
+    let ck = compile(&func, Target::Gfx942, &CompileOptions::default()).expect("compiles");
+    let meta = &CodeObject::parse(&ck.code_object).expect("reads").kernels[0].meta;
+    let gs = meta
+        .hidden_arg(&ValueKind::HiddenGroupSizeX)
+        .expect("declared");
+    assert_eq!((gs.offset, meta.kernarg_segment_size), (36, 40));
+    assert_eq!(ck.header.kernarg_preload, 10);
+    assert!(ck.header.sgprs <= 20, "{}", ck.header.sgprs);
+}
+
 /// A buffer slot crossing the preloaded prefix (hash_chain's `out` on gfx90a: dwords 8–11 of
 /// 10 preloaded) loads only its length and the `rounds` after it, not the preloaded address
 /// again in a quad above every preloaded SGPR (24 SGPRs before, 20 now).

@@ -117,6 +117,55 @@ fn foreign_and_damaged_files_name_the_problem() {
     assert!(CodeObject::parse(&note).is_err());
 }
 
+/// Metadata whose arguments overlap or run past `.kernarg_segment_size` is refused by the
+/// reader (a runtime would write one argument over another, or past the segment), naming the
+/// kernel, the argument and the bytes.
+#[test]
+fn arguments_that_overlap_or_leave_the_segment_are_errors() {
+    let full = ours();
+    let k = &CodeObject::parse(&full).unwrap().kernels[0];
+    // out@0, n@8, hidden_block_count_x@16, hidden_group_size_x@28 (LLVM's layout), 272 bytes.
+    assert_eq!(k.meta.args[2].offset, 16);
+    assert_eq!(k.meta.kernarg_segment_size, 272);
+    // The block count moved onto `n` (the third `.offset` holds fixint 16; 8 overlaps).
+    let mut over = full.clone();
+    let at = over
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| *w == b"\xa7.offset")
+        .nth(2)
+        .unwrap()
+        .0
+        + 8;
+    assert_eq!(over[at], 16);
+    over[at] = 8;
+    let e = CodeObject::parse(&over).unwrap_err();
+    assert!(
+        matches!(e, CodeObjectError::BadArgument { ref kernel, index: 2, offset: 8, .. } if kernel == "a"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("hidden_block_count_x"), "{e}");
+    assert!(e.to_string().contains("overlaps"), "{e}");
+    // The segment cut to 24 bytes: the group size (28..30) lies past it.
+    let mut short = full.clone();
+    let at = find(&short, b".kernarg_segment_size") + b".kernarg_segment_size".len();
+    assert_eq!(short[at..at + 3], [0xcd, 0x01, 0x10]); // uint16 272
+    short[at..at + 3].copy_from_slice(&[0xcd, 0x00, 24]);
+    let e = CodeObject::parse(&short).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CodeObjectError::BadArgument {
+                index: 3,
+                segment: 24,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("past the kernarg segment"), "{e}");
+}
+
 #[test]
 fn clang_object_truncations_are_errors() {
     let Some((clang, lld)) = tools("clang_object_truncations_are_errors") else {

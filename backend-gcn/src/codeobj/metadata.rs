@@ -361,6 +361,82 @@ pub fn hidden_args_v5(explicit_end: u32, kinds: &[ValueKind]) -> (Vec<ArgMeta>, 
     (args, base + HIDDEN_ARGS_V5_SIZE)
 }
 
+/// The order kjit lays out the hidden arguments its own kernels declare
+/// ([`hidden_args_compact`]), by how many kernels read them: the workgroup sizes first (every
+/// kernel that forms a global id reads `group_size_x`), so that they sit in the first dword after
+/// the explicit arguments, the likeliest to be preloaded into user SGPRs; then the block counts
+/// (grid-stride and persistent kernels); then the rest in [`HIDDEN_ARGS_V5`] order. Each kind
+/// keeps its v5 size.
+pub const HIDDEN_ARGS_COMPACT_ORDER: &[ValueKind] = &[
+    ValueKind::HiddenGroupSizeX,
+    ValueKind::HiddenGroupSizeY,
+    ValueKind::HiddenGroupSizeZ,
+    ValueKind::HiddenBlockCountX,
+    ValueKind::HiddenBlockCountY,
+    ValueKind::HiddenBlockCountZ,
+];
+
+/// The hidden arguments of `kinds` laid out compactly from `explicit_end`: in
+/// [`HIDDEN_ARGS_COMPACT_ORDER`] (kinds it does not list after those, in [`HIDDEN_ARGS_V5`]
+/// order), each at the next multiple of its size (its natural alignment). Returns them and
+/// the segment size: the end of the last one (or `explicit_end`) rounded up to a dword, as
+/// LLVM rounds `kernarg_segment_size` so that scalar loads, which read whole dwords, may
+/// read the last argument (`AMDGPUSubtarget::getKernArgSegmentSize`). Kinds outside
+/// [`HIDDEN_ARGS_V5`] are left out.
+///
+/// A runtime writes each hidden argument at the offset its metadata gives (CLR's
+/// `submitKernelInternal`, `WriteAqlArgAt(..., it.size_, it.offset_)`; kjit's software device
+/// in `runtime/src/emu/args.rs`), so nothing needs LLVM's 256-byte block; a kernel that
+/// declares only what it reads keeps them within the few dwords after its explicit arguments.
+pub fn hidden_args_compact(explicit_end: u32, kinds: &[ValueKind]) -> (Vec<ArgMeta>, u32) {
+    let rank = |k: &ValueKind| {
+        HIDDEN_ARGS_COMPACT_ORDER
+            .iter()
+            .position(|o| o == k)
+            .unwrap_or(HIDDEN_ARGS_COMPACT_ORDER.len())
+    };
+    let mut table: Vec<&(ValueKind, u32, u32)> = HIDDEN_ARGS_V5
+        .iter()
+        .filter(|(k, _, _)| kinds.contains(k))
+        .collect();
+    // Stable: kinds of equal rank keep the v5 order.
+    table.sort_by_key(|(k, _, _)| rank(k));
+    let mut end = explicit_end;
+    let args = table
+        .into_iter()
+        .map(|(k, _, size)| {
+            let off = end.div_ceil(*size) * size;
+            end = off + size;
+            ArgMeta::new(off, *size, k.clone())
+        })
+        .collect();
+    (args, end.div_ceil(4) * 4)
+}
+
+/// Why the arguments `args` of a kernel with a `segment_size`-byte kernarg segment cannot be
+/// placed: the index of the first bad one and what is wrong with it (an argument that runs
+/// past the segment or overlaps an earlier one; arguments of size 0 occupy nothing). Shared by
+/// the writer and the reader, so a runtime never packs two arguments into the same bytes.
+pub fn arg_layout_error(args: &[ArgMeta], segment_size: u32) -> Option<(usize, &'static str)> {
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    for (index, a) in args.iter().enumerate() {
+        let Some(end) = a.offset.checked_add(a.size) else {
+            return Some((index, "offset + size overflows"));
+        };
+        if end > segment_size {
+            return Some((index, "extends past the kernarg segment size"));
+        }
+        if a.size == 0 {
+            continue;
+        }
+        if spans.iter().any(|&(s, e)| a.offset < e && s < end) {
+            return Some((index, "overlaps an earlier argument"));
+        }
+        spans.push((a.offset, end));
+    }
+    None
+}
+
 /// Metadata of one kernel (`amdhsa.kernels[i]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct KernelMeta {
@@ -898,6 +974,50 @@ mod tests {
         k.kernarg_segment_size = size;
         k.reqd_workgroup_size = Some([64, 1, 1]);
         Metadata::v5("amdgcn-amd-amdhsa--gfx942".into(), vec![k])
+    }
+
+    /// kjit's layout: only the kinds asked for, group sizes first, each at its natural
+    /// alignment right after the explicit arguments; the segment ends on a dword.
+    #[test]
+    fn compact_hidden_arguments_follow_the_explicit_ones() {
+        let kinds = [
+            ValueKind::HiddenBlockCountX,
+            ValueKind::HiddenGroupSizeY,
+            ValueKind::HiddenGroupSizeX,
+        ];
+        let (args, size) = hidden_args_compact(36, &kinds);
+        let placed: Vec<(ValueKind, u32, u32)> = args
+            .iter()
+            .map(|a| (a.value_kind.clone(), a.offset, a.size))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                (ValueKind::HiddenGroupSizeX, 36, 2),
+                (ValueKind::HiddenGroupSizeY, 38, 2),
+                (ValueKind::HiddenBlockCountX, 40, 4),
+            ]
+        );
+        assert_eq!(size, 44);
+        // A 2-aligned end: the group size fills the half dword, the count the next dword.
+        let (args, size) = hidden_args_compact(
+            6,
+            &[ValueKind::HiddenBlockCountX, ValueKind::HiddenGroupSizeX],
+        );
+        assert_eq!((args[0].offset, args[1].offset, size), (6, 8, 12));
+        // Nothing asked for: nothing declared, the segment is the explicit one on a dword.
+        assert_eq!(hidden_args_compact(6, &[]), (vec![], 8));
+        assert_eq!(arg_layout_error(&args, 12), None);
+        assert_eq!(
+            arg_layout_error(&args, 11),
+            Some((1, "extends past the kernarg segment size"))
+        );
+        let mut over = args.clone();
+        over[1].offset = 6;
+        assert_eq!(
+            arg_layout_error(&over, 12),
+            Some((1, "overlaps an earlier argument"))
+        );
     }
 
     #[test]

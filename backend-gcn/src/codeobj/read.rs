@@ -11,7 +11,7 @@ use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::LittleEndian as LE;
 
 use super::descriptor::{DescriptorError, KernelDescriptor, Occupancy, KERNEL_DESCRIPTOR_SIZE};
-use super::metadata::{ArgMeta, KernelMeta, Metadata, MetadataError};
+use super::metadata::{arg_layout_error, ArgMeta, KernelMeta, Metadata, MetadataError};
 use super::target_id::{FeatureSetting, TargetId};
 use super::{ELFABIVERSION_AMDGPU_HSA_V4, ELFOSABI_AMDGPU_HSA, NT_AMDGPU_METADATA};
 use crate::target::Target;
@@ -76,6 +76,25 @@ pub enum CodeObjectError {
         kernel: String,
         /// The descriptor symbol it names.
         symbol: String,
+    },
+    /// The metadata places an argument past the kernarg segment or over another argument (a
+    /// runtime would write one argument's bytes over another's).
+    #[error("kernel '{kernel}': argument {index} ({kind}) at bytes {offset}..{end} {why} (the kernarg segment is {segment} bytes)")]
+    BadArgument {
+        /// The kernel.
+        kernel: String,
+        /// Argument index in the metadata.
+        index: usize,
+        /// Its `.value_kind`.
+        kind: String,
+        /// Its offset.
+        offset: u32,
+        /// Its end (offset + size, saturated).
+        end: u32,
+        /// The kernel's `.kernarg_segment_size`.
+        segment: u32,
+        /// What is wrong.
+        why: &'static str,
     },
     /// A descriptor's entry offset points outside the executable code.
     #[error("kernel '{kernel}': entry address {addr:#x} is not inside an executable section")]
@@ -483,6 +502,18 @@ impl CodeObject {
                 Some(m) => m.clone(),
                 None => meta_from_descriptor(&name, &descriptor),
             };
+            if let Some((index, why)) = arg_layout_error(&meta.args, meta.kernarg_segment_size) {
+                let a = &meta.args[index];
+                return Err(CodeObjectError::BadArgument {
+                    kernel: name,
+                    index,
+                    kind: a.value_kind.as_str().to_string(),
+                    offset: a.offset,
+                    end: a.offset.saturating_add(a.size),
+                    segment: meta.kernarg_segment_size,
+                    why,
+                });
+            }
             kernels.push(Kernel {
                 name,
                 code,

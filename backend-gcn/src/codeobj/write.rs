@@ -167,30 +167,23 @@ impl KernelBuild {
                 len: self.code.len(),
             });
         }
-        let mut spans: Vec<(u32, u32, usize)> = Vec::new();
-        for (index, a) in self.args.iter().enumerate() {
-            let bad = |why| WriteError::BadArgument {
+        let bad = |index: usize, why| {
+            let a = &self.args[index];
+            WriteError::BadArgument {
                 name: self.name.clone(),
                 index,
                 offset: a.offset,
                 size: a.size,
                 why,
-            };
-            let end = a
-                .offset
-                .checked_add(a.size)
-                .ok_or_else(|| bad("offset + size overflows"))?;
-            if end > self.descriptor.kernarg_size {
-                return Err(bad("extends past the kernarg segment size"));
             }
-            if a.size == 0 {
-                return Err(bad("has size 0"));
-            }
-            if let Some(&(_, _, other)) = spans.iter().find(|(s, e, _)| a.offset < *e && *s < end) {
-                let _ = other;
-                return Err(bad("overlaps an earlier argument"));
-            }
-            spans.push((a.offset, end, index));
+        };
+        if let Some(index) = self.args.iter().position(|a| a.size == 0) {
+            return Err(bad(index, "has size 0"));
+        }
+        if let Some((index, why)) =
+            super::metadata::arg_layout_error(&self.args, self.descriptor.kernarg_size)
+        {
+            return Err(bad(index, why));
         }
         if !self.kernarg_segment_align.is_power_of_two() || self.kernarg_segment_align < 4 {
             return Err(WriteError::BadArgument {
@@ -206,7 +199,8 @@ impl KernelBuild {
 }
 
 /// Lays out explicit kernel arguments in the kernarg segment the way the HIP/OpenCL ABI does
-/// (each at the next multiple of its alignment), then the v5 hidden arguments.
+/// (each at the next multiple of its alignment), then the hidden arguments: in LLVM's v5 layout
+/// ([`KernargLayout::finish_v5`]) or compactly, only those asked for ([`KernargLayout::finish_compact`]).
 #[derive(Clone, Debug, Default)]
 pub struct KernargLayout {
     args: Vec<ArgMeta>,
@@ -261,7 +255,19 @@ impl KernargLayout {
     /// Appends the v5 hidden arguments of `kinds` (in LLVM's layout, 256 bytes from the next
     /// 8-aligned offset) and returns arguments and segment size.
     pub fn finish_v5(self, kinds: &[super::ValueKind]) -> (Vec<ArgMeta>, u32) {
-        let (hidden, size) = super::metadata::hidden_args_v5(self.end, kinds);
+        let hidden = super::metadata::hidden_args_v5(self.end, kinds);
+        self.finish_with(hidden)
+    }
+
+    /// Appends only the hidden arguments of `kinds`, compactly after the explicit ones
+    /// (kjit's layout, [`super::metadata::hidden_args_compact`]), and returns arguments and
+    /// segment size.
+    pub fn finish_compact(self, kinds: &[super::ValueKind]) -> (Vec<ArgMeta>, u32) {
+        let hidden = super::metadata::hidden_args_compact(self.end, kinds);
+        self.finish_with(hidden)
+    }
+
+    fn finish_with(self, (hidden, size): (Vec<ArgMeta>, u32)) -> (Vec<ArgMeta>, u32) {
         let mut args = self.args;
         args.extend(hidden);
         (args, size)

@@ -49,9 +49,7 @@ use rustc_hash::FxHashMap as HashMap;
 use cranelift_entity::{EntityRef, SecondaryMap};
 use kjit_ir::{Block, Function, InstData, Type, Uniformity, Value};
 
-use crate::codeobj::metadata::{
-    hidden_args_v5, AddressSpace, ArgMeta, KernelMeta, ValueKind, HIDDEN_ARGS_V5,
-};
+use crate::codeobj::metadata::{hidden_args_compact, AddressSpace, ArgMeta, KernelMeta, ValueKind};
 use crate::mir::{
     implicit, BranchCond, KernelAbi, MBlock, MInst, MOpcode, MOperand, MachineFunction, RegClass,
     Terminator, VReg,
@@ -200,11 +198,51 @@ fn kernel_meta(func: &Function) -> (KernelMeta, Vec<ArgSlot>) {
             }
         }
     }
-    let kinds: Vec<ValueKind> = HIDDEN_ARGS_V5.iter().map(|(k, _, _)| k.clone()).collect();
-    let (hidden, size) = hidden_args_v5(off, &kinds);
+    // A buffer slot is read as a quad (`s_load_dwordx4`: address, length and the dword after
+    // it), so the segment reaches past the last slot's length.
+    let reads_end = slots
+        .iter()
+        .filter(|s| s.len_offset != 0)
+        .map(|s| s.len_offset + 8)
+        .max()
+        .unwrap_or(0);
+    let (hidden, size) = hidden_args_compact(off, &hidden_reads(func));
+    let size = size.max(reads_end);
     meta.args.extend(hidden);
     meta.kernarg_segment_size = size;
     (meta, slots)
+}
+
+/// The hidden argument that holds special register `reg`, if one does.
+fn hidden_kind(reg: kjit_ir::SpecialReg) -> Option<ValueKind> {
+    use kjit_ir::{Dim, SpecialReg};
+    Some(match reg {
+        SpecialReg::WorkgroupSize(Dim::X) => ValueKind::HiddenGroupSizeX,
+        SpecialReg::WorkgroupSize(Dim::Y) => ValueKind::HiddenGroupSizeY,
+        SpecialReg::WorkgroupSize(Dim::Z) => ValueKind::HiddenGroupSizeZ,
+        SpecialReg::NumWorkgroups(Dim::X) => ValueKind::HiddenBlockCountX,
+        SpecialReg::NumWorkgroups(Dim::Y) => ValueKind::HiddenBlockCountY,
+        SpecialReg::NumWorkgroups(Dim::Z) => ValueKind::HiddenBlockCountZ,
+        _ => return None,
+    })
+}
+
+/// The hidden arguments `func` reads (the special registers of its blocks' instructions that
+/// live in the kernarg segment), the only ones its metadata declares: a runtime fills what is
+/// declared (CLR sets up a hostcall service for `hidden_hostcall_buffer`), and the fewer there
+/// are, the closer the read ones sit to the explicit arguments ([`preload_dwords`]).
+fn hidden_reads(func: &Function) -> Vec<ValueKind> {
+    let mut kinds = Vec::new();
+    for &b in &func.layout {
+        for &i in &func.blocks[b].insts {
+            if let InstData::Special { reg } = func.insts[i] {
+                if let Some(k) = hidden_kind(reg).filter(|k| !kinds.contains(k)) {
+                    kinds.push(k);
+                }
+            }
+        }
+    }
+    kinds
 }
 
 /// The SGPR the first preloaded kernarg dword lands in (after the kernarg pointer pair).
@@ -223,9 +261,16 @@ fn max_preload_dwords(target: Target) -> u32 {
 }
 
 /// The kernarg dwords (a prefix of the segment, in dwords) worth preloading into user SGPRs:
-/// enough to hold every prologue load that fits under [`max_preload_dwords`] (explicit
-/// arguments, and the hidden workgroup sizes and counts when they are that close). A load
-/// that does not fit stays an `s_load`. 0 when there is nothing to preload.
+/// enough to hold every prologue load of an explicit argument that fits under
+/// [`max_preload_dwords`]. A load that does not fit stays an `s_load`. 0 when there is
+/// nothing to preload.
+///
+/// The hidden arguments (right after the explicit ones, [`kernel_meta`]) are preloaded where
+/// that prefix holds them (saxpy's group size in the padding dword after `y.len`) and never
+/// extend it: each dword more moves the workgroup id one SGPR higher, where the hidden
+/// argument's `s_load_dword` takes any free SGPR (measured on gfx942: vector_add, seed_2d,
+/// wave_permute 1 SGPR more, the hash kernels 3-4 more and 3 instructions; reduce_sum and
+/// vector_add_pipelined would have been 2 and 3 instructions shorter, `docs/performance-log.md`).
 ///
 /// A buffer's length takes the dword after it too when that dword lands on the last SGPR of an
 /// aligned quad (the slot then fills the quad its descriptor is built over in place, the
@@ -237,7 +282,7 @@ fn max_preload_dwords(target: Target) -> u32 {
 /// Measured against leaving out the pointer of a buffer whose length does not fit too
 /// (issue 15, `docs/performance-log.md`): up to 5% more cycles on `mi250x` (hash_rounds,
 /// stencil_pipelined), through the allocation that followed the shifted system SGPRs.
-fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Target) -> u32 {
+fn preload_dwords(func: &Function, slots: &[ArgSlot], target: Target) -> u32 {
     let limit = max_preload_dwords(target);
     // (first dword, dwords) of each load the prologue makes.
     let mut loads: Vec<(u32, u32)> = Vec::new();
@@ -252,31 +297,11 @@ fn preload_dwords(func: &Function, slots: &[ArgSlot], hidden: u32, target: Targe
             t => loads.push((slot.offset / 4, if t.bytes() == 8 { 2 } else { 1 })),
         }
     }
-    for d in func.insts.values() {
-        if let InstData::Special { reg } = d {
-            match reg {
-                kjit_ir::SpecialReg::WorkgroupSize(d) => {
-                    loads.push(((hidden + 12 + 2 * d.index() as u32) / 4, 1))
-                }
-                kjit_ir::SpecialReg::NumWorkgroups(d) => {
-                    loads.push((hidden / 4 + d.index() as u32, 1))
-                }
-                _ => {}
-            }
-        }
-    }
     loads
         .iter()
         .map(|&(a, n)| a + n)
         .filter(|&e| e <= limit)
         .max()
-        .unwrap_or(0)
-}
-
-/// Offset of the v5 hidden-argument block after the explicit arguments.
-fn hidden_base(meta: &KernelMeta) -> u32 {
-    meta.hidden_arg(&ValueKind::HiddenBlockCountX)
-        .map(|a| a.offset)
         .unwrap_or(0)
 }
 
@@ -414,7 +439,7 @@ impl<'a> Isel<'a> {
         }
         let (meta, slots) = kernel_meta(func);
         let preload = if kernarg_preload && !func.layout.is_empty() {
-            preload_dwords(func, &slots, hidden_base(&meta), target)
+            preload_dwords(func, &slots, target)
         } else {
             0
         };
@@ -1702,7 +1727,6 @@ impl<'a> Isel<'a> {
         // Arguments.
         let entry = self.order[0];
         let params: Vec<Value> = func.blocks[entry].params.clone();
-        let hb = hidden_base(&self.mf.abi.meta);
         for (k, &p) in params.iter().enumerate() {
             let slot = self.slots[k];
             match func.value_type(p) {
@@ -1808,7 +1832,7 @@ impl<'a> Isel<'a> {
         for &b in &self.order.clone() {
             for &i in &func.blocks[b].insts {
                 let r = match func.insts[i] {
-                    InstData::Special { reg } => self.prologue_special(reg, hb),
+                    InstData::Special { reg } => self.prologue_special(reg),
                     InstData::BufferLen { buf } => self.lens.get(&buf).copied(),
                     _ => None,
                 };
@@ -1820,24 +1844,25 @@ impl<'a> Isel<'a> {
         Ok(())
     }
 
-    /// The register of special register `reg`, made in the prologue on its first use (`hb`:
-    /// the hidden arguments' kernarg offset); `None` for one this target does not provide.
-    fn prologue_special(&mut self, reg: kjit_ir::SpecialReg, hb: u32) -> Option<VReg> {
+    /// The register of special register `reg`, made in the prologue on its first use (a
+    /// workgroup size or count from its hidden argument, at the offset the kernel's metadata
+    /// gives); `None` for one this target does not provide.
+    fn prologue_special(&mut self, reg: kjit_ir::SpecialReg) -> Option<VReg> {
         if let Some(&r) = self.specials.get(&reg) {
             return Some(r);
         }
-        let r = match reg {
-            kjit_ir::SpecialReg::WorkgroupSize(d) => {
-                let off = hb + 12 + 2 * d.index() as u32;
-                let w = self.s_load(off & !3, 1);
+        let hidden = hidden_kind(reg).and_then(|k| self.mf.abi.meta.hidden_arg(&k));
+        let r = match (reg, hidden.map(|a| (a.offset, a.size))) {
+            (_, Some((off, 2))) => {
+                let w = self.s_load_hidden(off & !3);
                 if off & 2 != 0 {
                     self.sop2("s_lshr_b32", &[valu::Src::R(w), valu::Src::Imm(16)])
                 } else {
                     self.sop2("s_and_b32", &[valu::Src::R(w), valu::Src::Imm(0xffff)])
                 }
             }
-            kjit_ir::SpecialReg::NumWorkgroups(d) => self.s_load(hb + 4 * d.index() as u32, 1),
-            kjit_ir::SpecialReg::LaneId => match self.lane_id {
+            (_, Some((off, _))) => self.s_load_hidden(off),
+            (kjit_ir::SpecialReg::LaneId, _) => match self.lane_id {
                 Some(l) => l,
                 None => {
                     let l = self.lane_id_reg();
@@ -1876,6 +1901,18 @@ impl<'a> Isel<'a> {
     /// `s_load_dword{,x2,x4}` from the kernarg segment, or the words out of the preloaded
     /// user SGPRs.
     fn s_load(&mut self, offset: u32, dwords: u8) -> VReg {
+        self.s_load_from(offset, dwords, true)
+    }
+
+    /// A hidden argument's dword: like [`Isel::s_load`], but never read out of a buffer's
+    /// `s_load_dwordx4` that covers it (the hidden arguments start right after the last
+    /// buffer's length): the group size, read first, would keep that quad loaded and live
+    /// from the top of the prologue (vector_add gfx90a: 17 -> 24 SGPRs, measured).
+    fn s_load_hidden(&mut self, offset: u32) -> VReg {
+        self.s_load_from(offset, 1, false)
+    }
+
+    fn s_load_from(&mut self, offset: u32, dwords: u8, from_wider: bool) -> VReg {
         let ka = self
             .kernarg
             .expect("prologue loads the kernarg pointer first");
@@ -1895,6 +1932,7 @@ impl<'a> Isel<'a> {
         let covering = self
             .kernarg_loads
             .iter()
+            .filter(|_| from_wider)
             .filter(|&(&(b, n), _)| b <= offset && end <= b + 4 * n as u32 && n > dwords)
             .min_by_key(|&(&(b, n), _)| (n, b))
             .map(|(&(b, _), &r)| (b, r));
