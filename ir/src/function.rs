@@ -86,7 +86,7 @@ pub struct BlockData {
 pub const MAX_LDS_BYTES: u64 = 64 * 1024;
 
 /// A kernel.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Function {
     /// Kernel name (the symbol in the code object).
     pub name: String,
@@ -111,6 +111,44 @@ pub struct Function {
     pub blocks: PrimaryMap<Block, BlockData>,
     /// Block order; `layout[0]` is the entry block.
     pub layout: Vec<Block>,
+}
+
+/// A copy of every table; the results table as [`copy_results`] makes it.
+impl Clone for Function {
+    fn clone(&self) -> Function {
+        Function {
+            name: self.name.clone(),
+            params: self.params.clone(),
+            flags: self.flags,
+            workgroup_size: self.workgroup_size,
+            lds: self.lds.clone(),
+            insts: self.insts.clone(),
+            results: copy_results(&self.results, self.results.as_values_slice().len()),
+            values: self.values.clone(),
+            blocks: self.blocks.clone(),
+            layout: self.layout.clone(),
+        }
+    }
+}
+
+/// The results table `r` with `len` entries (cut, or padded with empty lists): each list copied
+/// as a slice of `Copy` values. A results table's own `clone` and `resize` clone one `SmallVec`
+/// per entry through its generic `extend` (~50 instructions each, empty ones too), which was
+/// most of copying or growing the tables of a large kernel (the gemm's ~5,000 instructions,
+/// copied per strength-reduction trial).
+fn copy_results(
+    r: &SecondaryMap<Inst, SmallVec<[Value; 1]>>,
+    len: usize,
+) -> SecondaryMap<Inst, SmallVec<[Value; 1]>> {
+    let old = r.as_values_slice();
+    let mut elems = Vec::with_capacity(len);
+    elems.extend(
+        old[..old.len().min(len)]
+            .iter()
+            .map(|x| SmallVec::from_slice(x)),
+    );
+    elems.resize_with(len, SmallVec::new);
+    SecondaryMap::from(elems)
 }
 
 impl Function {
@@ -149,15 +187,14 @@ impl Function {
             workgroup_size: self.workgroup_size,
             lds: self.lds.clone(),
             insts: PrimaryMap::with_capacity(self.insts.len() + insts),
-            results: self.results.clone(),
+            // Room for the results of the new instructions (entries past the instructions are
+            // empty, so a shorter table is the same table).
+            results: copy_results(&self.results, self.insts.len() + insts),
             values: PrimaryMap::with_capacity(self.values.len() + values),
             blocks: self.blocks.clone(),
             layout: self.layout.clone(),
         };
         f.insts.extend(self.insts.values().cloned());
-        // Room for the results of the new instructions (entries past the instructions are
-        // empty, so a shorter table is the same table).
-        f.results.resize(self.insts.len() + insts);
         f.values.extend(self.values.values().cloned());
         f
     }
@@ -189,9 +226,15 @@ impl Function {
         let tys = data.result_types(self)?;
         let inst = self.insts.push(data);
         // The results table grows with the instruction table, by doubling (written one entry
-        // past its end per instruction, it took the slow path of every write).
+        // past its end per instruction, it took the slow path of every write); the lists are
+        // moved into the larger table and the new entries made empty, not cloned (as in
+        // [`copy_results`]).
         if self.results.get(inst).is_none() {
-            self.results.resize((2 * inst.as_u32() as usize).max(16));
+            let len = (2 * inst.as_u32() as usize).max(16);
+            let mut elems = Vec::with_capacity(len);
+            elems.extend(self.results.values_mut().map(std::mem::take));
+            elems.resize_with(len, SmallVec::new);
+            self.results = SecondaryMap::from(elems);
         }
         let mut res = SmallVec::new();
         for (i, t) in tys.into_iter().enumerate() {
@@ -295,7 +338,7 @@ impl Function {
             layout: Vec::with_capacity(self.layout.len()),
             ..Default::default()
         };
-        out.results.resize(n_insts);
+        out.results = copy_results(&out.results, n_insts);
         let mut bmap: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
         bmap.resize(self.blocks.len());
         for &b in &self.layout {
