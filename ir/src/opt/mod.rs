@@ -784,7 +784,10 @@ impl Rebuild<'_> {
             return None;
         }
         self.busy[k] = true;
-        let ty = self.g[id].data.ty?;
+        // The class looked up once (indexing the e-graph is a hash lookup).
+        let g = self.g;
+        let class = &g[id];
+        let ty = class.data.ty?;
         let usable = |this: &Self, n: &Node| {
             !matches!(n, Node::Ty(_))
                 && this.node_avail(n) < pos
@@ -798,19 +801,18 @@ impl Rebuild<'_> {
         // candidate: it is tried before the others' costs are computed and sorted (it is
         // nearly always the one taken).
         let best = self.ex.costs[k];
-        let first = self.g[id]
+        let first = class
             .nodes
             .iter()
             .position(|n| usable(self, n) && Some(self.cost_of(n)) == best);
         let mut result = None;
         if let Some(at) = first {
-            let n = self.g[id].nodes[at].clone();
-            result = self.emit(out, &n, ty, pos);
+            result = self.emit(out, &class.nodes[at], ty, pos);
         }
         if result.is_none() {
             // The filters read only availability, costs and the busy marks, which the failed
             // try left as they were: the same candidates, in the same order, as before it.
-            let mut cands: smallvec::SmallVec<[(Cost, usize); 4]> = self.g[id]
+            let mut cands: smallvec::SmallVec<[(Cost, usize); 4]> = class
                 .nodes
                 .iter()
                 .enumerate()
@@ -822,8 +824,7 @@ impl Rebuild<'_> {
                 if Some(at) == first {
                     continue;
                 }
-                let n = self.g[id].nodes[at].clone();
-                if let Some(v) = self.emit(out, &n, ty, pos) {
+                if let Some(v) = self.emit(out, &class.nodes[at], ty, pos) {
                     result = Some(v);
                     break;
                 }
