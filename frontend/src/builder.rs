@@ -340,10 +340,15 @@ impl KernelBuilder {
         let mut g = self.inner.borrow_mut();
         match g.push(data, call, site) {
             Some(i) => {
-                let r = g.func.results[i].clone();
-                match r.as_slice() {
-                    [v] if g.func.values[*v].ty == ty => *v,
-                    _ => {
+                // Read in place (a clone of the results list per value went through
+                // `SmallVec`'s generic `extend`).
+                let one = match g.func.results[i].as_slice() {
+                    [v] if g.func.values[*v].ty == ty => Some(*v),
+                    _ => None,
+                };
+                match one {
+                    Some(v) => v,
+                    None => {
                         g.error(call, site, format!("expected one {ty} result"));
                         let cur = g.cur;
                         g.placeholder(cur, ty)
