@@ -270,6 +270,9 @@ pub struct Allocator {
     runs: crate::memo::Memo<(u32, u32, u32), RaRun>,
     /// The PRegs and slots each regalloc2 run used and its VGPR layout, by register counts.
     layouts: crate::memo::Memo<(u32, u32, u32), std::sync::Arc<Laid>>,
+    /// The allocation without a VGPR budget by SGPR singles, where the unbudgeted search keeps
+    /// every VGPR value in a register: every budget it fits allocates the same.
+    in_registers: crate::memo::Memo<u32, Result<Allocated, RegallocError>>,
     /// Whether the singles were split over two classes ([`overflow`]): a budget that must keep
     /// values in memory is then allocated with every single in `Float`
     /// ([`Allocator::one_class`]), where regalloc2 chooses what to spill over all of them.
@@ -466,6 +469,7 @@ impl Allocator {
             pres_f,
             runs: Default::default(),
             layouts: Default::default(),
+            in_registers: Default::default(),
             split: func.vector_dwords == 1,
             one_class: std::sync::OnceLock::new(),
             func,
@@ -555,12 +559,14 @@ impl Allocator {
     }
 
     /// The unbudgeted search's run (regalloc2 counts and output) when it keeps every VGPR
-    /// value in a register inside `budget`, which every such budget then allocates alike.
+    /// value in a register inside `budget`, which every such budget then allocates alike, and
+    /// whether it has no VGPR spill slots (then nothing after the run depends on the budget:
+    /// [`Allocator::allocate_with`]).
     fn unbudgeted(
         &self,
         n_int: u32,
         budget: u32,
-    ) -> Result<Option<(u32, u32, RaRun)>, RegallocError> {
+    ) -> Result<Option<(u32, u32, RaRun, bool)>, RegallocError> {
         let shape = &self.shape;
         let target = shape.target;
         // A layout keeping every single-VGPR value in a register ends at or above the most of
@@ -577,7 +583,7 @@ impl Allocator {
             let laid = self.laid_out((n_int, n_f, n_v), out);
             let top = u32::from(laid.layout.top);
             if !spilled && fits(top) {
-                return Ok(Some((n_f, n_v, run)));
+                return Ok(Some((n_f, n_v, run, true)));
             }
             // Slots in spare VGPRs are registers: when every slot is a VGPR one and they all
             // fit above the layout inside the budget (then no scratch temporaries are kept
@@ -596,7 +602,7 @@ impl Allocator {
                     None => laid.slots_end,
                 };
                 if fits(u32::from(end)) {
-                    return Ok(Some((n_f, n_v, run)));
+                    return Ok(Some((n_f, n_v, run, false)));
                 }
             }
         }
@@ -682,7 +688,17 @@ impl Allocator {
         // only when that does not fit, the search is repeated inside the budget's caps.
         let found = self.unbudgeted(n_int, budget)?;
         let (n_f, n_v, run) = match found {
-            Some(x) => x,
+            // No VGPR value in a slot: the budget only bounds the layout, which fits it (no
+            // slot goes among or above the values, no temporaries are kept), so this is the
+            // allocation without a budget, made once for every budget the run fits
+            // (hash_lanes_wide's bound-112 schedule under the default compile's levels 3
+            // and 4).
+            Some((_, _, _, true)) if vgpr_budget.is_some() => {
+                return self
+                    .in_registers
+                    .get_or_make(n_int, || self.allocate_with(None, n_int));
+            }
+            Some((n_f, n_v, run, _)) => (n_f, n_v, run),
             // Values must stay in memory: regalloc2 chooses them over all singles in one class.
             None if self.split => return self.one_class()?.allocate_with(vgpr_budget, n_int),
             None => {
