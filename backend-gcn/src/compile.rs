@@ -261,7 +261,7 @@ pub struct Selected {
     /// Waits and wait states of each distinct allocation ([`late_cached`]): the default
     /// compile's level search profiles allocations that become kernels too.
     waited: WaitedCache,
-    /// Allocations by (first bound of the schedule, VGPR budget, SGPR budget, checked): the
+    /// Allocations by (first bound of the schedule, VGPR budget, SGPR count, checked): the
     /// default compile's level search ([`surely_in_memory`]) and the levels' own allocations
     /// allocate the same schedule under the same budget.
     by_schedule: BySchedule,
@@ -293,9 +293,10 @@ type WaitedCache = std::sync::Mutex<Vec<(Alloc, std::sync::Arc<ToPhys>)>>;
 /// Allocations after the post-allocation peepholes, by the allocation before them.
 type PeepholedCache = std::sync::Mutex<Vec<(Alloc, Alloc)>>;
 
-/// Allocations (before the peepholes) by (first bound of the schedule, VGPR budget, SGPR
-/// budget, checked).
-type BySchedule = Memo<(Option<u32>, Option<u32>, Option<u32>, bool), Result<Alloc, CompileError>>;
+/// Allocations (before the peepholes and the SGPR budget's check) by (first bound of the
+/// schedule, VGPR budget, SGPR singles regalloc2 gets under the SGPR budget, checked).
+type BySchedule =
+    Memo<(Option<u32>, Option<u32>, u32, bool), Result<crate::regalloc::Allocated, CompileError>>;
 
 impl Clone for Selected {
     /// The same selected code with empty caches.
@@ -622,14 +623,22 @@ fn allocated(
     t: &mut StageTimings,
 ) -> Result<Alloc, CompileError> {
     let first = scheduled_cached(sel, bound, ra.run_checker, t)?.first;
-    let key = (first, ra.vgpr_budget, ra.sgpr_budget, ra.run_checker);
-    sel.by_schedule.get_or_make(key, || {
-        let a = allocator(sel, bound, ra.run_checker, t)?;
-        let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
-        Ok(Alloc::new(timed(&mut t.regalloc, || {
-            a.allocate(ra.vgpr_budget, ra.sgpr_budget)
-        })?))
-    })
+    let a = allocator(sel, bound, ra.run_checker, t)?;
+    let a = a.as_ref().as_ref().map_err(|e| e.clone())?;
+    // SGPR budgets that leave regalloc2 the same SGPR count share one allocation, checked
+    // against each ([`crate::regalloc::Allocated::within`]).
+    let key = (
+        first,
+        ra.vgpr_budget,
+        a.int_registers(ra.sgpr_budget),
+        ra.run_checker,
+    );
+    let made = sel.by_schedule.get_or_make(key, || {
+        Ok(timed(&mut t.regalloc, || {
+            a.allocate_with(ra.vgpr_budget, key.2)
+        })?)
+    })?;
+    Ok(made.within(ra.sgpr_budget)?)
 }
 
 /// `r` with the post-allocation peepholes run (timed with the allocation whose moves they

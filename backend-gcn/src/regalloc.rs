@@ -270,6 +270,9 @@ pub struct Allocator {
     runs: crate::memo::Memo<(u32, u32, u32), RaRun>,
     /// The PRegs and slots each regalloc2 run used and its VGPR layout, by register counts.
     layouts: crate::memo::Memo<(u32, u32, u32), std::sync::Arc<Laid>>,
+    /// The allocation without a VGPR budget by SGPR singles, where the unbudgeted search keeps
+    /// every VGPR value in a register: every budget it fits allocates the same.
+    in_registers: crate::memo::Memo<u32, Result<Allocated, RegallocError>>,
     /// Whether the singles were split over two classes ([`overflow`]): a budget that must keep
     /// values in memory is then allocated with every single in `Float`
     /// ([`Allocator::one_class`]), where regalloc2 chooses what to spill over all of them.
@@ -466,6 +469,7 @@ impl Allocator {
             pres_f,
             runs: Default::default(),
             layouts: Default::default(),
+            in_registers: Default::default(),
             split: func.vector_dwords == 1,
             one_class: std::sync::OnceLock::new(),
             func,
@@ -546,20 +550,23 @@ impl Allocator {
     }
 
     /// The SGPR singles regalloc2 gets under `sgpr_budget`: what the tuples leave in the
-    /// probe layout.
-    fn int_registers(&self, sgpr_budget: Option<u32>) -> u32 {
+    /// probe layout ([`Allocator::allocate_with`]'s `n_int`: budgets with the same count
+    /// allocate alike up to [`Allocated::within`]).
+    pub(crate) fn int_registers(&self, sgpr_budget: Option<u32>) -> u32 {
         let sgpr_limit = sgpr_budget.map_or(MAX_SGPRS, |b| b.min(MAX_SGPRS as u32) as u16);
         let sgpr_free = (sgpr_limit as u32).saturating_sub(self.common.probe.taken.len() + 2);
         63.min(sgpr_free).max(3)
     }
 
     /// The unbudgeted search's run (regalloc2 counts and output) when it keeps every VGPR
-    /// value in a register inside `budget`, which every such budget then allocates alike.
+    /// value in a register inside `budget`, which every such budget then allocates alike, and
+    /// whether it has no VGPR spill slots (then nothing after the run depends on the budget:
+    /// [`Allocator::allocate_with`]).
     fn unbudgeted(
         &self,
         n_int: u32,
         budget: u32,
-    ) -> Result<Option<(u32, u32, RaRun)>, RegallocError> {
+    ) -> Result<Option<(u32, u32, RaRun, bool)>, RegallocError> {
         let shape = &self.shape;
         let target = shape.target;
         // A layout keeping every single-VGPR value in a register ends at or above the most of
@@ -576,7 +583,7 @@ impl Allocator {
             let laid = self.laid_out((n_int, n_f, n_v), out);
             let top = u32::from(laid.layout.top);
             if !spilled && fits(top) {
-                return Ok(Some((n_f, n_v, run)));
+                return Ok(Some((n_f, n_v, run, true)));
             }
             // Slots in spare VGPRs are registers: when every slot is a VGPR one and they all
             // fit above the layout inside the budget (then no scratch temporaries are kept
@@ -595,7 +602,7 @@ impl Allocator {
                     None => laid.slots_end,
                 };
                 if fits(u32::from(end)) {
-                    return Ok(Some((n_f, n_v, run)));
+                    return Ok(Some((n_f, n_v, run, false)));
                 }
             }
         }
@@ -651,8 +658,24 @@ impl Allocator {
         vgpr_budget: Option<u32>,
         sgpr_budget: Option<u32>,
     ) -> Result<PhysFunction, RegallocError> {
+        let p = self
+            .allocate_with(vgpr_budget, self.int_registers(sgpr_budget))?
+            .within(sgpr_budget)?;
+        Ok(std::sync::Arc::try_unwrap(p).unwrap_or_else(|p| PhysFunction::clone(&p)))
+    }
+
+    /// [`Allocator::allocate`] with `n_int` SGPR singles for regalloc2, before the SGPR
+    /// budget's check. Nothing else in an allocation depends on the SGPR budget (the SGPR
+    /// layout places what regalloc2 gave; the budget only refuses an end above it), so a
+    /// tuner allocating one schedule under the same VGPR budget for levels whose SGPR budgets
+    /// leave regalloc2 the same count (hash_lanes_wide's level 8 and the ladder below level
+    /// 7, both at budget 64) makes it once.
+    pub fn allocate_with(
+        &self,
+        vgpr_budget: Option<u32>,
+        n_int: u32,
+    ) -> Result<Allocated, RegallocError> {
         let target = self.shape.target;
-        let n_int = self.int_registers(sgpr_budget);
         let file = target.register_file_per_lane();
         let budget = vgpr_budget.unwrap_or(file).min(file);
         let shape = &self.shape;
@@ -665,9 +688,19 @@ impl Allocator {
         // only when that does not fit, the search is repeated inside the budget's caps.
         let found = self.unbudgeted(n_int, budget)?;
         let (n_f, n_v, run) = match found {
-            Some(x) => x,
+            // No VGPR value in a slot: the budget only bounds the layout, which fits it (no
+            // slot goes among or above the values, no temporaries are kept), so this is the
+            // allocation without a budget, made once for every budget the run fits
+            // (hash_lanes_wide's bound-112 schedule under the default compile's levels 3
+            // and 4).
+            Some((_, _, _, true)) if vgpr_budget.is_some() => {
+                return self
+                    .in_registers
+                    .get_or_make(n_int, || self.allocate_with(None, n_int));
+            }
+            Some((n_f, n_v, run, _)) => (n_f, n_v, run),
             // Values must stay in memory: regalloc2 chooses them over all singles in one class.
-            None if self.split => return self.one_class()?.allocate(vgpr_budget, sgpr_budget),
+            None if self.split => return self.one_class()?.allocate_with(vgpr_budget, n_int),
             None => {
                 let caps = shape.caps(budget)?;
                 let (n_f, n_v, _, run) = search(self, n_int, self.start, &caps)?;
@@ -947,52 +980,76 @@ impl Allocator {
             taken.insert(r + 1);
             ctx.exec_save = Some(r);
         }
-        if let Some(limit) = sgpr_budget {
-            if taken.end() > limit {
-                return Err(RegallocError::OutOfRegisters {
-                    file: "SGPR",
-                    limit,
-                });
+        let sgprs = taken.end();
+        let code = (|| {
+            let count = |want: fn(&SlotLoc) -> bool| {
+                ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32
+            };
+            let mut usage = RegUsage {
+                sgprs: taken.end(),
+                vgprs: vgprs.max(abi_n),
+                agprs: atop as u32,
+                scratch_bytes,
+                spills_to_sgprs: count(|l| matches!(l, SlotLoc::Sgpr(_))),
+                spills_to_vgprs: count(|l| matches!(l, SlotLoc::Vgpr(_))),
+                spills_to_agprs: count(|l| matches!(l, SlotLoc::Agpr(_))),
+                spills_to_scratch: count(|l| matches!(l, SlotLoc::Scratch(_))),
+                spill_insts: 0,
+                moves: 0,
+            };
+            let blocks = ctx.emit(&mut usage)?;
+            let mut abi = p.mf.abi.clone();
+            for d in 0..3u8 {
+                if livein_vreg(p, AbiValue::WorkgroupId(d)).is_some() {
+                    abi.workgroup_ids[d as usize] = true;
+                }
+                if livein_vreg(p, AbiValue::WorkitemId(d)).is_some() {
+                    abi.workitem_dims = abi.workitem_dims.max(d + 1);
+                }
             }
-        }
-        let count = |want: fn(&SlotLoc) -> bool| {
-            ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32
-        };
-        let mut usage = RegUsage {
-            sgprs: taken.end(),
-            vgprs: vgprs.max(abi_n),
-            agprs: atop as u32,
-            scratch_bytes,
-            spills_to_sgprs: count(|l| matches!(l, SlotLoc::Sgpr(_))),
-            spills_to_vgprs: count(|l| matches!(l, SlotLoc::Vgpr(_))),
-            spills_to_agprs: count(|l| matches!(l, SlotLoc::Agpr(_))),
-            spills_to_scratch: count(|l| matches!(l, SlotLoc::Scratch(_))),
-            spill_insts: 0,
-            moves: 0,
-        };
-        let blocks = ctx.emit(&mut usage)?;
-        let mut abi = p.mf.abi.clone();
-        for d in 0..3u8 {
-            if livein_vreg(p, AbiValue::WorkgroupId(d)).is_some() {
-                abi.workgroup_ids[d as usize] = true;
-            }
-            if livein_vreg(p, AbiValue::WorkitemId(d)).is_some() {
-                abi.workitem_dims = abi.workitem_dims.max(d + 1);
-            }
-        }
-        Ok(PhysFunction {
-            abi,
-            user_sgprs: UserSgprs {
-                private_segment_buffer: uses_scratch_abi,
-                kernarg_segment_ptr: true,
-                kernarg_preload: livein_vreg(p, AbiValue::KernargPreload)
-                    .map_or(0, |v| p.mf.vregs[v].dwords as u32),
-                ..UserSgprs::default()
-            },
-            scratch_wave_offset_sgpr: lay.wave_offset,
-            blocks,
-            usage,
+            Ok(PhysFunction {
+                abi,
+                user_sgprs: UserSgprs {
+                    private_segment_buffer: uses_scratch_abi,
+                    kernarg_segment_ptr: true,
+                    kernarg_preload: livein_vreg(p, AbiValue::KernargPreload)
+                        .map_or(0, |v| p.mf.vregs[v].dwords as u32),
+                    ..UserSgprs::default()
+                },
+                scratch_wave_offset_sgpr: lay.wave_offset,
+                blocks,
+                usage,
+            })
+        })();
+        Ok(Allocated {
+            sgprs,
+            code: code.map(std::sync::Arc::new),
         })
+    }
+}
+
+/// An allocation made before the SGPR budget's check ([`Allocator::allocate_with`]): the SGPRs
+/// its layout ends at, and the code (or the error) that follows.
+#[derive(Clone, Debug)]
+pub struct Allocated {
+    sgprs: u32,
+    code: Result<std::sync::Arc<PhysFunction>, RegallocError>,
+}
+
+impl Allocated {
+    /// The allocation under `sgpr_budget`: an error when its SGPRs end above the budget (as
+    /// [`Allocator::allocate`] refuses it before emitting the code), else the code.
+    pub fn within(
+        &self,
+        sgpr_budget: Option<u32>,
+    ) -> Result<std::sync::Arc<PhysFunction>, RegallocError> {
+        match sgpr_budget {
+            Some(limit) if self.sgprs > limit => Err(RegallocError::OutOfRegisters {
+                file: "SGPR",
+                limit,
+            }),
+            _ => self.code.clone(),
+        }
     }
 }
 
