@@ -110,7 +110,7 @@ pub mod implicit {
 }
 
 /// One machine instruction on virtual registers.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct MInst {
     /// What it does.
     pub opcode: MOpcode,
@@ -133,12 +133,29 @@ pub struct MInst {
     pub implicit_uses: u8,
 }
 
+/// The operands copied as one slice (`SmallVec::from_slice`): the derived clone pushed them
+/// one at a time through the generic `extend` (~100 instructions per `MInst`), and isel, the
+/// scheduled copies and the allocator's preparation clone or make every instruction.
+impl Clone for MInst {
+    fn clone(&self) -> MInst {
+        MInst {
+            opcode: self.opcode,
+            ops: SmallVec::from_slice(&self.ops),
+            encoding: self.encoding,
+            mods: self.mods,
+            tied: self.tied,
+            implicit_defs: self.implicit_defs,
+            implicit_uses: self.implicit_uses,
+        }
+    }
+}
+
 impl MInst {
     /// A real instruction with default modifiers in its native encoding.
     pub fn isa(op: Opcode, ops: &[MOperand]) -> MInst {
         MInst {
             opcode: MOpcode::Isa(op),
-            ops: ops.iter().copied().collect(),
+            ops: SmallVec::from_slice(ops),
             encoding: Encoding::Native,
             mods: Modifiers::default_for(op),
             tied: None,
@@ -151,7 +168,7 @@ impl MInst {
     pub fn pseudo(opcode: MOpcode, ops: &[MOperand]) -> MInst {
         MInst {
             opcode,
-            ops: ops.iter().copied().collect(),
+            ops: SmallVec::from_slice(ops),
             encoding: Encoding::Native,
             mods: Modifiers::default(),
             tied: None,

@@ -127,6 +127,10 @@ impl Dags {
             .blocks
             .iter()
             .map(|(b, bd)| {
+                if bd.insts.len() < MIN_DAG {
+                    // Keeps its order: no DAG, so no liveness facts to make for it.
+                    return BlockDag::empty(bd.insts.len());
+                }
                 let live_out = live_at_end(&lv, b, bd, mf.vregs.len());
                 let mut live_in = lv.live_in[b.index()].clone();
                 for p in &bd.params {
@@ -405,11 +409,23 @@ fn is_vector(op: Opcode) -> bool {
 }
 
 fn node(i: &MInst, target: crate::Target) -> Node {
+    // The operands sorted in one pass, pushed (collecting the `uses`/`defs` filters and
+    // extending by arrays and ranges went through smallvec's generic `extend`, most of this
+    // function's cost).
+    let mut uses = smallvec::SmallVec::new();
+    let mut defs = smallvec::SmallVec::new();
+    for o in &i.ops {
+        match *o {
+            MOperand::Use(v) => uses.push(v),
+            MOperand::Def(v) => defs.push(v),
+            MOperand::Phys(_) => {}
+        }
+    }
     let mut n = Node {
         reads: Units::new(),
         writes: Units::new(),
-        uses: i.uses().collect(),
-        defs: i.defs().collect(),
+        uses,
+        defs,
         tied_use: i.tied.and_then(|(_, u)| match i.ops.get(u as usize) {
             Some(MOperand::Use(v)) => Some(*v),
             _ => None,
@@ -427,10 +443,10 @@ fn node(i: &MInst, target: crate::Target) -> Node {
     };
     let bits = |b: u8, out: &mut Units| {
         if b & implicit::EXEC != 0 {
-            out.extend(EXEC);
+            out.extend_from_slice(&EXEC);
         }
         if b & implicit::VCC != 0 {
-            out.extend(VCC);
+            out.extend_from_slice(&VCC);
         }
         if b & implicit::SCC != 0 {
             out.push(SCC);
@@ -446,7 +462,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
         // active lanes: they must not cross an EXEC write (moved into a divergent region they
         // leave the inactive lanes' value unwritten). Taken as reading EXEC for every class.
         if !matches!(i.opcode, MOpcode::LiveIn(_)) {
-            n.reads.extend(EXEC);
+            n.reads.extend_from_slice(&EXEC);
         }
         // Pseudo-instructions: physical operands are read or written as their position says
         // (a `Phys` destination comes first).
@@ -457,7 +473,9 @@ fn node(i: &MInst, target: crate::Target) -> Node {
                 } else {
                     &mut n.reads
                 };
-                target.extend(units(p));
+                for u in units(p) {
+                    target.push(u);
+                }
             }
         }
         return n;
@@ -466,10 +484,14 @@ fn node(i: &MInst, target: crate::Target) -> Node {
     for (o, oi) in i.ops.iter().zip(infos) {
         if let MOperand::Phys(p) = o {
             if oi.access.reads() {
-                n.reads.extend(units(p));
+                for u in units(p) {
+                    n.reads.push(u);
+                }
             }
             if oi.access.writes() {
-                n.writes.extend(units(p));
+                for u in units(p) {
+                    n.writes.push(u);
+                }
             }
         }
     }
@@ -478,7 +500,7 @@ fn node(i: &MInst, target: crate::Target) -> Node {
     n.slow_result = info.timing.latency[isa::target_index(target)] > 4;
     let fmt = info.format;
     if is_vector(op) {
-        n.reads.extend(EXEC);
+        n.reads.extend_from_slice(&EXEC);
     }
     if matches!(
         fmt,
@@ -560,6 +582,9 @@ fn node(i: &MInst, target: crate::Target) -> Node {
     n
 }
 
+/// Fewest instructions of a block that is scheduled: a smaller one keeps its order.
+const MIN_DAG: usize = 3;
+
 /// Latencies a wave waits for (memory, MFMA, transcendental VALU), in the DAG's cycles.
 const LONG_LATENCY: u32 = 16;
 
@@ -638,7 +663,7 @@ type NodeList = smallvec::SmallVec<[usize; 4]>;
 /// One block's dependence DAG, heights, and what its pressure bound reads, in the block's
 /// own numbering of the values it reads.
 struct BlockDag {
-    /// Instructions in the block (no DAG below 3: the block keeps its order).
+    /// Instructions in the block (no DAG below [`MIN_DAG`]: the block keeps its order).
     nodes: usize,
     succs: Vec<NodeList>,
     /// Predecessors of each node.
@@ -697,28 +722,9 @@ fn block_dag(
     target: crate::Target,
 ) -> BlockDag {
     let n = insts.len();
-    let mut dag = BlockDag {
-        nodes: n,
-        succs: Vec::new(),
-        npred: Vec::new(),
-        height: Vec::new(),
-        tail_height: None,
-        start,
-        def_size: Vec::new(),
-        early: Vec::new(),
-        reads: Vec::new(),
-        readers: Vec::new(),
-        uses: Vec::new(),
-        most_by_one: Vec::new(),
-        frees: Vec::new(),
-        lgkm_load: Vec::new(),
-        lgkm_reads: Vec::new(),
-        forwards: Vec::new(),
-        latency: Vec::new(),
-        matrix_busy: Vec::new(),
-        vmem: Vec::new(),
-    };
-    if n < 3 {
+    let mut dag = BlockDag::empty(n);
+    dag.start = start;
+    if n < MIN_DAG {
         return dag;
     }
     let nodes: Vec<Node> = insts.iter().map(|i| node(i, target)).collect();
@@ -730,10 +736,12 @@ fn block_dag(
                 t.by_dwords[u.index()] = true;
             }
         }
-        t.touched
-            .extend(nd.uses.iter().chain(&nd.defs).map(|v| v.index()));
-        t.touched.extend(nd.tied_use.map(|v| v.index()));
-        t.units_touched.extend(nd.reads.iter().chain(&nd.writes));
+        // Pushed one by one: extending by the chained iterators cost more than the pushes.
+        for v in nd.uses.iter().chain(&nd.defs).chain(&nd.tied_use) {
+            t.touched.push(v.index());
+        }
+        t.units_touched.extend_from_slice(&nd.reads);
+        t.units_touched.extend_from_slice(&nd.writes);
     }
     let mut succs: Vec<NodeList> = vec![NodeList::new(); n];
     let mut npred = vec![0usize; n];
@@ -954,11 +962,37 @@ fn block_dag(
 }
 
 impl BlockDag {
+    /// The DAG of a block of `nodes` instructions with no edges or facts yet (all a block
+    /// below [`MIN_DAG`] instructions gets: it keeps its order).
+    fn empty(nodes: usize) -> BlockDag {
+        BlockDag {
+            nodes,
+            succs: Vec::new(),
+            npred: Vec::new(),
+            height: Vec::new(),
+            tail_height: None,
+            start: 0,
+            def_size: Vec::new(),
+            early: Vec::new(),
+            reads: Vec::new(),
+            readers: Vec::new(),
+            uses: Vec::new(),
+            most_by_one: Vec::new(),
+            frees: Vec::new(),
+            lgkm_load: Vec::new(),
+            lgkm_reads: Vec::new(),
+            forwards: Vec::new(),
+            latency: Vec::new(),
+            matrix_busy: Vec::new(),
+            vmem: Vec::new(),
+        }
+    }
+
     /// The list schedule under `limit` (node indices in their new order), or `None` when the
     /// block keeps its order (too small, or a cycle, which edges that go forward in the
     /// original order cannot make).
     fn order(&self, limit: Option<u32>) -> Option<Vec<usize>> {
-        if self.nodes < 3 {
+        if self.nodes < MIN_DAG {
             return None;
         }
         let by_height = self.order_by(&self.height, limit)?;

@@ -119,8 +119,9 @@ impl Isel<'_> {
     pub(crate) fn lower(&mut self, i: kjit_ir::Inst) -> Result<(), IselError> {
         let func = self.func;
         let data = func.insts[i].clone();
-        let res: Vec<Value> = func.results[i].to_vec();
-        if self.lower_frag(&data, &res)? {
+        // Borrowed from the function, not copied: `func` outlives `self`'s borrows.
+        let res: &[Value] = &func.results[i];
+        if self.lower_frag(&data, res)? {
             return Ok(());
         }
         match data {
@@ -215,8 +216,8 @@ impl Isel<'_> {
                 offset,
                 width,
             } => {
-                if !self.scalar_load(i, mem, index, offset, width, &res)? {
-                    self.load(mem, index, offset, width, &res)?
+                if !self.scalar_load(i, mem, index, offset, width, res)? {
+                    self.load(mem, index, offset, width, res)?
                 }
             }
             InstData::Store {

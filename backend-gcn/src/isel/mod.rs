@@ -570,12 +570,14 @@ impl<'a> Isel<'a> {
         self.plan_inits();
         let rpo = self.machine_rpo();
         let mut filled = vec![false; self.mf.blocks.len()];
+        // The blocks not sealed yet, in block order (filling makes no blocks).
+        let mut unsealed: Vec<MBlock> = self.mf.blocks.keys().collect();
         for mb in rpo {
-            self.try_seal_all(&filled);
+            self.try_seal_all(&filled, &mut unsealed);
             self.fill(mb)?;
             filled[mb.index()] = true;
         }
-        self.try_seal_all(&filled);
+        self.try_seal_all(&filled, &mut unsealed);
         if let Some(v) = self.read_before_def {
             return Err(IselError::Invalid(format!(
                 "internal: {v} is read in a block selected before its definition"
@@ -1294,15 +1296,18 @@ impl<'a> Isel<'a> {
         }
     }
 
-    fn try_seal_all(&mut self, filled: &[bool]) {
-        for b in self.mf.blocks.keys().collect::<Vec<_>>() {
-            if self.ssa.is_sealed(b) {
-                continue;
-            }
+    /// Seals, in block order, each block of `unsealed` whose predecessors are all `filled`,
+    /// and drops it from the list (only this seals: the list is every block not sealed, so
+    /// each call visits those alone instead of every block of the function).
+    fn try_seal_all(&mut self, filled: &[bool], unsealed: &mut Vec<MBlock>) {
+        unsealed.retain(|&b| {
             if self.preds[b.index()].iter().all(|p| filled[p.index()]) {
                 self.seal(b);
+                false
+            } else {
+                true
             }
-        }
+        });
     }
 
     /// The IR block whose head or body `mb` is, if any.
