@@ -38,17 +38,23 @@ impl Intervals {
     pub fn add(&mut self, a: u32, b: u32) {
         self.0.push((a, b));
     }
-    /// Sorts and merges touching intervals.
+    /// Sorts and merges touching intervals, in place (the write index never passes the
+    /// read one): most lists come sorted and are normalized once per web build or
+    /// location, where a new vector each was a fifth of the gemm's web builds.
     pub fn normalize(&mut self) {
         self.0.sort_unstable();
-        let mut out: Vec<(u32, u32)> = Vec::with_capacity(self.0.len());
-        for &(a, b) in &self.0 {
-            match out.last_mut() {
+        let mut w: usize = 0;
+        for r in 0..self.0.len() {
+            let (a, b) = self.0[r];
+            match w.checked_sub(1).map(|l| &mut self.0[l]) {
                 Some(l) if a <= l.1 + 1 => l.1 = l.1.max(b),
-                _ => out.push((a, b)),
+                _ => {
+                    self.0[w] = (a, b);
+                    w += 1;
+                }
             }
         }
-        self.0 = out;
+        self.0.truncate(w);
     }
     /// Whether any position is in both.
     pub fn overlaps(&self, o: &Intervals) -> bool {
