@@ -38,17 +38,23 @@ impl Intervals {
     pub fn add(&mut self, a: u32, b: u32) {
         self.0.push((a, b));
     }
-    /// Sorts and merges touching intervals.
+    /// Sorts and merges touching intervals, in place (the write index never passes the
+    /// read one): most lists come sorted and are normalized once per web build or
+    /// location, where a new vector each was a fifth of the gemm's web builds.
     pub fn normalize(&mut self) {
         self.0.sort_unstable();
-        let mut out: Vec<(u32, u32)> = Vec::with_capacity(self.0.len());
-        for &(a, b) in &self.0 {
-            match out.last_mut() {
+        let mut w: usize = 0;
+        for r in 0..self.0.len() {
+            let (a, b) = self.0[r];
+            match w.checked_sub(1).map(|l| &mut self.0[l]) {
                 Some(l) if a <= l.1 + 1 => l.1 = l.1.max(b),
-                _ => out.push((a, b)),
+                _ => {
+                    self.0[w] = (a, b);
+                    w += 1;
+                }
             }
         }
-        self.0 = out;
+        self.0.truncate(w);
     }
     /// Whether any position is in both.
     pub fn overlaps(&self, o: &Intervals) -> bool {
@@ -138,7 +144,9 @@ pub struct Web {
     /// Where it is live (any of its dwords).
     pub live: Intervals,
     /// Where each dword is live, with Build/Extract defs starting after their instruction
-    /// (what coalescing a part into its tuple checks).
+    /// (what coalescing a part into its tuple checks); empty where that is `dword_span` (no
+    /// such def in the web: every VGPR/AGPR tuple), which is then neither copied nor merged
+    /// twice. Made by [`build`] only, for its checks ([`Web::dword_live`]).
     pub dword_live: Vec<Intervals>,
     /// Where each dword is live, defs at their instruction (what first-fit assignment checks:
     /// a dword of a tuple whose last reader was an `Extract` of other dwords is free).
@@ -152,6 +160,13 @@ pub struct Web {
     /// For a vreg placed inside another web's registers (a coalesced `Build` part or `Extract`
     /// result at a non-zero offset): that web and the dword offset. `assign` sets `reg`.
     pub inside: Option<(usize, u16)>,
+}
+
+impl Web {
+    /// Where dword `j` is live for coalescing ([`Web::dword_live`]).
+    fn dword_live(&self, j: usize) -> &Intervals {
+        self.dword_live.get(j).unwrap_or(&self.dword_span[j])
+    }
 }
 
 /// The webs of a function.
@@ -525,13 +540,11 @@ pub fn build(
         let x = webs.len();
         let mut live = std::mem::take(&mut ivs[x]);
         live.normalize();
-        let late = |mut iv: Intervals| {
-            if let Some(&at) = late_def.get(&v) {
-                for seg in iv.0.iter_mut() {
-                    if seg.0 == at {
-                        seg.0 = at + 1;
-                        seg.1 = seg.1.max(at + 1);
-                    }
+        let late = |mut iv: Intervals, at: u32| {
+            for seg in iv.0.iter_mut() {
+                if seg.0 == at {
+                    seg.0 = at + 1;
+                    seg.1 = seg.1.max(at + 1);
                 }
             }
             iv
@@ -543,7 +556,11 @@ pub fn build(
         for iv in &mut dword_span {
             iv.normalize();
         }
-        let dword_live: Vec<Intervals> = dword_span.iter().cloned().map(late).collect();
+        // Without a late def the dwords' live intervals are their spans (left empty).
+        let dword_live: Vec<Intervals> = match late_def.get(&v) {
+            Some(&at) => dword_span.iter().map(|iv| late(iv.clone(), at)).collect(),
+            None => Vec::new(),
+        };
         web_of.insert(v, webs.len());
         parent.push(webs.len());
         off.push(0);
@@ -618,7 +635,9 @@ pub fn build(
         };
         if check {
             if (0..webs[child].dwords as usize).any(|j| {
-                webs[child].dword_live[j].overlaps(&webs[host].dword_live[at as usize + j])
+                webs[child]
+                    .dword_live(j)
+                    .overlaps(webs[host].dword_live(at as usize + j))
             }) {
                 return false;
             }
@@ -630,12 +649,24 @@ pub fn build(
         let child_live = std::mem::take(&mut webs[child].live);
         let child_dwords = std::mem::take(&mut webs[child].dword_live);
         let child_spans = std::mem::take(&mut webs[child].dword_span);
+        // The host's live dwords are its spans until a part with late defs joins it: they
+        // are copied from the spans before these grow, then kept apart.
+        if !child_dwords.is_empty() && webs[host].dword_live.is_empty() {
+            webs[host].dword_live = webs[host].dword_span.clone();
+        }
         for (j, l) in child_spans.iter().enumerate() {
             webs[host].dword_span[at as usize + j].merge(l);
         }
         webs[host].live.merge(&child_live);
-        for (j, l) in child_dwords.iter().enumerate() {
-            webs[host].dword_live[at as usize + j].merge(l);
+        if !webs[host].dword_live.is_empty() {
+            let lives = if child_dwords.is_empty() {
+                &child_spans
+            } else {
+                &child_dwords
+            };
+            for (j, l) in lives.iter().enumerate() {
+                webs[host].dword_live[at as usize + j].merge(l);
+            }
         }
         webs[host].precolor = webs[host].precolor.or(cp);
         webs[host].weight += webs[child].weight;
