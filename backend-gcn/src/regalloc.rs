@@ -986,7 +986,7 @@ impl Allocator {
                 ctx.slot_loc.iter().flatten().filter(|l| want(l)).count() as u32
             };
             let mut usage = RegUsage {
-                sgprs: taken.end(),
+                sgprs,
                 vgprs: vgprs.max(abi_n),
                 agprs: atop as u32,
                 scratch_bytes,
