@@ -261,7 +261,8 @@ pub struct Allocator {
     abi_n: u32,
     vweb_size: u32,
     run_checker: bool,
-    /// Registers regalloc2 starts the search with (`Float`, `Vector`).
+    /// Registers regalloc2 starts the search with (`Float`, `Vector`): one step above the
+    /// pressure ([`search`]).
     start: (u32, u32),
     /// Most single-VGPR values live at once between instructions: no allocation that keeps
     /// them all in registers ends its VGPR layout lower.
@@ -456,9 +457,14 @@ impl Allocator {
             vector_dwords: u32::from(func.vector_dwords),
         };
 
+        // One growth step above the pressure ([`search`]).
         let start = (
-            pres_first.max(min_f),
-            if has_v { pres_v.max(min_v.max(1)) } else { 0 },
+            grown(pres_first.max(min_f)),
+            if has_v {
+                grown(pres_v.max(min_v.max(1)))
+            } else {
+                0
+            },
         );
         Ok(Allocator {
             shape,
@@ -1187,6 +1193,19 @@ impl Shape {
 /// spills are also the fewest the kernel ends up using. The sequence of tries depends on
 /// `start` only, truncated by the caps; each try is [`Allocator::run`] (made once per count).
 /// Returns the counts of the last try, whether it spilled a VGPR value, and its output.
+///
+/// `start` ([`Allocator::new`]) is one step ([`grown`]) above the pressure, not the pressure:
+/// with exactly as many registers as values live at once, regalloc2 keeps them all only when
+/// its greedy choice colours every live range with one register, and values carried around a
+/// loop (arcs on a circle), fixed to a register or live through an instruction's early defs
+/// can need more. In the library's default compiles (gfx942, gfx900) the run at the pressure
+/// spilled for seed_2d, softmax, matmul, matmul_pipelined, stencil_pipelined, attention, gemm
+/// and every latency schedule of the hash kernels, so the search ran regalloc2 again, and a
+/// spilling run is its costliest (eviction work). A register given and not needed costs no VGPR: the layout places the
+/// PRegs' values by their live intervals ([`vgprs`]), so where the run at the pressure kept
+/// every value in a register (vector_add, reduce_sum, hash_lanes' bound-44 schedule) the run
+/// a step above has the same code unless regalloc2 moves a value it did not move there
+/// (`docs/regalloc.md`, "How many registers regalloc2 gets").
 fn search(
     a: &Allocator,
     n_int: u32,
@@ -1221,12 +1240,17 @@ fn search(
             return Ok((n_f, n_v, false, run));
         }
         if grow_f {
-            n_f = (n_f + n_f / 4 + 1).min(caps.n_f);
+            n_f = grown(n_f).min(caps.n_f);
         }
         if grow_v {
-            n_v = (n_v + n_v / 4 + 1).min(caps.n_v);
+            n_v = grown(n_v).min(caps.n_v);
         }
     }
+}
+
+/// [`search`]'s next count for a class that spilled with `n` registers: a quarter more.
+fn grown(n: u32) -> u32 {
+    n + n / 4 + 1
 }
 
 /// Most registers [`loop_slack`] adds to a class.
