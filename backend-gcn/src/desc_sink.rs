@@ -71,6 +71,23 @@ impl std::ops::Index<&VReg> for Readers {
     }
 }
 
+/// `mf`'s [`Readers`], made only when `cache` holds none: the passes below share one table
+/// (most of them move nothing), and a pass that moves an instruction or adds a vreg empties
+/// `cache` before it does.
+fn readers_in<'a>(cache: &'a mut Option<Readers>, mf: &MachineFunction) -> &'a Readers {
+    cache.get_or_insert_with(|| readers(mf))
+}
+
+/// The passes of this module, in order (see the module docs), on a scheduled function.
+pub fn run(mf: &mut MachineFunction) {
+    let mut cache = None;
+    sink_descriptors(mf, &mut cache);
+    builds_late(mf, &mut cache);
+    words_behind_loads(mf, &mut cache);
+    extracts_early(mf, &mut cache);
+    constants_late(mf, &mut cache);
+}
+
 fn readers(mf: &MachineFunction) -> Readers {
     // Every read in code order, `f` called with (vreg, block, instruction).
     let each = |f: &mut dyn FnMut(VReg, usize, usize)| {
@@ -224,8 +241,9 @@ fn chain(
 }
 
 /// Moves one descriptor's instructions later if that lets it share SGPRs; true if it did.
-fn sink_one(mf: &mut MachineFunction) -> bool {
-    let rd = readers(mf);
+/// `cache`: see [`readers_in`].
+fn sink_one(mf: &mut MachineFunction, cache: &mut Option<Readers>) -> bool {
+    let rd = readers_in(cache, mf);
     let entry = mf.entry();
     let insts = &mf.blocks[entry].insts;
     let n = insts.len();
@@ -253,7 +271,7 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
                     .min()
             })
             .unwrap_or(n);
-        let set = chain(mf, &rd, def_at.get_or_insert_with(|| entry_defs(mf)), build);
+        let set = chain(mf, rd, def_at.get_or_insert_with(|| entry_defs(mf)), build);
         let Some(&load) = set.iter().find(|&&k| is_smem(&insts[k])) else {
             continue;
         };
@@ -285,6 +303,8 @@ fn sink_one(mf: &mut MachineFunction) -> bool {
         if !scc_dead_at(insts, &mf.blocks[entry].term, at, &set) {
             continue;
         }
+        // The block changes (and `reload_address` may add a vreg): the readers are stale.
+        *cache = None;
         let reload = reload_address(mf, &set, load);
         // Rebuild the block: the load after `p`, the rest before `at`.
         let old = std::mem::take(&mut mf.blocks[entry].insts);
@@ -408,10 +428,10 @@ fn reload_address(mf: &mut MachineFunction, set: &[usize], load: usize) -> Optio
 
 /// Moves descriptor builds late where that frees SGPRs (see the module docs); returns how many
 /// descriptors moved.
-pub fn sink_descriptors(mf: &mut MachineFunction) -> usize {
+fn sink_descriptors(mf: &mut MachineFunction, cache: &mut Option<Readers>) -> usize {
     let mut moved = 0;
     // Each move puts a descriptor after another's death; a descriptor moves at most once.
-    while moved < 16 && sink_one(mf) {
+    while moved < 16 && sink_one(mf, cache) {
         moved += 1;
     }
     moved
@@ -460,8 +480,8 @@ fn first_wait(mf: &MachineFunction, set: &[usize]) -> usize {
 /// `num_records` word is computed, which may write over it (`s_lshl_b32 s14, s14, 2`) and the
 /// descriptor is built in the quad the arguments were loaded to, and the prologue's kernarg
 /// pointer, workgroup id and size have died by then. Returns how many instructions moved.
-pub fn builds_late(mf: &mut MachineFunction) -> usize {
-    let rd = readers(mf);
+fn builds_late(mf: &mut MachineFunction, cache: &mut Option<Readers>) -> usize {
+    let rd = readers_in(cache, mf);
     let entry = mf.entry();
     let insts = &mf.blocks[entry].insts;
     let n = insts.len();
@@ -480,7 +500,7 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
         let mut early_words: Vec<usize> = Vec::new();
         for (k, i) in insts.iter().enumerate() {
             if descriptor(mf, i).is_some() {
-                let words = chain(mf, &rd, &def_at, k)
+                let words = chain(mf, rd, &def_at, k)
                     .into_iter()
                     .filter(|&j| !is_smem(&insts[j]));
                 if early.contains(&k) {
@@ -572,6 +592,7 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
     if !scc_ok {
         return 0;
     }
+    *cache = None;
     let old = std::mem::take(&mut mf.blocks[entry].insts);
     let mut moved = Vec::new();
     let mut out = Vec::with_capacity(n);
@@ -600,7 +621,7 @@ pub fn builds_late(mf: &mut MachineFunction) -> usize {
 /// and nowhere before that wait; a word writing SCC moves only
 /// where nothing reads SCC after it, and not between an SCC write and its reader. Returns how
 /// many instructions moved.
-pub fn words_behind_loads(mf: &mut MachineFunction) -> usize {
+fn words_behind_loads(mf: &mut MachineFunction, cache: &mut Option<Readers>) -> usize {
     let entry = mf.entry();
     let insts = &mf.blocks[entry].insts;
     let n = insts.len();
@@ -621,7 +642,7 @@ pub fn words_behind_loads(mf: &mut MachineFunction) -> usize {
     if !scc_free_at(insts, term, w) {
         return 0;
     }
-    let rd = readers(mf);
+    let rd = readers_in(cache, mf);
     let def_at = entry_defs(mf);
     let mut before: Vec<Option<usize>> = vec![None; n];
     for (k, i) in insts.iter().enumerate() {
@@ -633,7 +654,7 @@ pub fn words_behind_loads(mf: &mut MachineFunction) -> usize {
             continue;
         }
         // The words before the wait (a `Build` already after it stays).
-        let words: Vec<usize> = chain(mf, &rd, &def_at, k)
+        let words: Vec<usize> = chain(mf, rd, &def_at, k)
             .into_iter()
             .filter(|&j| !is_smem(&insts[j]) && j < w)
             .collect();
@@ -647,14 +668,13 @@ pub fn words_behind_loads(mf: &mut MachineFunction) -> usize {
             before[j] = Some(w);
         }
     }
-    move_in_entry(mf, &before)
+    move_in_entry(mf, &before, cache)
 }
 
 /// The block, index and new index of an `Extract` of an SGPR tuple that is read after every
 /// reader of that tuple in its block other than `Extract`s (and nowhere else), to go right
 /// before the last of them when the tuple is defined earlier in the block.
-fn late_extract(mf: &MachineFunction) -> Option<(MBlock, usize, usize)> {
-    let rd = readers(mf);
+fn late_extract(mf: &MachineFunction, rd: &Readers) -> Option<(MBlock, usize, usize)> {
     for (b, bd) in mf.blocks.iter() {
         let bi = b.index();
         for (k, i) in bd.insts.iter().enumerate() {
@@ -690,8 +710,8 @@ fn late_extract(mf: &MachineFunction) -> Option<(MBlock, usize, usize)> {
 /// `Extract` the schedule left late, where the descriptor built over the tuple needs it. An
 /// `Extract` writes no SCC or memory, its source is defined before, and its own readers are
 /// after that instruction.
-fn extracts_together(mf: &mut MachineFunction) -> usize {
-    let rd = readers(mf);
+fn extracts_together(mf: &mut MachineFunction, cache: &mut Option<Readers>) -> usize {
+    let rd = readers_in(cache, mf);
     let entry = mf.entry();
     let insts = &mf.blocks[entry].insts;
     let n = insts.len();
@@ -727,15 +747,20 @@ fn extracts_together(mf: &mut MachineFunction) -> usize {
             }
         }
     }
-    move_in_entry(mf, &before)
+    move_in_entry(mf, &before, cache)
 }
 
 /// Moves the entry block's instructions as `before` says (see `moved_before`); gives how many
-/// moved.
-fn move_in_entry(mf: &mut MachineFunction, before: &[Option<usize>]) -> usize {
+/// moved (and drops the readers `cache` when some did).
+fn move_in_entry(
+    mf: &mut MachineFunction,
+    before: &[Option<usize>],
+    cache: &mut Option<Readers>,
+) -> usize {
     if before.iter().all(Option::is_none) {
         return 0;
     }
+    *cache = None;
     let entry = mf.entry();
     let insts = std::mem::take(&mut mf.blocks[entry].insts);
     let (out, moved) = moved_before(insts, before);
@@ -771,9 +796,10 @@ fn moved_before(insts: Vec<MInst>, before: &[Option<usize>]) -> (Vec<MInst>, usi
 /// Moves the `Extract`s [`late_extract`] finds before their source's last other reader;
 /// returns how many moved. An `Extract` writes no SCC or memory, so only its source's
 /// definition bounds it; each move takes one from after the last other reader to before it.
-pub fn extracts_early(mf: &mut MachineFunction) -> usize {
-    let mut moved = extracts_together(mf);
-    while let Some((b, k, j)) = late_extract(mf) {
+fn extracts_early(mf: &mut MachineFunction, cache: &mut Option<Readers>) -> usize {
+    let mut moved = extracts_together(mf, cache);
+    while let Some((b, k, j)) = late_extract(mf, readers_in(cache, mf)) {
+        *cache = None;
         let x = mf.blocks[b].insts.remove(k);
         mf.blocks[b].insts.insert(j, x);
         moved += 1;
@@ -788,8 +814,8 @@ pub fn extracts_early(mf: &mut MachineFunction) -> usize {
 /// live across the block (hash_chain's prologue: 56 of them). A scalar move has no latency
 /// to hide and reads nothing, so it may go anywhere before its readers. Returns the moves
 /// moved.
-pub fn constants_late(mf: &mut MachineFunction) -> usize {
-    let rd = readers(mf);
+fn constants_late(mf: &mut MachineFunction, cache: &mut Option<Readers>) -> usize {
+    let rd = readers_in(cache, mf);
     let mut moved = 0;
     let keys: Vec<_> = mf.blocks.keys().collect();
     for b in keys {
@@ -835,6 +861,9 @@ pub fn constants_late(mf: &mut MachineFunction) -> usize {
         let (out, count) = moved_before(insts, &before);
         moved += count;
         mf.blocks[b].insts = out;
+    }
+    if moved > 0 {
+        *cache = None;
     }
     moved
 }

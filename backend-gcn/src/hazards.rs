@@ -413,13 +413,16 @@ fn accesses(inst: &Inst) -> Accesses {
             continue;
         }
         for u in units(o) {
-            out.push((u, oi.slot, r, w));
+            out.push((u as u16, oi.slot, r, w));
         }
     }
     out
 }
 
-type Accesses = smallvec::SmallVec<[(usize, Slot, bool, bool); 8]>;
+/// `(unit, slot, reads, writes)` per register unit an instruction touches; units as `u16`
+/// (there are [`UNITS`]), so that eight fit in the [`Facts`] made for every instruction
+/// without the wide entries' copies.
+type Accesses = smallvec::SmallVec<[(u16, Slot, bool, bool); 8]>;
 
 /// What the rules look at in one instruction, computed once per instruction (the fixed point
 /// visits blocks several times; names and operand tables are not re-read on each visit).
@@ -591,6 +594,7 @@ fn required(d: &Dist, map: &[u32], f: &Facts, target: Target) -> u32 {
     // MFMA SrcC operand range (for the "same range" exemption).
     let srcc_range = f.srcc_range.clone();
     for &(u, slot, reads, writes) in acc.iter() {
+        let u = u as usize;
         let c = map[u] as usize;
         if u < V_BASE {
             // Scalar units.
@@ -743,6 +747,7 @@ fn record(d: &mut Dist, map: &[u32], f: &Facts) {
     let kind = f.kind.unwrap_or_default();
     let dst_range = f.dst_range;
     for &(u, slot, reads, writes) in f.acc.iter() {
+        let u = u as usize;
         let c = map[u] as usize;
         if writes && valu {
             if u < V_BASE {
@@ -911,7 +916,7 @@ fn is_plain_filler_with(inst: &Inst, acc: &Accesses) -> bool {
         && !inst.op.name_has(name_facts::MOVREL)
         && !name.starts_with("s_setreg")
         && !name.starts_with("s_getreg");
-    (plain_valu || plain_salu) && !acc.iter().any(|&(u, ..)| u == M0)
+    (plain_valu || plain_salu) && !acc.iter().any(|&(u, ..)| u as usize == M0)
 }
 
 /// Instructions that neither read nor write SCC: every VALU, and the SALU moves.
@@ -943,7 +948,7 @@ fn conflicts(a: &Inst, b: &Inst) -> bool {
 /// VGPR it does not write.
 fn real_accesses(i: &Inst, mut acc: Accesses) -> Accesses {
     if is_vmem(i) && i.mods.lds {
-        for x in acc.iter_mut().filter(|x| x.0 >= V_BASE) {
+        for x in acc.iter_mut().filter(|x| x.0 as usize >= V_BASE) {
             x.3 = false;
         }
     }
@@ -975,7 +980,12 @@ fn fill_m0_waits(f: &mut PhysFunction) -> usize {
         let mut k = 1;
         while k < insts.len() {
             let (w, l) = (&insts[k - 1], &insts[k]);
-            let writes_m0 = || is_salu(w) && accesses(w).iter().any(|&(u, _, _, wr)| u == M0 && wr);
+            let writes_m0 = || {
+                is_salu(w)
+                    && accesses(w)
+                        .iter()
+                        .any(|&(u, _, _, wr)| u as usize == M0 && wr)
+            };
             if !(is_m0_reader(l) && writes_m0()) {
                 k += 1;
                 continue;
@@ -1034,7 +1044,7 @@ pub fn insert_wait_states(f: &mut PhysFunction) -> u32 {
     for b in &facts {
         for x in b {
             for &(u, ..) in x.acc.iter() {
-                number(u, &mut map);
+                number(u as usize, &mut map);
             }
         }
     }
@@ -1259,5 +1269,8 @@ fn may_pass(x: &FillFacts, p: &FillFacts) -> bool {
 /// Whether `i` (with its [`accesses`] `acc`) writes EXEC: as an operand, or `v_cmpx`'s implicit
 /// write.
 fn writes_exec(i: &Inst, acc: &Accesses) -> bool {
-    is_cmpx(i) || acc.iter().any(|&(u, _, _, w)| w && EXEC.contains(&u))
+    is_cmpx(i)
+        || acc
+            .iter()
+            .any(|&(u, _, _, w)| w && EXEC.contains(&(u as usize)))
 }

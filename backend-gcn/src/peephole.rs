@@ -695,6 +695,21 @@ fn coalesce_sgpr_copies(f: &mut PhysFunction) -> u32 {
 pub fn run_peepholes(f: &mut PhysFunction) -> u32 {
     let mut removed = 0;
     for b in &mut f.blocks {
+        // Most blocks have neither a self-move nor a pair of halves next to each other: then
+        // the pass below gives the block back unchanged, and is not run (moving every
+        // instruction into a new vector was a third of the peepholes' cost).
+        let pair_at = |k: usize| {
+            k > 0
+                && matches!(
+                    (sgpr_move32(&b.insts[k - 1]), sgpr_move32(&b.insts[k])),
+                    (Some(a), Some(c)) if pair_move(a, c).is_some()
+                )
+        };
+        let any = (0..b.insts.len())
+            .any(|k| matches!(plain_move(&b.insts[k]), Some((_, d, s)) if d == s) || pair_at(k));
+        if !any {
+            continue;
+        }
         let before = b.insts.len();
         // Moves to themselves go and split pair copies merge in one pass: a pair's halves
         // are adjacent once the self-moves between them are gone.

@@ -200,11 +200,7 @@ impl Dags {
         // Descriptors loaded late where another's SGPRs come free first, and built late (after
         // the prologue's scalars die); extracts of SGPR tuples before their tuple's last other
         // reader (which may then write over it).
-        crate::desc_sink::sink_descriptors(mf);
-        crate::desc_sink::builds_late(mf);
-        crate::desc_sink::words_behind_loads(mf);
-        crate::desc_sink::extracts_early(mf);
-        crate::desc_sink::constants_late(mf);
+        crate::desc_sink::run(mf);
     }
 }
 

@@ -869,6 +869,10 @@ fn place_waits(
     target: Target,
     stats: &mut WaitcntStats,
 ) {
+    // A block without waits stays as it is (not moved into a new vector).
+    if end.is_empty() && waits.iter().all(Wait::is_empty) {
+        return;
+    }
     // Room for a wait before every other instruction: growing copied the block.
     let mut out = Vec::with_capacity(block.insts.len() * 3 / 2 + 4);
     for (k, inst) in std::mem::take(&mut block.insts).into_iter().enumerate() {

@@ -114,12 +114,18 @@ pub(crate) fn pairs(
     func: &Function,
     uni: &Uniformity,
 ) -> (HashMap<Inst, Inst>, HashMap<Inst, DmaStore>) {
-    let mut uses: HashMap<Value, u32> = HashMap::default();
-    for &b in &func.layout {
-        for &i in &func.blocks[b].insts {
-            func.insts[i].for_each_arg(|v| *uses.entry(v).or_default() += 1);
+    // Reads of each value, counted when a store first needs them: most kernels store no
+    // loaded word to LDS, and counting hashed every operand of the function.
+    let mut uses: Option<HashMap<Value, u32>> = None;
+    let count_uses = || {
+        let mut uses: HashMap<Value, u32> = HashMap::default();
+        for &b in &func.layout {
+            for &i in &func.blocks[b].insts {
+                func.insts[i].for_each_arg(|v| *uses.entry(v).or_default() += 1);
+            }
         }
-    }
+        uses
+    };
     let (mut loads, mut stores) = (HashMap::default(), HashMap::default());
     for &b in &func.layout {
         let insts = &func.blocks[b].insts;
@@ -150,7 +156,7 @@ pub(crate) fn pairs(
             };
             let four_bytes = matches!(func.value_type(buf),
                 kjit_ir::Type::Buffer { elem, .. } if elem.bytes() == 4);
-            if !four_bytes || uses.get(&v) != Some(&1) {
+            if !four_bytes || uses.get_or_insert_with(&count_uses).get(&v) != Some(&1) {
                 continue;
             }
             let Some(pos) = insts[..k].iter().position(|&x| x == l) else {
