@@ -295,7 +295,7 @@ impl std::fmt::Display for OptReport {
 
 /// Number of rules the optimizer uses when contraction is allowed (all of them).
 pub fn rule_count() -> usize {
-    rules::base_rules().len() + rules::contraction_rules().len() + rules::swapped_rules(true).len()
+    rules::base_rules().len() + rules::contraction_rules().len()
 }
 
 /// Largest immediate offset in bytes: 12 bits for buffer (MUBUF) instructions, 16 for LDS (DS).
@@ -385,12 +385,10 @@ fn rule_set(contract: bool) -> &'static rules::RuleSet {
         ALL.get_or_init(|| {
             let mut r = rules::base_rules();
             r.extend(rules::contraction_rules());
-            rules::RuleSet::staged(r, rules::swapped_rules(true))
+            rules::RuleSet::new(r)
         })
     } else {
-        BASE.get_or_init(|| {
-            rules::RuleSet::staged(rules::base_rules(), rules::swapped_rules(false))
-        })
+        BASE.get_or_init(|| rules::RuleSet::new(rules::base_rules()))
     }
 }
 
@@ -743,16 +741,6 @@ fn roots_cost(g: &KGraph, roots: &[(Id, bool)]) -> u64 {
     total
 }
 
-/// Whether the operands of `op` may be swapped (float add and mul up to NaN payloads).
-fn commutes(op: NodeOp) -> bool {
-    use crate::instructions::{BinaryOp as B, CmpOp as C};
-    matches!(
-        op,
-        NodeOp::Binary(B::Add | B::Mul | B::Min | B::Max | B::And | B::Or | B::Xor)
-            | NodeOp::Cmp(C::Eq | C::Ne)
-    )
-}
-
 struct Rebuild<'a> {
     g: &'a KGraph,
     ex: BestCosts,
@@ -783,23 +771,6 @@ impl Rebuild<'_> {
             |c| self.ex.costs[self.ex.child(g, c)].expect("every class has a cost"),
             |c| self.ex.info[self.ex.child(g, c)],
         )
-    }
-
-    /// The order in which extraction takes a class's nodes of equal cost: `n` with the
-    /// operands of a commutative operation in class-id order. The rules add no swapped twin of
-    /// a commutative node ([`rules::swapped_rules`]); with twins, a class's sorted nodes put
-    /// the twin with the lesser operand first, and ties went to it. Keeping that order keeps
-    /// which of several equal-cost forms of a value is made (a different one can keep another
-    /// value live across a loop).
-    fn tie_key(&self, n: &Node) -> Node {
-        let mut m = n.clone();
-        if m.op().is_some_and(commutes) {
-            for c in m.children_mut() {
-                *c = self.g.find(*c);
-            }
-            m.children_mut().sort_unstable();
-        }
-        m
     }
 
     /// A value for class `id` usable by the instruction at index `pos` of the block.
@@ -833,10 +804,7 @@ impl Rebuild<'_> {
         let first = class
             .nodes
             .iter()
-            .enumerate()
-            .filter(|(_, n)| usable(self, n) && Some(self.cost_of(n)) == best)
-            .min_by_key(|(_, n)| self.tie_key(n))
-            .map(|(at, _)| at);
+            .position(|n| usable(self, n) && Some(self.cost_of(n)) == best);
         let mut result = None;
         if let Some(at) = first {
             result = self.emit(out, &class.nodes[at], ty, pos);
@@ -844,19 +812,15 @@ impl Rebuild<'_> {
         if result.is_none() {
             // The filters read only availability, costs and the busy marks, which the failed
             // try left as they were: the same candidates, in the same order, as before it.
-            let mut cands: smallvec::SmallVec<[(Cost, Node, usize); 4]> = class
+            let mut cands: smallvec::SmallVec<[(Cost, usize); 4]> = class
                 .nodes
                 .iter()
                 .enumerate()
                 .filter(|(_, n)| usable(self, n))
-                .map(|(at, n)| (self.cost_of(n), self.tie_key(n), at))
+                .map(|(at, n)| (self.cost_of(n), at))
                 .collect();
-            cands.sort_by(|a, b| {
-                a.0.partial_cmp(&b.0)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then_with(|| a.1.cmp(&b.1))
-            });
-            for (_, _, at) in cands {
+            cands.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+            for (_, at) in cands {
                 if Some(at) == first {
                     continue;
                 }
@@ -885,9 +849,7 @@ impl Rebuild<'_> {
             Node::Ty(_) => None,
             _ => {
                 let op = n.op()?;
-                // A commutative operation's operands in class-id order (`tie_key`).
-                let key = self.tie_key(n);
-                let ch = key.children();
+                let ch = n.children();
                 let skip = usize::from(matches!(op, NodeOp::Convert | NodeOp::Bitcast));
                 let mut args: smallvec::SmallVec<[Value; 3]> = smallvec::SmallVec::new();
                 for c in &ch[skip..] {

@@ -123,22 +123,11 @@ pub struct RuleSet {
     pub root_of: Vec<usize>,
     /// Per rule: an earlier rule with the same left-hand side (whose matches it can share).
     pub same_as: Vec<Option<usize>>,
-    /// Per rule: the first iteration (from 0) in which it is searched.
-    pub first_iteration: Vec<usize>,
 }
 
 impl RuleSet {
-    /// Indexes `rules`, each searched from the first iteration.
+    /// Indexes `rules`.
     pub fn new(rules: Vec<Rule>) -> RuleSet {
-        RuleSet::staged(rules, Vec::new())
-    }
-
-    /// Indexes `rules`, searched from the first iteration, then `later`, searched from the
-    /// second.
-    pub fn staged(mut rules: Vec<Rule>, later: Vec<Rule>) -> RuleSet {
-        let mut first_iteration = vec![0; rules.len()];
-        first_iteration.resize(rules.len() + later.len(), 1);
-        rules.extend(later);
         use egg::Language;
         let mut roots: Vec<Node> = Vec::new();
         let mut root_of = Vec::with_capacity(rules.len());
@@ -164,7 +153,6 @@ impl RuleSet {
             roots,
             root_of,
             same_as,
-            first_iteration,
         }
     }
 }
@@ -284,9 +272,16 @@ fn computed(name: &'static str, l: &'static str, f: ComputeFn) -> Rule {
 /// The rules that hold for every kernel.
 pub fn base_rules() -> Vec<Rule> {
     vec![
-        // Commutative operations get no twin nodes: the rules below whose left-hand side
-        // is not symmetric under swapping a commutative operation's operands have their
-        // swapped form in [`swapped_rules`].
+        // Commutativity (float add/mul/min/max are commutative up to NaN payloads).
+        rule("comm-add", "(add ?a ?b)", "(add ?b ?a)"),
+        rule("comm-mul", "(mul ?a ?b)", "(mul ?b ?a)"),
+        rule("comm-and", "(and ?a ?b)", "(and ?b ?a)"),
+        rule("comm-or", "(or ?a ?b)", "(or ?b ?a)"),
+        rule("comm-xor", "(xor ?a ?b)", "(xor ?b ?a)"),
+        rule("comm-min", "(min ?a ?b)", "(min ?b ?a)"),
+        rule("comm-max", "(max ?a ?b)", "(max ?b ?a)"),
+        rule("comm-eq", "(eq ?a ?b)", "(eq ?b ?a)"),
+        rule("comm-ne", "(ne ?a ?b)", "(ne ?b ?a)"),
         rule("lt-gt", "(lt ?a ?b)", "(gt ?b ?a)"),
         rule("gt-lt", "(gt ?a ?b)", "(lt ?b ?a)"),
         rule("le-ge", "(le ?a ?b)", "(ge ?b ?a)"),
@@ -443,100 +438,6 @@ pub fn base_rules() -> Vec<Rule> {
             Some(if c != 0 { r[v.a] } else { r[v.b] })
         }),
     ]
-}
-
-/// The rules of [`base_rules`] (and, when `contract`, of [`contraction_rules`]) whose
-/// left-hand side has a commutative operation (add, mul, and, or, xor; float add and mul
-/// commute up to NaN payloads) with operands the rule treats differently, with those operands
-/// swapped.
-///
-/// Why, instead of commutativity rules: a rule `(add ?a ?b) → (add ?b ?a)` adds a twin node
-/// and a union per commutative node, and egg's node creation, unions and rebuilds were most of
-/// the rewriting time; the twins' only use is to let such left-hand sides match the swapped
-/// operands (the cost model is symmetric in them, so extraction needs no twin). A twin made in
-/// one iteration is searched in the next, so these rules run from the second iteration
-/// ([`RuleSet::first_iteration`]), when the rewrites of the first can be matched as before.
-/// `mul-pow2` has no swapped copy: a constant-first product is made by the first iteration's
-/// reassociation, and with twins its shift would have come in a third iteration, past the
-/// limit; made in the second it changed which of two equal-cost forms of a loop's index was
-/// extracted (matmul_pipelined kept a loop-invariant shift live across its loop: +1 SGPR).
-pub fn swapped_rules(contract: bool) -> Vec<Rule> {
-    let mut v = vec![
-        rule_if(
-            "add-zero-l",
-            "(add ?z ?a)",
-            "?a",
-            is_zero("?z", false, true),
-        ),
-        rule_if("mul-one-l", "(mul ?o ?a)", "?a", is_one("?o")),
-        rule_if(
-            "mul-zero-l",
-            "(mul ?z ?a)",
-            "?z",
-            both(int("?a"), is_zero("?z", false, false)),
-        ),
-        rule_if(
-            "mul-minus-one-l",
-            "(mul ?m ?a)",
-            "(neg ?a)",
-            is_value("?m", -1.0),
-        ),
-        rule_if(
-            "mul-two-l",
-            "(mul ?t ?a)",
-            "(add ?a ?a)",
-            both(float("?a"), is_value("?t", 2.0)),
-        ),
-        rule_if(
-            "and-zero-l",
-            "(and ?z ?a)",
-            "?z",
-            is_zero("?z", false, false),
-        ),
-        rule_if("and-ones-l", "(and ?m ?a)", "?a", is_all_ones("?m")),
-        rule_if("or-zero-l", "(or ?z ?a)", "?a", is_zero("?z", false, false)),
-        rule_if("or-ones-l", "(or ?m ?a)", "?m", is_all_ones("?m")),
-        rule_if(
-            "xor-zero-l",
-            "(xor ?z ?a)",
-            "?a",
-            is_zero("?z", false, false),
-        ),
-        rule("add-neg-l", "(add (neg ?b) ?a)", "(sub ?a ?b)"),
-        rule_if(
-            "lshl-add-l",
-            "(add ?c (shl ?a ?b))",
-            "(lshl_add ?a ?b ?c)",
-            int32("?a"),
-        ),
-        rule_if(
-            "add3-l",
-            "(add ?c (add ?a ?b))",
-            "(add3 ?a ?b ?c)",
-            int32("?a"),
-        ),
-        rule_if(
-            "lshl-or-l",
-            "(or ?c (shl ?a ?b))",
-            "(lshl_or ?a ?b ?c)",
-            int32("?a"),
-        ),
-        rule_if(
-            "distribute-mul-add-l",
-            "(mul ?c (add ?a ?b))",
-            "(add (mul ?a ?c) (mul ?b ?c))",
-            int("?a"),
-        ),
-    ];
-    if contract {
-        v.push(rule_if(
-            "fma-contract-l",
-            "(add ?c (mul ?a ?b))",
-            "(fma ?a ?b ?c)",
-            float("?a"),
-        ));
-    }
-    v
 }
 
 /// Rules allowed only when the kernel allows contraction.

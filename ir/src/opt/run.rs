@@ -210,7 +210,7 @@ fn run_loop(
             active.clear();
             for (k, rw) in rules.iter().enumerate() {
                 let roots = &table[set.root_of[k]];
-                if roots.is_empty() || i < set.first_iteration[k] {
+                if roots.is_empty() {
                     // No node has the rule's root operation: no match and no change to its
                     // ban state (a search that finds nothing bans nothing). Most blocks have
                     // a few of the rules' root operations; this skips the other rules' searches.
