@@ -15,8 +15,14 @@ const WAVE: u32 = 64;
 /// span more than one wave halve the active work-items through LDS with a barrier after each
 /// (unrolled: `BLOCK` is a constant); the last 64 partial sums are the first wave's lanes, added
 /// by a wave reduction (DPP) without LDS or barriers.
+///
+/// The kernel declares its workgroup size: the tile and the unrolled rounds hold for `BLOCK`
+/// work-items only, so the group size is a constant (`gid = group * 256 + lid`) instead of a
+/// hidden argument loaded with `s_load_dword` on the path to the first global load, and a launch
+/// of another size is refused.
 pub fn build() -> BuildResult {
     let k = KernelBuilder::new("reduce_sum");
+    k.workgroup_size([BLOCK, 1, 1]);
     let x = k.buffer::<f32>("x");
     let partial = k.buffer_mut::<f32>("partial");
     let tile = k.lds::<f32>("tile", BLOCK);
