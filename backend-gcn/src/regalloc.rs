@@ -1201,11 +1201,11 @@ impl Shape {
 /// can need more. In the library's default compiles (gfx942, gfx900) the run at the pressure
 /// spilled for seed_2d, softmax, matmul, matmul_pipelined, stencil_pipelined, attention, gemm
 /// and every latency schedule of the hash kernels, so the search ran regalloc2 again, and a
-/// spilling run is its costliest (eviction work). A register given and not needed costs no VGPR: the layout places the
-/// PRegs' values by their live intervals ([`vgprs`]), so where the run at the pressure kept
-/// every value in a register (vector_add, reduce_sum, hash_lanes' bound-44 schedule) the run
-/// a step above has the same code unless regalloc2 moves a value it did not move there
-/// (`docs/regalloc.md`, "How many registers regalloc2 gets").
+/// spilling run is its costliest (eviction work). A register given and not needed costs no
+/// VGPR: the layout places the PRegs' values by their live intervals ([`vgprs`]), so where
+/// the run at the pressure kept every value in a register (vector_add, reduce_sum, hash_lanes'
+/// bound-44 schedule) the run a step above has the same code unless regalloc2 moves a value it
+/// did not move there (`docs/regalloc.md`, "How many registers regalloc2 gets").
 fn search(
     a: &Allocator,
     n_int: u32,
